@@ -1,0 +1,73 @@
+//! Shapes the JSON API and the pages exchange about stored runs and comparisons.
+
+use crate::report::Summary;
+use crate::spec::RunSpec;
+use crate::status::RunStatus;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// A stored run, as lists and the detail page show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunView {
+    pub id: i64,
+    pub status: RunStatus,
+    pub spec: RunSpec,
+    pub target_description: String,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub error: Option<String>,
+    /// Present once the run succeeded.
+    pub summary: Option<Summary>,
+}
+
+/// Answer to `POST /api/runs`: the runs created (one per sweep value) and, for a sweep,
+/// the comparison that groups them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CreatedRuns {
+    pub run_ids: Vec<i64>,
+    pub comparison_slug: Option<String>,
+}
+
+/// Body of `POST /api/comparisons`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewComparison {
+    pub title: String,
+    pub run_ids: Vec<i64>,
+    /// View settings (metric, percentile, baseline...) kept verbatim for the permalink.
+    #[serde(default)]
+    pub view: serde_json::Value,
+}
+
+impl NewComparison {
+    pub fn validate(&self) -> Result<(), crate::ValidationErrors> {
+        let mut e = crate::ValidationErrors::default();
+        if self.title.trim().is_empty() {
+            e.push("title", "is required");
+        } else if self.title.len() > 200 {
+            e.push("title", "must be at most 200 characters");
+        }
+        if self.run_ids.is_empty() {
+            e.push("run_ids", "name at least one run");
+        } else if self.run_ids.len() > 64 {
+            e.push("run_ids", "at most 64 runs");
+        } else if (1..self.run_ids.len()).any(|i| self.run_ids[..i].contains(&self.run_ids[i])) {
+            e.push("run_ids", "runs must not repeat");
+        }
+        if !(self.view.is_null() || self.view.is_object()) {
+            e.push("view", "must be a JSON object");
+        }
+        e.into_result()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparisonView {
+    pub slug: String,
+    pub title: String,
+    pub created_at: DateTime<Utc>,
+    pub view: serde_json::Value,
+    /// The runs in the order the comparison lists them.
+    pub runs: Vec<RunView>,
+}

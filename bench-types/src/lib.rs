@@ -1,0 +1,18 @@
+//! Types shared by every half of latlab: the browser bundle (wasm32), the web server, the
+//! database layer and the `latlab-bench` load generator. Only plain data and pure
+//! validation live here, so the same `RunSpec::validate` runs in the browser and on the
+//! server.
+
+pub mod api;
+pub mod metrics;
+pub mod report;
+pub mod spec;
+pub mod status;
+pub mod validate;
+
+pub use api::{ComparisonView, CreatedRuns, NewComparison, RunView};
+pub use metrics::{MetricInfo, MetricKind, METRICS};
+pub use report::{BenchReport, RequestRecord, Stats, Summary, TargetInfo};
+pub use spec::{Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RunSpec, Sampling, Target};
+pub use status::RunStatus;
+pub use validate::{FieldError, ValidationErrors};

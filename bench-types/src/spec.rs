@@ -1,0 +1,277 @@
+//! `RunSpec`: everything needed to run one benchmark, as the user asked for it. Stored as
+//! JSONB beside the results it produced, so every number can be traced to its settings.
+//!
+//! Field names follow `vllm bench serve` where the concept is the same.
+
+use serde::{Deserialize, Serialize};
+
+/// What to benchmark, against what, with which load. Immutable once submitted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    /// Free-text label shown in lists and charts; may be empty.
+    #[serde(default)]
+    pub label: String,
+    pub target: Target,
+    /// Model name sent in every request (`--model`).
+    pub model: String,
+    /// Tokenizer used to count tokens: a path to a HF `tokenizer.json` (or its folder), or
+    /// `None` for the Qwen3 tokenizer that setup fetched (`--tokenizer`).
+    #[serde(default)]
+    pub tokenizer: Option<String>,
+    #[serde(default)]
+    pub backend: Backend,
+    pub dataset: Dataset,
+    /// `--num-prompts`: measured requests (warm-up requests come on top).
+    pub num_prompts: u32,
+    pub load: LoadProfile,
+    #[serde(default)]
+    pub sampling: Sampling,
+    /// `--seed`: dataset shuffling and arrival times.
+    #[serde(default)]
+    pub seed: u64,
+    /// Requests sent before measuring; excluded from every statistic.
+    #[serde(default)]
+    pub warmup_requests: u32,
+    /// Per-request timeout in seconds; a request that exceeds it counts as failed.
+    #[serde(default = "default_request_timeout_s")]
+    pub request_timeout_s: f64,
+    /// `--metric-percentiles`, e.g. `[50, 90, 99]`.
+    #[serde(default = "default_percentiles")]
+    pub percentiles: Vec<f64>,
+    /// `--goodput` SLOs; a request counts as good when it meets every one given.
+    #[serde(default)]
+    pub goodput: Goodput,
+}
+
+pub fn default_request_timeout_s() -> f64 {
+    600.0
+}
+
+pub fn default_percentiles() -> Vec<f64> {
+    vec![99.0]
+}
+
+/// Where requests go.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Target {
+    /// Any OpenAI-compatible server that is already running.
+    External {
+        /// e.g. `http://127.0.0.1:8000` (no path: the backend adds `/v1/...`).
+        base_url: String,
+        /// Name of an environment variable (on the worker) holding the API key. The key
+        /// itself is never stored or echoed.
+        #[serde(default)]
+        api_key_env: Option<String>,
+    },
+    /// latlab's own engine, started by the worker as a child process.
+    Native(NativeTarget),
+}
+
+/// Options for `latlab-engine`, rendered to its flags by the worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NativeTarget {
+    /// A Hugging Face checkpoint folder, or `random:<preset>` (e.g. `random:qwen3-8b`).
+    pub model_source: String,
+    #[serde(default)]
+    pub device: Device,
+    #[serde(default)]
+    pub quantization: Quantization,
+    /// Largest decode batch the engine plans for.
+    #[serde(default = "default_max_batch")]
+    pub max_batch: u32,
+    #[serde(default = "default_true")]
+    pub cuda_graphs: bool,
+}
+
+fn default_max_batch() -> u32 {
+    8
+}
+fn default_true() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Device {
+    /// CUDA when a GPU is present, else CPU.
+    #[default]
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quantization {
+    /// Weights as stored (bf16 for most checkpoints).
+    #[default]
+    None,
+    /// FP8 e4m3 weights with 128x128 block scales.
+    Fp8,
+}
+
+/// `--backend`: which OpenAI endpoint is driven.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backend {
+    /// `/v1/chat/completions`
+    #[default]
+    OpenaiChat,
+    /// `/v1/completions`
+    Openai,
+}
+
+impl Backend {
+    pub fn endpoint(self) -> &'static str {
+        match self {
+            Backend::OpenaiChat => "/v1/chat/completions",
+            Backend::Openai => "/v1/completions",
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::OpenaiChat => "openai-chat",
+            Backend::Openai => "openai",
+        }
+    }
+}
+
+/// Where prompts come from (`--dataset-name`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Dataset {
+    /// ShareGPT V3 with vLLM's sampling rules.
+    Sharegpt {
+        /// JSON file; `None` = the copy that setup fetched.
+        #[serde(default)]
+        path: Option<String>,
+        /// `--sharegpt-output-len`: overrides every output length.
+        #[serde(default)]
+        output_len: Option<u32>,
+    },
+    /// Random token prompts (`--random-input-len`, `--random-output-len`, `--random-range-ratio`).
+    Random {
+        input_len: u32,
+        output_len: u32,
+        #[serde(default)]
+        range_ratio: f64,
+    },
+    /// One JSON object per line: `{"prompt": "...", "output_len": N}`.
+    Jsonl { path: String },
+}
+
+impl Dataset {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Dataset::Sharegpt { .. } => "sharegpt",
+            Dataset::Random { .. } => "random",
+            Dataset::Jsonl { .. } => "jsonl",
+        }
+    }
+}
+
+/// How requests are released.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadProfile {
+    /// `--max-concurrency`. Several values make a sweep: one run per value (the seed
+    /// study's BS=1/2/4/8). Empty: no cap.
+    #[serde(default)]
+    pub max_concurrency: Vec<u32>,
+    /// `--request-rate` in requests/s; `None` is `inf` (all released at t=0).
+    #[serde(default)]
+    pub request_rate: Option<f64>,
+    /// `--burstiness`: gamma shape of inter-arrival gaps (1 = Poisson).
+    #[serde(default = "default_burstiness")]
+    pub burstiness: f64,
+}
+
+fn default_burstiness() -> f64 {
+    1.0
+}
+
+impl Default for LoadProfile {
+    fn default() -> Self {
+        LoadProfile { max_concurrency: vec![1], request_rate: None, burstiness: 1.0 }
+    }
+}
+
+/// Sampling settings sent with every request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sampling {
+    /// `--ignore-eos`: generate exactly the requested output length.
+    #[serde(default)]
+    pub ignore_eos: bool,
+    /// `--temperature`; vLLM v0.11 sent 0 (greedy).
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    /// Extra JSON merged into every request body (`--extra-body`).
+    #[serde(default)]
+    pub extra_body: Option<serde_json::Value>,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Sampling { ignore_eos: false, temperature: Some(0.0), extra_body: None }
+    }
+}
+
+/// `--goodput` service-level objectives, milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Goodput {
+    #[serde(default)]
+    pub ttft_ms: Option<f64>,
+    #[serde(default)]
+    pub tpot_ms: Option<f64>,
+    #[serde(default)]
+    pub e2el_ms: Option<f64>,
+}
+
+impl Goodput {
+    pub fn is_empty(&self) -> bool {
+        self.ttft_ms.is_none() && self.tpot_ms.is_none() && self.e2el_ms.is_none()
+    }
+}
+
+impl RunSpec {
+    /// One spec per concurrency value of a sweep (each with exactly one value), or the spec
+    /// itself when there is at most one value.
+    pub fn expand(&self) -> Vec<RunSpec> {
+        if self.load.max_concurrency.len() <= 1 {
+            return vec![self.clone()];
+        }
+        self.load
+            .max_concurrency
+            .iter()
+            .map(|&c| {
+                let mut s = self.clone();
+                s.load.max_concurrency = vec![c];
+                s
+            })
+            .collect()
+    }
+
+    /// Short description of the target for lists ("external http://...", "native random:tiny").
+    pub fn target_description(&self) -> String {
+        match &self.target {
+            Target::External { base_url, .. } => format!("external {base_url}"),
+            Target::Native(n) => format!("native {}", n.model_source),
+        }
+    }
+
+    /// "BS=4" / "rate=2.0/s" / "BS=1,2,4,8" for lists and chart labels.
+    pub fn load_label(&self) -> String {
+        let c: Vec<String> = self.load.max_concurrency.iter().map(u32::to_string).collect();
+        match (c.is_empty(), self.load.request_rate) {
+            (true, None) => "rate=inf".to_string(),
+            (true, Some(r)) => format!("rate={r}/s"),
+            (false, None) => format!("BS={}", c.join(",")),
+            (false, Some(r)) => format!("BS={} rate={r}/s", c.join(",")),
+        }
+    }
+}
