@@ -1,1 +1,14 @@
-//! stub
+//! latlab's native inference engine: Qwen3 config and weights, tokenizer and chat
+//! template, scheduler with a paged KV block manager, model backends (CPU reference now),
+//! sampler, and the engine thread that owns the model.
+
+pub mod checkpoint_writer;
+pub mod config;
+pub mod error;
+pub mod model;
+pub mod presets;
+pub mod random_weights;
+pub mod tensor_names;
+pub mod weights;
+
+pub use error::{EngineError, Result};

@@ -1,0 +1,130 @@
+//! The CPU reference backend: Qwen3's forward in plain f32, written to be read next to
+//! the paper and transformers' modeling_qwen3.py. Every later backend is tested against it.
+
+mod attention;
+mod kv_cache;
+pub mod ops;
+
+use super::{Backend, SeqChunk};
+use crate::config::ModelConfig;
+use crate::error::{EngineError, Result};
+use crate::weights::ModelWeights;
+use attention::{attend, AttnShape};
+use kv_cache::KvCache;
+use ops::{linear, rms_norm, rope, silu_mul};
+
+pub struct CpuBackend {
+    cfg: ModelConfig,
+    w: ModelWeights,
+    cache: KvCache,
+}
+
+impl CpuBackend {
+    pub fn new(cfg: ModelConfig, w: ModelWeights, num_pages: usize, block_size: usize) -> Self {
+        let cache = KvCache::new(cfg.num_hidden_layers, num_pages, block_size, cfg.kv_dim());
+        CpuBackend { cfg, w, cache }
+    }
+
+    /// Logits at every position of `tokens` run from position 0 on pages 0.. (tests and
+    /// goldens; the serving path only needs last-token logits).
+    pub fn logits_all_positions(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
+        let pages = tokens.len().div_ceil(self.cache.block_size);
+        if pages > self.cache.num_pages {
+            return Err(EngineError::BadRequest(format!("{} tokens need {pages} KV pages", tokens.len())));
+        }
+        let table: Vec<u32> = (0..pages as u32).collect();
+        let chunk = SeqChunk { tokens, start_pos: 0, block_table: &table, want_logits: true };
+        let rows: Vec<usize> = (0..tokens.len()).collect();
+        self.run(&[chunk], &rows)
+    }
+
+    /// Forward all chunks' tokens; return logits for the flat token indices in `rows`.
+    fn run(&mut self, chunks: &[SeqChunk<'_>], rows: &[usize]) -> Result<Vec<Vec<f32>>> {
+        let c = &self.cfg;
+        let (hd, qd, kvd) = (c.hidden_size, c.q_dim(), c.kv_dim());
+        let eps = c.rms_norm_eps as f32;
+        let theta = c.rope_theta as f32;
+        let shape = AttnShape { heads: c.num_attention_heads, kv_heads: c.num_key_value_heads, head_dim: c.head_dim };
+        let t_total: usize = chunks.iter().map(|ch| ch.tokens.len()).sum();
+        // Validate before touching the cache: a bad id or a short block table is a caller bug
+        // that must fail the step, not index out of bounds.
+        for ch in chunks {
+            if let Some(&bad) = ch.tokens.iter().find(|&&t| t as usize >= c.vocab_size) {
+                return Err(EngineError::BadRequest(format!("token id {bad} >= vocab_size {}", c.vocab_size)));
+            }
+            let end = ch.start_pos + ch.tokens.len();
+            if ch.block_table.len() * self.cache.block_size < end || ch.block_table.iter().any(|&p| p as usize >= self.cache.num_pages) {
+                return Err(EngineError::BadRequest(format!("block table does not cover {end} positions")));
+            }
+        }
+        let mut x = Vec::with_capacity(t_total * hd);
+        for ch in chunks {
+            for &t in ch.tokens {
+                x.extend_from_slice(&self.w.embed.data[t as usize * hd..][..hd]);
+            }
+        }
+        for (li, lw) in self.w.layers.iter().enumerate() {
+            let mut h = x.clone();
+            rms_norm(&mut h, &lw.input_norm, eps);
+            let mut q = linear(&h, t_total, &lw.q_proj);
+            let mut k = linear(&h, t_total, &lw.k_proj);
+            let v = linear(&h, t_total, &lw.v_proj);
+            // Qwen3's per-head q/k RMSNorm, before RoPE.
+            rms_norm(&mut q, &lw.q_norm, eps);
+            rms_norm(&mut k, &lw.k_norm, eps);
+            let mut attn = Vec::with_capacity(t_total * qd);
+            let mut row = 0;
+            for ch in chunks {
+                for i in 0..ch.tokens.len() {
+                    let (r, pos) = (row + i, ch.start_pos + i);
+                    for head in q[r * qd..(r + 1) * qd].chunks_exact_mut(c.head_dim) {
+                        rope(head, pos, theta);
+                    }
+                    for head in k[r * kvd..(r + 1) * kvd].chunks_exact_mut(c.head_dim) {
+                        rope(head, pos, theta);
+                    }
+                    let slot = self.cache.slot(ch.block_table, pos);
+                    self.cache.write(li, slot, &k[r * kvd..(r + 1) * kvd], &v[r * kvd..(r + 1) * kvd]);
+                }
+                let n = ch.tokens.len();
+                attn.extend(attend(&q[row * qd..(row + n) * qd], n, ch.start_pos, ch.block_table, &self.cache, li, &shape));
+                row += n;
+            }
+            let o = linear(&attn, t_total, &lw.o_proj);
+            x.iter_mut().zip(&o).for_each(|(a, b)| *a += b);
+            let mut h = x.clone();
+            rms_norm(&mut h, &lw.post_norm, eps);
+            let mut gate = linear(&h, t_total, &lw.gate_proj);
+            let up = linear(&h, t_total, &lw.up_proj);
+            silu_mul(&mut gate, &up);
+            let down = linear(&gate, t_total, &lw.down_proj);
+            x.iter_mut().zip(&down).for_each(|(a, b)| *a += b);
+        }
+        let mut last = Vec::with_capacity(rows.len() * hd);
+        for &r in rows {
+            last.extend_from_slice(&x[r * hd..(r + 1) * hd]);
+        }
+        rms_norm(&mut last, &self.w.final_norm, eps);
+        let logits = linear(&last, rows.len(), self.w.lm_head());
+        Ok(logits.chunks_exact(c.vocab_size).map(|r| r.to_vec()).collect())
+    }
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &'static str { "cpu" }
+
+    fn forward(&mut self, chunks: &[SeqChunk<'_>]) -> Result<Vec<Vec<f32>>> {
+        let mut rows = Vec::new();
+        let mut offset = 0;
+        for ch in chunks {
+            if ch.want_logits && !ch.tokens.is_empty() {
+                rows.push(offset + ch.tokens.len() - 1);
+            }
+            offset += ch.tokens.len();
+        }
+        self.run(chunks, &rows)
+    }
+}
+
+#[cfg(test)]
+mod tests;
