@@ -6,6 +6,7 @@
 pub mod api;
 pub mod metrics;
 pub mod report;
+pub mod result_block;
 pub mod spec;
 pub mod status;
 pub mod validate;
