@@ -12,3 +12,6 @@ pub mod tensor_names;
 pub mod weights;
 
 pub use error::{EngineError, Result};
+pub mod chat_template;
+pub mod detokenize;
+pub mod tokenizer;
