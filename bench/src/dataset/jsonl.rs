@@ -1,0 +1,42 @@
+//! One JSON object per line: `{"prompt": "...", "output_len": N}`. Blank lines are
+//! skipped; any other bad line stops the run with its line number. The first `n` lines
+//! are used in file order (oversampled like vLLM when the file is shorter).
+
+use super::{oversample, Sample, SampleRequest};
+use crate::error::BenchError;
+use crate::tokenizer::TokenCounter;
+use serde::Deserialize;
+use std::io::BufRead;
+use std::path::Path;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Line {
+    prompt: String,
+    output_len: u32,
+}
+
+pub fn sample(path: &Path, n: usize, seed: u64, tok: &TokenCounter) -> Result<Sample, BenchError> {
+    let file = std::fs::File::open(path).map_err(|e| BenchError::io(path, e))?;
+    let mut requests = Vec::new();
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| BenchError::io(path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        if requests.len() >= n {
+            break;
+        }
+        let l: Line = serde_json::from_str(&line).map_err(|e| BenchError::dataset(path, format!("line {}: {e}", i + 1)))?;
+        if l.output_len == 0 {
+            return Err(BenchError::dataset(path, format!("line {}: output_len must be at least 1", i + 1)));
+        }
+        requests.push(SampleRequest { input_tokens: tok.count(&l.prompt), prompt: l.prompt, output_len: l.output_len });
+    }
+    if requests.is_empty() {
+        return Err(BenchError::dataset(path, "no prompts in the file"));
+    }
+    let mut notes = vec![format!("JSONL {}: {} prompts", path.display(), requests.len())];
+    oversample(&mut requests, n, seed, &mut notes);
+    Ok(Sample { requests, notes })
+}

@@ -1,0 +1,57 @@
+//! Prompts to send: ShareGPT with vLLM's sampling rules, random token prompts, or a JSONL
+//! file. Every source yields the same `SampleRequest`s, with token counts from the run's
+//! tokenizer, plus notes about the data for the report.
+
+mod jsonl;
+mod random;
+mod sharegpt;
+pub mod sharegpt_reader;
+
+use crate::error::BenchError;
+use crate::tokenizer::TokenCounter;
+use bench_types::Dataset;
+
+/// One prompt with its token counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleRequest {
+    pub prompt: String,
+    /// Tokens of the raw prompt text (no chat template), as vLLM counts them.
+    pub input_tokens: u32,
+    /// `max_completion_tokens` / `max_tokens` to ask for.
+    pub output_len: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Sample {
+    pub requests: Vec<SampleRequest>,
+    /// Facts about the data worth showing beside the results.
+    pub notes: Vec<String>,
+}
+
+/// Draws `n` requests from `dataset`, deterministically from `seed`.
+pub fn sample(dataset: &Dataset, n: usize, seed: u64, tok: &TokenCounter) -> Result<Sample, BenchError> {
+    match dataset {
+        Dataset::Sharegpt { path, output_len } => {
+            let path = path.as_ref().map(std::path::PathBuf::from).unwrap_or_else(crate::assets::default_sharegpt_path);
+            sharegpt::sample(&path, n, seed, *output_len, tok)
+        }
+        Dataset::Random { input_len, output_len, range_ratio } => {
+            Ok(random::sample(n, *input_len, *output_len, *range_ratio, seed, tok))
+        }
+        Dataset::Jsonl { path } => jsonl::sample(std::path::Path::new(path), n, seed, tok),
+    }
+}
+
+/// vLLM's oversampling when fewer than `n` requests pass the filters: `random.seed(seed)`
+/// then `random.choices(samples, k=n-len)`, appended.
+fn oversample(requests: &mut Vec<SampleRequest>, n: usize, seed: u64, notes: &mut Vec<String>) {
+    if requests.is_empty() || requests.len() >= n {
+        return;
+    }
+    let have = requests.len();
+    let mut mt = crate::mt19937::Mt19937::python_seeded(seed);
+    for i in crate::pyrandom::choices(&mut mt, have, n - have) {
+        requests.push(requests[i].clone());
+    }
+    notes.push(format!("only {have} prompts passed the filters; {} were repeated to reach {n} (vLLM oversampling)", n - have));
+}

@@ -1,0 +1,138 @@
+//! `latlab-bench`: thin CLI over the `bench` library. Usage errors print one line and exit
+//! 2 (clap's convention); run errors print one line and exit 1.
+
+mod cli;
+
+use bench::{render_text, run_sweep, vllm_result_json, BenchReport, Phase, Progress, RunOptions};
+use clap::Parser;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = cli::Args::parse();
+    let spec = match args.to_spec() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("latlab-bench: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("latlab-bench: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match rt.block_on(run(&args, spec)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("latlab-bench: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(args: &cli::Args, spec: bench_types::RunSpec) -> anyhow::Result<ExitCode> {
+    let (tx, rx) = tokio::sync::watch::channel(Progress::default());
+    let opts = RunOptions { api_key: std::env::var("OPENAI_API_KEY").ok(), progress: Some(tx), ..Default::default() };
+    let cancel = opts.cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+        }
+    });
+    let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| tokio::spawn(progress_bar(rx)));
+    let (reports, err) = run_sweep(&spec, &args.base_url(), opts).await;
+    if let Some(b) = bar {
+        b.abort();
+        eprintln!();
+    }
+    let metrics = args.metrics();
+    let metric_refs: Vec<&str> = metrics.iter().map(String::as_str).collect();
+    for r in &reports {
+        if !args.quiet && !args.json {
+            for n in &r.notes {
+                eprintln!("note: {n}");
+            }
+            println!("{}", render_text(&r.summary, &metric_refs));
+        }
+        if args.save_result {
+            save_result(args, r, &metric_refs)?;
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&reports)?);
+    }
+    if let Some(path) = &args.report_file {
+        let body = if reports.len() == 1 { serde_json::to_string_pretty(&reports[0])? } else { serde_json::to_string_pretty(&reports)? };
+        std::fs::write(path, body).map_err(|e| anyhow::anyhow!("cannot write --report-file {path}: {e}"))?;
+    }
+    match err {
+        Some(e) => Err(e.into()),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+fn save_result(args: &cli::Args, r: &BenchReport, metrics: &[&str]) -> anyhow::Result<()> {
+    let spec = &r.spec;
+    let conc = r.summary.max_concurrency;
+    let name = match &args.result_filename {
+        // One file per sweep value: suffix the concurrency when sweeping.
+        Some(f) if args.max_concurrency.len() > 1 => match f.rsplit_once('.') {
+            Some((stem, ext)) => format!("{stem}-concurrency{}.{ext}", conc.unwrap_or(0)),
+            None => format!("{f}-concurrency{}", conc.unwrap_or(0)),
+        },
+        Some(f) => f.clone(),
+        None => format!(
+            "{}-{}qps{}-{}-{}.json",
+            spec.backend.as_str(),
+            spec.load.request_rate.map_or("inf".to_string(), |x| x.to_string()),
+            conc.map_or(String::new(), |c| format!("-concurrency{c}")),
+            spec.model.rsplit('/').next().unwrap_or(&spec.model),
+            r.started_at.format("%Y%m%d-%H%M%S")
+        ),
+    };
+    let path = match &args.result_dir {
+        Some(d) => std::path::Path::new(d).join(name),
+        None => std::path::PathBuf::from(name),
+    };
+    let tokenizer_id = spec.tokenizer.clone().unwrap_or_else(|| "Qwen3 (assets/cache/qwen3/tokenizer.json)".into());
+    let json = vllm_result_json(r, &tokenizer_id, metrics);
+    std::fs::write(&path, serde_json::to_string_pretty(&json)?).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    eprintln!("saved {}", path.display());
+    Ok(())
+}
+
+async fn progress_bar(mut rx: tokio::sync::watch::Receiver<Progress>) {
+    use std::io::Write;
+    loop {
+        if rx.changed().await.is_err() {
+            return;
+        }
+        let p = rx.borrow_and_update().clone();
+        let done = p.completed + p.failed;
+        let width = 30usize;
+        let filled = if p.total > 0 { (done as usize * width) / p.total as usize } else { 0 };
+        let phase = match p.phase {
+            Phase::Preparing => "preparing",
+            Phase::Warmup => "warm-up",
+            Phase::Measuring => "running",
+            Phase::Finished => "done",
+        };
+        let fmt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
+        eprint!(
+            "\r{phase:>9} [{}{}] {done}/{} ({} failed) {:.1}s  TTFT {} ms  TPOT {} ms   ",
+            "#".repeat(filled),
+            ".".repeat(width - filled.min(width)),
+            p.total,
+            p.failed,
+            p.elapsed_s,
+            fmt(p.rolling_ttft_ms),
+            fmt(p.rolling_tpot_ms)
+        );
+        let _ = std::io::stderr().flush();
+        // At most ~10 redraws a second, whatever the request rate.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,244 @@
+//! Runs one `RunSpec` against a base URL: prepares the prompts, fetches the target's
+//! self-description, sends warm-up requests (excluded from everything), then releases the
+//! measured requests on the drawn-up-front schedule through a FIFO concurrency limiter
+//! (vLLM's semaphore), publishing progress and honouring cancellation. Token counting of
+//! generated text happens after the last request, off the timed path.
+
+use crate::client::{stream_request, StreamOutcome};
+use crate::dataset::{self, Sample};
+use crate::error::BenchError;
+use crate::metrics::{compute_summary, SummaryOptions};
+use crate::progress::{Phase, Progress, ProgressTx, Rolling};
+use crate::request_body::build_body;
+use crate::tokenizer::TokenCounter;
+use bench_types::{BenchReport, RequestRecord, RunSpec};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// How a run reports back and can be stopped. `Default` = no key, no progress, no cancel.
+#[derive(Default, Clone)]
+pub struct RunOptions {
+    /// Sent as `Authorization: Bearer <key>`.
+    pub api_key: Option<String>,
+    /// Receives the latest `Progress` (phase, counts, rolling TTFT/TPOT).
+    pub progress: Option<ProgressTx>,
+    /// Cancel it to abort in-flight requests; the run returns `BenchError::Cancelled`.
+    pub cancel: CancellationToken,
+}
+
+/// A sampled dataset and the tokenizer that counted it; reusable across a sweep.
+pub struct Prepared {
+    pub tokenizer: Arc<TokenCounter>,
+    pub sample: Sample,
+}
+
+/// Loads the tokenizer and samples the dataset. Blocking (file I/O, tokenization): call it
+/// from `spawn_blocking` in async code, as `run_benchmark` does.
+pub fn prepare(spec: &RunSpec) -> Result<Prepared, BenchError> {
+    let tokenizer = TokenCounter::for_spec(spec.tokenizer.as_deref())?;
+    let sample = dataset::sample(&spec.dataset, spec.num_prompts as usize, spec.seed, &tokenizer)?;
+    Ok(Prepared { tokenizer: Arc::new(tokenizer), sample })
+}
+
+/// Runs a spec with at most one concurrency value (see `RunSpec::expand`).
+pub async fn run_benchmark(spec: &RunSpec, base_url: &str, opts: RunOptions) -> Result<BenchReport, BenchError> {
+    check_spec(spec)?;
+    let owned = spec.clone();
+    let prepared = tokio::task::spawn_blocking(move || prepare(&owned))
+        .await
+        .map_err(|e| BenchError::InvalidSpec(format!("dataset preparation panicked: {e}")))??;
+    run_prepared(spec, &prepared, base_url, opts).await
+}
+
+/// Runs every value of a concurrency sweep in turn over one prepared sample; stops at the
+/// first error (including cancellation) and returns the reports made so far with it.
+pub async fn run_sweep(spec: &RunSpec, base_url: &str, opts: RunOptions) -> (Vec<BenchReport>, Option<BenchError>) {
+    let owned = spec.clone();
+    let prepared = match tokio::task::spawn_blocking(move || prepare(&owned)).await {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => return (vec![], Some(e)),
+        Err(e) => return (vec![], Some(BenchError::InvalidSpec(format!("dataset preparation panicked: {e}")))),
+    };
+    let mut reports = Vec::new();
+    for one in spec.expand() {
+        match run_prepared(&one, &prepared, base_url, opts.clone()).await {
+            Ok(r) => reports.push(r),
+            Err(e) => return (reports, Some(e)),
+        }
+    }
+    (reports, None)
+}
+
+fn check_spec(spec: &RunSpec) -> Result<(), BenchError> {
+    spec.validate().map_err(|e| BenchError::InvalidSpec(e.to_string()))?;
+    if spec.load.max_concurrency.len() > 1 {
+        return Err(BenchError::InvalidSpec("a sweep: run each of RunSpec::expand() (or run_sweep)".into()));
+    }
+    Ok(())
+}
+
+/// Runs one spec over an already prepared sample.
+pub async fn run_prepared(spec: &RunSpec, prepared: &Prepared, base_url: &str, opts: RunOptions) -> Result<BenchReport, BenchError> {
+    check_spec(spec)?;
+    let base = base_url.trim_end_matches('/');
+    let url = format!("{base}{}", spec.backend.endpoint());
+    let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build()
+        .map_err(|e| BenchError::Http(e.to_string()))?;
+    let reqs = &prepared.sample.requests;
+    if reqs.is_empty() {
+        return Err(BenchError::InvalidSpec("the dataset gave no prompts".into()));
+    }
+    let bodies: Arc<Vec<Vec<u8>>> = Arc::new(
+        reqs.iter()
+            .map(|r| serde_json::to_vec(&build_body(spec.backend, &spec.model, &r.prompt, r.output_len, &spec.sampling)).unwrap_or_default())
+            .collect(),
+    );
+    let total = reqs.len() as u32;
+    let publish = |p: Progress| {
+        if let Some(tx) = &opts.progress {
+            tx.send_replace(p);
+        }
+    };
+    publish(Progress { phase: Phase::Preparing, total, ..Default::default() });
+    let target_info = crate::target_info::fetch_target_info(&client, base, opts.api_key.as_deref()).await;
+    let ctx = Arc::new(Ctx {
+        client,
+        url,
+        api_key: opts.api_key.clone(),
+        bodies,
+        timeout: Duration::from_secs_f64(spec.request_timeout_s),
+        limiter: Arc::new(Semaphore::new(spec.load.max_concurrency.first().map_or(Semaphore::MAX_PERMITS, |&c| c as usize))),
+    });
+
+    let mut notes = prepared.sample.notes.clone();
+    if spec.warmup_requests > 0 {
+        publish(Progress { phase: Phase::Warmup, total, ..Default::default() });
+        let idx: Vec<usize> = (0..spec.warmup_requests as usize).map(|i| i % reqs.len()).collect();
+        let warm = dispatch_all(&ctx, &idx, &vec![0.0; idx.len()], Instant::now(), &opts.cancel, |_, _| {}).await?;
+        let bad = warm.iter().filter(|o| !o.success).count();
+        notes.push(format!("{} warm-up requests sent first and excluded ({bad} failed)", spec.warmup_requests));
+    }
+
+    let offsets = crate::schedule::arrival_offsets(reqs.len(), spec.load.request_rate, spec.load.burstiness, spec.seed);
+    let started_at = chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now());
+    let bench_start = Instant::now();
+    let mut rolling = Rolling::default();
+    let (mut ok, mut failed) = (0u32, 0u32);
+    let idx: Vec<usize> = (0..reqs.len()).collect();
+    let outcomes = dispatch_all(&ctx, &idx, &offsets, bench_start, &opts.cancel, |_, o| {
+        if o.success {
+            ok += 1;
+            let n = o.final_usage.unwrap_or(o.chunk_offsets_s.len() as u64);
+            let (first, last) = (o.chunk_offsets_s[0], o.chunk_offsets_s[o.chunk_offsets_s.len() - 1]);
+            rolling.push(first, (n > 1).then(|| (last - first) / (n - 1) as f64));
+        } else {
+            failed += 1;
+        }
+        let (t, p) = rolling.means_ms();
+        publish(Progress {
+            phase: Phase::Measuring,
+            completed: ok,
+            failed,
+            total,
+            elapsed_s: bench_start.elapsed().as_secs_f64(),
+            rolling_ttft_ms: t,
+            rolling_tpot_ms: p,
+        });
+    })
+    .await?;
+    let duration_s = bench_start.elapsed().as_secs_f64();
+
+    let records: Vec<RequestRecord> = outcomes
+        .into_iter()
+        .enumerate()
+        .map(|(i, o)| crate::finalize::record(i as u32, &o, bench_start, reqs[i].input_tokens, &prepared.tokenizer))
+        .collect();
+    let summary = compute_summary(&records, duration_s, &SummaryOptions::from_spec(spec));
+    notes.extend(crate::finalize::run_notes(spec, &records));
+    publish(Progress {
+        phase: Phase::Finished,
+        completed: summary.completed,
+        failed: summary.failed,
+        total,
+        elapsed_s: duration_s,
+        rolling_ttft_ms: Some(summary.ttft.mean_ms),
+        rolling_tpot_ms: Some(summary.tpot.mean_ms),
+    });
+    Ok(BenchReport { spec: spec.clone(), target_info, started_at, summary, requests: records, notes })
+}
+
+struct Ctx {
+    client: reqwest::Client,
+    url: String,
+    api_key: Option<String>,
+    bodies: Arc<Vec<Vec<u8>>>,
+    timeout: Duration,
+    limiter: Arc<Semaphore>,
+}
+
+/// Releases request `idx[k]` at `start + offsets[k]`; each waits for a limiter permit
+/// (FIFO), then streams. Calls `on_done` as each finishes; returns outcomes in `idx` order.
+async fn dispatch_all(
+    ctx: &Arc<Ctx>,
+    idx: &[usize],
+    offsets: &[f64],
+    start: Instant,
+    cancel: &CancellationToken,
+    mut on_done: impl FnMut(usize, &StreamOutcome),
+) -> Result<Vec<StreamOutcome>, BenchError> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<(usize, StreamOutcome)>();
+    let jobs: Vec<(usize, f64)> = idx.iter().copied().zip(offsets.iter().copied()).collect();
+    let ctx2 = Arc::clone(ctx);
+    // The dispatcher owns every request task (JoinSet): aborting it aborts them all.
+    let dispatcher = AbortOnDrop(tokio::spawn(async move {
+        let mut set = tokio::task::JoinSet::new();
+        for (k, (i, off)) in jobs.into_iter().enumerate() {
+            if off > 0.0 {
+                tokio::time::sleep_until((start + Duration::from_secs_f64(off)).into()).await;
+            }
+            let (ctx, tx) = (Arc::clone(&ctx2), tx.clone());
+            set.spawn(async move {
+                let Ok(_permit) = ctx.limiter.acquire().await else { return };
+                let body = ctx.bodies[i].clone();
+                let out = stream_request(&ctx.client, &ctx.url, ctx.api_key.as_deref(), body, ctx.timeout).await;
+                let _ = tx.send((k, out));
+            });
+        }
+        while set.join_next().await.is_some() {}
+    }));
+    let mut outcomes: Vec<Option<StreamOutcome>> = vec![None; idx.len()];
+    let mut received = 0;
+    while received < idx.len() {
+        tokio::select! {
+            _ = cancel.cancelled() => return Err(BenchError::Cancelled),
+            msg = rx.recv() => match msg {
+                Some((k, out)) => {
+                    on_done(k, &out);
+                    outcomes[k] = Some(out);
+                    received += 1;
+                }
+                None => break,
+            },
+        }
+    }
+    drop(dispatcher);
+    // A task that panicked leaves a hole: count it as a failed request, never drop it.
+    Ok(outcomes
+        .into_iter()
+        .map(|o| {
+            o.unwrap_or_else(|| StreamOutcome::failed_at(start, "request task ended without a result (panic?)"))
+        })
+        .collect())
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
