@@ -15,3 +15,6 @@ pub use error::{EngineError, Result};
 pub mod chat_template;
 pub mod detokenize;
 pub mod tokenizer;
+pub mod block_manager;
+pub mod sampling;
+pub mod scheduler;
