@@ -99,8 +99,8 @@ impl Args {
         self.base_url.clone().unwrap_or_else(|| format!("http://{}:{}", self.host, self.port))
     }
 
-    pub fn metrics(&self) -> Vec<String> {
-        self.percentile_metrics.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    pub fn metrics(&self) -> anyhow::Result<Vec<bench_types::MetricKind>> {
+        bench::report_text::metrics_from_names(&self.percentile_metrics).map_err(|e| anyhow::anyhow!("--percentile-metrics: {e}"))
     }
 
     pub fn to_spec(&self) -> anyhow::Result<RunSpec> {
@@ -137,11 +137,7 @@ impl Args {
             Some(s) => Some(serde_json::from_str(s).with_context(|| "--extra-body is not valid JSON")?),
             None => None,
         };
-        for m in self.metrics() {
-            if !["ttft", "tpot", "itl", "e2el"].contains(&m.as_str()) {
-                bail!("--percentile-metrics: unknown metric {m:?} (use ttft, tpot, itl, e2el)");
-            }
-        }
+        self.metrics()?;
         let percentiles = self
             .metric_percentiles
             .split(',')

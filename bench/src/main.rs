@@ -48,8 +48,7 @@ async fn run(args: &cli::Args, spec: bench_types::RunSpec) -> anyhow::Result<Exi
         b.abort();
         eprintln!();
     }
-    let metrics = args.metrics();
-    let metric_refs: Vec<&str> = metrics.iter().map(String::as_str).collect();
+    let metric_refs = args.metrics()?;
     for r in &reports {
         if !args.quiet && !args.json {
             for n in &r.notes {
@@ -74,7 +73,7 @@ async fn run(args: &cli::Args, spec: bench_types::RunSpec) -> anyhow::Result<Exi
     }
 }
 
-fn save_result(args: &cli::Args, r: &BenchReport, metrics: &[&str]) -> anyhow::Result<()> {
+fn save_result(args: &cli::Args, r: &BenchReport, metrics: &[bench_types::MetricKind]) -> anyhow::Result<()> {
     let spec = &r.spec;
     let conc = r.summary.max_concurrency;
     let name = match &args.result_filename {

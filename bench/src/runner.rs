@@ -201,9 +201,12 @@ async fn dispatch_all(
             if off > 0.0 {
                 tokio::time::sleep_until((start + Duration::from_secs_f64(off)).into()).await;
             }
+            // Permits are taken here, in dispatch order, so request k+1 never starts before
+            // request k (asyncio's task order in vLLM); the task releases it when done.
+            let Ok(permit) = Arc::clone(&ctx2.limiter).acquire_owned().await else { return };
             let (ctx, tx) = (Arc::clone(&ctx2), tx.clone());
             set.spawn(async move {
-                let Ok(_permit) = ctx.limiter.acquire().await else { return };
+                let _permit = permit;
                 let body = ctx.bodies[i].clone();
                 let out = stream_request(&ctx.client, &ctx.url, ctx.api_key.as_deref(), body, ctx.timeout).await;
                 let _ = tx.send((k, out));

@@ -2,7 +2,7 @@
 //! tooling reads latlab's files. latlab-only keys are prefixed `latlab_`.
 //! Not included: `generated_texts` (latlab does not keep generated text).
 
-use bench_types::{BenchReport, Stats};
+use bench_types::{BenchReport, MetricKind, Stats};
 use serde_json::{json, Map, Value};
 
 fn put_stats(m: &mut Map<String, Value>, key: &str, s: &Stats) {
@@ -17,7 +17,7 @@ fn put_stats(m: &mut Map<String, Value>, key: &str, s: &Stats) {
 
 /// The JSON object vLLM writes for one run. `metrics`: which of ttft/tpot/itl/e2el to
 /// include (vLLM writes only the selected ones).
-pub fn vllm_result_json(r: &BenchReport, tokenizer_id: &str, metrics: &[&str]) -> Value {
+pub fn vllm_result_json(r: &BenchReport, tokenizer_id: &str, metrics: &[MetricKind]) -> Value {
     let s = &r.summary;
     let spec = &r.spec;
     let mut m = Map::new();
@@ -48,9 +48,9 @@ pub fn vllm_result_json(r: &BenchReport, tokenizer_id: &str, metrics: &[&str]) -
     let itls: Vec<Vec<f64>> = reqs.iter().map(|q| q.chunk_offsets_s.windows(2).map(|w| w[1] - w[0]).collect()).collect();
     m.insert("itls".into(), json!(itls));
     m.insert("errors".into(), json!(reqs.iter().map(|q| q.error.clone().unwrap_or_default()).collect::<Vec<_>>()));
-    for (key, stats) in [("ttft", &s.ttft), ("tpot", &s.tpot), ("itl", &s.itl), ("e2el", &s.e2el)] {
-        if metrics.contains(&key) {
-            put_stats(&mut m, key, stats);
+    for kind in [MetricKind::Ttft, MetricKind::Tpot, MetricKind::Itl, MetricKind::E2el] {
+        if let (true, Some(stats)) = (metrics.contains(&kind), kind.stats(s)) {
+            put_stats(&mut m, kind.info().key, stats);
         }
     }
     if let Some(t) = &s.token_itl {

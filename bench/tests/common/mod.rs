@@ -1,0 +1,170 @@
+//! A scripted OpenAI-compatible test server: streams tokens at exact, known times so the
+//! client's TTFT / TPOT / ITL / E2EL can be checked against the truth, and misbehaves on
+//! request (chosen by the prompt's first word) to check that failures are counted.
+//!
+//! Timing: every event is sent at an absolute deadline `t0 + ttft + i * gap` (t0 = the
+//! handler's start), so tokio's 1 ms timer granularity and scheduling jitter make each
+//! event late by a small amount but never accumulate along a stream.
+
+#![allow(dead_code)]
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use bench_types::{Backend, Dataset, Goodput, LoadProfile, RunSpec, Sampling, Target};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How the well-behaved streams look.
+#[derive(Clone, Debug)]
+pub struct Script {
+    pub ttft: Duration,
+    pub gap: Duration,
+    /// Tokens carried by every event after the first (the first carries one).
+    pub tokens_per_event: u32,
+    /// Send a role-only chunk (empty content) right away, before prefill (the pitfall).
+    pub role_chunk_first: bool,
+    /// Each choices event carries cumulative `usage` (vLLM's continuous usage stats).
+    pub per_chunk_usage: bool,
+    /// Send the final usage event.
+    pub final_usage: bool,
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Script {
+            ttft: Duration::from_millis(50),
+            gap: Duration::from_millis(20),
+            tokens_per_event: 1,
+            role_chunk_first: false,
+            per_chunk_usage: false,
+            final_usage: true,
+        }
+    }
+}
+
+/// One word that the Qwen3 tokenizer counts as exactly one token, however many repeat.
+pub const WORD: &str = " the";
+
+pub struct TestServer {
+    pub base_url: String,
+    _task: tokio::task::JoinHandle<()>,
+}
+
+pub async fn start(script: Script) -> TestServer {
+    let app = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/completions", post(chat))
+        .route("/v1/models", get(|| async { axum::Json(json!({"object": "list", "data": [{"id": "test-model"}]})) }))
+        .with_state(Arc::new(script));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Without TCP_NODELAY, Nagle + the client's delayed ACK hold the first small event
+    // after the headers for ~40 ms: real servers (uvicorn, latlab's engine) disable Nagle.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    TestServer { base_url: format!("http://{addr}"), _task: task }
+}
+
+fn event(v: Value) -> Result<Bytes, std::io::Error> {
+    Ok(Bytes::from(format!("data: {v}\n\n")))
+}
+
+fn choice(text: &str, chat: bool) -> Value {
+    if chat { json!([{"index": 0, "delta": {"content": text}}]) } else { json!([{"index": 0, "text": text}]) }
+}
+
+async fn chat(State(script): State<Arc<Script>>, body: Bytes) -> Response {
+    let t0 = Instant::now();
+    let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let chat = req.get("messages").is_some();
+    let prompt = if chat { req["messages"][0]["content"].as_str() } else { req["prompt"].as_str() }.unwrap_or("").to_string();
+    let max = req.get("max_completion_tokens").or(req.get("max_tokens")).and_then(Value::as_u64).unwrap_or(16) as u32;
+    let mode = prompt.split_whitespace().next().unwrap_or("ok").to_string();
+    if mode == "fail500" {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "boom").into_response();
+    }
+    let script = (*script).clone();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(64);
+    tokio::spawn(async move {
+        if script.role_chunk_first {
+            let _ = tx.send(event(json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}))).await;
+        }
+        let mut sent = 0u32;
+        let mut i = 0u32;
+        while sent < max {
+            tokio::time::sleep_until(t0 + script.ttft + script.gap * i).await;
+            let k = if i == 0 { 1 } else { script.tokens_per_event.min(max - sent) };
+            sent += k;
+            let mut ev = json!({"choices": choice(&WORD.repeat(k as usize), chat)});
+            if script.per_chunk_usage {
+                ev["usage"] = json!({"completion_tokens": sent});
+            }
+            if tx.send(event(ev)).await.is_err() {
+                return;
+            }
+            if i == 1 && mode == "garbage" {
+                let _ = tx.send(Ok(Bytes::from_static(b"this is not SSE\n\n"))).await;
+            }
+            if i == 1 && mode == "badjson" {
+                let _ = tx.send(Ok(Bytes::from_static(b"data: {\"choices\": [\n\n"))).await;
+            }
+            if i == 1 && mode == "drop" {
+                let _ = tx.send(Err(std::io::Error::other("connection dropped on purpose"))).await;
+                return;
+            }
+            if i == 1 && mode == "hang" {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            }
+            i += 1;
+        }
+        if script.final_usage && mode != "nousage" {
+            let _ = tx.send(event(json!({"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": sent}}))).await;
+        }
+        let _ = tx.send(Ok(Bytes::from_static(b"data: [DONE]\n\n"))).await;
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
+    Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(stream)).unwrap()
+}
+
+pub fn tokenizer_path() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache/qwen3/tokenizer.json").to_string()
+}
+
+/// Writes a JSONL dataset of `(prompt, output_len)` to a fresh temp file.
+pub fn jsonl(name: &str, rows: &[(&str, u32)]) -> String {
+    let dir = std::env::temp_dir().join(format!("latlab-bench-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let text: String = rows.iter().map(|(p, n)| format!("{}\n", json!({"prompt": p, "output_len": n}))).collect();
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+pub fn spec(base_url: &str, dataset_path: String, num_prompts: u32, concurrency: Option<u32>) -> RunSpec {
+    RunSpec {
+        label: "test".into(),
+        target: Target::External { base_url: base_url.into(), api_key_env: None },
+        model: "test-model".into(),
+        tokenizer: Some(tokenizer_path()),
+        backend: Backend::OpenaiChat,
+        dataset: Dataset::Jsonl { path: dataset_path },
+        num_prompts,
+        load: LoadProfile { max_concurrency: concurrency.into_iter().collect(), request_rate: None, burstiness: 1.0 },
+        sampling: Sampling::default(),
+        seed: 0,
+        warmup_requests: 0,
+        request_timeout_s: 60.0,
+        percentiles: vec![50.0, 99.0],
+        goodput: Goodput::default(),
+    }
+}
