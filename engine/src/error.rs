@@ -18,6 +18,8 @@ pub enum EngineError {
     Template(String),
     #[error("bad request: {0}")]
     BadRequest(String),
+    #[error("backend: {0}")]
+    Backend(String),
     #[error("engine is shut down")]
     Shutdown,
     #[error("engine is busy: request queue full")]

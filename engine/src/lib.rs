@@ -18,3 +18,10 @@ pub mod tokenizer;
 pub mod block_manager;
 pub mod sampling;
 pub mod scheduler;
+pub mod engine_loop;
+pub mod handle;
+pub mod model_source;
+pub mod plan;
+pub mod request;
+
+pub use handle::EngineHandle;

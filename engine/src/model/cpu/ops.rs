@@ -10,6 +10,9 @@ pub fn linear(x: &[f32], rows: usize, w: &Mat) -> Vec<f32> {
     let (n, k) = (w.rows, w.cols);
     debug_assert_eq!(x.len(), rows * k);
     let mut y = vec![0f32; rows * n];
+    if rows == 0 {
+        return y;
+    }
     if rows <= 4 {
         // Output-major layout while computing, so each task owns a contiguous slice.
         let mut yt = vec![0f32; n * rows];
@@ -110,7 +113,7 @@ mod tests {
     #[test]
     fn linear_paths_agree_with_naive() {
         let w = Mat { rows: 300, cols: 37, data: (0..300 * 37).map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0).collect() };
-        for rows in [1, 3, 4, 5, 9] {
+        for rows in [0, 1, 3, 4, 5, 9] {
             let x: Vec<f32> = (0..rows * 37).map(|i| ((i * 31) % 17) as f32 / 8.0 - 1.0).collect();
             let (a, b) = (linear(&x, rows, &w), naive(&x, rows, &w));
             for (p, q) in a.iter().zip(&b) {

@@ -1,0 +1,181 @@
+//! The engine thread: the only code that touches the model backend. It takes requests from
+//! a bounded command channel, runs scheduler steps, samples, and sends token events to each
+//! request's own bounded channel. A closed event channel (client gone) cancels the request.
+
+use crate::block_manager::BlockManager;
+use crate::model::{Backend, SeqChunk};
+use crate::request::{FinishReason, GenerateRequest, TokenEvent};
+use crate::sampling::{sample, Rng, SamplingParams};
+use crate::scheduler::{Scheduler, SchedulerConfig, Seq, SeqId};
+use crate::plan::Plan;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
+use tokio::sync::mpsc as tmpsc;
+
+pub(crate) struct Command {
+    pub id: SeqId,
+    pub req: GenerateRequest,
+    pub events: tmpsc::Sender<TokenEvent>,
+}
+
+/// Live numbers the engine thread publishes for /metrics.
+#[derive(Debug, Default)]
+pub struct EngineStats {
+    pub running: AtomicU64,
+    pub waiting: AtomicU64,
+    pub kv_pages_used: AtomicU64,
+    pub kv_pages_total: AtomicU64,
+    pub steps: AtomicU64,
+    pub prefill_tokens: AtomicU64,
+    pub generated_tokens: AtomicU64,
+    pub preemptions: AtomicU64,
+    pub cancelled: AtomicU64,
+}
+
+struct Active {
+    params: SamplingParams,
+    rng: Rng,
+    events: tmpsc::Sender<TokenEvent>,
+    prompt_len: usize,
+}
+
+pub(crate) struct EngineLoop {
+    backend: Box<dyn Backend>,
+    sched: Scheduler,
+    active: HashMap<SeqId, Active>,
+    eos: Vec<u32>,
+    max_model_len: usize,
+    pub seed: u64,
+    pub stats: Arc<EngineStats>,
+}
+
+impl EngineLoop {
+    pub fn new(backend: Box<dyn Backend>, plan: &Plan, eos: Vec<u32>, seed: u64, stats: Arc<EngineStats>) -> Self {
+        let sched = Scheduler::new(
+            SchedulerConfig { max_batch: plan.max_batch, max_batched_tokens: plan.max_batched_tokens },
+            BlockManager::new(plan.kv_pages, plan.block_size),
+        );
+        stats.kv_pages_total.store(plan.kv_pages as u64, Relaxed);
+        EngineLoop { backend, sched, active: HashMap::new(), eos, max_model_len: plan.max_model_len, seed, stats }
+    }
+
+    /// Runs until every handle is dropped and no work is left.
+    pub fn run(mut self, rx: mpsc::Receiver<Command>) {
+        loop {
+            if self.sched.is_idle() {
+                match rx.recv() {
+                    Ok(cmd) => self.accept(cmd),
+                    Err(_) => return,
+                }
+            }
+            while let Ok(cmd) = rx.try_recv() {
+                self.accept(cmd);
+            }
+            self.drop_cancelled();
+            if !self.sched.is_idle() {
+                self.step();
+            }
+            self.publish();
+        }
+    }
+
+    fn accept(&mut self, cmd: Command) {
+        // Unseeded requests draw from the engine seed and their id: reproducible per server run.
+        let seed = cmd.req.params.seed.unwrap_or(self.seed ^ cmd.id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let prompt_len = cmd.req.prompt.len();
+        self.active.insert(cmd.id, Active { params: cmd.req.params, rng: Rng::new(seed), events: cmd.events, prompt_len });
+        self.sched.add(Seq::new(cmd.id, cmd.req.prompt));
+    }
+
+    fn drop_cancelled(&mut self) {
+        let gone: Vec<SeqId> = self.active.iter().filter(|(_, a)| a.events.is_closed()).map(|(&id, _)| id).collect();
+        for id in gone {
+            self.sched.remove(id);
+            self.active.remove(&id);
+            self.stats.cancelled.fetch_add(1, Relaxed);
+        }
+    }
+
+    fn step(&mut self) {
+        let chunks = self.sched.schedule();
+        if chunks.is_empty() {
+            // Nothing fits right now (cannot happen with a valid Plan); do not spin hot.
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            return;
+        }
+        let result = {
+            let inputs: Vec<SeqChunk<'_>> = chunks
+                .iter()
+                .map(|c| {
+                    let s = self.sched.get(c.seq_id).expect("scheduled sequences exist");
+                    SeqChunk { tokens: &s.tokens[c.start..c.start + c.len], start_pos: c.start, block_table: &s.block_table, want_logits: c.sample }
+                })
+                .collect();
+            // A panic inside the backend (a bug) fails this step's requests, not the server.
+            let backend = &mut self.backend;
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.forward(&inputs)))
+                .unwrap_or_else(|_| Err(crate::error::EngineError::Backend("panicked during forward".into())))
+        };
+        self.stats.steps.fetch_add(1, Relaxed);
+        let logits = match result {
+            Ok(l) => l,
+            Err(e) => {
+                // The step failed: end the requests in it, keep serving the others.
+                tracing::error!("forward failed: {e}");
+                for c in &chunks {
+                    self.finish_with(c.seq_id, TokenEvent::Error(e.to_string()));
+                }
+                return;
+            }
+        };
+        self.sched.commit(&chunks);
+        let prefill: usize = chunks.iter().filter(|c| !c.sample || c.len > 1).map(|c| c.len).sum();
+        self.stats.prefill_tokens.fetch_add(prefill as u64, Relaxed);
+        for (c, row) in chunks.iter().filter(|c| c.sample).zip(logits) {
+            self.on_token(c.seq_id, &row);
+        }
+    }
+
+    fn on_token(&mut self, id: SeqId, logits: &[f32]) {
+        let a = self.active.get_mut(&id).expect("active while scheduled");
+        let tok = sample(logits, &a.params, &mut a.rng);
+        let seq = self.sched.get_mut(id).expect("scheduled");
+        seq.tokens.push(tok);
+        let (total, generated) = (seq.tokens.len(), seq.tokens.len() - a.prompt_len);
+        self.stats.generated_tokens.fetch_add(1, Relaxed);
+        // Capacity is max_tokens + 2, so try_send only fails when the receiver is gone.
+        if a.events.try_send(TokenEvent::Token(tok)).is_err() {
+            self.sched.remove(id);
+            self.active.remove(&id);
+            self.stats.cancelled.fetch_add(1, Relaxed);
+            return;
+        }
+        let reason = if (!a.params.ignore_eos && self.eos.contains(&tok)) || a.params.stop_token_ids.contains(&tok) {
+            Some(FinishReason::Stop)
+        } else if a.params.max_tokens.is_some_and(|m| generated >= m) || total >= self.max_model_len {
+            Some(FinishReason::Length)
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            let ev = TokenEvent::Finished { reason, prompt_tokens: a.prompt_len, completion_tokens: generated };
+            self.finish_with(id, ev);
+        }
+    }
+
+    fn finish_with(&mut self, id: SeqId, ev: TokenEvent) {
+        if let Some(a) = self.active.remove(&id) {
+            let _ = a.events.try_send(ev);
+        }
+        self.sched.remove(id);
+    }
+
+    fn publish(&self) {
+        let s = &self.stats;
+        s.running.store(self.sched.num_running() as u64, Relaxed);
+        s.waiting.store(self.sched.num_waiting() as u64, Relaxed);
+        s.kv_pages_used.store(self.sched.block_manager().used_pages() as u64, Relaxed);
+        s.preemptions.store(self.sched.preemptions(), Relaxed);
+    }
+}

@@ -1,0 +1,97 @@
+//! Starting the engine and the handle HTTP handlers hold: `submit(request)` returns a
+//! bounded stream of token events. The handle is cheap to clone; the model lives on the
+//! engine thread alone.
+
+use crate::config::ModelConfig;
+use crate::engine_loop::{Command, EngineLoop, EngineStats};
+use crate::error::{EngineError, Result};
+use crate::model::cpu::CpuBackend;
+use crate::plan::{EngineArgs, Plan};
+use crate::request::{GenerateRequest, TokenEvent};
+use crate::tokenizer::Tokenizer;
+use crate::weights::WeightsOrigin;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
+use tokio::sync::mpsc as tmpsc;
+
+/// Requests queued for the engine thread beyond which `submit` answers QueueFull.
+const COMMAND_QUEUE: usize = 1024;
+
+pub struct EngineShared {
+    pub config: ModelConfig,
+    pub plan: Plan,
+    pub origin: WeightsOrigin,
+    pub tokenizer: Tokenizer,
+    pub stats: Arc<EngineStats>,
+    next_id: AtomicU64,
+}
+
+#[derive(Clone)]
+pub struct EngineHandle {
+    shared: Arc<EngineShared>,
+    tx: mpsc::SyncSender<Command>,
+}
+
+impl EngineHandle {
+    /// Load the model named by `model` (dir or `random:<preset>`), derive the plan and start
+    /// the engine thread.
+    pub fn start(model: &str, tokenizer: Option<&Path>, args: &EngineArgs) -> Result<EngineHandle> {
+        let cfg = crate::model_source::resolve_config(model)?;
+        let plan = Plan::derive(&cfg, args)?;
+        let loaded = crate::model_source::load(model, args.seed, tokenizer)?;
+        let tok = Tokenizer::from_dir(&loaded.tokenizer_dir)?;
+        // Every id the model can emit must decode: the tokenizer must not be smaller than the
+        // embedding minus padding rows (Qwen3 pads 151,669 ids to 151,936 rows).
+        if tok.vocab_size() > loaded.config.vocab_size {
+            return Err(EngineError::config(
+                "vocab_size",
+                format!("{} is smaller than the tokenizer's {} ids", loaded.config.vocab_size, tok.vocab_size()),
+            ));
+        }
+        let backend = CpuBackend::new(loaded.config.clone(), loaded.weights, plan.kv_pages, plan.block_size);
+        let stats = Arc::new(EngineStats::default());
+        let engine = EngineLoop::new(Box::new(backend), &plan, loaded.config.eos_token_ids.clone(), args.seed, stats.clone());
+        let (tx, rx) = mpsc::sync_channel(COMMAND_QUEUE);
+        std::thread::Builder::new()
+            .name("engine".into())
+            .spawn(move || engine.run(rx))
+            .map_err(|e| EngineError::io("engine thread", e))?;
+        tracing::info!(plan = ?plan, origin = ?loaded.origin, "engine started");
+        let shared = EngineShared { config: loaded.config, plan, origin: loaded.origin, tokenizer: tok, stats, next_id: AtomicU64::new(1) };
+        Ok(EngineHandle { shared: Arc::new(shared), tx })
+    }
+
+    pub fn shared(&self) -> &EngineShared { &self.shared }
+
+    /// Validate and enqueue a request. Dropping the returned receiver cancels it.
+    pub fn submit(&self, req: GenerateRequest) -> Result<tmpsc::Receiver<TokenEvent>> {
+        req.params.validate()?;
+        let s = &self.shared;
+        let max_len = s.plan.max_model_len;
+        if req.prompt.is_empty() {
+            return Err(EngineError::BadRequest("the prompt is empty".into()));
+        }
+        if let Some(&bad) = req.prompt.iter().find(|&&t| t as usize >= s.config.vocab_size) {
+            return Err(EngineError::BadRequest(format!("token id {bad} is out of range")));
+        }
+        let max_tokens = req.params.max_tokens.unwrap_or(max_len.saturating_sub(req.prompt.len()));
+        if req.prompt.len() + max_tokens > max_len || max_tokens == 0 {
+            return Err(EngineError::BadRequest(format!(
+                "this model's maximum context length is {max_len} tokens; the prompt has {} and {} more were requested",
+                req.prompt.len(),
+                max_tokens
+            )));
+        }
+        let id = s.next_id.fetch_add(1, Relaxed);
+        // Room for every token plus the final event: the engine thread never waits on a client.
+        let (etx, erx) = tmpsc::channel(max_tokens + 2);
+        let mut req = req;
+        req.params.max_tokens = Some(max_tokens);
+        self.tx.try_send(Command { id, req, events: etx }).map_err(|e| match e {
+            mpsc::TrySendError::Full(_) => EngineError::QueueFull,
+            mpsc::TrySendError::Disconnected(_) => EngineError::Shutdown,
+        })?;
+        Ok(erx)
+    }
+}

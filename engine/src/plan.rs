@@ -1,0 +1,128 @@
+//! Engine arguments (what the operator asked for) and the `Plan` derived from them and the
+//! model at start: KV page count, block size, batch limits. Immutable, logged, and served on
+//! /v1/engine/info.
+
+use crate::config::ModelConfig;
+use crate::error::{EngineError, Result};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Device {
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+#[derive(Debug, Clone)]
+pub struct EngineArgs {
+    pub max_batch: usize,
+    pub max_model_len: Option<usize>,
+    pub kv_pages: Option<usize>,
+    pub block_size: usize,
+    pub max_batched_tokens: usize,
+    pub device: Device,
+    /// Seeds random weights and requests that bring no seed of their own.
+    pub seed: u64,
+}
+
+impl Default for EngineArgs {
+    fn default() -> Self {
+        EngineArgs { max_batch: 8, max_model_len: None, kv_pages: None, block_size: 16, max_batched_tokens: 512, device: Device::Auto, seed: 0 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub backend: &'static str,
+    pub block_size: usize,
+    pub kv_pages: usize,
+    pub kv_bytes_per_token: usize,
+    pub kv_cache_bytes: usize,
+    pub max_batch: usize,
+    pub max_model_len: usize,
+    pub max_batched_tokens: usize,
+    pub weight_params: usize,
+    pub compute_dtype: &'static str,
+    pub threads: usize,
+}
+
+/// Default CPU KV budget when --kv-pages is not given.
+const CPU_KV_BUDGET_BYTES: usize = 2 << 30;
+/// Default context cap on CPU: beyond it the reference backend is too slow to be useful.
+const CPU_DEFAULT_MAX_MODEL_LEN: usize = 4096;
+
+impl Plan {
+    pub fn derive(cfg: &ModelConfig, a: &EngineArgs) -> Result<Plan> {
+        let backend = match a.device {
+            Device::Auto | Device::Cpu => "cpu",
+            Device::Cuda => return Err(EngineError::config("device", "the CUDA backend is not built yet; use cpu")),
+        };
+        if a.max_batch == 0 {
+            return Err(EngineError::config("max_batch", "must be > 0"));
+        }
+        if a.block_size == 0 {
+            return Err(EngineError::config("block_size", "must be > 0"));
+        }
+        if a.max_batched_tokens == 0 {
+            return Err(EngineError::config("max_batched_tokens", "must be > 0"));
+        }
+        let max_model_len = a.max_model_len.unwrap_or(cfg.max_position_embeddings.min(CPU_DEFAULT_MAX_MODEL_LEN));
+        if max_model_len < 2 || max_model_len > cfg.max_position_embeddings {
+            return Err(EngineError::config(
+                "max_model_len",
+                format!("{max_model_len} must be in [2, max_position_embeddings = {}]", cfg.max_position_embeddings),
+            ));
+        }
+        let kv_bytes_per_token = cfg.num_hidden_layers * 2 * cfg.kv_dim() * 4;
+        let one_seq_pages = max_model_len.div_ceil(a.block_size);
+        let kv_pages = match a.kv_pages {
+            Some(n) => n,
+            None => {
+                let want = (a.max_batch * max_model_len).div_ceil(a.block_size);
+                let budget = CPU_KV_BUDGET_BYTES / (kv_bytes_per_token * a.block_size);
+                want.min(budget).max(one_seq_pages)
+            }
+        };
+        // A sequence of max_model_len must fit alone, or preemption could never make progress.
+        if kv_pages < one_seq_pages {
+            return Err(EngineError::config(
+                "kv_pages",
+                format!("{kv_pages} pages of {} tokens cannot hold one max_model_len ({max_model_len}) sequence; need {one_seq_pages}", a.block_size),
+            ));
+        }
+        Ok(Plan {
+            backend,
+            block_size: a.block_size,
+            kv_pages,
+            kv_bytes_per_token,
+            kv_cache_bytes: kv_pages * a.block_size * kv_bytes_per_token,
+            max_batch: a.max_batch,
+            max_model_len,
+            max_batched_tokens: a.max_batched_tokens,
+            weight_params: crate::model_source::param_count(cfg),
+            compute_dtype: "f32",
+            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derives_pages_and_rejects_impossible_plans() {
+        let cfg = crate::presets::preset("qwen3-0.6b").unwrap();
+        let p = Plan::derive(&cfg, &EngineArgs::default()).unwrap();
+        assert_eq!(p.max_model_len, 4096);
+        assert_eq!(p.kv_bytes_per_token, 28 * 2 * 8 * 128 * 4);
+        assert!(p.kv_cache_bytes <= 2 << 30 && p.kv_pages >= 4096 / 16);
+        let err = Plan::derive(&cfg, &EngineArgs { kv_pages: Some(10), ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("kv_pages"));
+        let err = Plan::derive(&cfg, &EngineArgs { max_model_len: Some(1 << 20), ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("max_model_len"));
+        let err = Plan::derive(&cfg, &EngineArgs { device: Device::Cuda, ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("device"));
+    }
+}
