@@ -33,7 +33,11 @@ pub struct Script {
     pub per_chunk_usage: bool,
     /// Send the final usage event.
     pub final_usage: bool,
+    /// When set, the send instant of every choices event is logged under the prompt.
+    pub send_log: Option<SendLog>,
 }
+
+pub type SendLog = Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<std::time::Instant>>>>;
 
 impl Default for Script {
     fn default() -> Self {
@@ -44,6 +48,7 @@ impl Default for Script {
             role_chunk_first: false,
             per_chunk_usage: false,
             final_usage: true,
+            send_log: None,
         }
     }
 }
@@ -57,6 +62,26 @@ pub struct TestServer {
 }
 
 pub async fn start(script: Script) -> TestServer {
+    let (base_url, task) = serve(script).await;
+    TestServer { base_url, _task: task }
+}
+
+/// The server on its own OS thread and single-threaded runtime, so it does not share a
+/// core's scheduler with the client being measured.
+pub fn start_on_own_thread(script: Script) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let (url, task) = serve(script).await;
+            tx.send(url).unwrap();
+            let _ = task.await;
+        });
+    });
+    rx.recv().unwrap()
+}
+
+async fn serve(script: Script) -> (String, tokio::task::JoinHandle<()>) {
     let app = Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(chat))
@@ -72,7 +97,7 @@ pub async fn start(script: Script) -> TestServer {
     let task = tokio::spawn(async move {
         axum::serve(listener, app).await.unwrap();
     });
-    TestServer { base_url: format!("http://{addr}"), _task: task }
+    (format!("http://{addr}"), task)
 }
 
 fn event(v: Value) -> Result<Bytes, std::io::Error> {
@@ -96,6 +121,7 @@ async fn chat(State(script): State<Arc<Script>>, body: Bytes) -> Response {
     let script = (*script).clone();
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(64);
     tokio::spawn(async move {
+        let mut sends = Vec::new();
         if script.role_chunk_first {
             let _ = tx.send(event(json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}))).await;
         }
@@ -111,6 +137,9 @@ async fn chat(State(script): State<Arc<Script>>, body: Bytes) -> Response {
             }
             if tx.send(event(ev)).await.is_err() {
                 return;
+            }
+            if script.send_log.is_some() {
+                sends.push(std::time::Instant::now());
             }
             if i == 1 && mode == "garbage" {
                 let _ = tx.send(Ok(Bytes::from_static(b"this is not SSE\n\n"))).await;
@@ -131,6 +160,9 @@ async fn chat(State(script): State<Arc<Script>>, body: Bytes) -> Response {
             let _ = tx.send(event(json!({"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": sent}}))).await;
         }
         let _ = tx.send(Ok(Bytes::from_static(b"data: [DONE]\n\n"))).await;
+        if let Some(log) = &script.send_log {
+            log.lock().unwrap().insert(prompt, sends);
+        }
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
     Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(stream)).unwrap()
