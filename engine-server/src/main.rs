@@ -1,1 +1,71 @@
-fn main() {}
+//! `latlab-engine`: the OpenAI-compatible server over latlab's engine, and `make-model`.
+
+mod api_error;
+mod cli;
+mod generation;
+mod metrics;
+mod routes;
+mod sse;
+mod state;
+
+use anyhow::Context;
+use clap::Parser;
+use cli::{Cli, Command, DeviceArg, MakeModelArgs, ServeArgs};
+use engine::plan::{Device, EngineArgs};
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Serve(a) => serve(a),
+        Command::MakeModel(a) => make_model(a),
+    }
+}
+
+fn make_model(a: MakeModelArgs) -> anyhow::Result<()> {
+    let cfg = engine::presets::preset(&a.preset)
+        .with_context(|| format!("unknown preset `{}`; known: {}", a.preset, engine::presets::PRESET_NAMES.join(", ")))?;
+    let tok = a.tokenizer.unwrap_or_else(engine::tokenizer::qwen3_tokenizer_dir);
+    engine::checkpoint_writer::write_random_checkpoint(&cfg, a.seed, &a.out, &tok, a.max_shard_bytes)
+        .with_context(|| format!("writing {}", a.out.display()))?;
+    println!("wrote random {} (seed {}) to {}", a.preset, a.seed, a.out.display());
+    Ok(())
+}
+
+fn serve(a: ServeArgs) -> anyhow::Result<()> {
+    let args = EngineArgs {
+        max_batch: a.max_batch,
+        max_model_len: a.max_model_len,
+        kv_pages: a.kv_pages,
+        block_size: a.block_size,
+        max_batched_tokens: a.max_batched_tokens,
+        device: match a.device {
+            DeviceArg::Auto => Device::Auto,
+            DeviceArg::Cpu => Device::Cpu,
+            DeviceArg::Cuda => Device::Cuda,
+        },
+        seed: a.seed,
+    };
+    let handle = engine::EngineHandle::start(&a.model, a.tokenizer.as_deref(), &args)
+        .with_context(|| format!("starting the engine for --model {}", a.model))?;
+    let name = a.served_model_name.unwrap_or_else(|| a.model.clone());
+    let state = state::AppState::new(handle, name);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind((a.host.as_str(), a.port))
+            .await
+            .with_context(|| format!("binding {}:{}", a.host, a.port))?;
+        let addr = listener.local_addr()?;
+        // Tests and the worker read this line to find the port (with --port 0).
+        println!("listening on http://{addr}");
+        tracing::info!("listening on http://{addr}");
+        axum::serve(listener, routes::router(state))
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+            .context("serving")
+    })
+}

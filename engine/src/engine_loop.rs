@@ -4,7 +4,7 @@
 
 use crate::block_manager::BlockManager;
 use crate::model::{Backend, SeqChunk};
-use crate::request::{FinishReason, GenerateRequest, TokenEvent};
+use crate::request::{FinishReason, Finished, GenerateRequest, TokenEvent};
 use crate::sampling::{sample, Rng, SamplingParams};
 use crate::scheduler::{Scheduler, SchedulerConfig, Seq, SeqId};
 use crate::plan::Plan;
@@ -144,13 +144,6 @@ impl EngineLoop {
         seq.tokens.push(tok);
         let (total, generated) = (seq.tokens.len(), seq.tokens.len() - a.prompt_len);
         self.stats.generated_tokens.fetch_add(1, Relaxed);
-        // Capacity is max_tokens + 2, so try_send only fails when the receiver is gone.
-        if a.events.try_send(TokenEvent::Token(tok)).is_err() {
-            self.sched.remove(id);
-            self.active.remove(&id);
-            self.stats.cancelled.fetch_add(1, Relaxed);
-            return;
-        }
         let reason = if (!a.params.ignore_eos && self.eos.contains(&tok)) || a.params.stop_token_ids.contains(&tok) {
             Some(FinishReason::Stop)
         } else if a.params.max_tokens.is_some_and(|m| generated >= m) || total >= self.max_model_len {
@@ -158,9 +151,15 @@ impl EngineLoop {
         } else {
             None
         };
-        if let Some(reason) = reason {
-            let ev = TokenEvent::Finished { reason, prompt_tokens: a.prompt_len, completion_tokens: generated };
-            self.finish_with(id, ev);
+        let finished = reason.map(|reason| Finished { reason, prompt_tokens: a.prompt_len, completion_tokens: generated });
+        // Capacity is max_tokens + 2, so try_send only fails when the receiver is gone.
+        let gone = a.events.try_send(TokenEvent::Token { id: tok, finished }).is_err();
+        if gone {
+            self.stats.cancelled.fetch_add(1, Relaxed);
+        }
+        if gone || finished.is_some() {
+            self.sched.remove(id);
+            self.active.remove(&id);
         }
     }
 

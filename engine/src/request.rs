@@ -27,11 +27,19 @@ impl FinishReason {
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Finished {
+    pub reason: FinishReason,
+    pub prompt_tokens: usize,
+    pub completion_tokens: usize,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum TokenEvent {
-    /// One generated token (EOS included when it ends the sequence).
-    Token(u32),
-    Finished { reason: FinishReason, prompt_tokens: usize, completion_tokens: usize },
+    /// One generated token (EOS included when it ends the sequence). The last token carries
+    /// `finished` in the same event, so a server can put `finish_reason` on the chunk of the
+    /// last token without waiting or racing for a second event.
+    Token { id: u32, finished: Option<Finished> },
     /// The step running this request failed; the request is over.
     Error(String),
 }

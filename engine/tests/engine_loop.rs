@@ -3,7 +3,7 @@
 
 use engine::model::cpu::CpuBackend;
 use engine::plan::EngineArgs;
-use engine::request::{FinishReason, GenerateRequest, TokenEvent};
+use engine::request::{FinishReason, Finished, GenerateRequest, TokenEvent};
 use engine::sampling::{argmax, SamplingParams};
 use engine::weights::ModelWeights;
 use engine::EngineHandle;
@@ -19,12 +19,17 @@ fn greedy(max_tokens: usize) -> SamplingParams {
     SamplingParams { temperature: 0.0, max_tokens: Some(max_tokens), ignore_eos: true, ..Default::default() }
 }
 
-fn collect(mut rx: tokio::sync::mpsc::Receiver<TokenEvent>) -> (Vec<u32>, TokenEvent) {
+fn collect(mut rx: tokio::sync::mpsc::Receiver<TokenEvent>) -> (Vec<u32>, Finished) {
     let mut toks = vec![];
     loop {
-        match rx.blocking_recv().expect("engine ends every stream with an event") {
-            TokenEvent::Token(t) => toks.push(t),
-            ev => return (toks, ev),
+        match rx.blocking_recv().expect("engine ends every stream with a finished token") {
+            TokenEvent::Token { id, finished } => {
+                toks.push(id);
+                if let Some(f) = finished {
+                    return (toks, f);
+                }
+            }
+            TokenEvent::Error(e) => panic!("{e}"),
         }
     }
 }
@@ -49,7 +54,7 @@ fn batched_chunked_generation_equals_reference_greedy() {
     let rxs: Vec<_> = prompts.iter().map(|p| h.submit(GenerateRequest { prompt: p.clone(), params: greedy(12) }).unwrap()).collect();
     for (p, rx) in prompts.iter().zip(rxs) {
         let (toks, end) = collect(rx);
-        assert_eq!(end, TokenEvent::Finished { reason: FinishReason::Length, prompt_tokens: p.len(), completion_tokens: 12 });
+        assert_eq!(end, Finished { reason: FinishReason::Length, prompt_tokens: p.len(), completion_tokens: 12 });
         assert_eq!(toks, reference_greedy(p, 12));
     }
     let stats = &h.shared().stats;
@@ -67,7 +72,7 @@ fn limits_stop_ids_and_cancellation() {
     let params = SamplingParams { stop_token_ids: vec![first], ..greedy(10) };
     let (toks, end) = collect(h.submit(GenerateRequest { prompt: vec![5, 6, 7], params }).unwrap());
     assert_eq!(toks, vec![first]);
-    assert!(matches!(end, TokenEvent::Finished { reason: FinishReason::Stop, completion_tokens: 1, .. }));
+    assert!(matches!(end, Finished { reason: FinishReason::Stop, completion_tokens: 1, .. }));
     // No max_tokens: generation runs to the model length.
     let params = SamplingParams { max_tokens: None, ..greedy(1) };
     let (toks, _) = collect(h.submit(GenerateRequest { prompt: vec![1; 20], params }).unwrap());

@@ -1,0 +1,83 @@
+//! The command line of `latlab-engine`. latlab's worker starts it as a child process with
+//! these flags: keep them stable.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "latlab-engine", version, about = "latlab's native Qwen3 inference engine with an OpenAI-compatible HTTP API")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics, /v1/engine/info.
+    Serve(ServeArgs),
+    /// Write a random-weight Hugging Face checkpoint (config, bf16 safetensors, tokenizer).
+    MakeModel(MakeModelArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum DeviceArg {
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// A Hugging Face checkpoint directory, or `random:<preset>` (tiny, tiny-untied, tiny-mqa,
+    /// qwen3-0.6b, qwen3-8b) for seeded random weights built in memory.
+    #[arg(long)]
+    pub model: String,
+    /// The model id served on /v1/models and accepted in requests (default: the --model value).
+    #[arg(long)]
+    pub served_model_name: Option<String>,
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// 0 picks a free port; the bound address is printed as `listening on http://HOST:PORT`.
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
+    pub device: DeviceArg,
+    /// Most sequences in one batch.
+    #[arg(long, default_value_t = 8)]
+    pub max_batch: usize,
+    /// Longest prompt + completion in tokens (default: min(model's max, 4096) on CPU).
+    #[arg(long)]
+    pub max_model_len: Option<usize>,
+    /// KV cache pages (default: derived from max batch, model length and a memory budget).
+    #[arg(long)]
+    pub kv_pages: Option<usize>,
+    /// Tokens per KV page.
+    #[arg(long, default_value_t = 16)]
+    pub block_size: usize,
+    /// Token budget of one scheduler step (prefill chunk size).
+    #[arg(long, default_value_t = 512)]
+    pub max_batched_tokens: usize,
+    /// Seed of random weights and of requests that bring no seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Directory with tokenizer.json (+ tokenizer_config.json). Default: the checkpoint dir,
+    /// or $LATLAB_ASSETS_DIR/qwen3 (assets/cache/qwen3) for random presets.
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MakeModelArgs {
+    #[arg(long)]
+    pub preset: String,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Directory of the tokenizer files to copy (default $LATLAB_ASSETS_DIR/qwen3).
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
+    /// Split safetensors into shards of at most this many bytes (with an index JSON).
+    #[arg(long, default_value_t = 4_000_000_000)]
+    pub max_shard_bytes: usize,
+}

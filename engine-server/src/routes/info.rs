@@ -1,0 +1,21 @@
+//! `GET /v1/engine/info`: model config, derived plan, backend and weights origin, so that
+//! every result can be stored next to the settings that produced it.
+
+use crate::state::AppState;
+use axum::extract::State;
+use axum::Json;
+
+pub async fn handle(State(s): State<AppState>) -> Json<serde_json::Value> {
+    let shared = s.engine.shared();
+    Json(serde_json::json!({
+        "engine": "latlab-engine",
+        "version": env!("CARGO_PKG_VERSION"),
+        "served_model_name": &*s.model_name,
+        "backend": shared.plan.backend,
+        "weights": if shared.origin.is_random() { "random" } else { "checkpoint" },
+        "weights_origin": shared.origin,
+        "config": shared.config,
+        "plan": shared.plan,
+        "tokenizer_dir": shared.tokenizer.dir,
+    }))
+}
