@@ -37,18 +37,18 @@ pub fn record(index: u32, o: &StreamOutcome, bench_start: Instant, input_tokens:
 
 fn chunk_tokens(o: &StreamOutcome, tok: &TokenCounter) -> Vec<u32> {
     let usage: Option<Vec<u64>> = o.chunk_usage.iter().copied().collect();
-    if let Some(u) = usage {
-        if u.windows(2).all(|w| w[1] >= w[0]) {
-            let mut prev = 0;
-            return u
-                .into_iter()
-                .map(|c| {
-                    let d = c - prev;
-                    prev = c;
-                    d as u32
-                })
-                .collect();
-        }
+    if let Some(u) = usage
+        && u.windows(2).all(|w| w[1] >= w[0])
+    {
+        let mut prev = 0;
+        return u
+            .into_iter()
+            .map(|c| {
+                let d = c - prev;
+                prev = c;
+                d as u32
+            })
+            .collect();
     }
     o.chunk_texts.iter().map(|t| tok.count_generated(t)).collect()
 }

@@ -9,6 +9,7 @@
 //!   of chunk events, as vLLM counts it;
 //! - peak concurrency: exact sweep over [start, end) intervals (vLLM v0.11's per-second
 //!   buckets over-count).
+//!
 //! latlab adds token-level ITL when chunk token counts are known.
 
 use crate::stats::stats_ms;
@@ -142,9 +143,8 @@ fn token_level_itls(ok: &[&RequestRecord]) -> Option<Vec<f64>> {
         }
         any = true;
         let mut carried = 0.0;
-        for i in 1..tokens.len() {
+        for (i, &k) in tokens.iter().enumerate().skip(1) {
             let gap = r.chunk_offsets_s[i] - r.chunk_offsets_s[i - 1] + carried;
-            let k = tokens[i];
             if k == 0 {
                 carried = gap;
                 continue;

@@ -23,12 +23,12 @@ pub fn arrival_offsets(n: usize, request_rate: Option<f64>, burstiness: f64, see
         acc += rs.gamma(burstiness, theta);
         offsets.push(acc);
     }
-    if let Some(&last) = offsets.last() {
-        if last != 0.0 {
-            let factor = (n as f64 / rate) / last;
-            for o in &mut offsets {
-                *o *= factor;
-            }
+    if let Some(&last) = offsets.last()
+        && last != 0.0
+    {
+        let factor = (n as f64 / rate) / last;
+        for o in &mut offsets {
+            *o *= factor;
         }
     }
     offsets

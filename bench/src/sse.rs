@@ -124,10 +124,10 @@ struct RawUsage {
 pub fn parse_chunk(payload: &str) -> Result<ChunkEvent, String> {
     let raw: RawChunk = serde_json::from_str(payload).map_err(|e| format!("invalid JSON in SSE data ({e}): {}", clip(payload)))?;
     let choices = raw.choices.unwrap_or_default();
-    if choices.is_empty() {
-        if let Some(err) = raw.error {
-            return Err(format!("server sent an error event: {}", clip(&err.to_string())));
-        }
+    if choices.is_empty()
+        && let Some(err) = raw.error
+    {
+        return Err(format!("server sent an error event: {}", clip(&err.to_string())));
     }
     let mut text = String::new();
     if let Some(c) = choices.first() {

@@ -145,7 +145,7 @@ mod tests {
         assert_eq!(np_sum(&v), 249_750.0);
         // A case where order matters: pairwise keeps the small terms that a naive sum drops.
         let mut w = vec![1e16];
-        w.extend(std::iter::repeat(1.0).take(200));
+        w.extend(std::iter::repeat_n(1.0, 200));
         let naive: f64 = w.iter().sum();
         assert_eq!(naive, 1e16, "naive sum drops every 1.0");
         assert!(np_sum(&w) > 1e16, "pairwise keeps them in separate accumulators");

@@ -48,6 +48,11 @@ impl TokenCounter {
         self.tok.encode_fast(text, false).map(|e| e.len() as u32).unwrap_or(0)
     }
 
+    /// Token ids of `text` without special tokens.
+    pub fn encode_ids(&self, text: &str) -> Vec<u32> {
+        self.tok.encode_fast(text, false).map(|e| e.get_ids().to_vec()).unwrap_or_default()
+    }
+
     /// Size of the base vocabulary (added tokens excluded).
     pub fn vocab_size(&self) -> u32 {
         self.tok.get_vocab_size(false) as u32

@@ -1,6 +1,8 @@
 //! Random token prompts, after vLLM's RandomDataset: lengths uniform in
 //! [floor(len*(1-r)), ceil(len*(1+r))], token ids a run `(offset + i + j) % vocab` from a
-//! random offset, decoded to text. Drawn with latlab's own seeded RNG (not numpy's
+//! random offset, decoded to text; decoding then re-encoding merges tokens, so the ids are
+//! adjusted (truncated, or extended with more of the run) until the text re-encodes to
+//! the target length, as vLLM's `gen_prompt_decode_to_target_len` does. Drawn with latlab's own seeded RNG (not numpy's
 //! PCG64), so the ids differ from vLLM's; the input count reported is that of the
 //! decoded text re-encoded, which is what the server will see.
 
@@ -14,6 +16,28 @@ fn bounds(len: u32, ratio: f64) -> (u32, u32) {
     (lo, hi.max(lo))
 }
 
+/// Decodes `ids`, and while the text does not re-encode to `target` tokens (at most 10
+/// rounds), truncates the re-encoded ids or tops them up from `more`.
+fn fit_to_length(tok: &TokenCounter, mut ids: Vec<u32>, target: u32, more: &mut impl FnMut(u32) -> Vec<u32>) -> String {
+    let target = target as usize;
+    let mut prompt = tok.decode(&ids);
+    for _ in 0..10 {
+        let enc = tok.encode_ids(&prompt);
+        if enc.len() == target {
+            break;
+        }
+        ids = enc;
+        if ids.len() > target {
+            ids.truncate(target);
+        } else {
+            let missing = (target - ids.len()) as u32;
+            ids.extend(more(missing));
+        }
+        prompt = tok.decode(&ids);
+    }
+    prompt
+}
+
 pub fn sample(n: usize, input_len: u32, output_len: u32, ratio: f64, seed: u64, tok: &TokenCounter) -> Sample {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let (in_lo, in_hi) = bounds(input_len, ratio);
@@ -24,8 +48,13 @@ pub fn sample(n: usize, input_len: u32, output_len: u32, ratio: f64, seed: u64, 
             let len = rng.random_range(in_lo..=in_hi);
             let out = rng.random_range(out_lo..=out_hi);
             let offset = rng.random_range(0..vocab);
-            let ids: Vec<u32> = (0..len).map(|j| (offset + i as u32 + j) % vocab).collect();
-            let prompt = tok.decode(&ids);
+            let mut next = offset + i as u32;
+            let mut run = |k: u32| -> Vec<u32> {
+                let ids = (0..k).map(|j| (next + j) % vocab).collect();
+                next += k;
+                ids
+            };
+            let prompt = fit_to_length(tok, run(len), len, &mut run);
             SampleRequest { input_tokens: tok.count(&prompt), prompt, output_len: out }
         })
         .collect();

@@ -168,8 +168,13 @@ async fn chat(State(script): State<Arc<Script>>, body: Bytes) -> Response {
     Response::builder().header("content-type", "text/event-stream").body(Body::from_stream(stream)).unwrap()
 }
 
+/// The fetched Qwen3 tokenizer: under `$LATLAB_ASSETS_DIR` when set (a test binary run
+/// from another checkout), else this checkout's `assets/cache`.
 pub fn tokenizer_path() -> String {
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache/qwen3/tokenizer.json").to_string()
+    match std::env::var("LATLAB_ASSETS_DIR") {
+        Ok(dir) => format!("{dir}/qwen3/tokenizer.json"),
+        Err(_) => concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache/qwen3/tokenizer.json").to_string(),
+    }
 }
 
 /// Writes a JSONL dataset of `(prompt, output_len)` to a fresh temp file.
