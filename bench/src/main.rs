@@ -35,7 +35,15 @@ fn main() -> ExitCode {
 
 async fn run(args: &cli::Args, spec: bench_types::RunSpec) -> anyhow::Result<ExitCode> {
     let (tx, rx) = tokio::sync::watch::channel(Progress::default());
-    let opts = RunOptions { api_key: std::env::var("OPENAI_API_KEY").ok(), progress: Some(tx), ..Default::default() };
+    // The key comes from the spec's api_key_env when it names one, else OPENAI_API_KEY (vLLM's).
+    let (base_url, key_env) = match &spec.target {
+        bench_types::Target::External { base_url, api_key_env } if args.base_url.is_none() && args.spec.is_some() => {
+            (base_url.clone(), api_key_env.clone().unwrap_or_else(|| "OPENAI_API_KEY".into()))
+        }
+        bench_types::Target::External { api_key_env: Some(env), .. } => (args.base_url(), env.clone()),
+        _ => (args.base_url(), "OPENAI_API_KEY".into()),
+    };
+    let opts = RunOptions { api_key: std::env::var(key_env).ok(), progress: Some(tx), ..Default::default() };
     let cancel = opts.cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -43,7 +51,7 @@ async fn run(args: &cli::Args, spec: bench_types::RunSpec) -> anyhow::Result<Exi
         }
     });
     let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| tokio::spawn(progress_bar(rx)));
-    let (reports, err) = run_sweep(&spec, &args.base_url(), opts).await;
+    let (reports, err) = run_sweep(&spec, &base_url, opts).await;
     if let Some(b) = bar {
         b.abort();
         eprintln!();

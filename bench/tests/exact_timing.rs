@@ -5,7 +5,8 @@
 //! 0..~1 ms (tokio's timer ticks in whole milliseconds) plus scheduling jitter on a shared
 //! 2-core machine; loopback adds ~0.1 ms. Lateness does not accumulate (absolute
 //! deadlines), so:
-//! - TTFT and E2EL are late by that one-event amount: asserted within [truth, truth+10 ms];
+//! - TTFT and E2EL are late by that one-event amount: asserted within [truth, truth+15 ms]
+//!   (a few ms on an idle machine; the rest is headroom for a loaded 2-core CI box);
 //! - TPOT and mean ITL are differences spread over n-1 gaps, so the error shrinks to
 //!   (lateness_last - lateness_first)/(n-1): asserted within 2 % of the truth;
 //! - median ITL is one gap: within 2 ms.
@@ -30,11 +31,11 @@ async fn one_token_per_event_gives_the_scripted_metrics() {
     let m = &r.summary;
     assert_eq!((m.completed, m.failed, r.requests.len()), (4, 0, 4), "warm-up requests are not recorded");
     assert_eq!(m.total_output_tokens, 120);
-    within(m.ttft.mean_ms, 50.0, 60.0, "mean TTFT");
+    within(m.ttft.mean_ms, 50.0, 65.0, "mean TTFT");
     within(m.tpot.mean_ms, 19.6, 20.4, "mean TPOT");
     within(m.itl.mean_ms, 19.6, 20.4, "mean ITL");
     within(m.itl.median_ms, 18.0, 22.0, "median ITL");
-    within(m.e2el.mean_ms, 630.0, 640.0, "mean E2EL (50 + 29*20)");
+    within(m.e2el.mean_ms, 630.0, 645.0, "mean E2EL (50 + 29*20)");
     assert_eq!(m.peak_concurrent_requests, 1, "closed loop at concurrency 1");
     // Each request has exactly 30 chunks and, single-token, a token ITL equal to its ITL.
     assert!(r.requests.iter().all(|q| q.chunk_offsets_s.len() == 30));
@@ -64,7 +65,7 @@ async fn multi_token_case(per_chunk_usage: bool) {
     within(m.itl.mean_ms, 39.2, 40.8, "chunk ITL");
     within(m.tpot.mean_ms, 9.8, 10.2, "TPOT");
     within(m.token_itl.as_ref().unwrap().mean_ms, 9.8, 10.2, "token ITL");
-    within(m.e2el.mean_ms, 50.0 + 8.0 * 40.0, 50.0 + 8.0 * 40.0 + 10.0, "E2EL");
+    within(m.e2el.mean_ms, 50.0 + 8.0 * 40.0, 50.0 + 8.0 * 40.0 + 15.0, "E2EL");
     assert_eq!(m.peak_concurrent_requests, 2);
 }
 
