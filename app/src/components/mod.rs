@@ -1,0 +1,9 @@
+//! Building blocks shared by pages.
+
+mod result_block;
+mod runs_table;
+mod status_badge;
+
+pub use result_block::ResultBlock;
+pub use runs_table::RunsTable;
+pub use status_badge::StatusBadge;

@@ -1,0 +1,15 @@
+//! One page per file.
+
+mod comparison;
+mod home;
+mod new_run;
+mod not_found;
+mod run;
+mod runs;
+
+pub use comparison::ComparisonPage;
+pub use home::HomePage;
+pub use new_run::NewRunPage;
+pub use not_found::NotFound;
+pub use run::RunPage;
+pub use runs::RunsPage;

@@ -1,0 +1,248 @@
+//! The new-run form. Every keystroke re-runs `RunForm::to_spec` (which ends in
+//! `RunSpec::validate`, the same code the server runs) in the browser, so errors appear
+//! beside their field without a round trip; the server checks again on submit. Without
+//! JavaScript the form still posts to the server function and lands on the new run.
+
+use crate::run_form::RunForm;
+use crate::server_fns::CreateRuns;
+use bench_types::ValidationErrors;
+use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
+use std::collections::HashSet;
+
+type GetFn = fn(&RunForm) -> String;
+type SetFn = fn(&mut RunForm, String);
+
+#[derive(Clone, Copy)]
+struct FormCtx {
+    form: RwSignal<RunForm>,
+    touched: RwSignal<HashSet<&'static str>>,
+    submitted: RwSignal<bool>,
+    errors: Memo<ValidationErrors>,
+    server_errors: RwSignal<ValidationErrors>,
+}
+
+impl FormCtx {
+    /// The message for a spec path, once the user has touched the field or submitted.
+    fn error(&self, path: &'static str) -> Option<String> {
+        let shown = self.submitted.get() || self.touched.with(|t| t.contains(path));
+        if !shown {
+            return None;
+        }
+        self.errors
+            .with(|e| e.for_field(path).map(str::to_string))
+            .or_else(|| self.server_errors.with(|e| e.for_field(path).map(str::to_string)))
+    }
+}
+
+#[component]
+fn Field(
+    ctx: FormCtx,
+    label: &'static str,
+    /// Input name inside the form (`form[<name>]`).
+    name: &'static str,
+    /// The RunSpec field this input feeds (errors are reported under it).
+    path: &'static str,
+    get: GetFn,
+    set: SetFn,
+    #[prop(optional)] hint: &'static str,
+    #[prop(optional)] placeholder: &'static str,
+) -> impl IntoView {
+    let initial = ctx.form.with_untracked(get);
+    let id = format!("f-{name}");
+    let err_id = format!("{name}-error");
+    view! {
+        <div class="field" class:invalid=move || ctx.error(path).is_some()>
+            <label for=id.clone()>{label}</label>
+            <input
+                id=id
+                name=format!("form[{name}]")
+                value=initial
+                placeholder=placeholder
+                data-field=path
+                aria-describedby=err_id.clone()
+                prop:value=move || ctx.form.with(get)
+                on:input=move |ev| {
+                    let v = event_target_value(&ev);
+                    ctx.form.update(|f| set(f, v));
+                    ctx.touched.update(|t| { t.insert(path); });
+                    ctx.server_errors.set(ValidationErrors::default());
+                }
+            />
+            {(!hint.is_empty()).then(|| view! { <small class="hint">{hint}</small> })}
+            <p class="field-error" id=err_id role="alert">{move || ctx.error(path)}</p>
+        </div>
+    }
+}
+
+#[component]
+fn Choice(
+    ctx: FormCtx,
+    label: &'static str,
+    name: &'static str,
+    path: &'static str,
+    options: &'static [(&'static str, &'static str)],
+    get: GetFn,
+    set: SetFn,
+) -> impl IntoView {
+    let id = format!("f-{name}");
+    let opts = options
+        .iter()
+        .map(|&(value, text)| {
+            view! { <option value=value selected=move || ctx.form.with(get) == value>{text}</option> }
+        })
+        .collect_view();
+    view! {
+        <div class="field">
+            <label for=id.clone()>{label}</label>
+            <select id=id name=format!("form[{name}]") data-field=path
+                on:change=move |ev| { let v = event_target_value(&ev); ctx.form.update(|f| set(f, v)); }>
+                {opts}
+            </select>
+            <p class="field-error" role="alert">{move || ctx.error(path)}</p>
+        </div>
+    }
+}
+
+#[component]
+pub fn NewRunPage() -> impl IntoView {
+    let form = RwSignal::new(RunForm::default());
+    let errors = Memo::new(move |_| form.with(|f| f.to_spec().err().unwrap_or_default()));
+    let ctx = FormCtx {
+        form,
+        touched: RwSignal::new(HashSet::new()),
+        submitted: RwSignal::new(false),
+        errors,
+        server_errors: RwSignal::new(ValidationErrors::default()),
+    };
+    // Effects run only in the browser: before hydration every group is visible (so the
+    // form is complete without JavaScript); after it, only the chosen target's fields.
+    let hydrated = RwSignal::new(false);
+    Effect::new(move |_| hydrated.set(true));
+    let is = move |kind: &'static str| move || !hydrated.get() || form.with(|f| f.target_kind == kind);
+    let ds = move |kind: &'static [&'static str]| move || !hydrated.get() || form.with(|f| kind.contains(&f.dataset_kind.as_str()));
+
+    let action = ServerAction::<CreateRuns>::new();
+    let navigate = leptos_router::hooks::use_navigate();
+    Effect::new(move |_| {
+        match action.value().get() {
+            Some(Ok(Ok(created))) => {
+                let to = match (created.comparison_slug, created.run_ids.first()) {
+                    (Some(slug), _) => format!("/c/{slug}"),
+                    (None, Some(id)) => format!("/runs/{id}"),
+                    _ => "/runs".to_string(),
+                };
+                navigate(&to, Default::default());
+            }
+            Some(Ok(Err(server_errors))) => ctx.server_errors.set(server_errors),
+            _ => {}
+        }
+    });
+    let failure = move || match action.value().get() {
+        Some(Err(e)) => Some(format!("The server could not create the run: {e}")),
+        _ => None,
+    };
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        ctx.submitted.set(true);
+        if errors.with_untracked(|e| e.is_empty()) {
+            action.dispatch(CreateRuns { form: form.get_untracked() });
+        }
+    };
+    let error_count = move || {
+        let n = errors.with(|e| e.0.len());
+        (ctx.submitted.get() && n > 0).then(|| format!("{n} field(s) need attention before the run can start."))
+    };
+
+    view! {
+        <h1>"New run"</h1>
+        <form class="run-form" method="post" action=CreateRuns::url() on:submit=on_submit novalidate>
+            <fieldset>
+                <legend>"Target"</legend>
+                <Choice ctx label="Engine" name="target_kind" path="target.kind"
+                    options=&[("external", "External OpenAI-compatible URL"), ("native", "latlab native engine")]
+                    get=|f| f.target_kind.clone() set=|f, v| f.target_kind = v/>
+                <div class="group" class:hidden=move || !is("external")()>
+                    <Field ctx label="Base URL" name="base_url" path="target.base_url"
+                        get=|f| f.base_url.clone() set=|f, v| f.base_url = v placeholder="http://127.0.0.1:8000"/>
+                    <Field ctx label="API key variable" name="api_key_env" path="target.api_key_env"
+                        get=|f| f.api_key_env.clone() set=|f, v| f.api_key_env = v
+                        hint="Name of an environment variable on the worker; the key itself is never stored."/>
+                </div>
+                <div class="group" class:hidden=move || !is("native")()>
+                    <Field ctx label="Model source" name="model_source" path="target.model_source"
+                        get=|f| f.model_source.clone() set=|f, v| f.model_source = v
+                        hint="A checkpoint folder, or random:<preset> (tiny, qwen3-0.6b, qwen3-8b): random weights, marked as such."/>
+                    <Choice ctx label="Device" name="device" path="target.device"
+                        options=&[("auto", "auto (CUDA if present)"), ("cpu", "CPU"), ("cuda", "CUDA")]
+                        get=|f| f.device.clone() set=|f, v| f.device = v/>
+                    <Field ctx label="Max batch" name="max_batch" path="target.max_batch"
+                        get=|f| f.max_batch.clone() set=|f, v| f.max_batch = v/>
+                </div>
+                <Field ctx label="Model name" name="model" path="model"
+                    get=|f| f.model.clone() set=|f, v| f.model = v hint="Sent as \"model\" in every request."/>
+                <Choice ctx label="Backend" name="backend" path="backend"
+                    options=&[("openai-chat", "openai-chat (/v1/chat/completions)"), ("openai", "openai (/v1/completions)")]
+                    get=|f| f.backend.clone() set=|f, v| f.backend = v/>
+            </fieldset>
+            <fieldset>
+                <legend>"Dataset"</legend>
+                <Choice ctx label="Dataset" name="dataset_kind" path="dataset.kind"
+                    options=&[("sharegpt", "ShareGPT (vLLM sampling)"), ("random", "Random tokens"), ("jsonl", "JSONL file")]
+                    get=|f| f.dataset_kind.clone() set=|f, v| f.dataset_kind = v/>
+                <div class="group" class:hidden=move || !ds(&["sharegpt", "jsonl"])()>
+                    <Field ctx label="Dataset path" name="dataset_path" path="dataset.path"
+                        get=|f| f.dataset_path.clone() set=|f, v| f.dataset_path = v
+                        hint="Empty for ShareGPT means the copy setup fetched."/>
+                </div>
+                <div class="group" class:hidden=move || !ds(&["random"])()>
+                    <Field ctx label="Input length" name="input_len" path="dataset.input_len"
+                        get=|f| f.input_len.clone() set=|f, v| f.input_len = v/>
+                </div>
+                <Field ctx label="Output length" name="output_len" path="dataset.output_len"
+                    get=|f| f.output_len.clone() set=|f, v| f.output_len = v
+                    hint="Required for random; for ShareGPT it overrides each conversation's length."/>
+                <Field ctx label="Number of prompts" name="num_prompts" path="num_prompts"
+                    get=|f| f.num_prompts.clone() set=|f, v| f.num_prompts = v/>
+                <Field ctx label="Seed" name="seed" path="seed" get=|f| f.seed.clone() set=|f, v| f.seed = v/>
+            </fieldset>
+            <fieldset>
+                <legend>"Load"</legend>
+                <Field ctx label="Max concurrency" name="max_concurrency" path="load.max_concurrency"
+                    get=|f| f.max_concurrency.clone() set=|f, v| f.max_concurrency = v
+                    hint="Comma-separated values sweep: 1,2,4,8 makes four runs and a comparison."/>
+                <Field ctx label="Request rate (req/s)" name="request_rate" path="load.request_rate"
+                    get=|f| f.request_rate.clone() set=|f, v| f.request_rate = v placeholder="inf"/>
+                <Field ctx label="Burstiness" name="burstiness" path="load.burstiness"
+                    get=|f| f.burstiness.clone() set=|f, v| f.burstiness = v hint="1 = Poisson arrivals."/>
+                <Field ctx label="Warm-up requests" name="warmup_requests" path="warmup_requests"
+                    get=|f| f.warmup_requests.clone() set=|f, v| f.warmup_requests = v/>
+                <Field ctx label="Request timeout (s)" name="request_timeout_s" path="request_timeout_s"
+                    get=|f| f.request_timeout_s.clone() set=|f, v| f.request_timeout_s = v/>
+            </fieldset>
+            <fieldset>
+                <legend>"Sampling"</legend>
+                <Field ctx label="Temperature" name="temperature" path="sampling.temperature"
+                    get=|f| f.temperature.clone() set=|f, v| f.temperature = v hint="vLLM v0.11 sent 0."/>
+                <div class="field checkbox">
+                    <label>
+                        <input type="checkbox" name="form[ignore_eos]" id="f-ignore_eos"
+                            prop:checked=move || form.with(|f| f.ignore_eos.is_some())
+                            on:change=move |ev| {
+                                let on = event_target_checked(&ev);
+                                form.update(|f| f.ignore_eos = on.then(|| "on".to_string()));
+                            }/>
+                        " ignore_eos: generate exactly the output length"
+                    </label>
+                </div>
+                <Field ctx label="Label" name="label" path="label" get=|f| f.label.clone() set=|f, v| f.label = v
+                    hint="Optional; shown in lists and charts."/>
+            </fieldset>
+            <p class="error" role="alert">{error_count}</p>
+            <p class="error" role="alert">{failure}</p>
+            <button type="submit" id="submit-run" disabled=move || action.pending().get()>
+                {move || if action.pending().get() { "Creating…" } else { "Create run" }}
+            </button>
+        </form>
+    }
+}

@@ -1,0 +1,284 @@
+//! The new-run form as the browser sends it (every field a string, as typed) and its
+//! translation to a `RunSpec`. Parsing errors and `RunSpec::validate` errors come back
+//! under the spec's field paths, so each message lands beside its input, in the browser
+//! while typing and on the server after submitting.
+
+use bench_types::{
+    Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RunSpec, Sampling, Target,
+    ValidationErrors,
+};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunForm {
+    #[serde(default)]
+    pub label: String,
+    /// `external` or `native`
+    pub target_kind: String,
+    #[serde(default)]
+    pub base_url: String,
+    #[serde(default)]
+    pub api_key_env: String,
+    #[serde(default)]
+    pub model_source: String,
+    #[serde(default)]
+    pub device: String,
+    #[serde(default)]
+    pub max_batch: String,
+    pub model: String,
+    #[serde(default)]
+    pub tokenizer: String,
+    #[serde(default)]
+    pub backend: String,
+    /// `sharegpt`, `random` or `jsonl`
+    pub dataset_kind: String,
+    #[serde(default)]
+    pub dataset_path: String,
+    #[serde(default)]
+    pub input_len: String,
+    #[serde(default)]
+    pub output_len: String,
+    pub num_prompts: String,
+    /// Comma-separated list, e.g. `1,2,4,8`: one run per value.
+    #[serde(default)]
+    pub max_concurrency: String,
+    /// Empty means `inf`.
+    #[serde(default)]
+    pub request_rate: String,
+    #[serde(default)]
+    pub burstiness: String,
+    #[serde(default)]
+    pub seed: String,
+    /// A checkbox: present ("on") when ticked, absent otherwise.
+    #[serde(default)]
+    pub ignore_eos: Option<String>,
+    #[serde(default)]
+    pub temperature: String,
+    #[serde(default)]
+    pub warmup_requests: String,
+    #[serde(default)]
+    pub request_timeout_s: String,
+}
+
+impl Default for RunForm {
+    fn default() -> Self {
+        RunForm {
+            label: String::new(),
+            target_kind: "external".into(),
+            base_url: "http://127.0.0.1:8000".into(),
+            api_key_env: String::new(),
+            model_source: "random:tiny".into(),
+            device: "auto".into(),
+            max_batch: "8".into(),
+            model: "Qwen/Qwen3-8B".into(),
+            tokenizer: String::new(),
+            backend: "openai-chat".into(),
+            dataset_kind: "sharegpt".into(),
+            dataset_path: String::new(),
+            input_len: "1024".into(),
+            output_len: String::new(),
+            num_prompts: "100".into(),
+            max_concurrency: "1".into(),
+            request_rate: String::new(),
+            burstiness: "1".into(),
+            seed: "0".into(),
+            ignore_eos: None,
+            temperature: "0".into(),
+            warmup_requests: "0".into(),
+            request_timeout_s: "600".into(),
+        }
+    }
+}
+
+/// Collects parse errors under spec paths; a field that failed to parse is not also
+/// reported by `validate`.
+struct Parser {
+    errors: ValidationErrors,
+}
+
+impl Parser {
+    fn num<T: std::str::FromStr>(&mut self, field: &str, raw: &str, what: &str, fallback: T) -> T {
+        match raw.trim().parse::<T>() {
+            Ok(v) => v,
+            Err(_) if raw.trim().is_empty() => {
+                self.errors.push(field, "is required");
+                fallback
+            }
+            Err(_) => {
+                self.errors.push(field, format!("{:?} is not {what}", raw.trim()));
+                fallback
+            }
+        }
+    }
+    fn opt_num<T: std::str::FromStr>(&mut self, field: &str, raw: &str, what: &str) -> Option<T> {
+        if raw.trim().is_empty() {
+            return None;
+        }
+        match raw.trim().parse::<T>() {
+            Ok(v) => Some(v),
+            Err(_) => {
+                self.errors.push(field, format!("{:?} is not {what}", raw.trim()));
+                None
+            }
+        }
+    }
+}
+
+const WHOLE: &str = "a whole number";
+const NUMBER: &str = "a number";
+
+fn opt_text(s: &str) -> Option<String> {
+    let t = s.trim();
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+impl RunForm {
+    pub fn to_spec(&self) -> Result<RunSpec, ValidationErrors> {
+        let mut p = Parser { errors: ValidationErrors::default() };
+        let target = match self.target_kind.as_str() {
+            "external" => Target::External { base_url: self.base_url.trim().to_string(), api_key_env: opt_text(&self.api_key_env) },
+            "native" => Target::Native(NativeTarget {
+                model_source: self.model_source.trim().to_string(),
+                device: match self.device.as_str() {
+                    "cpu" => Device::Cpu,
+                    "cuda" => Device::Cuda,
+                    _ => Device::Auto,
+                },
+                quantization: Quantization::None,
+                max_batch: p.num("target.max_batch", &self.max_batch, WHOLE, 8),
+                cuda_graphs: true,
+            }),
+            other => {
+                p.errors.push("target.kind", format!("unknown target {other:?}; choose external or native"));
+                Target::External { base_url: "http://127.0.0.1".into(), api_key_env: None }
+            }
+        };
+        let backend = match self.backend.as_str() {
+            "" | "openai-chat" => Backend::OpenaiChat,
+            "openai" => Backend::Openai,
+            other => {
+                p.errors.push("backend", format!("unknown backend {other:?}"));
+                Backend::OpenaiChat
+            }
+        };
+        let dataset = match self.dataset_kind.as_str() {
+            "sharegpt" => Dataset::Sharegpt {
+                path: opt_text(&self.dataset_path),
+                output_len: p.opt_num("dataset.output_len", &self.output_len, WHOLE),
+            },
+            "random" => Dataset::Random {
+                input_len: p.num("dataset.input_len", &self.input_len, WHOLE, 1),
+                output_len: p.num("dataset.output_len", &self.output_len, WHOLE, 1),
+                range_ratio: 0.0,
+            },
+            "jsonl" => Dataset::Jsonl { path: self.dataset_path.trim().to_string() },
+            other => {
+                p.errors.push("dataset.kind", format!("unknown dataset {other:?}"));
+                Dataset::Sharegpt { path: None, output_len: None }
+            }
+        };
+        let mut max_concurrency = Vec::new();
+        for part in self.max_concurrency.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match part.parse::<u32>() {
+                Ok(v) => max_concurrency.push(v),
+                Err(_) => {
+                    p.errors.push("load.max_concurrency", format!("{part:?} is not a whole number; use e.g. 1,2,4,8"));
+                    max_concurrency.clear();
+                    break;
+                }
+            }
+        }
+        let request_rate = match self.request_rate.trim() {
+            "" | "inf" => None,
+            _ => p.opt_num("load.request_rate", &self.request_rate, NUMBER),
+        };
+        let spec = RunSpec {
+            label: self.label.trim().to_string(),
+            target,
+            model: self.model.trim().to_string(),
+            tokenizer: opt_text(&self.tokenizer),
+            backend,
+            dataset,
+            num_prompts: p.num("num_prompts", &self.num_prompts, WHOLE, 1),
+            load: LoadProfile {
+                max_concurrency,
+                request_rate,
+                burstiness: if self.burstiness.trim().is_empty() { 1.0 } else { p.num("load.burstiness", &self.burstiness, NUMBER, 1.0) },
+            },
+            sampling: Sampling {
+                ignore_eos: self.ignore_eos.as_deref().is_some_and(|v| v == "on" || v == "true"),
+                temperature: p.opt_num("sampling.temperature", &self.temperature, NUMBER),
+                extra_body: None,
+            },
+            seed: if self.seed.trim().is_empty() { 0 } else { p.num("seed", &self.seed, WHOLE, 0) },
+            warmup_requests: if self.warmup_requests.trim().is_empty() { 0 } else { p.num("warmup_requests", &self.warmup_requests, WHOLE, 0) },
+            request_timeout_s: if self.request_timeout_s.trim().is_empty() {
+                bench_types::spec::default_request_timeout_s()
+            } else {
+                p.num("request_timeout_s", &self.request_timeout_s, NUMBER, 600.0)
+            },
+            percentiles: bench_types::spec::default_percentiles(),
+            goodput: Goodput::default(),
+        };
+        let mut errors = p.errors;
+        if let Err(v) = spec.validate() {
+            for e in v.0 {
+                if errors.for_field(&e.field).is_none() {
+                    errors.0.push(e);
+                }
+            }
+        }
+        errors.into_result().map(|()| spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_form_is_a_valid_spec() {
+        let spec = RunForm::default().to_spec().unwrap();
+        assert_eq!(spec.num_prompts, 100);
+        assert_eq!(spec.load.max_concurrency, vec![1]);
+        assert_eq!(spec.sampling.temperature, Some(0.0));
+    }
+
+    #[test]
+    fn a_sweep_list_parses_and_bad_numbers_name_their_field() {
+        let mut f = RunForm { max_concurrency: "1, 2,4,8".into(), ..RunForm::default() };
+        assert_eq!(f.to_spec().unwrap().load.max_concurrency, vec![1, 2, 4, 8]);
+        f.max_concurrency = "1,two".into();
+        f.num_prompts = "-5".into();
+        f.request_rate = "fast".into();
+        let e = f.to_spec().unwrap_err();
+        assert!(e.for_field("load.max_concurrency").unwrap().contains("\"two\""));
+        assert!(e.for_field("num_prompts").unwrap().contains("whole number"));
+        assert!(e.for_field("load.request_rate").is_some());
+    }
+
+    #[test]
+    fn validation_errors_come_through_once_per_field() {
+        let f = RunForm { num_prompts: "0".into(), base_url: "localhost:8000".into(), ..RunForm::default() };
+        let e = f.to_spec().unwrap_err();
+        assert_eq!(e.for_field("num_prompts"), Some("must be between 1 and 100000"));
+        assert_eq!(e.for_field("target.base_url"), Some("must start with http:// or https://"));
+        assert_eq!(e.0.len(), 2);
+    }
+
+    #[test]
+    fn native_and_random_dataset_forms() {
+        let f = RunForm {
+            target_kind: "native".into(),
+            dataset_kind: "random".into(),
+            input_len: "232".into(),
+            output_len: "220".into(),
+            ignore_eos: Some("on".into()),
+            ..RunForm::default()
+        };
+        let s = f.to_spec().unwrap();
+        assert!(matches!(s.target, Target::Native(ref n) if n.model_source == "random:tiny" && n.max_batch == 8));
+        assert_eq!(s.dataset, Dataset::Random { input_len: 232, output_len: 220, range_ratio: 0.0 });
+        assert!(s.sampling.ignore_eos);
+    }
+}

@@ -1,0 +1,28 @@
+use crate::run_form::RunForm;
+use bench_types::{CreatedRuns, ValidationErrors};
+use leptos::prelude::*;
+
+/// Creates the runs a form asks for. Field errors come back as `Ok(Err(..))` so the form
+/// can show them beside their inputs; on success the browser is sent to the new run (or
+/// to the comparison of a sweep), with or without JavaScript.
+#[server(prefix = "/sfn")]
+pub async fn create_runs(form: RunForm) -> Result<Result<CreatedRuns, ValidationErrors>, ServerFnError> {
+    use crate::store::StoreError;
+    let spec = match form.to_spec() {
+        Ok(spec) => spec,
+        Err(errors) => return Ok(Err(errors)),
+    };
+    match super::store()?.create_runs(spec).await {
+        Ok(created) => {
+            let to = match (&created.comparison_slug, created.run_ids.first()) {
+                (Some(slug), _) => format!("/c/{slug}"),
+                (None, Some(id)) => format!("/runs/{id}"),
+                (None, None) => "/runs".to_string(),
+            };
+            leptos_axum::redirect(&to);
+            Ok(Ok(created))
+        }
+        Err(StoreError::Invalid(errors)) => Ok(Err(errors)),
+        Err(e) => Err(super::internal(e)),
+    }
+}

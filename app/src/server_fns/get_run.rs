@@ -1,0 +1,7 @@
+use bench_types::RunView;
+use leptos::prelude::*;
+
+#[server(prefix = "/sfn")]
+pub async fn get_run(id: i64) -> Result<Option<RunView>, ServerFnError> {
+    super::store()?.run(id).await.map_err(super::internal)
+}

@@ -1,0 +1,23 @@
+//! Server functions: run on the server, called over HTTP from the hydrated pages.
+//! One per file.
+
+mod create_runs;
+mod get_comparison;
+mod get_run;
+mod list_runs;
+
+pub use create_runs::*;
+pub use get_comparison::*;
+pub use get_run::*;
+pub use list_runs::*;
+
+#[cfg(feature = "ssr")]
+pub(crate) fn store() -> Result<crate::store::SharedStore, leptos::prelude::ServerFnError> {
+    leptos::prelude::use_context::<crate::store::SharedStore>()
+        .ok_or_else(|| leptos::prelude::ServerFnError::new("store missing from context"))
+}
+
+#[cfg(feature = "ssr")]
+pub(crate) fn internal(e: crate::store::StoreError) -> leptos::prelude::ServerFnError {
+    leptos::prelude::ServerFnError::new(e.to_string())
+}

@@ -1,0 +1,35 @@
+//! What the server functions need from storage, as a trait: `app` stays free of SQL (the
+//! `server` crate implements it over `db`) and reaches it through Leptos context, never a
+//! global.
+
+use bench_types::{ComparisonView, CreatedRuns, RunSpec, RunView, ValidationErrors};
+use std::sync::Arc;
+
+#[derive(Debug, Clone)]
+pub enum StoreError {
+    /// The input was refused; nothing was stored.
+    Invalid(ValidationErrors),
+    /// Anything else (database down...); the message is safe to show.
+    Internal(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Invalid(e) => write!(f, "invalid input: {e}"),
+            StoreError::Internal(m) => f.write_str(m),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+pub trait Store: Send + Sync + 'static {
+    async fn recent_runs(&self, limit: i64, before_id: Option<i64>) -> Result<Vec<RunView>, StoreError>;
+    async fn run(&self, id: i64) -> Result<Option<RunView>, StoreError>;
+    /// Validates, then stores one queued run per sweep value (and a comparison for sweeps).
+    async fn create_runs(&self, spec: RunSpec) -> Result<CreatedRuns, StoreError>;
+    async fn comparison(&self, slug: &str) -> Result<Option<ComparisonView>, StoreError>;
+}
+
+/// How server functions find the store: provided as context by the server.
+pub type SharedStore = Arc<dyn Store>;

@@ -1,0 +1,51 @@
+//! API errors as JSON: `{"error": {"message": "...", "fields": [{"field", "message"}]}}`,
+//! with 400 for bad input (naming the field), 404, 415, 500.
+
+use app::store::StoreError;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use bench_types::ValidationErrors;
+
+#[derive(Debug)]
+pub enum ApiError {
+    Invalid(ValidationErrors),
+    BadRequest(String),
+    UnsupportedMediaType(String),
+    NotFound(String),
+    Internal(String),
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Invalid(v) => ApiError::Invalid(v),
+            StoreError::Internal(m) => ApiError::Internal(m),
+        }
+    }
+}
+
+impl From<db::DbError> for ApiError {
+    fn from(e: db::DbError) -> Self {
+        match e {
+            db::DbError::RunNotFound(id) => ApiError::NotFound(format!("no run with id {id}")),
+            other => {
+                tracing::error!(error = %other, "database error");
+                ApiError::Internal(other.to_string())
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, message, fields) = match self {
+            ApiError::Invalid(v) => (StatusCode::BAD_REQUEST, format!("invalid input: {v}"), v.0),
+            ApiError::BadRequest(m) => (StatusCode::BAD_REQUEST, m, vec![]),
+            ApiError::UnsupportedMediaType(m) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, m, vec![]),
+            ApiError::NotFound(m) => (StatusCode::NOT_FOUND, m, vec![]),
+            ApiError::Internal(m) => (StatusCode::INTERNAL_SERVER_ERROR, m, vec![]),
+        };
+        (status, Json(serde_json::json!({ "error": { "message": message, "fields": fields } }))).into_response()
+    }
+}

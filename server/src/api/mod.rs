@@ -1,0 +1,23 @@
+//! The JSON API, mirroring the pages: `/api/runs`, `/api/runs/{id}`,
+//! `/api/runs/{id}/requests`, `/api/comparisons`, `/api/comparisons/{slug}`.
+
+mod comparisons;
+mod error;
+mod json_body;
+mod runs;
+
+pub use error::ApiError;
+
+use crate::AppState;
+use axum::routing::get;
+use axum::Router;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/runs", get(runs::list).post(runs::create))
+        .route("/runs/{id}", get(runs::get_one))
+        .route("/runs/{id}/requests", get(runs::requests))
+        .route("/comparisons", axum::routing::post(comparisons::create))
+        .route("/comparisons/{slug}", get(comparisons::get_one))
+        .fallback(|| async { ApiError::NotFound("no such API endpoint".into()) })
+}

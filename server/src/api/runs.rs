@@ -1,0 +1,47 @@
+//! `/api/runs`: create (one run per sweep value), list, one run, its request records.
+
+use super::json_body::JsonBody;
+use super::ApiError;
+use crate::AppState;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use bench_types::{CreatedRuns, RequestRecord, RunSpec, RunView};
+use serde::Deserialize;
+
+pub async fn create(State(st): State<AppState>, JsonBody(spec): JsonBody<RunSpec>) -> Result<(StatusCode, Json<CreatedRuns>), ApiError> {
+    let created = crate::store::create_runs(&st.pool, spec).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    limit: Option<i64>,
+    before: Option<i64>,
+}
+
+pub async fn list(State(st): State<AppState>, Query(q): Query<ListQuery>) -> Result<Json<Vec<RunView>>, ApiError> {
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::BadRequest("limit must be between 1 and 500".into()));
+    }
+    Ok(Json(db::runs::list(&st.pool, limit, q.before).await?))
+}
+
+pub async fn get_one(State(st): State<AppState>, Path(id): Path<String>) -> Result<Json<RunView>, ApiError> {
+    let id = parse_id(&id)?;
+    db::runs::get(&st.pool, id).await?.map(Json).ok_or_else(|| ApiError::NotFound(format!("no run with id {id}")))
+}
+
+pub async fn requests(State(st): State<AppState>, Path(id): Path<String>) -> Result<Json<Vec<RequestRecord>>, ApiError> {
+    let id = parse_id(&id)?;
+    if db::runs::get(&st.pool, id).await?.is_none() {
+        return Err(ApiError::NotFound(format!("no run with id {id}")));
+    }
+    Ok(Json(db::requests::list(&st.pool, id).await?))
+}
+
+fn parse_id(s: &str) -> Result<i64, ApiError> {
+    s.parse::<i64>().map_err(|_| ApiError::BadRequest(format!("run id {s:?} is not a number")))
+}

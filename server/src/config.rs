@@ -1,0 +1,93 @@
+//! Configuration, read once from the environment into a typed, immutable struct.
+//! Every variable is documented in the README.
+
+use anyhow::{bail, Context};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// `LATLAB_ADDR` (default `127.0.0.1:3000`).
+    pub addr: SocketAddr,
+    /// `DATABASE_URL`; unset = start the embedded Postgres cluster.
+    pub database_url: Option<String>,
+    /// `LATLAB_DATA_DIR`: where the embedded cluster lives.
+    pub data_dir: PathBuf,
+    /// `LATLAB_PG_BIN`: folder with `initdb`, `pg_ctl`, `postgres`; unset = search.
+    pub pg_bin: Option<PathBuf>,
+    /// `LATLAB_SITE_ROOT` (default `target/site`): the built wasm bundle, CSS and assets.
+    pub site_root: PathBuf,
+    /// `LATLAB_DB_MAX_CONNECTIONS` (default 10).
+    pub db_max_connections: u32,
+}
+
+impl ServerConfig {
+    pub fn from_env() -> anyhow::Result<Self> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads from any lookup function, so tests need not touch the process environment.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
+        let non_empty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let addr = non_empty("LATLAB_ADDR").unwrap_or_else(|| "127.0.0.1:3000".into());
+        let addr: SocketAddr = addr.parse().with_context(|| format!("LATLAB_ADDR={addr:?} is not an address like 127.0.0.1:3000"))?;
+        let db_max_connections = match non_empty("LATLAB_DB_MAX_CONNECTIONS") {
+            None => 10,
+            Some(v) => match v.parse::<u32>() {
+                Ok(n) if (1..=1000).contains(&n) => n,
+                _ => bail!("LATLAB_DB_MAX_CONNECTIONS={v:?} must be a whole number between 1 and 1000"),
+            },
+        };
+        Ok(ServerConfig {
+            addr,
+            database_url: non_empty("DATABASE_URL"),
+            data_dir: non_empty("LATLAB_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| default_data_dir(&get)),
+            pg_bin: non_empty("LATLAB_PG_BIN").map(PathBuf::from),
+            site_root: non_empty("LATLAB_SITE_ROOT").map(PathBuf::from).unwrap_or_else(|| "target/site".into()),
+            db_max_connections,
+        })
+    }
+}
+
+/// Postgres refuses to run as root, so as root the cluster runs as the `postgres` user and
+/// must live where that user can reach it (not under `/root`).
+fn default_data_dir(get: &impl Fn(&str) -> Option<String>) -> PathBuf {
+    if crate::embedded_pg::running_as_root() {
+        return PathBuf::from("/var/lib/latlab");
+    }
+    if let Some(x) = get("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(x).join("latlab");
+    }
+    match get("HOME") {
+        Some(h) => PathBuf::from(h).join(".local/share/latlab"),
+        None => PathBuf::from(".latlab"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> anyhow::Result<ServerConfig> {
+        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        ServerConfig::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_listen_on_loopback_with_embedded_postgres() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.addr.to_string(), "127.0.0.1:3000");
+        assert!(c.database_url.is_none());
+        assert_eq!(c.db_max_connections, 10);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let e = cfg(&[("LATLAB_ADDR", "localhost")]).unwrap_err().to_string();
+        assert!(e.contains("LATLAB_ADDR"), "{e}");
+        let e = cfg(&[("LATLAB_DB_MAX_CONNECTIONS", "0")]).unwrap_err().to_string();
+        assert!(e.contains("LATLAB_DB_MAX_CONNECTIONS"), "{e}");
+        assert_eq!(cfg(&[("DATABASE_URL", "  ")]).unwrap().database_url, None);
+    }
+}

@@ -1,0 +1,14 @@
+//! The `latlab` web server: pages (Leptos SSR + hydration), the JSON API, and the
+//! embedded Postgres it starts when no `DATABASE_URL` is given. `main.rs` is a thin shell
+//! over this library so tests drive the same `router(state)`.
+
+pub mod api;
+pub mod config;
+pub mod embedded_pg;
+pub mod router;
+pub mod state;
+pub mod store;
+
+pub use config::ServerConfig;
+pub use router::router;
+pub use state::AppState;

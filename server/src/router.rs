@@ -1,0 +1,65 @@
+//! `router(state)`: every route and middleware of latlab, in one place, testable with
+//! `oneshot` without a socket.
+
+use crate::store::DbStore;
+use crate::AppState;
+use app::store::SharedStore;
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::routing::get;
+use axum::{Json, Router};
+use leptos::prelude::provide_context;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use std::sync::Arc;
+use std::time::Duration;
+use tower_http::compression::CompressionLayer;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+/// Bodies above this are refused with 413 (a RunSpec is a few hundred bytes).
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+/// No request to latlab's own server should take longer; benchmarks run in workers.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Leptos emits small inline scripts for hydration; everything else must come from us.
+const CSP: &str = "default-src 'self'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; \
+                   style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
+                   frame-ancestors 'none'; base-uri 'self'; form-action 'self'";
+
+pub fn router(state: AppState) -> Router {
+    let store: SharedStore = Arc::new(DbStore { pool: state.pool.clone() });
+    let leptos_options = state.leptos_options.clone();
+    let routes = generate_route_list(app::App);
+    Router::new()
+        .route("/healthz", get(healthz))
+        .nest("/api", crate::api::routes())
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || provide_context(store.clone()),
+            move || app::shell(leptos_options.clone()),
+        )
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(app::shell))
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, REQUEST_TIMEOUT))
+        .layer(CompressionLayer::new())
+        .layer(SetResponseHeaderLayer::if_not_present(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .layer(SetResponseHeaderLayer::if_not_present(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
+        .layer(SetResponseHeaderLayer::if_not_present(header::REFERRER_POLICY, HeaderValue::from_static("same-origin")))
+        .layer(SetResponseHeaderLayer::if_not_present(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP)))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// 200 when the database answers, 503 otherwise.
+async fn healthz(State(st): State<AppState>) -> (StatusCode, Json<serde_json::Value>) {
+    match sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&st.pool).await {
+        Ok(_) => (StatusCode::OK, Json(serde_json::json!({ "status": "ok", "database": "ok" }))),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({ "status": "unavailable", "database": e.to_string() })),
+        ),
+    }
+}

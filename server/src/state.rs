@@ -1,0 +1,30 @@
+//! What every handler can reach: the pool and the Leptos options. Cloned per request
+//! (cheap: both are reference-counted).
+
+use axum::extract::FromRef;
+use leptos::prelude::LeptosOptions;
+use sqlx::PgPool;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: PgPool,
+    pub leptos_options: LeptosOptions,
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(s: &AppState) -> Self {
+        s.leptos_options.clone()
+    }
+}
+
+impl AppState {
+    pub fn new(pool: PgPool, site_root: &str, addr: std::net::SocketAddr) -> Self {
+        let leptos_options = LeptosOptions::builder()
+            .output_name("latlab")
+            .site_root(site_root)
+            .site_pkg_dir("pkg")
+            .site_addr(addr)
+            .build();
+        AppState { pool, leptos_options }
+    }
+}

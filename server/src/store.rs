@@ -1,0 +1,74 @@
+//! `app::store::Store` over the `db` crate: the one place where creating runs is decided
+//! (validate, expand a sweep, store runs and their comparison in one transaction), used by
+//! both the pages' server functions and the JSON API.
+
+use app::store::{Store, StoreError};
+use bench_types::{ComparisonView, CreatedRuns, NewComparison, RunSpec, RunView, ValidationErrors};
+use db::{DbError, PgPool};
+
+#[derive(Clone)]
+pub struct DbStore {
+    pub pool: PgPool,
+}
+
+fn internal(e: DbError) -> StoreError {
+    tracing::error!(error = %e, "database error");
+    StoreError::Internal(e.to_string())
+}
+
+/// Validates and stores `spec`: one run per sweep value and, for a sweep, a comparison
+/// grouping them. All in one transaction: a failure stores nothing.
+pub async fn create_runs(pool: &PgPool, spec: RunSpec) -> Result<CreatedRuns, StoreError> {
+    spec.validate().map_err(StoreError::Invalid)?;
+    let specs = spec.expand();
+    let mut tx = pool.begin().await.map_err(|e| internal(e.into()))?;
+    let run_ids = db::runs::create(&mut tx, &specs).await.map_err(internal)?;
+    let comparison_slug = if run_ids.len() > 1 {
+        let title = if spec.label.is_empty() {
+            format!("{} on {} — {}", spec.model, spec.target_description(), spec.load_label())
+        } else {
+            spec.label.clone()
+        };
+        let title: String = title.chars().take(200).collect();
+        let new = NewComparison { title, run_ids: run_ids.clone(), view: serde_json::json!({}) };
+        Some(db::comparisons::create(&mut tx, &new).await.map_err(internal)?)
+    } else {
+        None
+    };
+    tx.commit().await.map_err(|e| internal(e.into()))?;
+    tracing::info!(?run_ids, ?comparison_slug, "runs created");
+    Ok(CreatedRuns { run_ids, comparison_slug })
+}
+
+/// Validates and stores a comparison of existing runs.
+pub async fn create_comparison(pool: &PgPool, new: NewComparison) -> Result<String, StoreError> {
+    new.validate().map_err(StoreError::Invalid)?;
+    let mut tx = pool.begin().await.map_err(|e| internal(e.into()))?;
+    let slug = match db::comparisons::create(&mut tx, &new).await {
+        Ok(s) => s,
+        Err(DbError::RunNotFound(id)) => {
+            let mut e = ValidationErrors::default();
+            e.push("run_ids", format!("there is no run {id}"));
+            return Err(StoreError::Invalid(e));
+        }
+        Err(e) => return Err(internal(e)),
+    };
+    tx.commit().await.map_err(|e| internal(e.into()))?;
+    Ok(slug)
+}
+
+#[async_trait::async_trait]
+impl Store for DbStore {
+    async fn recent_runs(&self, limit: i64, before_id: Option<i64>) -> Result<Vec<RunView>, StoreError> {
+        db::runs::list(&self.pool, limit, before_id).await.map_err(internal)
+    }
+    async fn run(&self, id: i64) -> Result<Option<RunView>, StoreError> {
+        db::runs::get(&self.pool, id).await.map_err(internal)
+    }
+    async fn create_runs(&self, spec: RunSpec) -> Result<CreatedRuns, StoreError> {
+        create_runs(&self.pool, spec).await
+    }
+    async fn comparison(&self, slug: &str) -> Result<Option<ComparisonView>, StoreError> {
+        db::comparisons::get(&self.pool, slug).await.map_err(internal)
+    }
+}
