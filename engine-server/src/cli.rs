@@ -17,6 +17,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Write a random-weight Hugging Face checkpoint (config, bf16 safetensors, tokenizer).
     MakeModel(MakeModelArgs),
+    /// Measure engine speed in-process (no HTTP): TTFT and decode tokens/s.
+    Bench(BenchArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -80,4 +82,24 @@ pub struct MakeModelArgs {
     /// Split safetensors into shards of at most this many bytes (with an index JSON).
     #[arg(long, default_value_t = 4_000_000_000)]
     pub max_shard_bytes: usize,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    #[arg(long)]
+    pub model: String,
+    #[arg(long, default_value_t = 1)]
+    pub batch: usize,
+    #[arg(long, default_value_t = 128)]
+    pub prompt_len: usize,
+    #[arg(long, default_value_t = 32)]
+    pub gen_len: usize,
+    #[arg(long, default_value_t = 2)]
+    pub rounds: usize,
+    #[arg(long)]
+    pub max_model_len: Option<usize>,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
 }

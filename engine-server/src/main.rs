@@ -1,6 +1,7 @@
 //! `latlab-engine`: the OpenAI-compatible server over latlab's engine, and `make-model`.
 
 mod api_error;
+mod bench_cmd;
 mod cli;
 mod generation;
 mod metrics;
@@ -10,7 +11,7 @@ mod state;
 
 use anyhow::Context;
 use clap::Parser;
-use cli::{Cli, Command, DeviceArg, MakeModelArgs, ServeArgs};
+use cli::{BenchArgs, Cli, Command, DeviceArg, MakeModelArgs, ServeArgs};
 use engine::plan::{Device, EngineArgs};
 
 fn main() -> anyhow::Result<()> {
@@ -21,6 +22,7 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Serve(a) => serve(a),
         Command::MakeModel(a) => make_model(a),
+        Command::Bench(a) => bench(a),
     }
 }
 
@@ -32,6 +34,15 @@ fn make_model(a: MakeModelArgs) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", a.out.display()))?;
     println!("wrote random {} (seed {}) to {}", a.preset, a.seed, a.out.display());
     Ok(())
+}
+
+fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    let args = EngineArgs { max_batch: a.batch.max(1), max_model_len: a.max_model_len, seed: a.seed, ..Default::default() };
+    let t = std::time::Instant::now();
+    let handle = engine::EngineHandle::start(&a.model, a.tokenizer.as_deref(), &args)
+        .with_context(|| format!("starting the engine for --model {}", a.model))?;
+    println!("loaded {} in {:.1} s; plan {:?}", a.model, t.elapsed().as_secs_f64(), handle.shared().plan);
+    bench_cmd::run(a, handle)
 }
 
 fn serve(a: ServeArgs) -> anyhow::Result<()> {
