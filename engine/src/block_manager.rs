@@ -45,7 +45,7 @@ impl BlockManager {
     /// Return all of `table`'s pages.
     pub fn release(&mut self, table: &mut Vec<u32>) {
         debug_assert!(table.iter().all(|p| !self.free.contains(p)), "double free of a KV page");
-        self.free.extend(table.drain(..));
+        self.free.append(table);
     }
 }
 

@@ -86,21 +86,18 @@ impl ModelConfig {
     pub fn from_json(cfg: &serde_json::Value, gen_cfg: Option<&serde_json::Value>) -> Result<Self> {
         let hf: HfConfig = serde_json::from_value(cfg.clone())
             .map_err(|e| EngineError::config("config.json", e.to_string()))?;
-        if let Some(mt) = &hf.model_type {
-            if mt != "qwen3" {
+        if let Some(mt) = &hf.model_type
+            && mt != "qwen3" {
                 return Err(EngineError::config("model_type", format!("`{mt}` is not supported, only `qwen3`")));
             }
-        }
-        if let Some(archs) = &hf.architectures {
-            if !archs.iter().any(|a| a == "Qwen3ForCausalLM") {
+        if let Some(archs) = &hf.architectures
+            && !archs.iter().any(|a| a == "Qwen3ForCausalLM") {
                 return Err(EngineError::config("architectures", format!("{archs:?} has no Qwen3ForCausalLM")));
             }
-        }
-        if let Some(act) = &hf.hidden_act {
-            if act != "silu" {
+        if let Some(act) = &hf.hidden_act
+            && act != "silu" {
                 return Err(EngineError::config("hidden_act", format!("`{act}` unsupported, only silu")));
             }
-        }
         if hf.attention_bias == Some(true) {
             return Err(EngineError::config("attention_bias", "true is unsupported (Qwen3 has no q/k/v bias)"));
         }
@@ -129,7 +126,7 @@ impl ModelConfig {
             return Err(EngineError::config("rms_norm_eps", "must be in (0, 1)"));
         }
         let rope_theta = hf.rope_theta.unwrap_or(1_000_000.0);
-        if !(rope_theta > 1.0) {
+        if rope_theta.is_nan() || rope_theta <= 1.0 {
             return Err(EngineError::config("rope_theta", "must be > 1"));
         }
         let vocab_size = required(hf.vocab_size, "vocab_size")?;

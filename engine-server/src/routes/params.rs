@@ -61,11 +61,10 @@ pub fn field<T: serde::de::DeserializeOwned>(body: &serde_json::Value, name: &st
 
 pub fn parse(body: &serde_json::Value, state: &AppState) -> Result<Parsed, ApiError> {
     let c: Common = serde_json::from_value(body.clone()).map_err(|e| ApiError::bad_request(format!("invalid request: {e}")))?;
-    if let Some(m) = &c.model {
-        if m != &*state.model_name {
+    if let Some(m) = &c.model
+        && m != &*state.model_name {
             return Err(ApiError::unknown_model(m));
         }
-    }
     if c.n.is_some_and(|n| n != 1) {
         return Err(ApiError::bad_request("`n` must be 1"));
     }
