@@ -14,7 +14,12 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn bad_request(message: impl Into<String>) -> Self {
-        ApiError { status: StatusCode::BAD_REQUEST, kind: "invalid_request_error", message: message.into(), code: None }
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            kind: "invalid_request_error",
+            message: message.into(),
+            code: None,
+        }
     }
     pub fn unknown_model(name: &str) -> Self {
         ApiError {
@@ -30,9 +35,21 @@ impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
         let message = e.to_string();
         match e {
-            EngineError::BadRequest(_) | EngineError::Template(_) | EngineError::Tokenizer(_) => ApiError::bad_request(message),
-            EngineError::QueueFull => ApiError { status: StatusCode::SERVICE_UNAVAILABLE, kind: "server_error", message, code: None },
-            _ => ApiError { status: StatusCode::INTERNAL_SERVER_ERROR, kind: "server_error", message, code: None },
+            EngineError::BadRequest(_) | EngineError::Template(_) | EngineError::Tokenizer(_) => {
+                ApiError::bad_request(message)
+            }
+            EngineError::QueueFull => ApiError {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                kind: "server_error",
+                message,
+                code: None,
+            },
+            _ => ApiError {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                kind: "server_error",
+                message,
+                code: None,
+            },
         }
     }
 }

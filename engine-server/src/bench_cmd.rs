@@ -12,8 +12,15 @@ pub fn run(a: BenchArgs, handle: engine::EngineHandle) -> anyhow::Result<()> {
         let t0 = Instant::now();
         let rxs: Vec<_> = (0..a.batch)
             .map(|b| {
-                let prompt = (0..a.prompt_len).map(|i| ((i * 7919 + b * 104_729 + 11) as u32) % vocab).collect();
-                let params = SamplingParams { temperature: 0.0, max_tokens: Some(a.gen_len), ignore_eos: true, ..Default::default() };
+                let prompt = (0..a.prompt_len)
+                    .map(|i| ((i * 7919 + b * 104_729 + 11) as u32) % vocab)
+                    .collect();
+                let params = SamplingParams {
+                    temperature: 0.0,
+                    max_tokens: Some(a.gen_len),
+                    ignore_eos: true,
+                    ..Default::default()
+                };
                 handle.submit(GenerateRequest { prompt, params })
             })
             .collect::<Result<_, _>>()?;
@@ -40,8 +47,14 @@ pub fn run(a: BenchArgs, handle: engine::EngineHandle) -> anyhow::Result<()> {
         let decode_tokens = tokens.saturating_sub(a.batch);
         println!(
             "round {round}: batch {} prompt {} gen {}: TTFT {:.3} s, decode {} tokens in {:.3} s = {:.2} tok/s ({:.1} ms/step)",
-            a.batch, a.prompt_len, a.gen_len, ttft, decode_tokens, decode,
-            decode_tokens as f64 / decode, decode * 1e3 / (a.gen_len.saturating_sub(1)).max(1) as f64
+            a.batch,
+            a.prompt_len,
+            a.gen_len,
+            ttft,
+            decode_tokens,
+            decode,
+            decode_tokens as f64 / decode,
+            decode * 1e3 / (a.gen_len.saturating_sub(1)).max(1) as f64
         );
     }
     Ok(())

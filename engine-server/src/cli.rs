@@ -5,7 +5,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(name = "latlab-engine", version, about = "latlab's native Qwen3 inference engine with an OpenAI-compatible HTTP API")]
+#[command(
+    name = "latlab-engine",
+    version,
+    about = "latlab's native Qwen3 inference engine with an OpenAI-compatible HTTP API"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -16,7 +16,9 @@ use engine::plan::{Device, EngineArgs};
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
@@ -27,21 +29,49 @@ fn main() -> anyhow::Result<()> {
 }
 
 fn make_model(a: MakeModelArgs) -> anyhow::Result<()> {
-    let cfg = engine::presets::preset(&a.preset)
-        .with_context(|| format!("unknown preset `{}`; known: {}", a.preset, engine::presets::PRESET_NAMES.join(", ")))?;
-    let tok = a.tokenizer.unwrap_or_else(engine::tokenizer::qwen3_tokenizer_dir);
-    engine::checkpoint_writer::write_random_checkpoint(&cfg, a.seed, &a.out, &tok, a.max_shard_bytes)
-        .with_context(|| format!("writing {}", a.out.display()))?;
-    println!("wrote random {} (seed {}) to {}", a.preset, a.seed, a.out.display());
+    let cfg = engine::presets::preset(&a.preset).with_context(|| {
+        format!(
+            "unknown preset `{}`; known: {}",
+            a.preset,
+            engine::presets::PRESET_NAMES.join(", ")
+        )
+    })?;
+    let tok = a
+        .tokenizer
+        .unwrap_or_else(engine::tokenizer::qwen3_tokenizer_dir);
+    engine::checkpoint_writer::write_random_checkpoint(
+        &cfg,
+        a.seed,
+        &a.out,
+        &tok,
+        a.max_shard_bytes,
+    )
+    .with_context(|| format!("writing {}", a.out.display()))?;
+    println!(
+        "wrote random {} (seed {}) to {}",
+        a.preset,
+        a.seed,
+        a.out.display()
+    );
     Ok(())
 }
 
 fn bench(a: BenchArgs) -> anyhow::Result<()> {
-    let args = EngineArgs { max_batch: a.batch.max(1), max_model_len: a.max_model_len, seed: a.seed, ..Default::default() };
+    let args = EngineArgs {
+        max_batch: a.batch.max(1),
+        max_model_len: a.max_model_len,
+        seed: a.seed,
+        ..Default::default()
+    };
     let t = std::time::Instant::now();
     let handle = engine::EngineHandle::start(&a.model, a.tokenizer.as_deref(), &args)
         .with_context(|| format!("starting the engine for --model {}", a.model))?;
-    println!("loaded {} in {:.1} s; plan {:?}", a.model, t.elapsed().as_secs_f64(), handle.shared().plan);
+    println!(
+        "loaded {} in {:.1} s; plan {:?}",
+        a.model,
+        t.elapsed().as_secs_f64(),
+        handle.shared().plan
+    );
     bench_cmd::run(a, handle)
 }
 
@@ -63,7 +93,10 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("starting the engine for --model {}", a.model))?;
     let name = a.served_model_name.unwrap_or_else(|| a.model.clone());
     let state = state::AppState::new(handle, name);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind((a.host.as_str(), a.port))
             .await

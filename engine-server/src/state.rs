@@ -16,11 +16,23 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(engine: EngineHandle, model_name: String) -> Self {
-        let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        AppState { engine, model_name: model_name.into(), metrics: Arc::new(Metrics::default()), created, response_counter: Default::default() }
+        let created = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        AppState {
+            engine,
+            model_name: model_name.into(),
+            metrics: Arc::new(Metrics::default()),
+            created,
+            response_counter: Default::default(),
+        }
     }
 }
 
 pub fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }

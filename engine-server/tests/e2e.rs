@@ -1,7 +1,7 @@
 //! End to end through real HTTP: the `latlab-engine` binary on CPU with `random:tiny`,
 //! streamed and plain chat/completions, usage, limits, errors, cancellation.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
@@ -19,29 +19,62 @@ impl Drop for Server {
 
 fn start(extra: &[&str]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
-        .args(["serve", "--model", "random:tiny", "--served-model-name", "tiny", "--port", "0", "--host", "127.0.0.1"])
+        .args([
+            "serve",
+            "--model",
+            "random:tiny",
+            "--served-model-name",
+            "tiny",
+            "--port",
+            "0",
+            "--host",
+            "127.0.0.1",
+        ])
         .args(extra)
-        .env("LATLAB_ASSETS_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"))
+        .env(
+            "LATLAB_ASSETS_DIR",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"),
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("latlab-engine starts");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let base = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}")).to_string();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
     Server { child, base }
 }
 
 /// POST and split the SSE body into its `data:` payloads, checking the framing.
 async fn sse(s: &Server, path: &str, body: Value) -> Vec<String> {
-    let resp = reqwest::Client::new().post(format!("{}{path}", s.base)).json(&body).send().await.unwrap();
+    let resp = reqwest::Client::new()
+        .post(format!("{}{path}", s.base))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
-    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
     let text = resp.text().await.unwrap();
     assert!(text.ends_with("\n\n"), "events end with a blank line");
     text.split("\n\n")
         .filter(|e| !e.is_empty())
-        .map(|e| e.strip_prefix("data: ").unwrap_or_else(|| panic!("bad frame {e:?}")).to_string())
+        .map(|e| {
+            e.strip_prefix("data: ")
+                .unwrap_or_else(|| panic!("bad frame {e:?}"))
+                .to_string()
+        })
         .collect()
 }
 
@@ -56,12 +89,23 @@ fn chat_body(content: &str, max: usize, stream: bool) -> Value {
 #[tokio::test]
 async fn streams_chat_like_an_openai_server() {
     let s = start(&[]);
-    let events = sse(&s, "/v1/chat/completions", chat_body("Tell me a story", 24, true)).await;
+    let events = sse(
+        &s,
+        "/v1/chat/completions",
+        chat_body("Tell me a story", 24, true),
+    )
+    .await;
     assert_eq!(events.last().unwrap(), "[DONE]");
-    let json: Vec<Value> = events[..events.len() - 1].iter().map(|e| serde_json::from_str(e).unwrap()).collect();
+    let json: Vec<Value> = events[..events.len() - 1]
+        .iter()
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
     let (usage, choices) = json.split_last().unwrap();
     assert_eq!(usage["choices"], json!([]));
-    assert_eq!(usage["usage"]["completion_tokens"], 24, "max_completion_tokens honoured with ignore_eos");
+    assert_eq!(
+        usage["usage"]["completion_tokens"], 24,
+        "max_completion_tokens honoured with ignore_eos"
+    );
     let prompt_tokens = usage["usage"]["prompt_tokens"].as_u64().unwrap();
     assert!(prompt_tokens > 5);
     assert_eq!(choices[0]["choices"][0]["delta"]["role"], "assistant");
@@ -69,20 +113,46 @@ async fn streams_chat_like_an_openai_server() {
     for (i, c) in choices.iter().enumerate() {
         assert_eq!(c["object"], "chat.completion.chunk");
         let finish = &c["choices"][0]["finish_reason"];
-        if i + 1 == choices.len() { assert_eq!(finish, "length") } else { assert!(finish.is_null()) }
+        if i + 1 == choices.len() {
+            assert_eq!(finish, "length")
+        } else {
+            assert!(finish.is_null())
+        }
     }
-    let streamed: String = choices.iter().map(|c| c["choices"][0]["delta"]["content"].as_str().unwrap()).collect();
-    assert!(!streamed.contains('\u{FFFD}'), "no split characters: {streamed:?}");
+    let streamed: String = choices
+        .iter()
+        .map(|c| c["choices"][0]["delta"]["content"].as_str().unwrap())
+        .collect();
+    assert!(
+        !streamed.contains('\u{FFFD}'),
+        "no split characters: {streamed:?}"
+    );
 
     // Greedy is deterministic: a second stream and a plain response give the same text.
-    let again = sse(&s, "/v1/chat/completions", chat_body("Tell me a story", 24, true)).await;
+    let again = sse(
+        &s,
+        "/v1/chat/completions",
+        chat_body("Tell me a story", 24, true),
+    )
+    .await;
     assert_eq!(again.len(), events.len());
     let plain: Value = reqwest::Client::new()
         .post(format!("{}/v1/chat/completions", s.base))
         .json(&chat_body("Tell me a story", 24, false))
-        .send().await.unwrap().json().await.unwrap();
-    assert_eq!(plain["choices"][0]["message"]["content"].as_str().unwrap(), streamed);
-    assert_eq!(plain["usage"]["total_tokens"].as_u64().unwrap(), prompt_tokens + 24);
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        plain["choices"][0]["message"]["content"].as_str().unwrap(),
+        streamed
+    );
+    assert_eq!(
+        plain["usage"]["total_tokens"].as_u64().unwrap(),
+        prompt_tokens + 24
+    );
 
     // Without include_usage there is no usage event.
     let mut body = chat_body("Hi", 3, true);
@@ -97,47 +167,133 @@ async fn completions_stop_strings_errors_and_metrics() {
     let s = start(&["--max-model-len", "128"]);
     let c = reqwest::Client::new();
     let body = json!({"prompt": "The capital of France is", "max_tokens": 12, "temperature": 0, "ignore_eos": true});
-    let full: Value = c.post(format!("{}/v1/completions", s.base)).json(&body).send().await.unwrap().json().await.unwrap();
+    let full: Value = c
+        .post(format!("{}/v1/completions", s.base))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let text = full["choices"][0]["text"].as_str().unwrap().to_string();
     assert_eq!(full["usage"]["completion_tokens"], 12);
     // Stop at a piece from the middle of the greedy text: output is the text before it.
-    let cut = text.char_indices().map(|(i, _)| i).find(|&i| i >= text.len() / 2).unwrap();
+    let cut = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .find(|&i| i >= text.len() / 2)
+        .unwrap();
     let stop: String = text[cut..].chars().take(3).collect();
     let expect = &text[..text.find(&stop).unwrap()];
     let mut stream_body = body.clone();
     stream_body["stop"] = json!([stop]);
     stream_body["stream"] = json!(true);
     let events = sse(&s, "/v1/completions", stream_body).await;
-    let choices: Vec<Value> = events.iter().filter(|e| *e != "[DONE]").map(|e| serde_json::from_str(e).unwrap()).collect();
-    let streamed: String = choices.iter().map(|c| c["choices"][0]["text"].as_str().unwrap()).collect();
+    let choices: Vec<Value> = events
+        .iter()
+        .filter(|e| *e != "[DONE]")
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
+    let streamed: String = choices
+        .iter()
+        .map(|c| c["choices"][0]["text"].as_str().unwrap())
+        .collect();
     assert_eq!(streamed, expect);
-    assert_eq!(choices.last().unwrap()["choices"][0]["finish_reason"], "stop");
+    assert_eq!(
+        choices.last().unwrap()["choices"][0]["finish_reason"],
+        "stop"
+    );
 
     // Bad requests get OpenAI error JSON and 4xx; the server keeps serving.
     for (path, body, status, needle) in [
-        ("/v1/completions", json!({"prompt": "x".repeat(2000), "max_tokens": 4}), 400, "maximum context length"),
-        ("/v1/completions", json!({"prompt": "hi", "temperature": -1}), 400, "temperature"),
-        ("/v1/chat/completions", json!({"model": "gpt-9", "messages": [{"role": "user", "content": "hi"}]}), 404, "gpt-9"),
-        ("/v1/chat/completions", json!({"messages": "nope"}), 400, "messages"),
+        (
+            "/v1/completions",
+            json!({"prompt": "x".repeat(2000), "max_tokens": 4}),
+            400,
+            "maximum context length",
+        ),
+        (
+            "/v1/completions",
+            json!({"prompt": "hi", "temperature": -1}),
+            400,
+            "temperature",
+        ),
+        (
+            "/v1/chat/completions",
+            json!({"model": "gpt-9", "messages": [{"role": "user", "content": "hi"}]}),
+            404,
+            "gpt-9",
+        ),
+        (
+            "/v1/chat/completions",
+            json!({"messages": "nope"}),
+            400,
+            "messages",
+        ),
     ] {
-        let r = c.post(format!("{}{path}", s.base)).json(&body).send().await.unwrap();
+        let r = c
+            .post(format!("{}{path}", s.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status().as_u16(), status, "{body}");
         let v: Value = r.json().await.unwrap();
-        assert!(v["error"]["message"].as_str().unwrap().contains(needle), "{v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(needle),
+            "{v}"
+        );
     }
-    let r = c.post(format!("{}/v1/completions", s.base)).body("{not json").send().await.unwrap();
+    let r = c
+        .post(format!("{}/v1/completions", s.base))
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 400);
 
-    let models: Value = c.get(format!("{}/v1/models", s.base)).send().await.unwrap().json().await.unwrap();
+    let models: Value = c
+        .get(format!("{}/v1/models", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(models["data"][0]["id"], "tiny");
     assert_eq!(models["data"][0]["weights"], "random");
-    let info: Value = c.get(format!("{}/v1/engine/info", s.base)).send().await.unwrap().json().await.unwrap();
+    let info: Value = c
+        .get(format!("{}/v1/engine/info", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(info["weights"], "random");
     assert_eq!(info["plan"]["max_model_len"], 128);
     assert_eq!(info["config"]["hidden_size"], 64);
-    assert_eq!(c.get(format!("{}/health", s.base)).send().await.unwrap().status(), 200);
-    let metrics = c.get(format!("{}/metrics", s.base)).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("latlab_requests_total{status=\"ok\"} 2\n"), "{metrics}");
+    assert_eq!(
+        c.get(format!("{}/health", s.base))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let metrics = c
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("latlab_requests_total{status=\"ok\"} 2\n"),
+        "{metrics}"
+    );
     assert!(metrics.contains("latlab_time_to_first_token_seconds_count 2\n"));
     assert!(metrics.contains("latlab_kv_pages_used 0\n"));
 }
@@ -146,15 +302,28 @@ async fn completions_stop_strings_errors_and_metrics() {
 async fn client_disconnect_cancels_the_request() {
     let s = start(&[]);
     let c = reqwest::Client::new();
-    let mut resp = c.post(format!("{}/v1/chat/completions", s.base)).json(&chat_body("Go on", 3000, true)).send().await.unwrap();
+    let mut resp = c
+        .post(format!("{}/v1/chat/completions", s.base))
+        .json(&chat_body("Go on", 3000, true))
+        .send()
+        .await
+        .unwrap();
     let first = resp.chunk().await.unwrap().unwrap();
     assert!(first.starts_with(b"data: "));
     drop(resp);
     // The engine notices the closed stream within a few steps and frees the pages.
     let mut cancelled = false;
     for _ in 0..100 {
-        let m = c.get(format!("{}/metrics", s.base)).send().await.unwrap().text().await.unwrap();
-        if m.contains("latlab_engine_cancelled_total 1\n") && m.contains("latlab_kv_pages_used 0\n") {
+        let m = c
+            .get(format!("{}/metrics", s.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if m.contains("latlab_engine_cancelled_total 1\n") && m.contains("latlab_kv_pages_used 0\n")
+        {
             cancelled = true;
             break;
         }

@@ -12,13 +12,25 @@ pub struct BlockManager {
 impl BlockManager {
     pub fn new(num_pages: usize, block_size: usize) -> Self {
         assert!(block_size > 0, "block_size must be > 0");
-        BlockManager { block_size, num_pages, free: (0..num_pages as u32).rev().collect() }
+        BlockManager {
+            block_size,
+            num_pages,
+            free: (0..num_pages as u32).rev().collect(),
+        }
     }
 
-    pub fn block_size(&self) -> usize { self.block_size }
-    pub fn num_pages(&self) -> usize { self.num_pages }
-    pub fn free_pages(&self) -> usize { self.free.len() }
-    pub fn used_pages(&self) -> usize { self.num_pages - self.free.len() }
+    pub fn block_size(&self) -> usize {
+        self.block_size
+    }
+    pub fn num_pages(&self) -> usize {
+        self.num_pages
+    }
+    pub fn free_pages(&self) -> usize {
+        self.free.len()
+    }
+    pub fn used_pages(&self) -> usize {
+        self.num_pages - self.free.len()
+    }
 
     /// Pages a table of `table_len` pages must add to hold `tokens` positions.
     pub fn pages_needed(&self, table_len: usize, tokens: usize) -> usize {
@@ -44,7 +56,10 @@ impl BlockManager {
 
     /// Return all of `table`'s pages.
     pub fn release(&mut self, table: &mut Vec<u32>) {
-        debug_assert!(table.iter().all(|p| !self.free.contains(p)), "double free of a KV page");
+        debug_assert!(
+            table.iter().all(|p| !self.free.contains(p)),
+            "double free of a KV page"
+        );
         self.free.append(table);
     }
 }

@@ -71,7 +71,10 @@ fn token_ids(v: &Option<serde_json::Value>, field: &str) -> Result<Vec<u32>> {
 
 fn read_json(path: &Path) -> Result<serde_json::Value> {
     let text = std::fs::read_to_string(path).map_err(|e| EngineError::io(path, e))?;
-    serde_json::from_str(&text).map_err(|source| EngineError::Json { path: path.into(), source })
+    serde_json::from_str(&text).map_err(|source| EngineError::Json {
+        path: path.into(),
+        source,
+    })
 }
 
 impl ModelConfig {
@@ -79,7 +82,11 @@ impl ModelConfig {
     pub fn from_dir(dir: &Path) -> Result<Self> {
         let cfg = read_json(&dir.join("config.json"))?;
         let gen_path = dir.join("generation_config.json");
-        let gen_cfg = if gen_path.exists() { Some(read_json(&gen_path)?) } else { None };
+        let gen_cfg = if gen_path.exists() {
+            Some(read_json(&gen_path)?)
+        } else {
+            None
+        };
         Self::from_json(&cfg, gen_cfg.as_ref())
     }
 
@@ -87,36 +94,64 @@ impl ModelConfig {
         let hf: HfConfig = serde_json::from_value(cfg.clone())
             .map_err(|e| EngineError::config("config.json", e.to_string()))?;
         if let Some(mt) = &hf.model_type
-            && mt != "qwen3" {
-                return Err(EngineError::config("model_type", format!("`{mt}` is not supported, only `qwen3`")));
-            }
+            && mt != "qwen3"
+        {
+            return Err(EngineError::config(
+                "model_type",
+                format!("`{mt}` is not supported, only `qwen3`"),
+            ));
+        }
         if let Some(archs) = &hf.architectures
-            && !archs.iter().any(|a| a == "Qwen3ForCausalLM") {
-                return Err(EngineError::config("architectures", format!("{archs:?} has no Qwen3ForCausalLM")));
-            }
+            && !archs.iter().any(|a| a == "Qwen3ForCausalLM")
+        {
+            return Err(EngineError::config(
+                "architectures",
+                format!("{archs:?} has no Qwen3ForCausalLM"),
+            ));
+        }
         if let Some(act) = &hf.hidden_act
-            && act != "silu" {
-                return Err(EngineError::config("hidden_act", format!("`{act}` unsupported, only silu")));
-            }
+            && act != "silu"
+        {
+            return Err(EngineError::config(
+                "hidden_act",
+                format!("`{act}` unsupported, only silu"),
+            ));
+        }
         if hf.attention_bias == Some(true) {
-            return Err(EngineError::config("attention_bias", "true is unsupported (Qwen3 has no q/k/v bias)"));
+            return Err(EngineError::config(
+                "attention_bias",
+                "true is unsupported (Qwen3 has no q/k/v bias)",
+            ));
         }
         if matches!(&hf.rope_scaling, Some(v) if !v.is_null()) {
-            return Err(EngineError::config("rope_scaling", "unsupported (only plain RoPE)"));
+            return Err(EngineError::config(
+                "rope_scaling",
+                "unsupported (only plain RoPE)",
+            ));
         }
         let hidden_size = required(hf.hidden_size, "hidden_size")?;
         let num_attention_heads = required(hf.num_attention_heads, "num_attention_heads")?;
-        let num_key_value_heads = required(hf.num_key_value_heads.or(Some(num_attention_heads)), "num_key_value_heads")?;
+        let num_key_value_heads = required(
+            hf.num_key_value_heads.or(Some(num_attention_heads)),
+            "num_key_value_heads",
+        )?;
         if num_attention_heads % num_key_value_heads != 0 {
             return Err(EngineError::config(
                 "num_key_value_heads",
-                format!("{num_key_value_heads} does not divide num_attention_heads {num_attention_heads}"),
+                format!(
+                    "{num_key_value_heads} does not divide num_attention_heads {num_attention_heads}"
+                ),
             ));
         }
         let head_dim = match hf.head_dim {
             Some(d) => required(Some(d), "head_dim")?,
             None if hidden_size % num_attention_heads == 0 => hidden_size / num_attention_heads,
-            None => return Err(EngineError::config("head_dim", "missing and hidden_size % num_attention_heads != 0")),
+            None => {
+                return Err(EngineError::config(
+                    "head_dim",
+                    "missing and hidden_size % num_attention_heads != 0",
+                ));
+            }
         };
         if head_dim % 2 != 0 {
             return Err(EngineError::config("head_dim", "must be even for RoPE"));
@@ -132,14 +167,20 @@ impl ModelConfig {
         let vocab_size = required(hf.vocab_size, "vocab_size")?;
         let mut eos = token_ids(&hf.eos_token_id, "eos_token_id")?;
         if let Some(g) = gen_cfg {
-            for id in token_ids(&g.get("eos_token_id").cloned(), "generation_config.eos_token_id")? {
+            for id in token_ids(
+                &g.get("eos_token_id").cloned(),
+                "generation_config.eos_token_id",
+            )? {
                 if !eos.contains(&id) {
                     eos.push(id);
                 }
             }
         }
         if let Some(bad) = eos.iter().find(|&&id| id as usize >= vocab_size) {
-            return Err(EngineError::config("eos_token_id", format!("{bad} >= vocab_size {vocab_size}")));
+            return Err(EngineError::config(
+                "eos_token_id",
+                format!("{bad} >= vocab_size {vocab_size}"),
+            ));
         }
         Ok(ModelConfig {
             vocab_size,
@@ -151,10 +192,15 @@ impl ModelConfig {
             head_dim,
             rms_norm_eps,
             rope_theta,
-            max_position_embeddings: required(hf.max_position_embeddings.or(Some(40960)), "max_position_embeddings")?,
+            max_position_embeddings: required(
+                hf.max_position_embeddings.or(Some(40960)),
+                "max_position_embeddings",
+            )?,
             tie_word_embeddings: hf.tie_word_embeddings.unwrap_or(false),
             eos_token_ids: eos,
-            bos_token_id: token_ids(&hf.bos_token_id, "bos_token_id")?.first().copied(),
+            bos_token_id: token_ids(&hf.bos_token_id, "bos_token_id")?
+                .first()
+                .copied(),
         })
     }
 
@@ -193,8 +239,12 @@ impl ModelConfig {
         serde_json::json!({ "bos_token_id": self.bos_token_id, "eos_token_id": self.eos_token_ids })
     }
 
-    pub fn q_dim(&self) -> usize { self.num_attention_heads * self.head_dim }
-    pub fn kv_dim(&self) -> usize { self.num_key_value_heads * self.head_dim }
+    pub fn q_dim(&self) -> usize {
+        self.num_attention_heads * self.head_dim
+    }
+    pub fn kv_dim(&self) -> usize {
+        self.num_key_value_heads * self.head_dim
+    }
 }
 
 #[cfg(test)]
@@ -208,7 +258,8 @@ mod tests {
     #[test]
     fn roundtrip_through_hf_json() {
         let c = crate::presets::preset("qwen3-8b").unwrap();
-        let back = ModelConfig::from_json(&c.to_hf_json(), Some(&c.generation_config_json())).unwrap();
+        let back =
+            ModelConfig::from_json(&c.to_hf_json(), Some(&c.generation_config_json())).unwrap();
         assert_eq!(back, c);
     }
 
@@ -228,6 +279,11 @@ mod tests {
         }
         let mut v = base();
         v.as_object_mut().unwrap().remove("vocab_size");
-        assert!(ModelConfig::from_json(&v, None).unwrap_err().to_string().contains("vocab_size"));
+        assert!(
+            ModelConfig::from_json(&v, None)
+                .unwrap_err()
+                .to_string()
+                .contains("vocab_size")
+        );
     }
 }

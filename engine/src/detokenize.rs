@@ -14,18 +14,29 @@ pub struct IncrementalDecoder {
 }
 
 impl Default for IncrementalDecoder {
-    fn default() -> Self { Self::new() }
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl IncrementalDecoder {
-    pub fn new() -> Self { IncrementalDecoder { ids: vec![], prefix_offset: 0, read_offset: 0 } }
+    pub fn new() -> Self {
+        IncrementalDecoder {
+            ids: vec![],
+            prefix_offset: 0,
+            read_offset: 0,
+        }
+    }
 
     /// Text that `id` completes; empty while a character is still partial.
     pub fn push(&mut self, tok: &Tokenizer, id: u32) -> Result<String> {
         self.ids.push(id);
         let prefix = tok.decode(&self.ids[self.prefix_offset..self.read_offset])?;
         let full = tok.decode(&self.ids[self.prefix_offset..])?;
-        if full.len() > prefix.len() && !full.ends_with('\u{FFFD}') && full.is_char_boundary(prefix.len()) {
+        if full.len() > prefix.len()
+            && !full.ends_with('\u{FFFD}')
+            && full.is_char_boundary(prefix.len())
+        {
             self.prefix_offset = self.read_offset;
             self.read_offset = self.ids.len();
             Ok(full[prefix.len()..].to_string())
@@ -56,7 +67,12 @@ pub struct TextStream {
 
 impl TextStream {
     pub fn new(stops: Vec<String>) -> Self {
-        TextStream { decoder: IncrementalDecoder::new(), stops: stops.into_iter().filter(|s| !s.is_empty()).collect(), held: String::new(), stopped: false }
+        TextStream {
+            decoder: IncrementalDecoder::new(),
+            stops: stops.into_iter().filter(|s| !s.is_empty()).collect(),
+            held: String::new(),
+            stopped: false,
+        }
     }
 
     pub fn push(&mut self, tok: &Tokenizer, id: u32) -> Result<(String, bool)> {
@@ -82,7 +98,12 @@ impl TextStream {
 
     fn accept(&mut self, delta: String) -> (String, bool) {
         self.held.push_str(&delta);
-        if let Some(i) = self.stops.iter().filter_map(|s| self.held.find(s.as_str())).min() {
+        if let Some(i) = self
+            .stops
+            .iter()
+            .filter_map(|s| self.held.find(s.as_str()))
+            .min()
+        {
             self.stopped = true;
             let out = self.held[..i].to_string();
             self.held.clear();

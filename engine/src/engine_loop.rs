@@ -4,13 +4,13 @@
 
 use crate::block_manager::BlockManager;
 use crate::model::{Backend, SeqChunk};
-use crate::request::{FinishReason, Finished, GenerateRequest, TokenEvent};
-use crate::sampling::{sample, Rng, SamplingParams};
-use crate::scheduler::{Scheduler, SchedulerConfig, Seq, SeqId};
 use crate::plan::Plan;
+use crate::request::{FinishReason, Finished, GenerateRequest, TokenEvent};
+use crate::sampling::{Rng, SamplingParams, sample};
+use crate::scheduler::{Scheduler, SchedulerConfig, Seq, SeqId};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{mpsc, Arc};
+use std::sync::{Arc, mpsc};
 use tokio::sync::mpsc as tmpsc;
 
 pub(crate) struct Command {
@@ -51,13 +51,30 @@ pub(crate) struct EngineLoop {
 }
 
 impl EngineLoop {
-    pub fn new(backend: Box<dyn Backend>, plan: &Plan, eos: Vec<u32>, seed: u64, stats: Arc<EngineStats>) -> Self {
+    pub fn new(
+        backend: Box<dyn Backend>,
+        plan: &Plan,
+        eos: Vec<u32>,
+        seed: u64,
+        stats: Arc<EngineStats>,
+    ) -> Self {
         let sched = Scheduler::new(
-            SchedulerConfig { max_batch: plan.max_batch, max_batched_tokens: plan.max_batched_tokens },
+            SchedulerConfig {
+                max_batch: plan.max_batch,
+                max_batched_tokens: plan.max_batched_tokens,
+            },
             BlockManager::new(plan.kv_pages, plan.block_size),
         );
         stats.kv_pages_total.store(plan.kv_pages as u64, Relaxed);
-        EngineLoop { backend, sched, active: HashMap::new(), eos, max_model_len: plan.max_model_len, seed, stats }
+        EngineLoop {
+            backend,
+            sched,
+            active: HashMap::new(),
+            eos,
+            max_model_len: plan.max_model_len,
+            seed,
+            stats,
+        }
     }
 
     /// Runs until every handle is dropped and no work is left.
@@ -82,14 +99,31 @@ impl EngineLoop {
 
     fn accept(&mut self, cmd: Command) {
         // Unseeded requests draw from the engine seed and their id: reproducible per server run.
-        let seed = cmd.req.params.seed.unwrap_or(self.seed ^ cmd.id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let seed = cmd
+            .req
+            .params
+            .seed
+            .unwrap_or(self.seed ^ cmd.id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let prompt_len = cmd.req.prompt.len();
-        self.active.insert(cmd.id, Active { params: cmd.req.params, rng: Rng::new(seed), events: cmd.events, prompt_len });
+        self.active.insert(
+            cmd.id,
+            Active {
+                params: cmd.req.params,
+                rng: Rng::new(seed),
+                events: cmd.events,
+                prompt_len,
+            },
+        );
         self.sched.add(Seq::new(cmd.id, cmd.req.prompt));
     }
 
     fn drop_cancelled(&mut self) {
-        let gone: Vec<SeqId> = self.active.iter().filter(|(_, a)| a.events.is_closed()).map(|(&id, _)| id).collect();
+        let gone: Vec<SeqId> = self
+            .active
+            .iter()
+            .filter(|(_, a)| a.events.is_closed())
+            .map(|(&id, _)| id)
+            .collect();
         for id in gone {
             self.sched.remove(id);
             self.active.remove(&id);
@@ -109,13 +143,22 @@ impl EngineLoop {
                 .iter()
                 .map(|c| {
                     let s = self.sched.get(c.seq_id).expect("scheduled sequences exist");
-                    SeqChunk { tokens: &s.tokens[c.start..c.start + c.len], start_pos: c.start, block_table: &s.block_table, want_logits: c.sample }
+                    SeqChunk {
+                        tokens: &s.tokens[c.start..c.start + c.len],
+                        start_pos: c.start,
+                        block_table: &s.block_table,
+                        want_logits: c.sample,
+                    }
                 })
                 .collect();
             // A panic inside the backend (a bug) fails this step's requests, not the server.
             let backend = &mut self.backend;
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.forward(&inputs)))
-                .unwrap_or_else(|_| Err(crate::error::EngineError::Backend("panicked during forward".into())))
+                .unwrap_or_else(|_| {
+                    Err(crate::error::EngineError::Backend(
+                        "panicked during forward".into(),
+                    ))
+                })
         };
         self.stats.steps.fetch_add(1, Relaxed);
         let logits = match result {
@@ -130,7 +173,11 @@ impl EngineLoop {
             }
         };
         self.sched.commit(&chunks);
-        let prefill: usize = chunks.iter().filter(|c| !c.sample || c.len > 1).map(|c| c.len).sum();
+        let prefill: usize = chunks
+            .iter()
+            .filter(|c| !c.sample || c.len > 1)
+            .map(|c| c.len)
+            .sum();
         self.stats.prefill_tokens.fetch_add(prefill as u64, Relaxed);
         for (c, row) in chunks.iter().filter(|c| c.sample).zip(logits) {
             self.on_token(c.seq_id, &row);
@@ -144,16 +191,26 @@ impl EngineLoop {
         seq.tokens.push(tok);
         let (total, generated) = (seq.tokens.len(), seq.tokens.len() - a.prompt_len);
         self.stats.generated_tokens.fetch_add(1, Relaxed);
-        let reason = if (!a.params.ignore_eos && self.eos.contains(&tok)) || a.params.stop_token_ids.contains(&tok) {
+        let reason = if (!a.params.ignore_eos && self.eos.contains(&tok))
+            || a.params.stop_token_ids.contains(&tok)
+        {
             Some(FinishReason::Stop)
-        } else if a.params.max_tokens.is_some_and(|m| generated >= m) || total >= self.max_model_len {
+        } else if a.params.max_tokens.is_some_and(|m| generated >= m) || total >= self.max_model_len
+        {
             Some(FinishReason::Length)
         } else {
             None
         };
-        let finished = reason.map(|reason| Finished { reason, prompt_tokens: a.prompt_len, completion_tokens: generated });
+        let finished = reason.map(|reason| Finished {
+            reason,
+            prompt_tokens: a.prompt_len,
+            completion_tokens: generated,
+        });
         // Capacity is max_tokens + 2, so try_send only fails when the receiver is gone.
-        let gone = a.events.try_send(TokenEvent::Token { id: tok, finished }).is_err();
+        let gone = a
+            .events
+            .try_send(TokenEvent::Token { id: tok, finished })
+            .is_err();
         if gone {
             self.stats.cancelled.fetch_add(1, Relaxed);
         }
@@ -174,7 +231,8 @@ impl EngineLoop {
         let s = &self.stats;
         s.running.store(self.sched.num_running() as u64, Relaxed);
         s.waiting.store(self.sched.num_waiting() as u64, Relaxed);
-        s.kv_pages_used.store(self.sched.block_manager().used_pages() as u64, Relaxed);
+        s.kv_pages_used
+            .store(self.sched.block_manager().used_pages() as u64, Relaxed);
         s.preemptions.store(self.sched.preemptions(), Relaxed);
     }
 }

@@ -12,7 +12,7 @@ use crate::tokenizer::Tokenizer;
 use crate::weights::WeightsOrigin;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{mpsc, Arc};
+use std::sync::{Arc, mpsc};
 use tokio::sync::mpsc as tmpsc;
 
 /// Requests queued for the engine thread beyond which `submit` answers QueueFull.
@@ -46,23 +46,50 @@ impl EngineHandle {
         if tok.vocab_size() > loaded.config.vocab_size {
             return Err(EngineError::config(
                 "vocab_size",
-                format!("{} is smaller than the tokenizer's {} ids", loaded.config.vocab_size, tok.vocab_size()),
+                format!(
+                    "{} is smaller than the tokenizer's {} ids",
+                    loaded.config.vocab_size,
+                    tok.vocab_size()
+                ),
             ));
         }
-        let backend = CpuBackend::new(loaded.config.clone(), loaded.weights, plan.kv_pages, plan.block_size);
+        let backend = CpuBackend::new(
+            loaded.config.clone(),
+            loaded.weights,
+            plan.kv_pages,
+            plan.block_size,
+        );
         let stats = Arc::new(EngineStats::default());
-        let engine = EngineLoop::new(Box::new(backend), &plan, loaded.config.eos_token_ids.clone(), args.seed, stats.clone());
+        let engine = EngineLoop::new(
+            Box::new(backend),
+            &plan,
+            loaded.config.eos_token_ids.clone(),
+            args.seed,
+            stats.clone(),
+        );
         let (tx, rx) = mpsc::sync_channel(COMMAND_QUEUE);
         std::thread::Builder::new()
             .name("engine".into())
             .spawn(move || engine.run(rx))
             .map_err(|e| EngineError::io("engine thread", e))?;
         tracing::info!(plan = ?plan, origin = ?loaded.origin, "engine started");
-        let shared = EngineShared { config: loaded.config, plan, origin: loaded.origin, tokenizer: tok, stats, next_id: AtomicU64::new(1) };
-        Ok(EngineHandle { shared: Arc::new(shared), tx })
+        let shared = EngineShared {
+            config: loaded.config,
+            plan,
+            origin: loaded.origin,
+            tokenizer: tok,
+            stats,
+            next_id: AtomicU64::new(1),
+        };
+        Ok(EngineHandle {
+            shared: Arc::new(shared),
+            tx,
+        })
     }
 
-    pub fn shared(&self) -> &EngineShared { &self.shared }
+    pub fn shared(&self) -> &EngineShared {
+        &self.shared
+    }
 
     /// Validate and enqueue a request. Dropping the returned receiver cancels it.
     pub fn submit(&self, req: GenerateRequest) -> Result<tmpsc::Receiver<TokenEvent>> {
@@ -72,10 +99,19 @@ impl EngineHandle {
         if req.prompt.is_empty() {
             return Err(EngineError::BadRequest("the prompt is empty".into()));
         }
-        if let Some(&bad) = req.prompt.iter().find(|&&t| t as usize >= s.config.vocab_size) {
-            return Err(EngineError::BadRequest(format!("token id {bad} is out of range")));
+        if let Some(&bad) = req
+            .prompt
+            .iter()
+            .find(|&&t| t as usize >= s.config.vocab_size)
+        {
+            return Err(EngineError::BadRequest(format!(
+                "token id {bad} is out of range"
+            )));
         }
-        let max_tokens = req.params.max_tokens.unwrap_or(max_len.saturating_sub(req.prompt.len()));
+        let max_tokens = req
+            .params
+            .max_tokens
+            .unwrap_or(max_len.saturating_sub(req.prompt.len()));
         if req.prompt.len() + max_tokens > max_len || max_tokens == 0 {
             return Err(EngineError::BadRequest(format!(
                 "this model's maximum context length is {max_len} tokens; the prompt has {} and {} more were requested",
@@ -88,10 +124,16 @@ impl EngineHandle {
         let (etx, erx) = tmpsc::channel(max_tokens + 2);
         let mut req = req;
         req.params.max_tokens = Some(max_tokens);
-        self.tx.try_send(Command { id, req, events: etx }).map_err(|e| match e {
-            mpsc::TrySendError::Full(_) => EngineError::QueueFull,
-            mpsc::TrySendError::Disconnected(_) => EngineError::Shutdown,
-        })?;
+        self.tx
+            .try_send(Command {
+                id,
+                req,
+                events: etx,
+            })
+            .map_err(|e| match e {
+                mpsc::TrySendError::Full(_) => EngineError::QueueFull,
+                mpsc::TrySendError::Disconnected(_) => EngineError::Shutdown,
+            })?;
         Ok(erx)
     }
 }

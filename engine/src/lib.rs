@@ -12,16 +12,16 @@ pub mod tensor_names;
 pub mod weights;
 
 pub use error::{EngineError, Result};
+pub mod block_manager;
 pub mod chat_template;
 pub mod detokenize;
-pub mod tokenizer;
-pub mod block_manager;
-pub mod sampling;
-pub mod scheduler;
 pub mod engine_loop;
 pub mod handle;
 pub mod model_source;
 pub mod plan;
 pub mod request;
+pub mod sampling;
+pub mod scheduler;
+pub mod tokenizer;
 
 pub use handle::EngineHandle;

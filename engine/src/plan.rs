@@ -28,7 +28,15 @@ pub struct EngineArgs {
 
 impl Default for EngineArgs {
     fn default() -> Self {
-        EngineArgs { max_batch: 8, max_model_len: None, kv_pages: None, block_size: 16, max_batched_tokens: 512, device: Device::Auto, seed: 0 }
+        EngineArgs {
+            max_batch: 8,
+            max_model_len: None,
+            kv_pages: None,
+            block_size: 16,
+            max_batched_tokens: 512,
+            device: Device::Auto,
+            seed: 0,
+        }
     }
 }
 
@@ -56,7 +64,12 @@ impl Plan {
     pub fn derive(cfg: &ModelConfig, a: &EngineArgs) -> Result<Plan> {
         let backend = match a.device {
             Device::Auto | Device::Cpu => "cpu",
-            Device::Cuda => return Err(EngineError::config("device", "the CUDA backend is not built yet; use cpu")),
+            Device::Cuda => {
+                return Err(EngineError::config(
+                    "device",
+                    "the CUDA backend is not built yet; use cpu",
+                ));
+            }
         };
         if a.max_batch == 0 {
             return Err(EngineError::config("max_batch", "must be > 0"));
@@ -67,11 +80,16 @@ impl Plan {
         if a.max_batched_tokens == 0 {
             return Err(EngineError::config("max_batched_tokens", "must be > 0"));
         }
-        let max_model_len = a.max_model_len.unwrap_or(cfg.max_position_embeddings.min(CPU_DEFAULT_MAX_MODEL_LEN));
+        let max_model_len = a
+            .max_model_len
+            .unwrap_or(cfg.max_position_embeddings.min(CPU_DEFAULT_MAX_MODEL_LEN));
         if max_model_len < 2 || max_model_len > cfg.max_position_embeddings {
             return Err(EngineError::config(
                 "max_model_len",
-                format!("{max_model_len} must be in [2, max_position_embeddings = {}]", cfg.max_position_embeddings),
+                format!(
+                    "{max_model_len} must be in [2, max_position_embeddings = {}]",
+                    cfg.max_position_embeddings
+                ),
             ));
         }
         let kv_bytes_per_token = cfg.num_hidden_layers * 2 * cfg.kv_dim() * 4;
@@ -88,7 +106,10 @@ impl Plan {
         if kv_pages < one_seq_pages {
             return Err(EngineError::config(
                 "kv_pages",
-                format!("{kv_pages} pages of {} tokens cannot hold one max_model_len ({max_model_len}) sequence; need {one_seq_pages}", a.block_size),
+                format!(
+                    "{kv_pages} pages of {} tokens cannot hold one max_model_len ({max_model_len}) sequence; need {one_seq_pages}",
+                    a.block_size
+                ),
             ));
         }
         Ok(Plan {
@@ -102,7 +123,9 @@ impl Plan {
             max_batched_tokens: a.max_batched_tokens,
             weight_params: crate::model_source::param_count(cfg),
             compute_dtype: "f32",
-            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
         })
     }
 }
@@ -118,11 +141,32 @@ mod tests {
         assert_eq!(p.max_model_len, 4096);
         assert_eq!(p.kv_bytes_per_token, 28 * 2 * 8 * 128 * 4);
         assert!(p.kv_cache_bytes <= 2 << 30 && p.kv_pages >= 4096 / 16);
-        let err = Plan::derive(&cfg, &EngineArgs { kv_pages: Some(10), ..Default::default() }).unwrap_err();
+        let err = Plan::derive(
+            &cfg,
+            &EngineArgs {
+                kv_pages: Some(10),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("kv_pages"));
-        let err = Plan::derive(&cfg, &EngineArgs { max_model_len: Some(1 << 20), ..Default::default() }).unwrap_err();
+        let err = Plan::derive(
+            &cfg,
+            &EngineArgs {
+                max_model_len: Some(1 << 20),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("max_model_len"));
-        let err = Plan::derive(&cfg, &EngineArgs { device: Device::Cuda, ..Default::default() }).unwrap_err();
+        let err = Plan::derive(
+            &cfg,
+            &EngineArgs {
+                device: Device::Cuda,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("device"));
     }
 }

@@ -15,7 +15,16 @@ const QWEN3_EOS: [u32; 2] = [151_645, 151_643]; // <|im_end|>, <|endoftext|>
 pub const PRESET_NAMES: [&str; 5] = ["tiny", "tiny-untied", "tiny-mqa", "qwen3-0.6b", "qwen3-8b"];
 
 #[allow(clippy::too_many_arguments)]
-fn shape(hidden: usize, inter: usize, layers: usize, heads: usize, kv: usize, head_dim: usize, tied: bool, max_pos: usize) -> ModelConfig {
+fn shape(
+    hidden: usize,
+    inter: usize,
+    layers: usize,
+    heads: usize,
+    kv: usize,
+    head_dim: usize,
+    tied: bool,
+    max_pos: usize,
+) -> ModelConfig {
     ModelConfig {
         vocab_size: QWEN3_VOCAB,
         hidden_size: hidden,
@@ -39,7 +48,10 @@ pub fn preset(name: &str) -> Option<ModelConfig> {
         // GQA 4:2, tied lm_head, head_dim * heads == hidden.
         "tiny" => shape(64, 128, 2, 4, 2, 16, true, 4096),
         // Untied lm_head, head_dim * heads != hidden (Qwen3 allows it), 3 layers, small theta.
-        "tiny-untied" => ModelConfig { rope_theta: 10_000.0, ..shape(64, 96, 3, 4, 2, 32, false, 4096) },
+        "tiny-untied" => ModelConfig {
+            rope_theta: 10_000.0,
+            ..shape(64, 96, 3, 4, 2, 32, false, 4096)
+        },
         // Multi-query attention (1 kv head), odd sizes.
         "tiny-mqa" => shape(48, 80, 2, 6, 1, 8, true, 4096),
         "qwen3-0.6b" => shape(1024, 3072, 28, 16, 8, 128, true, 40960),

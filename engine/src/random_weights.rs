@@ -23,7 +23,9 @@ impl SplitMix64 {
 
 /// FNV-1a, so each tensor's stream depends on its name, not on generation order.
 fn name_hash(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// The bf16 values of one tensor for a given model seed.
@@ -35,11 +37,19 @@ pub fn random_tensor_bf16(spec: &TensorSpec, seed: u64) -> Vec<bf16> {
     // norm weight shows in the logits.
     let (center, a) = match spec.kind {
         Kind::Norm => (1.0, 0.2),
-        Kind::Matrix => (0.0, 3f32.sqrt() / (*spec.shape.last().unwrap() as f32).sqrt()),
+        Kind::Matrix => (
+            0.0,
+            3f32.sqrt() / (*spec.shape.last().unwrap() as f32).sqrt(),
+        ),
     };
-    (0..spec.numel()).map(|_| bf16::from_f32(center + a * rng.uniform())).collect()
+    (0..spec.numel())
+        .map(|_| bf16::from_f32(center + a * rng.uniform()))
+        .collect()
 }
 
 pub fn random_tensor_f32(spec: &TensorSpec, seed: u64) -> Vec<f32> {
-    random_tensor_bf16(spec, seed).into_iter().map(f32::from).collect()
+    random_tensor_bf16(spec, seed)
+        .into_iter()
+        .map(f32::from)
+        .collect()
 }

@@ -21,7 +21,15 @@ pub struct SamplingParams {
 
 impl Default for SamplingParams {
     fn default() -> Self {
-        SamplingParams { temperature: 1.0, top_p: 1.0, top_k: 0, seed: None, max_tokens: None, stop_token_ids: vec![], ignore_eos: false }
+        SamplingParams {
+            temperature: 1.0,
+            top_p: 1.0,
+            top_k: 0,
+            seed: None,
+            max_tokens: None,
+            stop_token_ids: vec![],
+            ignore_eos: false,
+        }
     }
 }
 
@@ -29,13 +37,21 @@ impl SamplingParams {
     /// Bounds follow OpenAI's API; the error names the parameter.
     pub fn validate(&self) -> Result<()> {
         if !(0.0..=2.0).contains(&self.temperature) {
-            return Err(EngineError::BadRequest(format!("`temperature` must be in [0, 2], got {}", self.temperature)));
+            return Err(EngineError::BadRequest(format!(
+                "`temperature` must be in [0, 2], got {}",
+                self.temperature
+            )));
         }
         if !(self.top_p > 0.0 && self.top_p <= 1.0) {
-            return Err(EngineError::BadRequest(format!("`top_p` must be in (0, 1], got {}", self.top_p)));
+            return Err(EngineError::BadRequest(format!(
+                "`top_p` must be in (0, 1], got {}",
+                self.top_p
+            )));
         }
         if self.max_tokens == Some(0) {
-            return Err(EngineError::BadRequest("`max_tokens` must be at least 1".into()));
+            return Err(EngineError::BadRequest(
+                "`max_tokens` must be at least 1".into(),
+            ));
         }
         Ok(())
     }
@@ -46,7 +62,9 @@ impl SamplingParams {
 pub struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self { Rng(seed) }
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -55,7 +73,9 @@ impl Rng {
         z ^ (z >> 31)
     }
     /// Uniform in [0, 1).
-    pub fn next_f64(&mut self) -> f64 { (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 }
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
 
 pub fn argmax(logits: &[f32]) -> u32 {
@@ -75,7 +95,11 @@ pub fn sample(logits: &[f32], p: &SamplingParams, rng: &mut Rng) -> u32 {
         return argmax(logits);
     }
     let t = p.temperature as f64;
-    let mut cand: Vec<(u32, f64)> = logits.iter().enumerate().map(|(i, &l)| (i as u32, l as f64 / t)).collect();
+    let mut cand: Vec<(u32, f64)> = logits
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| (i as u32, l as f64 / t))
+        .collect();
     let by_logit_desc = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
     if p.top_k > 0 && p.top_k < cand.len() {
         cand.select_nth_unstable_by(p.top_k - 1, by_logit_desc);
@@ -114,7 +138,12 @@ mod tests {
     use super::*;
 
     fn params(temperature: f32, top_p: f32, top_k: usize) -> SamplingParams {
-        SamplingParams { temperature, top_p, top_k, ..Default::default() }
+        SamplingParams {
+            temperature,
+            top_p,
+            top_k,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -149,14 +178,30 @@ mod tests {
         }
         // Same seed, same sequence.
         let (mut a, mut b) = (Rng::new(9), Rng::new(9));
-        let sa: Vec<u32> = (0..50).map(|_| sample(&logits, &params(0.8, 0.9, 0), &mut a)).collect();
-        let sb: Vec<u32> = (0..50).map(|_| sample(&logits, &params(0.8, 0.9, 0), &mut b)).collect();
+        let sa: Vec<u32> = (0..50)
+            .map(|_| sample(&logits, &params(0.8, 0.9, 0), &mut a))
+            .collect();
+        let sb: Vec<u32> = (0..50)
+            .map(|_| sample(&logits, &params(0.8, 0.9, 0), &mut b))
+            .collect();
         assert_eq!(sa, sb);
     }
 
     #[test]
     fn validation_names_the_parameter() {
-        assert!(params(3.0, 1.0, 0).validate().unwrap_err().to_string().contains("temperature"));
-        assert!(params(1.0, 0.0, 0).validate().unwrap_err().to_string().contains("top_p"));
+        assert!(
+            params(3.0, 1.0, 0)
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("temperature")
+        );
+        assert!(
+            params(1.0, 0.0, 0)
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("top_p")
+        );
     }
 }

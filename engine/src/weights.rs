@@ -5,7 +5,7 @@
 use crate::config::ModelConfig;
 use crate::error::{EngineError, Result};
 use crate::random_weights::random_tensor_f32;
-use crate::tensor_names::{tensor_specs, TensorSpec};
+use crate::tensor_names::{TensorSpec, tensor_specs};
 use safetensors::{Dtype, SafeTensors};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -51,11 +51,15 @@ pub enum WeightsOrigin {
 }
 
 impl WeightsOrigin {
-    pub fn is_random(&self) -> bool { matches!(self, WeightsOrigin::Random { .. }) }
+    pub fn is_random(&self) -> bool {
+        matches!(self, WeightsOrigin::Random { .. })
+    }
 }
 
 impl ModelWeights {
-    pub fn lm_head(&self) -> &Mat { self.lm_head.as_ref().unwrap_or(&self.embed) }
+    pub fn lm_head(&self) -> &Mat {
+        self.lm_head.as_ref().unwrap_or(&self.embed)
+    }
 
     /// Seeded random weights of `cfg`'s shape (bf16-rounded, see random_weights).
     pub fn random(cfg: &ModelConfig, seed: u64) -> Result<Self> {
@@ -74,7 +78,10 @@ impl ModelWeights {
         Ok((w, dtypes.into_iter().collect::<Vec<_>>().join("+")))
     }
 
-    fn build(cfg: &ModelConfig, mut get: impl FnMut(&TensorSpec) -> Result<Vec<f32>>) -> Result<Self> {
+    fn build(
+        cfg: &ModelConfig,
+        mut get: impl FnMut(&TensorSpec) -> Result<Vec<f32>>,
+    ) -> Result<Self> {
         let mut map: HashMap<String, (Vec<f32>, Vec<usize>)> = HashMap::new();
         for spec in tensor_specs(cfg) {
             let data = get(&spec)?;
@@ -83,7 +90,11 @@ impl ModelWeights {
         // The spec list is the single source of names, so every lookup below succeeds.
         let mut mat = |name: &str| {
             let (data, shape) = map.remove(name).expect("spec list and loader agree");
-            Mat { data, rows: shape[0], cols: *shape.get(1).unwrap_or(&1) }
+            Mat {
+                data,
+                rows: shape[0],
+                cols: *shape.get(1).unwrap_or(&1),
+            }
         };
         let embed = mat("model.embed_tokens.weight");
         let lm_head = (!cfg.tie_word_embeddings).then(|| mat("lm_head.weight"));
@@ -107,7 +118,12 @@ impl ModelWeights {
                 }
             })
             .collect();
-        Ok(ModelWeights { embed, layers, final_norm, lm_head })
+        Ok(ModelWeights {
+            embed,
+            layers,
+            final_norm,
+            lm_head,
+        })
     }
 }
 
@@ -122,12 +138,18 @@ impl CheckpointFiles {
         let index = dir.join("model.safetensors.index.json");
         let file_names: Vec<String> = if index.exists() {
             let text = std::fs::read_to_string(&index).map_err(|e| EngineError::io(&index, e))?;
-            let v: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|source| EngineError::Json { path: index.clone(), source })?;
+            let v: serde_json::Value =
+                serde_json::from_str(&text).map_err(|source| EngineError::Json {
+                    path: index.clone(),
+                    source,
+                })?;
             let map = v["weight_map"].as_object().ok_or_else(|| {
                 EngineError::Weights(format!("{}: no `weight_map` object", index.display()))
             })?;
-            let mut names: Vec<String> = map.values().filter_map(|f| f.as_str().map(String::from)).collect();
+            let mut names: Vec<String> = map
+                .values()
+                .filter_map(|f| f.as_str().map(String::from))
+                .collect();
             names.sort();
             names.dedup();
             names
@@ -141,7 +163,8 @@ impl CheckpointFiles {
             let file = std::fs::File::open(&path).map_err(|e| EngineError::io(&path, e))?;
             // SAFETY: the file is only read; a checkpoint changed under a running engine is
             // outside what we support (as for every mmap-based loader).
-            let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| EngineError::io(&path, e))?;
+            let mmap =
+                unsafe { memmap2::Mmap::map(&file) }.map_err(|e| EngineError::io(&path, e))?;
             let st = SafeTensors::deserialize(&mmap)
                 .map_err(|e| EngineError::Weights(format!("{}: {e}", path.display())))?;
             for n in st.names() {
@@ -154,11 +177,17 @@ impl CheckpointFiles {
 
     fn read_f32(&self, spec: &TensorSpec) -> Result<(Vec<f32>, String)> {
         let &i = self.location.get(&spec.name).ok_or_else(|| {
-            EngineError::Weights(format!("tensor `{}` missing from the checkpoint", spec.name))
+            EngineError::Weights(format!(
+                "tensor `{}` missing from the checkpoint",
+                spec.name
+            ))
         })?;
         let (path, mmap) = &self.maps[i];
-        let st = SafeTensors::deserialize(mmap).map_err(|e| EngineError::Weights(format!("{}: {e}", path.display())))?;
-        let t = st.tensor(&spec.name).map_err(|e| EngineError::Weights(format!("{}: {e}", spec.name)))?;
+        let st = SafeTensors::deserialize(mmap)
+            .map_err(|e| EngineError::Weights(format!("{}: {e}", path.display())))?;
+        let t = st
+            .tensor(&spec.name)
+            .map_err(|e| EngineError::Weights(format!("{}: {e}", spec.name)))?;
         if t.shape() != spec.shape.as_slice() {
             return Err(EngineError::Weights(format!(
                 "tensor `{}` has shape {:?}, the config implies {:?}",
@@ -169,11 +198,23 @@ impl CheckpointFiles {
         }
         let bytes = t.data();
         let data: Vec<f32> = match t.dtype() {
-            Dtype::F32 => bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
-            Dtype::BF16 => bytes.chunks_exact(2).map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
-            Dtype::F16 => bytes.chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
+            Dtype::F32 => bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            Dtype::BF16 => bytes
+                .chunks_exact(2)
+                .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect(),
+            Dtype::F16 => bytes
+                .chunks_exact(2)
+                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+                .collect(),
             other => {
-                return Err(EngineError::Weights(format!("tensor `{}`: dtype {other:?} unsupported", spec.name)));
+                return Err(EngineError::Weights(format!(
+                    "tensor `{}`: dtype {other:?} unsupported",
+                    spec.name
+                )));
             }
         };
         Ok((data, format!("{:?}", t.dtype()).to_lowercase()))

@@ -73,16 +73,38 @@ fn logits_match_transformers() {
         for s in &m.sequences {
             let ours = b.logits_all_positions(&s.tokens).unwrap();
             for (pos, row) in ours.iter().enumerate() {
-                let pairs = s.top_ids[pos].iter().zip(&s.top_logits[pos]).chain(g.probe_ids.iter().zip(&s.probe_logits[pos]));
+                let pairs = s.top_ids[pos]
+                    .iter()
+                    .zip(&s.top_logits[pos])
+                    .chain(g.probe_ids.iter().zip(&s.probe_logits[pos]));
                 for (&id, &theirs) in pairs {
                     let o = row[id as usize];
                     worst = worst.max((o - theirs).abs());
-                    assert!(close(o, theirs), "{} pos {pos} id {id}: ours {o}, HF {theirs}", m.preset);
+                    assert!(
+                        close(o, theirs),
+                        "{} pos {pos} id {id}: ours {o}, HF {theirs}",
+                        m.preset
+                    );
                 }
-                assert_eq!(argmax(row), s.top_ids[pos][0], "{} pos {pos}: argmax", m.preset);
+                assert_eq!(
+                    argmax(row),
+                    s.top_ids[pos][0],
+                    "{} pos {pos}: argmax",
+                    m.preset
+                );
                 let max = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
-                let lse = max + row.iter().map(|&x| (x as f64 - max).exp()).sum::<f64>().ln();
-                assert!((lse - s.logsumexp[pos]).abs() < 1e-4, "{} pos {pos}: logsumexp {lse} vs {}", m.preset, s.logsumexp[pos]);
+                let lse = max
+                    + row
+                        .iter()
+                        .map(|&x| (x as f64 - max).exp())
+                        .sum::<f64>()
+                        .ln();
+                assert!(
+                    (lse - s.logsumexp[pos]).abs() < 1e-4,
+                    "{} pos {pos}: logsumexp {lse} vs {}",
+                    m.preset,
+                    s.logsumexp[pos]
+                );
             }
         }
     }
@@ -100,12 +122,23 @@ fn greedy_tokens_match_transformers_exactly() {
             let mut toks = gr.prompt.clone();
             let mut start = 0;
             for _ in 0..gr.tokens.len() {
-                let chunk = SeqChunk { tokens: &toks[start..], start_pos: start, block_table: &table, want_logits: true };
+                let chunk = SeqChunk {
+                    tokens: &toks[start..],
+                    start_pos: start,
+                    block_table: &table,
+                    want_logits: true,
+                };
                 let logits = b.forward(&[chunk]).unwrap();
                 start = toks.len();
                 toks.push(argmax(&logits[0]));
             }
-            assert_eq!(&toks[gr.prompt.len()..], gr.tokens.as_slice(), "{} prompt {:?}", m.preset, &gr.prompt[..3]);
+            assert_eq!(
+                &toks[gr.prompt.len()..],
+                gr.tokens.as_slice(),
+                "{} prompt {:?}",
+                m.preset,
+                &gr.prompt[..3]
+            );
         }
     }
 }

@@ -5,11 +5,11 @@ use super::params::{body_json, field, parse};
 use crate::api_error::ApiError;
 use crate::generation::{Generation, Piece, Usage};
 use crate::sse::{self, ChunkFormat};
-use crate::state::{unix_now, AppState};
+use crate::state::{AppState, unix_now};
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use engine::chat_template::ChatMessage;
 use engine::request::GenerateRequest;
 use serde::Deserialize;
@@ -29,12 +29,21 @@ fn content_text(v: &serde_json::Value) -> Result<String, ApiError> {
         serde_json::Value::String(s) => Ok(s.clone()),
         serde_json::Value::Array(parts) => parts
             .iter()
-            .map(|p| match (p.get("type").and_then(|t| t.as_str()), p.get("text").and_then(|t| t.as_str())) {
-                (Some("text"), Some(t)) => Ok(t.to_string()),
-                _ => Err(ApiError::bad_request("`messages[].content`: only text parts are supported")),
+            .map(|p| {
+                match (
+                    p.get("type").and_then(|t| t.as_str()),
+                    p.get("text").and_then(|t| t.as_str()),
+                ) {
+                    (Some("text"), Some(t)) => Ok(t.to_string()),
+                    _ => Err(ApiError::bad_request(
+                        "`messages[].content`: only text parts are supported",
+                    )),
+                }
             })
             .collect(),
-        _ => Err(ApiError::bad_request("`messages[].content` must be a string or a list of parts")),
+        _ => Err(ApiError::bad_request(
+            "`messages[].content` must be a string or a list of parts",
+        )),
     }
 }
 
@@ -46,7 +55,11 @@ struct ChatFormat {
 
 impl ChunkFormat for ChatFormat {
     fn delta(&self, text: &str, first: bool, finish: Option<&str>) -> serde_json::Value {
-        let delta = if first { json!({"role": "assistant", "content": text}) } else { json!({"content": text}) };
+        let delta = if first {
+            json!({"role": "assistant", "content": text})
+        } else {
+            json!({"content": text})
+        };
         json!({
             "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
             "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
@@ -60,10 +73,16 @@ impl ChunkFormat for ChatFormat {
 pub async fn handle(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
     let body = body_json(&body)?;
     let p = parse(&body, &state)?;
-    let messages: Vec<InMessage> = field(&body, "messages")?.ok_or_else(|| ApiError::bad_request("`messages` is required"))?;
+    let messages: Vec<InMessage> =
+        field(&body, "messages")?.ok_or_else(|| ApiError::bad_request("`messages` is required"))?;
     let messages = messages
         .iter()
-        .map(|m| Ok(ChatMessage { role: m.role.clone(), content: content_text(&m.content)? }))
+        .map(|m| {
+            Ok(ChatMessage {
+                role: m.role.clone(),
+                content: content_text(&m.content)?,
+            })
+        })
         .collect::<Result<Vec<_>, ApiError>>()?;
     let kwargs: Option<serde_json::Value> = field(&body, "chat_template_kwargs")?;
     let enable_thinking = kwargs
@@ -72,11 +91,26 @@ pub async fn handle(State(state): State<AppState>, body: Bytes) -> Result<Respon
         .and_then(|v| v.as_bool())
         .or(field::<bool>(&body, "enable_thinking")?);
     let shared = state.engine.shared();
-    let template = shared.tokenizer.chat_template.as_ref().ok_or_else(|| ApiError::bad_request("this model has no chat template"))?;
+    let template = shared
+        .tokenizer
+        .chat_template
+        .as_ref()
+        .ok_or_else(|| ApiError::bad_request("this model has no chat template"))?;
     let prompt_text = template.render(&messages, enable_thinking)?;
     let prompt = shared.tokenizer.encode(&prompt_text)?;
-    let generation = Generation::start(&state, GenerateRequest { prompt, params: p.params }, p.stops)?;
-    let fmt = ChatFormat { id: format!("chatcmpl-{:016x}", response_id(&state)), created: unix_now(), model: state.model_name.to_string() };
+    let generation = Generation::start(
+        &state,
+        GenerateRequest {
+            prompt,
+            params: p.params,
+        },
+        p.stops,
+    )?;
+    let fmt = ChatFormat {
+        id: format!("chatcmpl-{:016x}", response_id(&state)),
+        created: unix_now(),
+        model: state.model_name.to_string(),
+    };
     if p.stream {
         return Ok(sse::stream(generation, fmt, p.include_usage).into_response());
     }
@@ -95,7 +129,9 @@ pub async fn collect(mut g: Generation) -> Result<(String, &'static str, Usage),
     let mut finish = "stop";
     while let Some(piece) = g.next().await {
         match piece {
-            Piece::Delta { text: t, finish: f, .. } => {
+            Piece::Delta {
+                text: t, finish: f, ..
+            } => {
                 text.push_str(&t);
                 if let Some(f) = f {
                     finish = f;
@@ -103,7 +139,12 @@ pub async fn collect(mut g: Generation) -> Result<(String, &'static str, Usage),
             }
             Piece::Finished { usage } => return Ok((text, finish, usage)),
             Piece::Failed(msg) => {
-                return Err(ApiError { status: axum::http::StatusCode::INTERNAL_SERVER_ERROR, kind: "server_error", message: msg, code: None });
+                return Err(ApiError {
+                    status: axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                    kind: "server_error",
+                    message: msg,
+                    code: None,
+                });
             }
         }
     }
@@ -112,6 +153,8 @@ pub async fn collect(mut g: Generation) -> Result<(String, &'static str, Usage),
 
 /// Response ids: unique per process (a counter in the state) and across restarts (time).
 pub fn response_id(state: &AppState) -> u64 {
-    let n = state.response_counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let n = state
+        .response_counter
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     (unix_now() << 20) ^ n
 }

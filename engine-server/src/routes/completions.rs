@@ -5,13 +5,13 @@ use super::params::{body_json, parse};
 use crate::api_error::ApiError;
 use crate::generation::{Generation, Usage};
 use crate::sse::{self, ChunkFormat};
-use crate::state::{unix_now, AppState};
+use crate::state::{AppState, unix_now};
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use engine::request::GenerateRequest;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 struct CompletionFormat {
     id: String,
@@ -33,17 +33,25 @@ impl ChunkFormat for CompletionFormat {
 
 fn prompt_tokens(state: &AppState, prompt: Option<&Value>) -> Result<Vec<u32>, ApiError> {
     let tok = &state.engine.shared().tokenizer;
-    let ids = |a: &[Value]| -> Option<Vec<u32>> { a.iter().map(|v| v.as_u64().map(|x| x as u32)).collect() };
+    let ids = |a: &[Value]| -> Option<Vec<u32>> {
+        a.iter().map(|v| v.as_u64().map(|x| x as u32)).collect()
+    };
     match prompt {
         Some(Value::String(s)) => Ok(tok.encode(s)?),
-        Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => Ok(tok.encode(a[0].as_str().unwrap_or_default())?),
+        Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
+            Ok(tok.encode(a[0].as_str().unwrap_or_default())?)
+        }
         Some(Value::Array(a)) if a.len() == 1 && a[0].is_array() => {
-            ids(a[0].as_array().map(Vec::as_slice).unwrap_or_default()).ok_or_else(|| ApiError::bad_request("`prompt`: token ids must be integers"))
+            ids(a[0].as_array().map(Vec::as_slice).unwrap_or_default())
+                .ok_or_else(|| ApiError::bad_request("`prompt`: token ids must be integers"))
         }
-        Some(Value::Array(a)) if a.iter().all(Value::is_number) && !a.is_empty() => {
-            ids(a).ok_or_else(|| ApiError::bad_request("`prompt`: token ids must be non-negative integers"))
-        }
-        Some(_) => Err(ApiError::bad_request("`prompt` must be a string, a list of token ids, or a list with one of those")),
+        Some(Value::Array(a)) if a.iter().all(Value::is_number) && !a.is_empty() => ids(a)
+            .ok_or_else(|| {
+                ApiError::bad_request("`prompt`: token ids must be non-negative integers")
+            }),
+        Some(_) => Err(ApiError::bad_request(
+            "`prompt` must be a string, a list of token ids, or a list with one of those",
+        )),
         None => Err(ApiError::bad_request("`prompt` is required")),
     }
 }
@@ -52,8 +60,19 @@ pub async fn handle(State(state): State<AppState>, body: Bytes) -> Result<Respon
     let body = body_json(&body)?;
     let p = parse(&body, &state)?;
     let prompt = prompt_tokens(&state, body.get("prompt"))?;
-    let generation = Generation::start(&state, GenerateRequest { prompt, params: p.params }, p.stops)?;
-    let fmt = CompletionFormat { id: format!("cmpl-{:016x}", response_id(&state)), created: unix_now(), model: state.model_name.to_string() };
+    let generation = Generation::start(
+        &state,
+        GenerateRequest {
+            prompt,
+            params: p.params,
+        },
+        p.stops,
+    )?;
+    let fmt = CompletionFormat {
+        id: format!("cmpl-{:016x}", response_id(&state)),
+        created: unix_now(),
+        model: state.model_name.to_string(),
+    };
     if p.stream {
         return Ok(sse::stream(generation, fmt, p.include_usage).into_response());
     }

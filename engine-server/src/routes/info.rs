@@ -2,8 +2,8 @@
 //! every result can be stored next to the settings that produced it.
 
 use crate::state::AppState;
-use axum::extract::State;
 use axum::Json;
+use axum::extract::State;
 
 pub async fn handle(State(s): State<AppState>) -> Json<serde_json::Value> {
     let shared = s.engine.shared();

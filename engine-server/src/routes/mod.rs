@@ -9,8 +9,8 @@ mod models;
 mod params;
 
 use crate::state::AppState;
-use axum::routing::{get, post};
 use axum::Router;
+use axum::routing::{get, post};
 
 pub fn router(state: AppState) -> Router {
     Router::new()

@@ -1,8 +1,8 @@
 //! `GET /v1/models`: the one served model, marked when its weights are random.
 
 use crate::state::AppState;
-use axum::extract::State;
 use axum::Json;
+use axum::extract::State;
 
 pub async fn handle(State(s): State<AppState>) -> Json<serde_json::Value> {
     let shared = s.engine.shared();

@@ -44,7 +44,8 @@ pub struct Parsed {
 }
 
 pub fn body_json(body: &[u8]) -> Result<serde_json::Value, ApiError> {
-    let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
+    let v: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
     if !v.is_object() {
         return Err(ApiError::bad_request("the body must be a JSON object"));
     }
@@ -52,26 +53,37 @@ pub fn body_json(body: &[u8]) -> Result<serde_json::Value, ApiError> {
 }
 
 /// A typed field of the body, with the field's name in the error.
-pub fn field<T: serde::de::DeserializeOwned>(body: &serde_json::Value, name: &str) -> Result<Option<T>, ApiError> {
+pub fn field<T: serde::de::DeserializeOwned>(
+    body: &serde_json::Value,
+    name: &str,
+) -> Result<Option<T>, ApiError> {
     match body.get(name) {
         None | Some(serde_json::Value::Null) => Ok(None),
-        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| ApiError::bad_request(format!("`{name}`: {e}"))),
+        Some(v) => serde_json::from_value(v.clone())
+            .map(Some)
+            .map_err(|e| ApiError::bad_request(format!("`{name}`: {e}"))),
     }
 }
 
 pub fn parse(body: &serde_json::Value, state: &AppState) -> Result<Parsed, ApiError> {
-    let c: Common = serde_json::from_value(body.clone()).map_err(|e| ApiError::bad_request(format!("invalid request: {e}")))?;
+    let c: Common = serde_json::from_value(body.clone())
+        .map_err(|e| ApiError::bad_request(format!("invalid request: {e}")))?;
     if let Some(m) = &c.model
-        && m != &*state.model_name {
-            return Err(ApiError::unknown_model(m));
-        }
+        && m != &*state.model_name
+    {
+        return Err(ApiError::unknown_model(m));
+    }
     if c.n.is_some_and(|n| n != 1) {
         return Err(ApiError::bad_request("`n` must be 1"));
     }
     let top_k = match c.top_k {
         None | Some(-1) | Some(0) => 0,
         Some(k) if k > 0 => k as usize,
-        Some(k) => return Err(ApiError::bad_request(format!("`top_k` must be -1 or positive, got {k}"))),
+        Some(k) => {
+            return Err(ApiError::bad_request(format!(
+                "`top_k` must be -1 or positive, got {k}"
+            )));
+        }
     };
     let stops = match c.stop {
         None => vec![],
@@ -81,7 +93,9 @@ pub fn parse(body: &serde_json::Value, state: &AppState) -> Result<Parsed, ApiEr
     let vocab = state.engine.shared().config.vocab_size;
     let stop_token_ids = c.stop_token_ids.unwrap_or_default();
     if let Some(bad) = stop_token_ids.iter().find(|&&t| t as usize >= vocab) {
-        return Err(ApiError::bad_request(format!("`stop_token_ids`: {bad} is out of range")));
+        return Err(ApiError::bad_request(format!(
+            "`stop_token_ids`: {bad} is out of range"
+        )));
     }
     let params = SamplingParams {
         temperature: c.temperature.unwrap_or(1.0),
@@ -95,6 +109,15 @@ pub fn parse(body: &serde_json::Value, state: &AppState) -> Result<Parsed, ApiEr
     };
     params.validate()?;
     let stream = c.stream.unwrap_or(false);
-    let include_usage = stream && c.stream_options.unwrap_or_default().include_usage.unwrap_or(false);
-    Ok(Parsed { params, stops, stream, include_usage })
+    let include_usage = stream
+        && c.stream_options
+            .unwrap_or_default()
+            .include_usage
+            .unwrap_or(false);
+    Ok(Parsed {
+        params,
+        stops,
+        stream,
+        include_usage,
+    })
 }

@@ -12,36 +12,46 @@ pub struct AttnShape {
 
 /// `q` is [n, heads * head_dim] for positions `start_pos..start_pos + n`, whose K/V are
 /// already in `cache`. Returns [n, heads * head_dim].
-pub fn attend(q: &[f32], n: usize, start_pos: usize, block_table: &[u32], cache: &KvCache, layer: usize, s: &AttnShape) -> Vec<f32> {
+pub fn attend(
+    q: &[f32],
+    n: usize,
+    start_pos: usize,
+    block_table: &[u32],
+    cache: &KvCache,
+    layer: usize,
+    s: &AttnShape,
+) -> Vec<f32> {
     let qd = s.heads * s.head_dim;
     let group = s.heads / s.kv_heads;
     let scale = 1.0 / (s.head_dim as f32).sqrt();
     let mut out = vec![0f32; n * qd];
     // One task per (token, head): independent and equal-sized enough for rayon.
-    out.par_chunks_mut(s.head_dim).enumerate().for_each(|(idx, o)| {
-        let (t, h) = (idx / s.heads, idx % s.heads);
-        let kvh = h / group;
-        let qv = &q[t * qd + h * s.head_dim..][..s.head_dim];
-        let ctx = start_pos + t + 1; // causal: positions 0..=start_pos + t
-        let mut scores: Vec<f32> = (0..ctx)
-            .map(|p| {
-                let (k, _) = cache.read(layer, cache.slot(block_table, p));
-                dot(qv, &k[kvh * s.head_dim..][..s.head_dim]) * scale
-            })
-            .collect();
-        let max = scores.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-        let mut sum = 0f32;
-        for x in scores.iter_mut() {
-            *x = (*x - max).exp();
-            sum += *x;
-        }
-        for (p, w) in scores.iter().enumerate() {
-            let (_, v) = cache.read(layer, cache.slot(block_table, p));
-            let w = w / sum;
-            for (oi, vi) in o.iter_mut().zip(&v[kvh * s.head_dim..][..s.head_dim]) {
-                *oi += w * vi;
+    out.par_chunks_mut(s.head_dim)
+        .enumerate()
+        .for_each(|(idx, o)| {
+            let (t, h) = (idx / s.heads, idx % s.heads);
+            let kvh = h / group;
+            let qv = &q[t * qd + h * s.head_dim..][..s.head_dim];
+            let ctx = start_pos + t + 1; // causal: positions 0..=start_pos + t
+            let mut scores: Vec<f32> = (0..ctx)
+                .map(|p| {
+                    let (k, _) = cache.read(layer, cache.slot(block_table, p));
+                    dot(qv, &k[kvh * s.head_dim..][..s.head_dim]) * scale
+                })
+                .collect();
+            let max = scores.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+            let mut sum = 0f32;
+            for x in scores.iter_mut() {
+                *x = (*x - max).exp();
+                sum += *x;
             }
-        }
-    });
+            for (p, w) in scores.iter().enumerate() {
+                let (_, v) = cache.read(layer, cache.slot(block_table, p));
+                let w = w / sum;
+                for (oi, vi) in o.iter_mut().zip(&v[kvh * s.head_dim..][..s.head_dim]) {
+                    *oi += w * vi;
+                }
+            }
+        });
     out
 }

@@ -13,7 +13,13 @@ pub struct KvCache {
 impl KvCache {
     pub fn new(layers: usize, num_pages: usize, block_size: usize, kv_dim: usize) -> Self {
         let n = num_pages * block_size * kv_dim;
-        KvCache { block_size, num_pages, kv_dim, k: vec![vec![0.0; n]; layers], v: vec![vec![0.0; n]; layers] }
+        KvCache {
+            block_size,
+            num_pages,
+            kv_dim,
+            k: vec![vec![0.0; n]; layers],
+            v: vec![vec![0.0; n]; layers],
+        }
     }
 
     #[inline]

@@ -9,7 +9,7 @@ use super::{Backend, SeqChunk};
 use crate::config::ModelConfig;
 use crate::error::{EngineError, Result};
 use crate::weights::ModelWeights;
-use attention::{attend, AttnShape};
+use attention::{AttnShape, attend};
 use kv_cache::KvCache;
 use ops::{linear, rms_norm, rope, silu_mul};
 
@@ -30,10 +30,18 @@ impl CpuBackend {
     pub fn logits_all_positions(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
         let pages = tokens.len().div_ceil(self.cache.block_size);
         if pages > self.cache.num_pages {
-            return Err(EngineError::BadRequest(format!("{} tokens need {pages} KV pages", tokens.len())));
+            return Err(EngineError::BadRequest(format!(
+                "{} tokens need {pages} KV pages",
+                tokens.len()
+            )));
         }
         let table: Vec<u32> = (0..pages as u32).collect();
-        let chunk = SeqChunk { tokens, start_pos: 0, block_table: &table, want_logits: true };
+        let chunk = SeqChunk {
+            tokens,
+            start_pos: 0,
+            block_table: &table,
+            want_logits: true,
+        };
         let rows: Vec<usize> = (0..tokens.len()).collect();
         self.run(&[chunk], &rows)
     }
@@ -44,17 +52,31 @@ impl CpuBackend {
         let (hd, qd, kvd) = (c.hidden_size, c.q_dim(), c.kv_dim());
         let eps = c.rms_norm_eps as f32;
         let theta = c.rope_theta as f32;
-        let shape = AttnShape { heads: c.num_attention_heads, kv_heads: c.num_key_value_heads, head_dim: c.head_dim };
+        let shape = AttnShape {
+            heads: c.num_attention_heads,
+            kv_heads: c.num_key_value_heads,
+            head_dim: c.head_dim,
+        };
         let t_total: usize = chunks.iter().map(|ch| ch.tokens.len()).sum();
         // Validate before touching the cache: a bad id or a short block table is a caller bug
         // that must fail the step, not index out of bounds.
         for ch in chunks {
             if let Some(&bad) = ch.tokens.iter().find(|&&t| t as usize >= c.vocab_size) {
-                return Err(EngineError::BadRequest(format!("token id {bad} >= vocab_size {}", c.vocab_size)));
+                return Err(EngineError::BadRequest(format!(
+                    "token id {bad} >= vocab_size {}",
+                    c.vocab_size
+                )));
             }
             let end = ch.start_pos + ch.tokens.len();
-            if ch.block_table.len() * self.cache.block_size < end || ch.block_table.iter().any(|&p| p as usize >= self.cache.num_pages) {
-                return Err(EngineError::BadRequest(format!("block table does not cover {end} positions")));
+            if ch.block_table.len() * self.cache.block_size < end
+                || ch
+                    .block_table
+                    .iter()
+                    .any(|&p| p as usize >= self.cache.num_pages)
+            {
+                return Err(EngineError::BadRequest(format!(
+                    "block table does not cover {end} positions"
+                )));
             }
         }
         let mut x = Vec::with_capacity(t_total * hd);
@@ -84,10 +106,23 @@ impl CpuBackend {
                         rope(head, pos, theta);
                     }
                     let slot = self.cache.slot(ch.block_table, pos);
-                    self.cache.write(li, slot, &k[r * kvd..(r + 1) * kvd], &v[r * kvd..(r + 1) * kvd]);
+                    self.cache.write(
+                        li,
+                        slot,
+                        &k[r * kvd..(r + 1) * kvd],
+                        &v[r * kvd..(r + 1) * kvd],
+                    );
                 }
                 let n = ch.tokens.len();
-                attn.extend(attend(&q[row * qd..(row + n) * qd], n, ch.start_pos, ch.block_table, &self.cache, li, &shape));
+                attn.extend(attend(
+                    &q[row * qd..(row + n) * qd],
+                    n,
+                    ch.start_pos,
+                    ch.block_table,
+                    &self.cache,
+                    li,
+                    &shape,
+                ));
                 row += n;
             }
             let o = linear(&attn, t_total, &lw.o_proj);
@@ -106,12 +141,17 @@ impl CpuBackend {
         }
         rms_norm(&mut last, &self.w.final_norm, eps);
         let logits = linear(&last, rows.len(), self.w.lm_head());
-        Ok(logits.chunks_exact(c.vocab_size).map(|r| r.to_vec()).collect())
+        Ok(logits
+            .chunks_exact(c.vocab_size)
+            .map(|r| r.to_vec())
+            .collect())
     }
 }
 
 impl Backend for CpuBackend {
-    fn name(&self) -> &'static str { "cpu" }
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
 
     fn forward(&mut self, chunks: &[SeqChunk<'_>]) -> Result<Vec<Vec<f32>>> {
         let mut rows = Vec::new();

@@ -16,14 +16,16 @@ pub fn linear(x: &[f32], rows: usize, w: &Mat) -> Vec<f32> {
     if rows <= 4 {
         // Output-major layout while computing, so each task owns a contiguous slice.
         let mut yt = vec![0f32; n * rows];
-        yt.par_chunks_mut(rows * 256).enumerate().for_each(|(chunk, out)| {
-            for (jj, o) in out.chunks_mut(rows).enumerate() {
-                let wrow = &w.data[(chunk * 256 + jj) * k..][..k];
-                for (t, dst) in o.iter_mut().enumerate() {
-                    *dst = dot(wrow, &x[t * k..(t + 1) * k]);
+        yt.par_chunks_mut(rows * 256)
+            .enumerate()
+            .for_each(|(chunk, out)| {
+                for (jj, o) in out.chunks_mut(rows).enumerate() {
+                    let wrow = &w.data[(chunk * 256 + jj) * k..][..k];
+                    for (t, dst) in o.iter_mut().enumerate() {
+                        *dst = dot(wrow, &x[t * k..(t + 1) * k]);
+                    }
                 }
-            }
-        });
+            });
         for j in 0..n {
             for t in 0..rows {
                 y[t * n + j] = yt[j * rows + t];
@@ -33,11 +35,20 @@ pub fn linear(x: &[f32], rows: usize, w: &Mat) -> Vec<f32> {
         // SAFETY: the slices cover exactly the strided ranges described to sgemm.
         unsafe {
             matrixmultiply::sgemm(
-                rows, k, n, 1.0,
-                x.as_ptr(), k as isize, 1,
-                w.data.as_ptr(), 1, k as isize,
+                rows,
+                k,
+                n,
+                1.0,
+                x.as_ptr(),
+                k as isize,
+                1,
+                w.data.as_ptr(),
+                1,
+                k as isize,
                 0.0,
-                y.as_mut_ptr(), n as isize, 1,
+                y.as_mut_ptr(),
+                n as isize,
+                1,
             );
         }
     }
@@ -104,7 +115,9 @@ mod tests {
         let mut y = vec![0f32; rows * w.rows];
         for t in 0..rows {
             for j in 0..w.rows {
-                y[t * w.rows + j] = (0..w.cols).map(|i| (x[t * w.cols + i] as f64) * (w.data[j * w.cols + i] as f64)).sum::<f64>() as f32;
+                y[t * w.rows + j] = (0..w.cols)
+                    .map(|i| (x[t * w.cols + i] as f64) * (w.data[j * w.cols + i] as f64))
+                    .sum::<f64>() as f32;
             }
         }
         y
@@ -112,9 +125,17 @@ mod tests {
 
     #[test]
     fn linear_paths_agree_with_naive() {
-        let w = Mat { rows: 300, cols: 37, data: (0..300 * 37).map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0).collect() };
+        let w = Mat {
+            rows: 300,
+            cols: 37,
+            data: (0..300 * 37)
+                .map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0)
+                .collect(),
+        };
         for rows in [0, 1, 3, 4, 5, 9] {
-            let x: Vec<f32> = (0..rows * 37).map(|i| ((i * 31) % 17) as f32 / 8.0 - 1.0).collect();
+            let x: Vec<f32> = (0..rows * 37)
+                .map(|i| ((i * 31) % 17) as f32 / 8.0 - 1.0)
+                .collect();
             let (a, b) = (linear(&x, rows, &w), naive(&x, rows, &w));
             for (p, q) in a.iter().zip(&b) {
                 assert!((p - q).abs() < 1e-4, "rows {rows}: {p} vs {q}");

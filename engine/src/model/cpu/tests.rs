@@ -11,7 +11,10 @@ fn backend(name: &str) -> CpuBackend {
 }
 
 fn max_diff(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }
 
 /// Chunked prefill on scattered pages, then decode, batched with another sequence, must
@@ -27,15 +30,49 @@ fn chunked_paged_batched_equals_single_pass() {
         let table_a = [20u32, 7, 33];
         let table_b = [1u32, 2, 3, 4];
         let toks_b: Vec<u32> = (100..113).collect();
-        let out = b.forward(&[
-            SeqChunk { tokens: &toks[..5], start_pos: 0, block_table: &table_a, want_logits: false },
-            SeqChunk { tokens: &toks_b, start_pos: 0, block_table: &table_b, want_logits: true },
-        ]).unwrap();
+        let out = b
+            .forward(&[
+                SeqChunk {
+                    tokens: &toks[..5],
+                    start_pos: 0,
+                    block_table: &table_a,
+                    want_logits: false,
+                },
+                SeqChunk {
+                    tokens: &toks_b,
+                    start_pos: 0,
+                    block_table: &table_b,
+                    want_logits: true,
+                },
+            ])
+            .unwrap();
         assert_eq!(out.len(), 1);
-        let out = b.forward(&[SeqChunk { tokens: &toks[5..10], start_pos: 5, block_table: &table_a, want_logits: true }]).unwrap();
-        assert!(max_diff(&out[0], &reference[9]) < 1e-4, "{name} chunk: {}", max_diff(&out[0], &reference[9]));
-        let out = b.forward(&[SeqChunk { tokens: &toks[10..], start_pos: 10, block_table: &table_a, want_logits: true }]).unwrap();
-        assert!(max_diff(&out[0], &reference[10]) < 1e-4, "{name} decode: {}", max_diff(&out[0], &reference[10]));
+        let out = b
+            .forward(&[SeqChunk {
+                tokens: &toks[5..10],
+                start_pos: 5,
+                block_table: &table_a,
+                want_logits: true,
+            }])
+            .unwrap();
+        assert!(
+            max_diff(&out[0], &reference[9]) < 1e-4,
+            "{name} chunk: {}",
+            max_diff(&out[0], &reference[9])
+        );
+        let out = b
+            .forward(&[SeqChunk {
+                tokens: &toks[10..],
+                start_pos: 10,
+                block_table: &table_a,
+                want_logits: true,
+            }])
+            .unwrap();
+        assert!(
+            max_diff(&out[0], &reference[10]) < 1e-4,
+            "{name} decode: {}",
+            max_diff(&out[0], &reference[10])
+        );
         // Logits differ between positions: the model is not degenerate.
         assert!(max_diff(&reference[9], &reference[10]) > 0.1);
     }
@@ -44,8 +81,18 @@ fn chunked_paged_batched_equals_single_pass() {
 #[test]
 fn bad_inputs_fail_the_step_cleanly() {
     let mut b = backend("tiny");
-    let err = b.forward(&[SeqChunk { tokens: &[1, 2, 3, 4, 5], start_pos: 0, block_table: &[0], want_logits: true }]);
+    let err = b.forward(&[SeqChunk {
+        tokens: &[1, 2, 3, 4, 5],
+        start_pos: 0,
+        block_table: &[0],
+        want_logits: true,
+    }]);
     assert!(err.is_err());
-    let err = b.forward(&[SeqChunk { tokens: &[999_999], start_pos: 0, block_table: &[0], want_logits: true }]);
+    let err = b.forward(&[SeqChunk {
+        tokens: &[999_999],
+        start_pos: 0,
+        block_table: &[0],
+        want_logits: true,
+    }]);
     assert!(err.unwrap_err().to_string().contains("vocab_size"));
 }
