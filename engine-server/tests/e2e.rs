@@ -18,11 +18,15 @@ impl Drop for Server {
 }
 
 fn start(extra: &[&str]) -> Server {
+    start_model("random:tiny", extra)
+}
+
+fn start_model(model: &str, extra: &[&str]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
         .args([
             "serve",
             "--model",
-            "random:tiny",
+            model,
             "--served-model-name",
             "tiny",
             "--port",
@@ -330,4 +334,70 @@ async fn client_disconnect_cancels_the_request() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert!(cancelled, "request was not cancelled");
+}
+
+/// `make-model` writes a sharded checkpoint that `serve --model DIR` loads, and it is the same
+/// model as `random:tiny` with the same seed: identical greedy text.
+#[tokio::test]
+async fn make_model_checkpoint_serves_like_the_random_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
+        .args([
+            "make-model",
+            "--preset",
+            "tiny",
+            "--seed",
+            "5",
+            "--max-shard-bytes",
+            "8000000",
+            "--out",
+        ])
+        .arg(dir.path())
+        .env(
+            "LATLAB_ASSETS_DIR",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in [
+        "config.json",
+        "generation_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "model.safetensors.index.json",
+    ] {
+        assert!(dir.path().join(f).exists(), "{f}");
+    }
+    let body = json!({"prompt": "Once upon a time", "max_tokens": 10, "temperature": 0, "ignore_eos": true});
+    let mut texts = vec![];
+    for model in [dir.path().to_str().unwrap(), "random:tiny"] {
+        let s = start_model(model, &["--seed", "5"]);
+        let v: Value = reqwest::Client::new()
+            .post(format!("{}/v1/completions", s.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let info: Value = reqwest::get(format!("{}/v1/engine/info", s.base))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        texts.push((
+            v["choices"][0]["text"].as_str().unwrap().to_string(),
+            info["weights"].clone(),
+        ));
+    }
+    assert_eq!(texts[0].0, texts[1].0);
+    assert_eq!(texts[0].1, "checkpoint");
+    assert_eq!(texts[1].1, "random");
 }
