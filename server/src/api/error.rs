@@ -12,6 +12,7 @@ pub enum ApiError {
     Invalid(ValidationErrors),
     BadRequest(String),
     UnsupportedMediaType(String),
+    TooLarge(String),
     NotFound(String),
     Internal(String),
 }
@@ -43,6 +44,7 @@ impl IntoResponse for ApiError {
             ApiError::Invalid(v) => (StatusCode::BAD_REQUEST, format!("invalid input: {v}"), v.0),
             ApiError::BadRequest(m) => (StatusCode::BAD_REQUEST, m, vec![]),
             ApiError::UnsupportedMediaType(m) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, m, vec![]),
+            ApiError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, m, vec![]),
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, m, vec![]),
             ApiError::Internal(m) => (StatusCode::INTERNAL_SERVER_ERROR, m, vec![]),
         };

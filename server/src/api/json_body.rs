@@ -22,16 +22,21 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
         if !is_json {
             return Err(ApiError::UnsupportedMediaType("send the body as JSON with Content-Type: application/json".into()));
         }
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|e| ApiError::BadRequest(format!("could not read the body: {e}")))?;
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::TooLarge(format!("the body is larger than {} bytes", crate::router::MAX_BODY_BYTES))
+            } else {
+                ApiError::BadRequest(format!("could not read the body: {e}"))
+            }
+        })?;
         let de = &mut serde_json::Deserializer::from_slice(&bytes);
         match serde_path_to_error::deserialize::<_, T>(de) {
             Ok(v) => Ok(JsonBody(v)),
             Err(e) => {
                 let path = e.path().to_string();
                 let inner = e.into_inner();
-                if path == "." || path.is_empty() {
+                // Syntax errors have no meaningful path ("?"); type errors at the top level have ".".
+                if inner.is_syntax() || inner.is_eof() || path == "." || path == "?" || path.is_empty() {
                     return Err(ApiError::BadRequest(format!("invalid JSON body: {inner}")));
                 }
                 let mut v = ValidationErrors::default();
