@@ -63,7 +63,23 @@ impl ModelWeights {
 
     /// Seeded random weights of `cfg`'s shape (bf16-rounded, see random_weights).
     pub fn random(cfg: &ModelConfig, seed: u64) -> Result<Self> {
-        Self::build(cfg, |spec| Ok(random_tensor_f32(spec, seed)))
+        // Each tensor has its own seeded stream, so generating them in parallel changes nothing.
+        use rayon::prelude::*;
+        let specs = tensor_specs(cfg);
+        let mut data: Vec<Option<Vec<f32>>> = specs
+            .par_iter()
+            .map(|s| Some(random_tensor_f32(s, seed)))
+            .collect();
+        let index: HashMap<&str, usize> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.as_str(), i))
+            .collect();
+        Self::build(cfg, |spec| {
+            Ok(data[index[spec.name.as_str()]]
+                .take()
+                .expect("each tensor taken once"))
+        })
     }
 
     /// Load from a checkpoint directory; returns the weights and the checkpoint's dtype.
