@@ -401,3 +401,52 @@ async fn make_model_checkpoint_serves_like_the_random_preset() {
     assert_eq!(texts[0].1, "checkpoint");
     assert_eq!(texts[1].1, "random");
 }
+
+/// Concurrent streams are batched by the engine and still give each request exactly the
+/// text it gets alone (greedy, so any cross-talk between sequences would show).
+#[tokio::test]
+async fn concurrent_streams_match_sequential_results() {
+    let s = start(&["--max-batch", "4", "--max-batched-tokens", "16"]);
+    let prompts = [
+        "Tell me a story",
+        "What is 2+2?",
+        "Bonjour",
+        "Write a haiku about Rust",
+    ];
+    let text = |events: Vec<String>| -> String {
+        events
+            .iter()
+            .filter(|e| *e != "[DONE]")
+            .map(|e| serde_json::from_str::<Value>(e).unwrap())
+            .filter_map(|v| {
+                v["choices"][0]["delta"]["content"]
+                    .as_str()
+                    .map(String::from)
+            })
+            .collect()
+    };
+    let mut alone = vec![];
+    for p in prompts {
+        alone.push(text(
+            sse(&s, "/v1/chat/completions", chat_body(p, 16, true)).await,
+        ));
+    }
+    let together = futures_util::future::join_all(
+        prompts
+            .iter()
+            .map(|p| sse(&s, "/v1/chat/completions", chat_body(p, 16, true))),
+    )
+    .await;
+    let together: Vec<String> = together.into_iter().map(text).collect();
+    assert_eq!(together, alone);
+    let m = reqwest::get(format!("{}/metrics", s.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        m.contains("latlab_requests_total{status=\"ok\"} 8\n"),
+        "{m}"
+    );
+}
