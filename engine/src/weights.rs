@@ -236,3 +236,72 @@ impl CheckpointFiles {
         Ok((data, format!("{:?}", t.dtype()).to_lowercase()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use safetensors::tensor::TensorView;
+
+    /// f32 and f16 checkpoints load too (make-model writes bf16). Random values are
+    /// bf16-representable, hence exact in f32, and exact in f16 down to its normal range
+    /// (6.1e-5), so f16 is compared with 1e-6 absolute slack.
+    #[test]
+    fn loads_f32_and_f16_checkpoints() {
+        let cfg = crate::presets::preset("tiny-mqa").unwrap();
+        let mem = ModelWeights::random(&cfg, 11).unwrap();
+        for dtype in [Dtype::F32, Dtype::F16] {
+            let dir = tempfile::tempdir().unwrap();
+            let tensors: Vec<(String, Vec<usize>, Vec<u8>)> = tensor_specs(&cfg)
+                .iter()
+                .map(|s| {
+                    let v = crate::random_weights::random_tensor_f32(s, 11);
+                    let bytes = match dtype {
+                        Dtype::F32 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                        _ => v
+                            .iter()
+                            .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
+                            .collect(),
+                    };
+                    (s.name.clone(), s.shape.clone(), bytes)
+                })
+                .collect();
+            let views = tensors.iter().map(|(n, shape, b)| {
+                (n.clone(), TensorView::new(dtype, shape.clone(), b).unwrap())
+            });
+            safetensors::serialize_to_file(views, None, &dir.path().join("model.safetensors"))
+                .unwrap();
+            let (w, name) = ModelWeights::load(&cfg, dir.path()).unwrap();
+            assert_eq!(name, format!("{dtype:?}").to_lowercase());
+            let diff = w.layers[1]
+                .gate_proj
+                .data
+                .iter()
+                .zip(&mem.layers[1].gate_proj.data)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            assert!(diff <= 1e-6, "{dtype:?}: {diff}");
+            assert_eq!(w.embed.data.len(), mem.embed.data.len());
+        }
+    }
+
+    #[test]
+    fn missing_tensor_is_named() {
+        let cfg = crate::presets::preset("tiny").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let data = vec![0u8; 4 * 64];
+        let view = TensorView::new(Dtype::F32, vec![64], &data).unwrap();
+        safetensors::serialize_to_file(
+            [("model.norm.weight", view)],
+            None,
+            &dir.path().join("model.safetensors"),
+        )
+        .unwrap();
+        let err = ModelWeights::load(&cfg, dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("model.embed_tokens.weight") && err.contains("missing"),
+            "{err}"
+        );
+    }
+}
