@@ -147,6 +147,18 @@ mod tests {
         assert!(ids.len() > pieces.iter().filter(|p| !p.is_empty()).count());
     }
 
+    /// Qwen3 pads its embedding to 151,936 rows but the tokenizer knows 151,669 ids; a random
+    /// model can sample a padding id, which must decode to nothing rather than fail the request.
+    #[test]
+    fn padding_ids_decode_to_nothing() {
+        let t = qwen3();
+        let mut d = IncrementalDecoder::new();
+        assert_eq!(d.push(&t, 9707).unwrap(), "Hello");
+        assert_eq!(d.push(&t, 151_900).unwrap(), "");
+        assert_eq!(d.push(&t, 1879).unwrap(), " world");
+        assert_eq!(d.flush(&t).unwrap(), "");
+    }
+
     #[test]
     fn stop_strings_cut_and_hold_back() {
         let t = qwen3();

@@ -11,7 +11,7 @@ use crate::request::{GenerateRequest, TokenEvent};
 use crate::tokenizer::Tokenizer;
 use crate::weights::WeightsOrigin;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, mpsc};
 use tokio::sync::mpsc as tmpsc;
 
@@ -24,6 +24,7 @@ pub struct EngineShared {
     pub origin: WeightsOrigin,
     pub tokenizer: Tokenizer,
     pub stats: Arc<EngineStats>,
+    alive: Arc<AtomicBool>,
     next_id: AtomicU64,
 }
 
@@ -68,9 +69,16 @@ impl EngineHandle {
             stats.clone(),
         );
         let (tx, rx) = mpsc::sync_channel(COMMAND_QUEUE);
+        let alive = Arc::new(AtomicBool::new(true));
+        let alive_flag = alive.clone();
         std::thread::Builder::new()
             .name("engine".into())
-            .spawn(move || engine.run(rx))
+            .spawn(move || {
+                // Marks the engine dead however the thread ends (a bug that panics outside
+                // a forward), so /health can say so instead of accepting doomed requests.
+                let _alive = AliveGuard(alive);
+                engine.run(rx)
+            })
             .map_err(|e| EngineError::io("engine thread", e))?;
         tracing::info!(plan = ?plan, origin = ?loaded.origin, "engine started");
         let shared = EngineShared {
@@ -80,11 +88,17 @@ impl EngineHandle {
             tokenizer: tok,
             stats,
             next_id: AtomicU64::new(1),
+            alive: alive_flag,
         };
         Ok(EngineHandle {
             shared: Arc::new(shared),
             tx,
         })
+    }
+
+    /// False once the engine thread has ended.
+    pub fn is_alive(&self) -> bool {
+        self.shared.alive.load(Relaxed)
     }
 
     pub fn shared(&self) -> &EngineShared {
@@ -135,5 +149,13 @@ impl EngineHandle {
                 mpsc::TrySendError::Disconnected(_) => EngineError::Shutdown,
             })?;
         Ok(erx)
+    }
+}
+
+struct AliveGuard(Arc<AtomicBool>);
+
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0.store(false, Relaxed);
     }
 }
