@@ -47,11 +47,19 @@ async fn bad_comparisons_are_refused_and_nothing_is_stored(pool: PgPool) {
 
 #[sqlx::test(migrator = "db::MIGRATOR")]
 async fn healthz_reports_the_database(pool: PgPool) {
-    let app = TestApp::new(pool.clone());
+    let app = TestApp::new(pool);
     let r = app.get("/healthz").await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.json()["database"], "ok");
-    pool.close().await;
+    // A database that does not answer (nothing listens on port 1). Not done by closing
+    // the test's own pool: sqlx::test pools borrow from one shared parent pool, and
+    // closing a child starved the other tests of connections.
+    let dead = sqlx::postgres::PgPoolOptions::new()
+        .acquire_timeout(std::time::Duration::from_millis(500))
+        .connect_lazy("postgres://latlab@127.0.0.1:1/none")
+        .unwrap();
+    let app = TestApp::new(dead);
     let r = app.get("/healthz").await;
     assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
+    assert_eq!(r.json()["status"], "unavailable");
 }
