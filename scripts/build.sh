@@ -37,7 +37,10 @@ cp style/main.css "$PKG/latlab.css"
 cp -r public/. "$SITE/"
 t1=$(date +%s)
 
-echo "==> server (profile $SERVER_PROFILE)"
-cargo build -p server --bin latlab --profile "$SERVER_PROFILE"
+echo "==> binaries: latlab, latlab-bench, latlab-engine (profile $SERVER_PROFILE)"
+# Queries are checked against the committed .sqlx/, never against whatever DATABASE_URL
+# points at. All binaries in one invocation: the same feature set as `cargo test
+# --workspace`, so the test run reuses these artifacts.
+SQLX_OFFLINE=true cargo build --workspace --exclude frontend --bins --profile "$SERVER_PROFILE"
 t2=$(date +%s)
-echo "==> built: wasm $((t1 - t0))s, server $((t2 - t1))s; bundle: $(stat -c %s "$PKG/latlab_bg.wasm") bytes wasm ($(gzip -c "$PKG/latlab_bg.wasm" | wc -c) gzipped), $(stat -c %s "$PKG/latlab.js") bytes js"
+echo "==> built: wasm $((t1 - t0))s, binaries $((t2 - t1))s; bundle: $(stat -c %s "$PKG/latlab_bg.wasm") bytes wasm ($(gzip -c "$PKG/latlab_bg.wasm" | wc -c) gzipped), $(stat -c %s "$PKG/latlab.js") bytes js"
