@@ -4,6 +4,8 @@
 //! server.
 
 pub mod api;
+pub mod imported;
+pub mod launched;
 pub mod metrics;
 pub mod report;
 pub mod result_block;

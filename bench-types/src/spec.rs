@@ -67,6 +67,10 @@ pub enum Target {
     },
     /// latlab's own engine, started by the worker as a child process.
     Native(NativeTarget),
+    /// vLLM, SGLang or TensorRT-LLM, started by the worker from typed options.
+    Launched(crate::launched::LaunchedTarget),
+    /// Numbers imported from elsewhere; never run by a worker.
+    Imported(crate::imported::ImportedTarget),
 }
 
 /// Options for `latlab-engine`, rendered to its flags by the worker.
@@ -261,6 +265,8 @@ impl RunSpec {
         match &self.target {
             Target::External { base_url, .. } => format!("external {base_url}"),
             Target::Native(n) => format!("native {}", n.model_source),
+            Target::Launched(l) => format!("{} {}", l.engine.as_str(), l.model),
+            Target::Imported(i) => format!("imported {}", i.engine),
         }
     }
 

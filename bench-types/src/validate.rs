@@ -80,6 +80,8 @@ impl RunSpec {
                     e.push("target.max_batch", format!("must be between 1 and {MAX_MAX_BATCH}"));
                 }
             }
+            Target::Launched(l) => l.validate_into(&mut e),
+            Target::Imported(i) => i.validate_into(&mut e),
         }
         match &self.dataset {
             Dataset::Sharegpt { path, output_len } => {
