@@ -1,0 +1,43 @@
+// Fused residual add + RMSNorm over rows of an f32 residual stream.
+// x[r] += add[r] (when ADD), then out[r] = bf16(x[r] * rsqrt(mean(x[r]^2) + eps) * w).
+// The residual stays f32 so that 36 layers of adds do not accumulate bf16 rounding;
+// the normed output is bf16 because it only feeds bf16 GEMVs. One block per row.
+#include <cuda_bf16.h>
+
+__device__ __forceinline__ float block_sum(float v, float* shared) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffff, v, o);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) shared[warp] = v;
+    __syncthreads();
+    const int nwarps = (blockDim.x + 31) >> 5;
+    float t = 0.f;
+    for (int i = 0; i < nwarps; ++i) t += shared[i];
+    return t;
+}
+
+template <bool ADD>
+__device__ void add_rmsnorm_impl(float* __restrict__ x, const float* __restrict__ add,
+                                 const float* __restrict__ w, __nv_bfloat16* __restrict__ out,
+                                 int dim, float eps) {
+    __shared__ float partial[32];
+    float* row = x + (size_t)blockIdx.x * dim;
+    const float* arow = ADD ? add + (size_t)blockIdx.x * dim : nullptr;
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        float v = row[i];
+        if (ADD) { v += arow[i]; row[i] = v; }
+        ss += v * v;
+    }
+    const float r = rsqrtf(block_sum(ss, partial) / (float)dim + eps);
+    __nv_bfloat16* orow = out + (size_t)blockIdx.x * dim;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) orow[i] = __float2bfloat16(row[i] * r * w[i]);
+}
+
+extern "C" __global__ void rmsnorm_rows(float* x, const float* w, __nv_bfloat16* out, int dim, float eps) {
+    add_rmsnorm_impl<false>(x, nullptr, w, out, dim, eps);
+}
+
+extern "C" __global__ void add_rmsnorm_rows(float* x, const float* add, const float* w,
+                                            __nv_bfloat16* out, int dim, float eps) {
+    add_rmsnorm_impl<true>(x, add, w, out, dim, eps);
+}

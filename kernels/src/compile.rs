@@ -1,0 +1,179 @@
+//! NVRTC: CUDA C++ source -> cubin (SASS for one real architecture such as `sm_90a`), and a
+//! disk cache of cubins keyed by source text + options + architecture + NVRTC version.
+//!
+//! Why cubin and not PTX: PTX from an NVRTC newer than the driver's CUDA will not load
+//! (GPU.md), while a cubin for the card's architecture always does. Why a cache: one
+//! compile takes ~0.4 s, and the engine loads all kernels at every start.
+
+use crate::error::{KernelError, Result};
+use cudarc::nvrtc::{result, sys};
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// Real architecture, e.g. "sm_90a" (Hopper with wgmma/TMA) or "sm_90".
+    pub arch: String,
+    /// Where `cuda_bf16.h` and friends live (the toolkit's or the PyPI wheel's include dir).
+    pub include_dirs: Vec<PathBuf>,
+}
+
+impl CompileOptions {
+    pub fn args(&self) -> Vec<String> {
+        let mut a = vec![
+            format!("--gpu-architecture={}", self.arch),
+            "--std=c++17".to_string(),
+            // Line info costs nothing at run time and makes profiler output readable.
+            "--generate-line-info".to_string(),
+        ];
+        a.extend(self.include_dirs.iter().map(|d| format!("-I{}", d.display())));
+        a
+    }
+}
+
+/// NVRTC's version as (major, minor); part of the cache key.
+pub fn nvrtc_version() -> (i32, i32) {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: plain out-parameters.
+    let _ = unsafe { sys::nvrtcVersion(&mut major, &mut minor) };
+    (major, minor)
+}
+
+/// Compile one source file to a cubin.
+pub fn compile_cubin(file: &str, src: &str, opts: &CompileOptions) -> Result<Vec<u8>> {
+    let fail = |msg: String, log: String| KernelError::Compile {
+        file: file.to_string(),
+        arch: opts.arch.clone(),
+        msg,
+        log,
+    };
+    let c_src = CString::new(src).map_err(|e| fail(e.to_string(), String::new()))?;
+    let c_name = CString::new(file).map_err(|e| fail(e.to_string(), String::new()))?;
+    let prog = result::create_program(&c_src, Some(&c_name)).map_err(|e| fail(e.to_string(), String::new()))?;
+    // SAFETY: `prog` was just created and is destroyed exactly once below.
+    let out = unsafe {
+        match result::compile_program(prog, &opts.args()) {
+            Ok(()) => cubin_of(prog).map_err(|e| fail(e.to_string(), String::new())),
+            Err(e) => Err(fail(e.to_string(), program_log(prog))),
+        }
+    };
+    // SAFETY: see above.
+    let _ = unsafe { result::destroy_program(prog) };
+    out
+}
+
+/// SAFETY: `prog` must be a successfully compiled, live program.
+unsafe fn cubin_of(prog: sys::nvrtcProgram) -> std::result::Result<Vec<u8>, result::NvrtcError> {
+    let mut size = 0usize;
+    unsafe { sys::nvrtcGetCUBINSize(prog, &mut size) }.result()?;
+    let mut buf = vec![0u8; size];
+    unsafe { sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr().cast()) }.result()?;
+    Ok(buf)
+}
+
+/// SAFETY: `prog` must be live.
+unsafe fn program_log(prog: sys::nvrtcProgram) -> String {
+    match unsafe { result::get_program_log(prog) } {
+        Ok(chars) => {
+            let bytes: Vec<u8> = chars.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+        Err(e) => format!("(no log: {e})"),
+    }
+}
+
+/// FNV-1a, 64 bit: stable across Rust versions (std's hasher is not), so cache names
+/// written by one build are found by the next.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in *p {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        // Separator so ("ab", "c") and ("a", "bc") differ.
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The cache file name of a source compiled with `opts` by NVRTC `version`.
+pub fn cache_name(file: &str, src: &str, opts: &CompileOptions, version: (i32, i32)) -> String {
+    let args = opts.args().join("\n");
+    let ver = format!("{}.{}", version.0, version.1);
+    let key = fnv1a(&[src.as_bytes(), args.as_bytes(), ver.as_bytes()]);
+    let stem = file.trim_end_matches(".cu");
+    format!("{stem}-{}-{key:016x}.cubin", opts.arch)
+}
+
+/// Cubins on disk under one folder.
+#[derive(Debug, Clone)]
+pub struct DiskCache {
+    pub dir: PathBuf,
+}
+
+impl DiskCache {
+    /// `$LATLAB_KERNEL_CACHE`, else `$XDG_CACHE_HOME/latlab/kernels`, else
+    /// `~/.cache/latlab/kernels`, else a folder under the system temp dir.
+    pub fn default_dir() -> PathBuf {
+        let env = |k| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        if let Some(d) = env("LATLAB_KERNEL_CACHE") {
+            return d;
+        }
+        if let Some(d) = env("XDG_CACHE_HOME") {
+            return d.join("latlab/kernels");
+        }
+        if let Some(h) = env("HOME") {
+            return h.join(".cache/latlab/kernels");
+        }
+        std::env::temp_dir().join("latlab-kernels")
+    }
+
+    /// The cached cubin, or compile and store it. Returns (cubin, was_cached).
+    pub fn get_or_compile(&self, file: &str, src: &str, opts: &CompileOptions) -> Result<(Vec<u8>, bool)> {
+        let path = self.dir.join(cache_name(file, src, opts, nvrtc_version()));
+        if let Ok(bytes) = std::fs::read(&path) {
+            if !bytes.is_empty() {
+                return Ok((bytes, true));
+            }
+        }
+        let cubin = compile_cubin(file, src, opts)?;
+        self.store(&path, &cubin)?;
+        Ok((cubin, false))
+    }
+
+    /// Write via a temp file + rename, so a concurrent reader never sees half a cubin.
+    fn store(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let io = |source| KernelError::Cache {
+            path: path.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, bytes).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_name_depends_on_source_options_arch_and_version() {
+        let o = CompileOptions {
+            arch: "sm_90a".into(),
+            include_dirs: vec!["/usr/local/cuda/include".into()],
+        };
+        let base = cache_name("gemv.cu", "src", &o, (13, 0));
+        assert!(base.starts_with("gemv-sm_90a-") && base.ends_with(".cubin"), "{base}");
+        assert_eq!(base, cache_name("gemv.cu", "src", &o, (13, 0)));
+        assert_ne!(base, cache_name("gemv.cu", "src2", &o, (13, 0)));
+        assert_ne!(base, cache_name("gemv.cu", "src", &o, (13, 1)));
+        let o2 = CompileOptions { arch: "sm_90".into(), ..o.clone() };
+        assert_ne!(base, cache_name("gemv.cu", "src", &o2, (13, 0)));
+        let o3 = CompileOptions { include_dirs: vec![], ..o };
+        assert_ne!(base, cache_name("gemv.cu", "src", &o3, (13, 0)));
+    }
+}

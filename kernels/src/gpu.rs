@@ -1,0 +1,140 @@
+//! `Gpu`: one CUDA context, one non-default stream, and every kernel of `sources::ALL`
+//! compiled (or read from the disk cache) and loaded. The engine thread owns one `Gpu`;
+//! nothing here is shared between threads.
+
+use crate::compile::{CompileOptions, DiskCache};
+use crate::error::{DriverContext, KernelError, Result};
+use crate::sources;
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+use cudarc::nvrtc::Ptx;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Debug, Clone)]
+pub struct GpuOptions {
+    pub ordinal: usize,
+    /// None: derived from the device's compute capability (`sm_90a` on Hopper).
+    pub arch: Option<String>,
+    pub include_dirs: Vec<PathBuf>,
+    pub cache_dir: PathBuf,
+}
+
+impl GpuOptions {
+    /// Device 0; headers from `$LATLAB_CUDA_INCLUDE`, else `$CUDA_HOME/include`, else
+    /// `/usr/local/cuda/include`; the default disk cache.
+    pub fn from_env() -> Self {
+        let include = std::env::var_os("LATLAB_CUDA_INCLUDE")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("CUDA_HOME").map(|h| PathBuf::from(h).join("include")))
+            .unwrap_or_else(|| PathBuf::from("/usr/local/cuda/include"));
+        GpuOptions {
+            ordinal: 0,
+            arch: None,
+            include_dirs: vec![include],
+            cache_dir: DiskCache::default_dir(),
+        }
+    }
+}
+
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    kernels: HashMap<&'static str, CudaFunction>,
+    name: String,
+    arch: String,
+}
+
+/// Whether a CUDA driver can be loaded and sees at least one device. Probes the library
+/// by name first: cudarc panics when it cannot load libcuda, and a CPU-only machine is
+/// not an error.
+pub fn cuda_available() -> bool {
+    let found = cudarc::get_lib_name_candidates("cuda")
+        .iter()
+        // SAFETY: loading libcuda runs only its initialisers, which have no preconditions.
+        .any(|n| unsafe { libloading::Library::new(n) }.is_ok());
+    found && matches!(CudaContext::device_count(), Ok(n) if n > 0)
+}
+
+/// `sm_90a` for compute capability 9.0 (the `a` unlocks wgmma/TMA), `sm_XY` otherwise.
+pub fn arch_for(major: i32, minor: i32) -> String {
+    if (major, minor) == (9, 0) {
+        "sm_90a".to_string()
+    } else {
+        format!("sm_{major}{minor}")
+    }
+}
+
+impl Gpu {
+    pub fn new(opts: &GpuOptions) -> Result<Self> {
+        let ctx = CudaContext::new(opts.ordinal).ctx("create context")?;
+        // One stream, one thread: cudarc's cross-stream event tracking buys nothing and
+        // breaks graph capture (CUDA_ERROR_STREAM_CAPTURE_ISOLATION, GPU.md).
+        // SAFETY: called before any buffer exists.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().ctx("create stream")?;
+        let name = ctx.name().ctx("device name")?;
+        let arch = match &opts.arch {
+            Some(a) => a.clone(),
+            None => {
+                let (ma, mi) = ctx.compute_capability().ctx("compute capability")?;
+                arch_for(ma, mi)
+            }
+        };
+        let copts = CompileOptions {
+            arch: arch.clone(),
+            include_dirs: opts.include_dirs.clone(),
+        };
+        let cache = DiskCache {
+            dir: opts.cache_dir.clone(),
+        };
+        let mut kernels = HashMap::new();
+        for s in sources::ALL {
+            let (cubin, cached) = cache.get_or_compile(s.file, s.src, &copts)?;
+            tracing::debug!(file = s.file, cached, bytes = cubin.len(), "kernel module");
+            let module = ctx
+                .load_module(Ptx::from_binary(cubin))
+                .ctx(format!("load module {}", s.file))?;
+            for &k in s.kernels {
+                let f = module.load_function(k).ctx(format!("load kernel {k}"))?;
+                kernels.insert(k, f);
+            }
+        }
+        Ok(Gpu {
+            ctx,
+            stream,
+            kernels,
+            name,
+            arch,
+        })
+    }
+
+    pub fn ctx(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream every op launches on (never the legacy default stream: graphs need this).
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The device's name, e.g. "NVIDIA H200".
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn arch(&self) -> &str {
+        &self.arch
+    }
+
+    pub(crate) fn func(&self, name: &str) -> Result<&CudaFunction> {
+        self.kernels
+            .get(name)
+            .ok_or_else(|| KernelError::MissingKernel(name.to_string()))
+    }
+
+    /// Wait for all queued work; surfaces asynchronous kernel errors.
+    pub fn sync(&self) -> Result<()> {
+        self.stream.synchronize().ctx("stream synchronize")
+    }
+}

@@ -1,0 +1,153 @@
+//! Attention ops over the paged KV cache: q/k RMSNorm + RoPE + KV write, and GQA attention
+//! of query rows over their pages. The caches of one layer are [num_slots, kv_heads *
+//! head_dim] bf16 with slot = page * block_size + position % block_size (the CPU layout).
+
+use super::to_i32;
+use crate::error::{DriverContext, Result, check};
+use crate::gpu::Gpu;
+use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use half::bf16;
+
+/// Head geometry shared by both ops.
+#[derive(Debug, Clone, Copy)]
+pub struct AttnDims {
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub head_dim: usize,
+}
+
+impl AttnDims {
+    fn check(&self, op: &'static str) -> Result<()> {
+        let AttnDims { heads, kv_heads, head_dim } = *self;
+        check(kv_heads > 0 && heads % kv_heads == 0, op, || {
+            format!("{heads} heads not a multiple of {kv_heads} kv heads")
+        })?;
+        // 4 values per lane in the attention kernel; RoPE rotates halves.
+        check(head_dim % 2 == 0 && (2..=128).contains(&head_dim), op, || {
+            format!("head_dim {head_dim} must be even and <= 128")
+        })
+    }
+    pub fn q_dim(&self) -> usize {
+        self.heads * self.head_dim
+    }
+    pub fn kv_dim(&self) -> usize {
+        self.kv_heads * self.head_dim
+    }
+}
+
+pub struct RopeKvArgs<'a, 'b> {
+    /// Fused projection output [T, q_dim + 2 * kv_dim], f32.
+    pub qkv: &'a CudaView<'b, f32>,
+    pub q_norm: &'a CudaView<'b, f32>,
+    pub k_norm: &'a CudaView<'b, f32>,
+    /// Position of each of the T tokens.
+    pub positions: &'a CudaView<'b, i32>,
+    /// KV slot of each token (< the caches' slot count; the caller computes them from
+    /// block tables it has validated).
+    pub slots: &'a CudaView<'b, i32>,
+    pub theta: f32,
+    pub eps: f32,
+}
+
+/// q_out = rope(rmsnorm(q) * q_norm); k_cache[slot] = rope(rmsnorm(k) * k_norm);
+/// v_cache[slot] = v; all bf16.
+pub fn qk_norm_rope_kv_into(
+    gpu: &Gpu,
+    d: AttnDims,
+    a: &RopeKvArgs<'_, '_>,
+    q_out: &mut CudaViewMut<'_, bf16>,
+    k_cache: &mut CudaViewMut<'_, bf16>,
+    v_cache: &mut CudaViewMut<'_, bf16>,
+) -> Result<()> {
+    const OP: &str = "qk_norm_rope_kv";
+    d.check(OP)?;
+    let t = a.positions.len();
+    let (qd, kvd) = (d.q_dim(), d.kv_dim());
+    check(a.qkv.len() == t * (qd + 2 * kvd), OP, || {
+        format!("qkv {} != {t} x ({qd} + 2 x {kvd})", a.qkv.len())
+    })?;
+    check(a.slots.len() == t, OP, || format!("{} slots for {t} tokens", a.slots.len()))?;
+    check(a.q_norm.len() == d.head_dim && a.k_norm.len() == d.head_dim, OP, || {
+        "q_norm/k_norm must have head_dim entries".into()
+    })?;
+    check(q_out.len() == t * qd, OP, || format!("q_out {} != {t} x {qd}", q_out.len()))?;
+    check(k_cache.len() == v_cache.len() && k_cache.len() % kvd == 0, OP, || {
+        format!("caches {} / {} not slots x {kvd}", k_cache.len(), v_cache.len())
+    })?;
+    if t == 0 {
+        return Ok(());
+    }
+    let (h, kv, hd) = (
+        to_i32(OP, "heads", d.heads)?,
+        to_i32(OP, "kv_heads", d.kv_heads)?,
+        to_i32(OP, "head_dim", d.head_dim)?,
+    );
+    let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
+    b.arg(a.qkv).arg(a.q_norm).arg(a.k_norm).arg(a.positions).arg(a.slots);
+    b.arg(q_out).arg(k_cache).arg(v_cache);
+    b.arg(&h).arg(&kv).arg(&hd).arg(&a.theta).arg(&a.eps);
+    let cfg = LaunchConfig {
+        grid_dim: (t as u32, (d.heads + 2 * d.kv_heads) as u32, 1),
+        block_dim: (64, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: shapes checked above; slots are validated by the caller.
+    unsafe { b.launch(cfg) }.ctx(OP)?;
+    Ok(())
+}
+
+pub struct PagedAttnArgs<'a, 'b> {
+    /// Queries [R, q_dim] bf16, already normed and rotated.
+    pub q: &'a CudaView<'b, bf16>,
+    pub k_cache: &'a CudaView<'b, bf16>,
+    pub v_cache: &'a CudaView<'b, bf16>,
+    /// Concatenated block tables (page ids).
+    pub tables: &'a CudaView<'b, i32>,
+    /// Row r's block table starts at tables[table_offs[r]].
+    pub table_offs: &'a CudaView<'b, i32>,
+    /// Row r attends to positions 0..ctx_lens[r] (>= 1).
+    pub ctx_lens: &'a CudaView<'b, i32>,
+    pub block_size: usize,
+}
+
+/// out[r, head] = softmax(q k^T / sqrt(head_dim)) v over row r's context, GQA.
+pub fn paged_attention_into(
+    gpu: &Gpu,
+    d: AttnDims,
+    a: &PagedAttnArgs<'_, '_>,
+    out: &mut CudaViewMut<'_, bf16>,
+) -> Result<()> {
+    const OP: &str = "paged_attention";
+    d.check(OP)?;
+    let r = a.ctx_lens.len();
+    let qd = d.q_dim();
+    check(a.q.len() == r * qd && out.len() == r * qd, OP, || {
+        format!("q {} / out {} != {r} x {qd}", a.q.len(), out.len())
+    })?;
+    check(a.table_offs.len() == r, OP, || format!("{} table offsets for {r} rows", a.table_offs.len()))?;
+    check(a.k_cache.len() == a.v_cache.len() && a.k_cache.len() % d.kv_dim() == 0, OP, || {
+        "k/v caches differ or are not slots x kv_dim".into()
+    })?;
+    check(a.block_size > 0, OP, || "block_size 0".into())?;
+    if r == 0 {
+        return Ok(());
+    }
+    let (h, kv, hd, bs) = (
+        to_i32(OP, "heads", d.heads)?,
+        to_i32(OP, "kv_heads", d.kv_heads)?,
+        to_i32(OP, "head_dim", d.head_dim)?,
+        to_i32(OP, "block_size", a.block_size)?,
+    );
+    let scale = 1.0f32 / (d.head_dim as f32).sqrt();
+    let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
+    b.arg(a.q).arg(a.k_cache).arg(a.v_cache).arg(a.tables).arg(a.table_offs).arg(a.ctx_lens);
+    b.arg(out).arg(&h).arg(&kv).arg(&hd).arg(&bs).arg(&scale);
+    let cfg = LaunchConfig {
+        grid_dim: (r as u32, d.heads as u32, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: shapes checked above; tables/offsets/ctx_lens are validated by the caller.
+    unsafe { b.launch(cfg) }.ctx(OP)?;
+    Ok(())
+}

@@ -1,0 +1,24 @@
+//! Typed launchers: each checks the shapes of its device buffers, then launches on the
+//! `Gpu`'s stream and writes into the caller's output buffer (no allocation, so a step
+//! built from them can be captured in a CUDA graph). Inputs are `CudaView`s, outputs
+//! `CudaViewMut`s: take them from a `CudaSlice` with `.as_view()` / `.slice(..)`.
+
+mod argmax;
+mod attention;
+mod elementwise;
+mod gemv;
+
+pub use argmax::argmax_into;
+pub use attention::{AttnDims, PagedAttnArgs, RopeKvArgs, paged_attention_into, qk_norm_rope_kv_into};
+pub use elementwise::{add_rmsnorm_into, embed_gather_into, rmsnorm_into, swiglu_into};
+pub use gemv::{GEMV_MAX_ROWS, gemv_into};
+
+use crate::error::{KernelError, Result};
+
+/// Sizes go to kernels as `int`: refuse anything that would not fit.
+pub(crate) fn to_i32(op: &'static str, what: &str, v: usize) -> Result<i32> {
+    i32::try_from(v).map_err(|_| KernelError::Shape {
+        op,
+        msg: format!("{what} = {v} does not fit in i32"),
+    })
+}

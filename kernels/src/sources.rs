@@ -1,0 +1,57 @@
+//! Every CUDA source the crate ships, with the kernels each one defines. Sources are baked
+//! into the binary (no files to find at run time); the disk cache keys on their text.
+
+pub struct KernelSource {
+    /// File name under `kernels/cuda/`, used in errors and cache names.
+    pub file: &'static str,
+    pub src: &'static str,
+    /// `extern "C"` entry points to load from the compiled module.
+    pub kernels: &'static [&'static str],
+}
+
+pub const ALL: &[KernelSource] = &[
+    KernelSource {
+        file: "embedding.cu",
+        src: include_str!("../cuda/embedding.cu"),
+        kernels: &["embed_gather"],
+    },
+    KernelSource {
+        file: "rmsnorm.cu",
+        src: include_str!("../cuda/rmsnorm.cu"),
+        kernels: &["rmsnorm_rows", "add_rmsnorm_rows"],
+    },
+    KernelSource {
+        file: "qk_norm_rope_kv.cu",
+        src: include_str!("../cuda/qk_norm_rope_kv.cu"),
+        kernels: &["qk_norm_rope_kv"],
+    },
+    KernelSource {
+        file: "paged_attention.cu",
+        src: include_str!("../cuda/paged_attention.cu"),
+        kernels: &["paged_attention"],
+    },
+    KernelSource {
+        file: "swiglu.cu",
+        src: include_str!("../cuda/swiglu.cu"),
+        kernels: &["swiglu"],
+    },
+    KernelSource {
+        file: "gemv.cu",
+        src: include_str!("../cuda/gemv.cu"),
+        kernels: &[
+            "gemv_bf16_m1",
+            "gemv_bf16_m2",
+            "gemv_bf16_m3",
+            "gemv_bf16_m4",
+            "gemv_bf16_m5",
+            "gemv_bf16_m6",
+            "gemv_bf16_m7",
+            "gemv_bf16_m8",
+        ],
+    },
+    KernelSource {
+        file: "argmax.cu",
+        src: include_str!("../cuda/argmax.cu"),
+        kernels: &["argmax_rows"],
+    },
+];

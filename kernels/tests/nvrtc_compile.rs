@@ -1,0 +1,83 @@
+//! CI check without a GPU: every kernel source compiles to an sm_90a cubin with NVRTC.
+//!
+//! NVRTC comes from the CUDA toolkit when `libnvrtc` is already loadable (the GPU
+//! machine, with LD_LIBRARY_PATH set), else from PyPI's `nvidia-cuda-nvrtc` +
+//! `nvidia-cuda-runtime` wheels (headers and libs under `nvidia/cu13/`): the test finds
+//! them through `python3` and re-runs itself with LD_LIBRARY_PATH pointing there, because
+//! the dynamic loader reads that variable only at process start. Without either it skips
+//! and says how to install them.
+
+use kernels::compile::{CompileOptions, compile_cubin};
+use kernels::sources::ALL;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const CHILD: &str = "LATLAB_NVRTC_CHECK_CHILD";
+const TEST: &str = "every_kernel_compiles_for_sm90a";
+
+fn nvrtc_loadable() -> bool {
+    kernels::cudarc::get_lib_name_candidates("nvrtc")
+        .iter()
+        // SAFETY: loading libnvrtc runs only its initialisers.
+        .any(|n| unsafe { libloading::Library::new(n) }.is_ok())
+}
+
+/// `nvidia/cu13` of the PyPI wheels, found through python3's import path.
+fn pip_cuda_root() -> Option<PathBuf> {
+    let out = Command::new("python3")
+        .args(["-c", "import nvidia; print('\\n'.join(nvidia.__path__))"])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| Path::new(l.trim()).join("cu13"))
+        .find(|p| p.join("lib/libnvrtc.so.13").exists() && p.join("include/cuda_bf16.h").exists())
+}
+
+fn compile_all(include: PathBuf) {
+    let opts = CompileOptions {
+        arch: "sm_90a".into(),
+        include_dirs: vec![include],
+    };
+    let (maj, min) = kernels::compile::nvrtc_version();
+    eprintln!("NVRTC {maj}.{min}, options {:?}", opts.args());
+    for s in ALL {
+        let t = std::time::Instant::now();
+        let cubin = compile_cubin(s.file, s.src, &opts).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(&cubin[..4], b"\x7fELF", "{}: NVRTC did not return a cubin", s.file);
+        eprintln!("{}: {} bytes in {:?}", s.file, cubin.len(), t.elapsed());
+    }
+}
+
+#[test]
+fn every_kernel_compiles_for_sm90a() {
+    if let Ok(include) = std::env::var(CHILD) {
+        compile_all(PathBuf::from(include));
+        return;
+    }
+    let toolkit_include = kernels::GpuOptions::from_env().include_dirs[0].clone();
+    if nvrtc_loadable() && toolkit_include.join("cuda_bf16.h").exists() {
+        compile_all(toolkit_include);
+        return;
+    }
+    let Some(root) = pip_cuda_root() else {
+        eprintln!(
+            "SKIPPED: no NVRTC found. Install it with \
+             `python3 -m pip install nvidia-cuda-nvrtc nvidia-cuda-runtime` \
+             (or put the CUDA toolkit's lib64 on LD_LIBRARY_PATH)"
+        );
+        return;
+    };
+    let lib = root.join("lib");
+    let ld = match std::env::var("LD_LIBRARY_PATH") {
+        Ok(old) if !old.is_empty() => format!("{}:{old}", lib.display()),
+        _ => lib.display().to_string(),
+    };
+    let status = Command::new(std::env::current_exe().expect("test binary path"))
+        .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
+        .env(CHILD, root.join("include"))
+        .env("LD_LIBRARY_PATH", ld)
+        .status()
+        .expect("re-run the test binary");
+    assert!(status.success(), "compiling with NVRTC from {} failed", root.display());
+}
