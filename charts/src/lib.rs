@@ -1,0 +1,1 @@
+//! latlab charts: data in, SVG string out (filled in next).
