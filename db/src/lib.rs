@@ -3,6 +3,7 @@
 
 pub mod comparisons;
 pub mod error;
+pub mod imports;
 pub mod requests;
 pub mod results;
 pub mod runs;
