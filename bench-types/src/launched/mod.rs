@@ -165,10 +165,8 @@ impl LaunchedTarget {
         if let Some(s) = &self.speculative {
             s.validate_into(engine, e);
         }
-        if let Some(b) = self.attention_backend {
-            if render::attention_backend_name(engine, b).is_none() {
-                e.push("target.attention_backend", format!("{name} has no {} attention backend", b.label()));
-            }
+        if let Some(b) = self.attention_backend.filter(|&b| render::attention_backend_name(engine, b).is_none()) {
+            e.push("target.attention_backend", format!("{name} has no {} attention backend", b.label()));
         }
         if let Some(bs) = self.cuda_graph_max_bs {
             check_range(e, "target.cuda_graph_max_bs", bs, MAX_CUDA_GRAPH_BS);
