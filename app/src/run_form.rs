@@ -219,6 +219,7 @@ impl RunForm {
             },
             percentiles: bench_types::spec::default_percentiles(),
             goodput: Goodput::default(),
+            time_limit_s: None,
         };
         let mut errors = p.errors;
         if let Err(v) = spec.validate() {

@@ -29,6 +29,10 @@ pub trait Store: Send + Sync + 'static {
     /// Validates, then stores one queued run per sweep value (and a comparison for sweeps).
     async fn create_runs(&self, spec: RunSpec) -> Result<CreatedRuns, StoreError>;
     async fn comparison(&self, slug: &str) -> Result<Option<ComparisonView>, StoreError>;
+    /// "cancelled", "requested" or "already finished".
+    async fn cancel_run(&self, id: i64) -> Result<String, StoreError>;
+    /// The tail of the engine's log, when the run started one.
+    async fn run_log(&self, id: i64) -> Result<Option<String>, StoreError>;
 }
 
 /// How server functions find the store: provided as context by the server.

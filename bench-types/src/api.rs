@@ -19,6 +19,31 @@ pub struct RunView {
     pub error: Option<String>,
     /// Present once the run succeeded.
     pub summary: Option<Summary>,
+    /// Live progress published by the worker while the run goes (kept after it ends).
+    #[serde(default)]
+    pub progress: Option<RunProgress>,
+    /// A cancel was asked for and the worker has not yet stopped.
+    #[serde(default)]
+    pub cancel_requested: bool,
+}
+
+/// What a worker publishes about a running benchmark, about once a second.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunProgress {
+    /// `starting engine`, `preparing`, `warmup`, `measuring`, `storing`, `finished`.
+    pub phase: String,
+    pub completed: u32,
+    pub failed: u32,
+    pub total: u32,
+    pub elapsed_s: f64,
+    /// Mean TTFT / TPOT over the last completed requests.
+    #[serde(default)]
+    pub rolling_ttft_ms: Option<f64>,
+    #[serde(default)]
+    pub rolling_tpot_ms: Option<f64>,
+    /// Which worker runs it.
+    #[serde(default)]
+    pub worker: String,
 }
 
 /// Answer to `POST /api/runs`: the runs created (one per sweep value) and, for a sweep,

@@ -13,7 +13,7 @@ pub mod spec;
 pub mod status;
 pub mod validate;
 
-pub use api::{ComparisonView, CreatedRuns, NewComparison, RunView};
+pub use api::{ComparisonView, CreatedRuns, NewComparison, RunProgress, RunView};
 pub use metrics::{MetricInfo, MetricKind, METRICS};
 pub use report::{BenchReport, RequestRecord, Stats, Summary, TargetInfo};
 pub use spec::{Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RunSpec, Sampling, Target};

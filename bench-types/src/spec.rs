@@ -42,6 +42,9 @@ pub struct RunSpec {
     /// `--goodput` SLOs; a request counts as good when it meets every one given.
     #[serde(default)]
     pub goodput: Goodput,
+    /// Wall-clock limit of the whole run in seconds (the worker's own limit caps it).
+    #[serde(default)]
+    pub time_limit_s: Option<f64>,
 }
 
 pub fn default_request_timeout_s() -> f64 {

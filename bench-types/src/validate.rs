@@ -138,6 +138,11 @@ impl RunSpec {
         if !(t.is_finite() && t >= 1.0 && t <= MAX_TIMEOUT_S) {
             e.push("request_timeout_s", format!("must be between 1 and {MAX_TIMEOUT_S} seconds"));
         }
+        if let Some(t) = self.time_limit_s {
+            if !(t.is_finite() && t >= 1.0 && t <= 7.0 * MAX_TIMEOUT_S) {
+                e.push("time_limit_s", "must be between 1 second and 7 days");
+            }
+        }
         if self.percentiles.len() > 16 {
             e.push("percentiles", "at most 16 values");
         } else if self.percentiles.iter().any(|p| !(p.is_finite() && *p > 0.0 && *p < 100.0)) {
@@ -242,6 +247,7 @@ mod tests {
             request_timeout_s: 600.0,
             percentiles: vec![99.0],
             goodput: Goodput::default(),
+            time_limit_s: None,
         }
     }
 

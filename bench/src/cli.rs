@@ -158,6 +158,7 @@ impl Args {
             request_timeout_s: self.request_timeout,
             percentiles,
             goodput: parse_goodput(&self.goodput)?,
+            time_limit_s: None,
         };
         spec.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(spec)

@@ -4,6 +4,7 @@
 pub mod comparisons;
 pub mod error;
 pub mod imports;
+pub mod queue;
 pub mod requests;
 pub mod results;
 pub mod runs;

@@ -1,7 +1,7 @@
 //! The `runs` table: what was asked for and where it is in its life.
 
 use crate::DbError;
-use bench_types::{RunSpec, RunStatus, RunView, Summary};
+use bench_types::{RunProgress, RunSpec, RunStatus, RunView, Summary};
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use sqlx::{PgPool, Postgres, Transaction};
@@ -33,6 +33,8 @@ struct RunRow {
     finished_at: Option<DateTime<Utc>>,
     error: Option<String>,
     summary: Option<Json<Summary>>,
+    progress: Option<Json<RunProgress>>,
+    cancel_requested: bool,
 }
 
 impl RunRow {
@@ -50,6 +52,8 @@ impl RunRow {
             finished_at: self.finished_at,
             error: self.error,
             summary: self.summary.map(|s| s.0),
+            progress: self.progress.map(|p| p.0),
+            cancel_requested: self.cancel_requested,
         })
     }
 }
@@ -58,7 +62,8 @@ pub async fn get(pool: &PgPool, id: i64) -> Result<Option<RunView>, DbError> {
     let row = sqlx::query_as!(
         RunRow,
         r#"SELECT r.id, r.spec AS "spec: Json<RunSpec>", r.status, r.target_description, r.created_at,
-                  r.started_at, r.finished_at, r.error, res.summary AS "summary?: Json<Summary>"
+                  r.started_at, r.finished_at, r.error, res.summary AS "summary?: Json<Summary>",
+                  r.progress AS "progress: Json<RunProgress>", r.cancel_requested
            FROM runs r LEFT JOIN run_results res ON res.run_id = r.id
            WHERE r.id = $1"#,
         id
@@ -73,7 +78,8 @@ pub async fn list(pool: &PgPool, limit: i64, before_id: Option<i64>) -> Result<V
     let rows = sqlx::query_as!(
         RunRow,
         r#"SELECT r.id, r.spec AS "spec: Json<RunSpec>", r.status, r.target_description, r.created_at,
-                  r.started_at, r.finished_at, r.error, res.summary AS "summary?: Json<Summary>"
+                  r.started_at, r.finished_at, r.error, res.summary AS "summary?: Json<Summary>",
+                  r.progress AS "progress: Json<RunProgress>", r.cancel_requested
            FROM runs r LEFT JOIN run_results res ON res.run_id = r.id
            WHERE $2::BIGINT IS NULL OR r.id < $2
            ORDER BY r.id DESC
@@ -91,7 +97,8 @@ pub async fn get_many(pool: &PgPool, ids: &[i64]) -> Result<Vec<RunView>, DbErro
     let rows = sqlx::query_as!(
         RunRow,
         r#"SELECT r.id, r.spec AS "spec: Json<RunSpec>", r.status, r.target_description, r.created_at,
-                  r.started_at, r.finished_at, r.error, res.summary AS "summary?: Json<Summary>"
+                  r.started_at, r.finished_at, r.error, res.summary AS "summary?: Json<Summary>",
+                  r.progress AS "progress: Json<RunProgress>", r.cancel_requested
            FROM UNNEST($1::BIGINT[]) WITH ORDINALITY AS wanted(id, ord)
            JOIN runs r ON r.id = wanted.id
            LEFT JOIN run_results res ON res.run_id = r.id

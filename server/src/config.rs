@@ -19,6 +19,11 @@ pub struct ServerConfig {
     pub site_root: PathBuf,
     /// `LATLAB_DB_MAX_CONNECTIONS` (default 10).
     pub db_max_connections: u32,
+    /// Run workers: `LATLAB_WORKERS` slots (default 1 in `latlab`, 0 = none), lease and
+    /// heartbeat (`LATLAB_LEASE_S` 30, `LATLAB_HEARTBEAT_S` 2), `LATLAB_ENGINE_BIN`
+    /// (default: `latlab-engine` beside this binary), `LATLAB_RUN_TIME_LIMIT_S` (7200),
+    /// `LATLAB_ENGINE_START_TIMEOUT_S` (900).
+    pub worker: crate::worker::WorkerConfig,
 }
 
 impl ServerConfig {
@@ -38,10 +43,50 @@ impl ServerConfig {
                 _ => bail!("LATLAB_DB_MAX_CONNECTIONS={v:?} must be a whole number between 1 and 1000"),
             },
         };
+        let secs = |k: &str, default: f64, max: f64| -> anyhow::Result<std::time::Duration> {
+            match non_empty(k) {
+                None => Ok(std::time::Duration::from_secs_f64(default)),
+                Some(v) => match v.parse::<f64>() {
+                    Ok(x) if x.is_finite() && x > 0.0 && x <= max => Ok(std::time::Duration::from_secs_f64(x)),
+                    _ => bail!("{k}={v:?} must be a number of seconds above 0 and at most {max}"),
+                },
+            }
+        };
+        let slots = match non_empty("LATLAB_WORKERS") {
+            None => 1,
+            Some(v) => match v.parse::<u32>() {
+                Ok(n) if n <= 64 => n,
+                _ => bail!("LATLAB_WORKERS={v:?} must be a whole number from 0 to 64 (one per GPU)"),
+            },
+        };
+        let lease = secs("LATLAB_LEASE_S", 30.0, 3600.0)?;
+        let heartbeat = secs("LATLAB_HEARTBEAT_S", 2.0, 600.0)?;
+        if heartbeat * 2 > lease {
+            bail!("LATLAB_HEARTBEAT_S must be at most half of LATLAB_LEASE_S, or a slow heartbeat loses the lease");
+        }
+        let engine_bin = non_empty("LATLAB_ENGINE_BIN").map(PathBuf::from).unwrap_or_else(|| {
+            std::env::current_exe()
+                .ok()
+                .and_then(|p| p.parent().map(|d| d.join("latlab-engine")))
+                .unwrap_or_else(|| PathBuf::from("latlab-engine"))
+        });
+        let data_dir = non_empty("LATLAB_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| default_data_dir(&get));
+        let worker = crate::worker::WorkerConfig {
+            id_prefix: crate::worker::default_id_prefix(),
+            slots,
+            lease,
+            heartbeat,
+            poll: std::time::Duration::from_millis(500),
+            engine_bin,
+            engine_start_timeout: secs("LATLAB_ENGINE_START_TIMEOUT_S", 900.0, 86_400.0)?,
+            run_time_limit: secs("LATLAB_RUN_TIME_LIMIT_S", 7200.0, 7.0 * 86_400.0)?,
+            scratch_dir: data_dir.join("scratch"),
+        };
         Ok(ServerConfig {
+            worker,
             addr,
             database_url: non_empty("DATABASE_URL"),
-            data_dir: non_empty("LATLAB_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| default_data_dir(&get)),
+            data_dir,
             pg_bin: non_empty("LATLAB_PG_BIN").map(PathBuf::from),
             site_root: non_empty("LATLAB_SITE_ROOT").map(PathBuf::from).unwrap_or_else(|| "target/site".into()),
             db_max_connections,
@@ -89,5 +134,11 @@ mod tests {
         let e = cfg(&[("LATLAB_DB_MAX_CONNECTIONS", "0")]).unwrap_err().to_string();
         assert!(e.contains("LATLAB_DB_MAX_CONNECTIONS"), "{e}");
         assert_eq!(cfg(&[("DATABASE_URL", "  ")]).unwrap().database_url, None);
+        let e = cfg(&[("LATLAB_WORKERS", "-1")]).unwrap_err().to_string();
+        assert!(e.contains("LATLAB_WORKERS"), "{e}");
+        let e = cfg(&[("LATLAB_LEASE_S", "4"), ("LATLAB_HEARTBEAT_S", "3")]).unwrap_err().to_string();
+        assert!(e.contains("LATLAB_HEARTBEAT_S"), "{e}");
+        let c = cfg(&[("LATLAB_WORKERS", "2"), ("LATLAB_LEASE_S", "3"), ("LATLAB_HEARTBEAT_S", "0.5")]).unwrap();
+        assert_eq!((c.worker.slots, c.worker.lease.as_millis(), c.worker.heartbeat.as_millis()), (2, 3000, 500));
     }
 }

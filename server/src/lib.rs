@@ -8,6 +8,7 @@ pub mod embedded_pg;
 pub mod router;
 pub mod state;
 pub mod store;
+pub mod worker;
 
 pub use config::ServerConfig;
 pub use router::router;

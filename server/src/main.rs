@@ -1,52 +1,96 @@
-//! `latlab`: serve the web app on the configured address, on the configured Postgres or a
-//! private embedded cluster.
+//! `latlab`: serve the web app (with run workers inside), or be a worker only on another
+//! host. Postgres is the configured one or a private embedded cluster.
 
 use anyhow::Context;
+use bench::CancellationToken;
+use clap::{Parser, Subcommand};
 use server::embedded_pg::EmbeddedPostgres;
 use server::{router, AppState, ServerConfig};
 use tracing_subscriber::EnvFilter;
 
+/// latlab: a latency lab for LLM serving. Configuration comes from the environment
+/// (see the README: LATLAB_ADDR, DATABASE_URL, LATLAB_DATA_DIR, LATLAB_WORKERS, ...).
+#[derive(Parser)]
+#[command(version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Cmd>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Serve the web app and JSON API, with LATLAB_WORKERS run workers inside (default).
+    Serve,
+    /// Only run workers: claim queued runs from DATABASE_URL's database and execute them
+    /// (one per slot/GPU). This is how latlab grows past one machine.
+    Worker,
+}
+
 #[tokio::main]
 async fn main() {
+    let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,tower_http=info")))
         .init();
-    if let Err(e) = run().await {
+    if let Err(e) = run(cli.command.unwrap_or(Cmd::Serve)).await {
         eprintln!("latlab: {e:#}");
         std::process::exit(1);
     }
 }
 
-async fn run() -> anyhow::Result<()> {
+async fn run(cmd: Cmd) -> anyhow::Result<()> {
     let config = ServerConfig::from_env()?;
-    let (url, embedded) = match &config.database_url {
-        Some(url) => (url.clone(), None),
-        None => {
+    let (url, embedded) = match (&config.database_url, &cmd) {
+        (Some(url), _) => (url.clone(), None),
+        (None, Cmd::Worker) => anyhow::bail!("`latlab worker` needs DATABASE_URL: the database the web server uses"),
+        (None, Cmd::Serve) => {
             let pg = EmbeddedPostgres::new(&config.data_dir, config.pg_bin.as_deref())?;
             tracing::info!(cluster = %pg.cluster_dir().display(), "DATABASE_URL unset: starting the embedded Postgres cluster");
             let url = pg.start().await?;
             (url, Some(pg))
         }
     };
-    let served = serve(&config, &url).await;
+    let result = match cmd {
+        Cmd::Serve => serve(&config, &url).await,
+        Cmd::Worker => work(&config, &url).await,
+    };
     if let Some(pg) = embedded {
         tracing::info!("stopping the embedded Postgres cluster");
         if let Err(e) = pg.stop() {
             tracing::error!(error = %e, "could not stop the embedded Postgres cluster");
         }
     }
-    served
+    result
 }
 
 async fn serve(config: &ServerConfig, url: &str) -> anyhow::Result<()> {
     let pool = db::connect(url, config.db_max_connections).await.context("opening the database")?;
     let state = AppState::new(pool.clone(), &config.site_root.to_string_lossy(), config.addr);
     if !config.site_root.join("pkg").exists() {
-        tracing::warn!(site_root = %config.site_root.display(), "no built site (pkg/) here: pages will render but not hydrate; build with scripts/serve.sh");
+        tracing::warn!(site_root = %config.site_root.display(), "no built site (pkg/) here: pages will render but not hydrate; build with scripts/build.sh");
     }
     let listener = tokio::net::TcpListener::bind(config.addr).await.with_context(|| format!("binding {}", config.addr))?;
-    tracing::info!("latlab listening on http://{}", listener.local_addr()?);
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown_signal()).await?;
+    let shutdown = CancellationToken::new();
+    let workers = tokio::spawn(server::worker::run_workers(pool.clone(), config.worker.clone(), shutdown.clone()));
+    tracing::info!("latlab listening on http://{} ({} run worker slot(s))", listener.local_addr()?, config.worker.slots);
+    let served = axum::serve(listener, router(state)).with_graceful_shutdown(shutdown_signal()).await;
+    shutdown.cancel();
+    let _ = workers.await;
+    pool.close().await;
+    Ok(served?)
+}
+
+async fn work(config: &ServerConfig, url: &str) -> anyhow::Result<()> {
+    if config.worker.slots == 0 {
+        anyhow::bail!("LATLAB_WORKERS=0: a worker process needs at least one slot");
+    }
+    let pool = db::connect(url, config.db_max_connections).await.context("opening the database")?;
+    let shutdown = CancellationToken::new();
+    let workers = tokio::spawn(server::worker::run_workers(pool.clone(), config.worker.clone(), shutdown.clone()));
+    tracing::info!("latlab worker: {} slot(s)", config.worker.slots);
+    shutdown_signal().await;
+    shutdown.cancel();
+    let _ = workers.await;
     pool.close().await;
     Ok(())
 }

@@ -57,8 +57,31 @@ pub async fn create_comparison(pool: &PgPool, new: NewComparison) -> Result<Stri
     Ok(slug)
 }
 
+/// "cancelled" (it was queued), "requested" (its worker stops at the next heartbeat) or
+/// "already finished".
+pub async fn cancel_run(pool: &PgPool, id: i64) -> Result<&'static str, StoreError> {
+    use db::queue::CancelOutcome;
+    match db::queue::request_cancel(pool, id).await {
+        Ok(CancelOutcome::Cancelled) => Ok("cancelled"),
+        Ok(CancelOutcome::Requested) => Ok("requested"),
+        Ok(CancelOutcome::AlreadyFinished) => Ok("already finished"),
+        Err(DbError::RunNotFound(id)) => {
+            let mut e = ValidationErrors::default();
+            e.push("id", format!("there is no run {id}"));
+            Err(StoreError::Invalid(e))
+        }
+        Err(e) => Err(internal(e)),
+    }
+}
+
 #[async_trait::async_trait]
 impl Store for DbStore {
+    async fn cancel_run(&self, id: i64) -> Result<String, StoreError> {
+        cancel_run(&self.pool, id).await.map(str::to_string)
+    }
+    async fn run_log(&self, id: i64) -> Result<Option<String>, StoreError> {
+        db::queue::log(&self.pool, id).await.map_err(internal)
+    }
     async fn recent_runs(&self, limit: i64, before_id: Option<i64>) -> Result<Vec<RunView>, StoreError> {
         db::runs::list(&self.pool, limit, before_id).await.map_err(internal)
     }

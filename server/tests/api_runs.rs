@@ -56,6 +56,9 @@ async fn bad_inputs_get_400_naming_the_field_and_store_nothing(pool: PgPool) {
         ("model", { let mut s = spec_json(); s["model"] = "".into(); s }),
         ("num_promptz", { let mut s = spec_json(); s["num_promptz"] = 5.into(); s }),
         ("target", { let mut s = spec_json(); s["target"]["kind"] = "warp-drive".into(); s }),
+        ("target.extra_args", { let mut s = spec_json(); s["target"] = serde_json::json!({"kind": "launched", "engine": "sglang", "model": "Qwen/Qwen3-8B", "extra_args": ["--port", "1"]}); s }),
+        ("target.model", { let mut s = spec_json(); s["target"] = serde_json::json!({"kind": "launched", "engine": "vllm", "model": "Qwen/Qwen3-8B && reboot"}); s }),
+        ("target.speculative.num_steps", { let mut s = spec_json(); s["target"] = serde_json::json!({"kind": "launched", "engine": "sglang", "model": "m", "speculative": {"algorithm": "eagle3", "draft_model": "d", "num_steps": 100000}}); s }),
     ];
     for (field, body) in cases {
         let r = app.post_json("/api/runs", &body).await;

@@ -1,10 +1,11 @@
-//! One run: its settings, its status and, once finished, vLLM's result block.
+//! One run: its settings, live progress while it goes (polled once a second), cancel,
+//! the engine's log, and vLLM's result block once it finished.
 
 use crate::components::{ResultBlock, StatusBadge};
-use crate::format::{elapsed, when};
+use crate::format::{elapsed, f2, when};
 use crate::pages::NotFound;
-use crate::server_fns::get_run;
-use bench_types::{RunStatus, RunView};
+use crate::server_fns::{get_run, get_run_log, CancelRun};
+use bench_types::{RunProgress, RunStatus, RunView};
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
@@ -12,25 +13,68 @@ use leptos_router::hooks::use_params_map;
 pub fn RunPage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.read().get("id").and_then(|s| s.parse::<i64>().ok());
-    let run = Resource::new(id, |id| async move {
-        match id {
-            Some(id) => get_run(id).await,
-            None => Ok(None),
+    // Bumped once a second while the run is queued or running (browser only).
+    let tick = RwSignal::new(0u64);
+    let run = Resource::new(
+        move || (id(), tick.get()),
+        |(id, _)| async move {
+            match id {
+                Some(id) => get_run(id).await,
+                None => Ok(None),
+            }
+        },
+    );
+    let live = move || {
+        run.get()
+            .and_then(|r| r.ok().flatten())
+            .is_some_and(|r| !r.status.is_terminal())
+    };
+    Effect::new(move |_| {
+        if let Ok(handle) = set_interval_with_handle(
+            move || {
+                if live() {
+                    tick.update(|t| *t += 1);
+                }
+            },
+            std::time::Duration::from_millis(1000),
+        ) {
+            on_cleanup(move || handle.clear());
         }
     });
     view! {
-        <Suspense fallback=|| view! { <p>"Loading run…"</p> }>
+        <Transition fallback=|| view! { <p>"Loading run…"</p> }>
             {move || run.get().map(|r| match r {
                 Err(e) => view! { <p class="error">{format!("Could not load the run: {e}")}</p> }.into_any(),
                 Ok(None) => view! { <NotFound/> }.into_any(),
-                Ok(Some(run)) => view! { <RunDetail run/> }.into_any(),
+                Ok(Some(run)) => view! { <RunDetail run tick/> }.into_any(),
             })}
-        </Suspense>
+        </Transition>
     }
 }
 
 #[component]
-fn RunDetail(run: RunView) -> impl IntoView {
+fn ProgressPanel(p: RunProgress) -> impl IntoView {
+    let pct = if p.total > 0 { 100.0 * (p.completed + p.failed) as f64 / p.total as f64 } else { 0.0 };
+    let rolling = |v: Option<f64>| v.map(f2).unwrap_or_else(|| "–".into());
+    view! {
+        <div class="progress" data-testid="progress">
+            <p>
+                <strong>{p.phase.clone()}</strong>
+                {format!(" · {}/{} done", p.completed + p.failed, p.total)}
+                {(p.failed > 0).then(|| format!(" ({} failed)", p.failed))}
+                {format!(" · {:.1} s", p.elapsed_s)}
+            </p>
+            <div class="bar"><div class="fill" style=format!("width: {pct:.1}%")></div></div>
+            <p class="muted">
+                {format!("rolling mean TTFT {} ms · TPOT {} ms · worker {}", rolling(p.rolling_ttft_ms), rolling(p.rolling_tpot_ms), p.worker)}
+            </p>
+        </div>
+    }
+}
+
+#[component]
+fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
+    let id = run.id;
     let title = if run.spec.label.is_empty() { format!("Run #{}", run.id) } else { format!("Run #{}: {}", run.id, run.spec.label) };
     let spec_json = serde_json::to_string_pretty(&run.spec).unwrap_or_default();
     let s = &run.spec;
@@ -49,15 +93,30 @@ fn RunDetail(run: RunView) -> impl IntoView {
         (Some(a), None) => Some(format!("started {}", when(a))),
         _ => None,
     };
-    let state_note = match run.status {
-        RunStatus::Queued => Some("Queued: it starts when a worker is free."),
-        RunStatus::Running => Some("Running."),
+    let state_note = match (run.status, run.cancel_requested) {
+        (RunStatus::Queued, _) => Some("Queued: it starts when a worker is free."),
+        (RunStatus::Running, true) => Some("Cancelling…"),
         _ => None,
     };
+    let cancel = ServerAction::<CancelRun>::new();
+    Effect::new(move |_| {
+        if cancel.value().get().is_some() {
+            tick.update(|t| *t += 1);
+        }
+    });
+    let can_cancel = !run.status.is_terminal() && !run.cancel_requested;
+    let has_engine = !matches!(run.spec.target, bench_types::Target::External { .. } | bench_types::Target::Imported(_));
+    let log = Resource::new(move || tick.get(), move |_| get_run_log(id));
     view! {
         <h1>{title}</h1>
-        <p><StatusBadge status=run.status/> " " {timing} " " {state_note}</p>
+        <p>
+            <StatusBadge status=run.status/> " " {timing} " " {state_note}
+            {can_cancel.then(|| view! {
+                " " <button class="secondary" id="cancel-run" on:click=move |_| { cancel.dispatch(CancelRun { id }); }>"Cancel"</button>
+            })}
+        </p>
         {run.error.clone().map(|e| view! { <p class="error" data-testid="run-error">{e}</p> })}
+        {run.progress.clone().filter(|_| run.summary.is_none()).map(|p| view! { <ProgressPanel p/> })}
         <div class="two-col">
             <section>
                 <h2>"Settings"</h2>
@@ -68,7 +127,8 @@ fn RunDetail(run: RunView) -> impl IntoView {
                     <summary>"Full spec (JSON)"</summary>
                     <pre class="mono">{spec_json}</pre>
                 </details>
-                <p><a href=format!("/api/runs/{}", run.id)>"This run as JSON"</a></p>
+                <p><a href=format!("/api/runs/{}", run.id)>"This run as JSON"</a>" · "
+                   <a href=format!("/api/runs/{}/requests", run.id)>"every request (JSON)"</a></p>
             </section>
             <section>
                 <h2>"Result"</h2>
@@ -78,5 +138,17 @@ fn RunDetail(run: RunView) -> impl IntoView {
                 }}
             </section>
         </div>
+        {has_engine.then(|| view! {
+            <details class="engine-log">
+                <summary>"Engine log"</summary>
+                <Transition fallback=|| ()>
+                    {move || log.get().map(|l| match l {
+                        Ok(Some(text)) if !text.is_empty() => view! { <pre class="mono log" data-testid="engine-log">{text}</pre> }.into_any(),
+                        Ok(_) => view! { <p class="muted">"No output yet."</p> }.into_any(),
+                        Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                    })}
+                </Transition>
+            </details>
+        })}
     }
 }

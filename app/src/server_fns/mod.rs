@@ -1,14 +1,18 @@
 //! Server functions: run on the server, called over HTTP from the hydrated pages.
 //! One per file.
 
+mod cancel_run;
 mod create_runs;
 mod get_comparison;
 mod get_run;
+mod get_run_log;
 mod list_runs;
 
+pub use cancel_run::*;
 pub use create_runs::*;
 pub use get_comparison::*;
 pub use get_run::*;
+pub use get_run_log::*;
 pub use list_runs::*;
 
 #[cfg(feature = "ssr")]

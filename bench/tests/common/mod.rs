@@ -203,5 +203,6 @@ pub fn spec(base_url: &str, dataset_path: String, num_prompts: u32, concurrency:
         request_timeout_s: 60.0,
         percentiles: vec![50.0, 99.0],
         goodput: Goodput::default(),
+        time_limit_s: None,
     }
 }

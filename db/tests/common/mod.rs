@@ -18,6 +18,7 @@ pub fn spec(concurrency: &[u32]) -> RunSpec {
         request_timeout_s: 600.0,
         percentiles: vec![99.0],
         goodput: Goodput::default(),
+        time_limit_s: None,
     }
 }
 

@@ -17,6 +17,8 @@ pub fn routes() -> Router<AppState> {
         .route("/runs", get(runs::list).post(runs::create))
         .route("/runs/{id}", get(runs::get_one))
         .route("/runs/{id}/requests", get(runs::requests))
+        .route("/runs/{id}/cancel", axum::routing::post(runs::cancel))
+        .route("/runs/{id}/log", get(runs::log))
         .route("/comparisons", axum::routing::post(comparisons::create))
         .route("/comparisons/{slug}", get(comparisons::get_one))
         .fallback(|| async { ApiError::NotFound("no such API endpoint".into()) })

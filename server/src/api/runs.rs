@@ -45,3 +45,19 @@ pub async fn requests(State(st): State<AppState>, Path(id): Path<String>) -> Res
 fn parse_id(s: &str) -> Result<i64, ApiError> {
     s.parse::<i64>().map_err(|_| ApiError::BadRequest(format!("run id {s:?} is not a number")))
 }
+
+/// Cancels a queued run at once, or asks the worker of a running one to stop.
+pub async fn cancel(State(st): State<AppState>, Path(id): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+    let id = parse_id(&id)?;
+    let outcome = crate::store::cancel_run(&st.pool, id).await?;
+    Ok(Json(serde_json::json!({ "outcome": outcome })))
+}
+
+/// The tail of the engine's output (native and launched targets).
+pub async fn log(State(st): State<AppState>, Path(id): Path<String>) -> Result<String, ApiError> {
+    let id = parse_id(&id)?;
+    if db::runs::get(&st.pool, id).await?.is_none() {
+        return Err(ApiError::NotFound(format!("no run with id {id}")));
+    }
+    Ok(db::queue::log(&st.pool, id).await?.unwrap_or_default())
+}

@@ -1,0 +1,6 @@
+use leptos::prelude::*;
+
+#[server(prefix = "/sfn")]
+pub async fn get_run_log(id: i64) -> Result<Option<String>, ServerFnError> {
+    super::store()?.run_log(id).await.map_err(super::internal)
+}

@@ -1,0 +1,213 @@
+//! One claimed run, start to end: reach or start the target, benchmark it through the
+//! `bench` library while a heartbeat task renews the lease and publishes progress, then
+//! store the report in one transaction — or record why it failed, was cancelled, or
+//! (lease lost) write nothing at all.
+
+use super::{EngineProcess, LogRing, WorkerConfig};
+use bench::{BenchError, CancellationToken, Progress, RunOptions};
+use bench_types::{RunProgress, RunSpec, RunStatus, Target};
+use db::queue::Lease;
+use sqlx::PgPool;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Why the bench was told to stop early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopReason {
+    CancelRequested,
+    TimeLimit,
+    LeaseLost,
+    Shutdown,
+}
+
+pub async fn execute(pool: &PgPool, cfg: &WorkerConfig, slot: u32, worker: &str, run_id: i64, shutdown: &CancellationToken) {
+    let run = match db::runs::get(pool, run_id).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::error!(run_id, error = %e, "reading a claimed run");
+            let _ = db::queue::finish(pool, run_id, worker, RunStatus::Failed, &format!("could not read the run: {e}")).await;
+            return;
+        }
+    };
+    let spec = run.spec;
+    let log = LogRing::default();
+    let cancel = CancellationToken::new();
+    let reason: Arc<Mutex<Option<StopReason>>> = Arc::default();
+    let (progress_tx, progress_rx) = tokio::sync::watch::channel(Progress::default());
+    let phase: Arc<Mutex<&'static str>> = Arc::new(Mutex::new("starting target"));
+    let limit = spec.time_limit_s.map(Duration::from_secs_f64).unwrap_or(cfg.run_time_limit).min(cfg.run_time_limit);
+    let started = Instant::now();
+
+    // Heartbeats: renew the lease, publish progress and the log tail, watch for cancel,
+    // the time limit and shutdown. Runs during engine start-up too, which can be long.
+    let hb = {
+        let (pool, worker, cancel, reason, log, phase) =
+            (pool.clone(), worker.to_string(), cancel.clone(), reason.clone(), log.clone(), phase.clone());
+        let (lease_s, every, shutdown) = (cfg.lease.as_secs_f64(), cfg.heartbeat, shutdown.clone());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = cancel.cancelled() => break,
+                }
+                let stop = |r: StopReason| {
+                    reason.lock().unwrap().get_or_insert(r);
+                    cancel.cancel();
+                };
+                if shutdown.is_cancelled() {
+                    stop(StopReason::Shutdown);
+                }
+                if started.elapsed() > limit {
+                    stop(StopReason::TimeLimit);
+                }
+                let p = progress_rx.borrow().clone();
+                let published = to_run_progress(&p, *phase.lock().unwrap(), &worker);
+                match db::queue::heartbeat(&pool, run_id, &worker, lease_s, &published).await {
+                    Ok(Lease::Held) => {}
+                    Ok(Lease::CancelRequested) => stop(StopReason::CancelRequested),
+                    Ok(Lease::Lost) => stop(StopReason::LeaseLost),
+                    Err(e) => tracing::warn!(run_id, error = %e, "heartbeat failed; retrying"),
+                }
+                let _ = db::queue::save_log(&pool, run_id, &log.snapshot()).await;
+            }
+        })
+    };
+
+    let outcome = run_target(&spec, cfg, slot, &log, &cancel, progress_tx, &phase).await;
+    cancel.cancel();
+    let _ = hb.await;
+    let stop = *reason.lock().unwrap();
+    let _ = db::queue::save_log(pool, run_id, &log.snapshot()).await;
+
+    let result = match (outcome, stop) {
+        (_, Some(StopReason::LeaseLost)) => {
+            tracing::warn!(run_id, "lease lost; nothing stored");
+            return;
+        }
+        (Ok(report), None) => {
+            *phase.lock().unwrap() = "storing";
+            match db::results::store_report(pool, run_id, &report).await {
+                Ok(()) => {
+                    tracing::info!(run_id, "run succeeded");
+                    return;
+                }
+                Err(e) => (RunStatus::Failed, format!("could not store the result: {e}")),
+            }
+        }
+        (_, Some(StopReason::CancelRequested)) => (RunStatus::Cancelled, "cancelled on request".to_string()),
+        (_, Some(StopReason::Shutdown)) => (RunStatus::Cancelled, "the worker shut down during the run".to_string()),
+        (_, Some(StopReason::TimeLimit)) => (RunStatus::Failed, format!("time limit of {} s reached", limit.as_secs())),
+        (Err(e), None) => (RunStatus::Failed, e),
+    };
+    tracing::info!(run_id, status = %result.0, error = %result.1, "run ended");
+    if let Err(e) = db::queue::finish(pool, run_id, worker, result.0, &result.1).await {
+        tracing::error!(run_id, error = %e, "recording the end of a run");
+    }
+}
+
+fn to_run_progress(p: &Progress, phase: &str, worker: &str) -> RunProgress {
+    let phase = if phase == "benchmarking" {
+        match p.phase {
+            bench::Phase::Preparing => "preparing dataset",
+            bench::Phase::Warmup => "warm-up",
+            bench::Phase::Measuring => "measuring",
+            bench::Phase::Finished => "finished",
+        }
+    } else {
+        phase
+    };
+    RunProgress {
+        phase: phase.to_string(),
+        completed: p.completed,
+        failed: p.failed,
+        total: p.total,
+        elapsed_s: p.elapsed_s,
+        rolling_ttft_ms: p.rolling_ttft_ms,
+        rolling_tpot_ms: p.rolling_tpot_ms,
+        worker: worker.to_string(),
+    }
+}
+
+/// Reaches or starts the target and benchmarks it. The error string is what the run page
+/// shows.
+async fn run_target(
+    spec: &RunSpec,
+    cfg: &WorkerConfig,
+    slot: u32,
+    log: &LogRing,
+    cancel: &CancellationToken,
+    progress: bench::ProgressTx,
+    phase: &Mutex<&'static str>,
+) -> Result<bench_types::BenchReport, String> {
+    let gpu_env = if cfg.slots > 1 { vec![("CUDA_VISIBLE_DEVICES".to_string(), slot.to_string())] } else { vec![] };
+    let (base_url, api_key, engine) = match &spec.target {
+        Target::External { base_url, api_key_env } => {
+            let key = match api_key_env {
+                None => None,
+                Some(name) => Some(std::env::var(name).map_err(|_| {
+                    format!("the API key variable {name} is not set in this worker's environment")
+                })?),
+            };
+            (base_url.trim_end_matches('/').to_string(), key, None)
+        }
+        Target::Native(n) => {
+            let args = super::native::engine_args(n, &spec.model)?;
+            let program = cfg.engine_bin.to_string_lossy().to_string();
+            let mut p = EngineProcess::spawn(&program, &args, &gpu_env, log.clone()).map_err(|e| format!("{e:#}"))?;
+            let url = tokio::select! {
+                r = p.wait_listening(cfg.engine_start_timeout) => r.map_err(|e| format!("{e:#}"))?,
+                _ = cancel.cancelled() => { p.stop(Duration::from_secs(5)).await; return Err("stopped while the engine started".into()); }
+            };
+            (url, None, Some(p))
+        }
+        Target::Launched(l) => {
+            let port = free_port().map_err(|e| format!("no free port for the engine: {e}"))?;
+            let dir = cfg.scratch_dir.join(format!("run-{}", std::process::id())).join(format!("slot-{slot}"));
+            std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+            // Validated again here: bad options never start anything.
+            let cmd = l.command(Some(port), &dir.to_string_lossy()).map_err(|e| format!("invalid launch options: {e}"))?;
+            for (name, content) in &cmd.files {
+                let path = dir.join(name);
+                std::fs::write(&path, content).map_err(|e| format!("writing {}: {e}", path.display()))?;
+            }
+            let mut env = gpu_env.clone();
+            env.extend(cmd.env.iter().cloned());
+            let mut p = EngineProcess::spawn(&cmd.program, &cmd.args, &env, log.clone()).map_err(|e| format!("{e:#}"))?;
+            let url = format!("http://127.0.0.1:{port}");
+            tokio::select! {
+                r = p.wait_http_ready(&url, "/health", cfg.engine_start_timeout) => r.map_err(|e| format!("{e:#}"))?,
+                _ = cancel.cancelled() => { p.stop(Duration::from_secs(5)).await; return Err("stopped while the engine started".into()); }
+            }
+            (url, None, Some(p))
+        }
+        Target::Imported(_) => return Err("imported results are not run".into()),
+    };
+    *phase.lock().unwrap() = "benchmarking";
+    let opts = RunOptions { api_key, progress: Some(progress), cancel: cancel.clone() };
+    let outcome = bench::run_benchmark(spec, &base_url, opts).await;
+    let outcome = match (outcome, engine) {
+        (r, None) => r.map_err(bench_error),
+        (r, Some(mut p)) => {
+            // An engine that died mid-run makes every later request fail; say so
+            // instead of storing a result full of connection errors.
+            let died = p.exited();
+            p.stop(Duration::from_secs(10)).await;
+            match (r, died) {
+                (_, Some(status)) => Err(format!("the engine exited during the run ({status}); see its log")),
+                (r, None) => r.map_err(bench_error),
+            }
+        }
+    };
+    outcome
+}
+
+/// A port nothing listens on right now (the engine binds it a moment later).
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn bench_error(e: BenchError) -> String {
+    e.to_string()
+}

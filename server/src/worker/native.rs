@@ -1,0 +1,56 @@
+//! `latlab-engine serve` flags for a native target: structured options in, argv out.
+
+use bench_types::spec::{Device, NativeTarget, Quantization};
+
+/// The argv (after the program) that serves `target` under the name `served_model` on a
+/// port the engine picks (it prints "listening on http://..." once ready).
+pub fn engine_args(target: &NativeTarget, served_model: &str) -> Result<Vec<String>, String> {
+    if target.quantization != Quantization::None {
+        return Err("the native engine does not support FP8 yet (issue: Native engine III)".into());
+    }
+    let device = match target.device {
+        Device::Auto => "auto",
+        Device::Cpu => "cpu",
+        Device::Cuda => "cuda",
+    };
+    Ok(vec![
+        "serve".into(),
+        "--model".into(),
+        target.model_source.clone(),
+        "--served-model-name".into(),
+        served_model.to_string(),
+        "--host".into(),
+        "127.0.0.1".into(),
+        "--port".into(),
+        "0".into(),
+        "--device".into(),
+        device.into(),
+        "--max-batch".into(),
+        target.max_batch.to_string(),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_structured_options_as_separate_arguments() {
+        let t = NativeTarget {
+            model_source: "random:tiny".into(),
+            device: Device::Cpu,
+            quantization: Quantization::None,
+            max_batch: 4,
+            cuda_graphs: true,
+        };
+        let args = engine_args(&t, "Qwen/Qwen3-8B; rm -rf /").unwrap();
+        assert_eq!(
+            args.join(" "),
+            "serve --model random:tiny --served-model-name Qwen/Qwen3-8B; rm -rf / --host 127.0.0.1 --port 0 --device cpu --max-batch 4"
+        );
+        // Each value is one argv element: no shell ever splits or interprets it.
+        assert_eq!(args[4], "Qwen/Qwen3-8B; rm -rf /");
+        let fp8 = NativeTarget { quantization: Quantization::Fp8, ..t };
+        assert!(engine_args(&fp8, "m").unwrap_err().contains("FP8"));
+    }
+}
