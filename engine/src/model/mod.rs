@@ -3,6 +3,7 @@
 //! next-token logits back. The CPU backend implements it today; CUDA plugs in later.
 
 pub mod cpu;
+pub mod cuda;
 
 use crate::error::Result;
 
