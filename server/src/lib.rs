@@ -6,6 +6,7 @@ pub mod api;
 pub mod config;
 pub mod embedded_pg;
 pub mod router;
+pub mod seed;
 pub mod state;
 pub mod store;
 pub mod worker;

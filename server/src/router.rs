@@ -35,6 +35,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .nest("/api", crate::api::routes())
+        .route("/c/{slug}/chart.svg", get(crate::api::exports::chart_svg))
         .leptos_routes_with_context(
             &state,
             routes,

@@ -1,5 +1,6 @@
 //! Building blocks shared by pages.
 
+pub mod charts;
 mod result_block;
 mod runs_table;
 mod status_badge;

@@ -1,72 +1,147 @@
-//! A comparison at its permalink `/c/<slug>`: the runs side by side (charts come later).
+//! A comparison at its permalink `/c/<slug>?<view>`: warnings, the chart for the view in
+//! the URL (rendered into the HTML on the server, re-rendered in the browser when the
+//! view changes), downloads and exports, the runs table, and a configuration diff.
 
+use crate::components::charts::facts::{hardware, imported, marks, run_label, stat_value, warnings};
+use crate::components::charts::{render, ChartControls, ChartView, ConfigDiff, Stat};
 use crate::components::StatusBadge;
 use crate::format::f2;
 use crate::pages::NotFound;
 use crate::server_fns::get_comparison;
-use bench_types::{ComparisonView, Stats};
+use bench_types::{ComparisonView, MetricKind, RunView};
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
+use std::sync::Arc;
+
+/// Draws the chart's SVG onto a canvas and downloads it as PNG (no server PNG renderer).
+/// Plain script, because it only needs the DOM; no '<' or '&' so it survives as-is.
+const PNG_SCRIPT: &str = r#"document.addEventListener('click', function (e) {
+  var b = e.target.closest ? e.target.closest('[data-png]') : null;
+  if (!b) return;
+  var svg = document.querySelector('.chart svg');
+  if (!svg) return;
+  var w = svg.width.baseVal.value, h = svg.height.baseVal.value;
+  var img = new Image();
+  img.onload = function () {
+    var c = document.createElement('canvas');
+    c.width = 2 * w; c.height = 2 * h;
+    var ctx = c.getContext('2d');
+    ctx.scale(2, 2);
+    ctx.drawImage(img, 0, 0);
+    var a = document.createElement('a');
+    a.download = b.getAttribute('data-png');
+    a.href = c.toDataURL('image/png');
+    a.click();
+  };
+  img.src = 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(new XMLSerializer().serializeToString(svg));
+});"#;
 
 #[component]
 pub fn ComparisonPage() -> impl IntoView {
     let params = use_params_map();
+    let query = use_query_map();
     let slug = move || params.read().get("slug").unwrap_or_default();
+    let view = Memo::new(move |_| query.with(|q| ChartView::from_query(|k| q.get(k))));
     let cmp = Resource::new(slug, get_comparison);
     view! {
         <Suspense fallback=|| view! { <p>"Loading comparison…"</p> }>
             {move || cmp.get().map(|r| match r {
                 Err(e) => view! { <p class="error">{format!("Could not load the comparison: {e}")}</p> }.into_any(),
                 Ok(None) => view! { <NotFound/> }.into_any(),
-                Ok(Some(c)) => view! { <ComparisonTable c/> }.into_any(),
+                Ok(Some(c)) => view! { <Comparison c=Arc::new(c) view/> }.into_any(),
             })}
         </Suspense>
     }
 }
 
-fn stat_cells(s: Option<&Stats>) -> impl IntoView + use<> {
-    let (mean, median, p99) = match s {
-        Some(s) => (f2(s.mean_ms), f2(s.median_ms), s.percentile(99.0).map(f2).unwrap_or_else(|| "–".into())),
-        None => ("–".into(), "–".into(), "–".into()),
+#[component]
+fn Comparison(c: Arc<ComparisonView>, view: Memo<ChartView>) -> impl IntoView {
+    let slug = c.slug.clone();
+    let chart_c = c.clone();
+    let svg = move || render(&chart_c, &view.get()).unwrap_or_else(|e| format!("<p class=\"error\">{e}</p>"));
+    let q = move || {
+        let q = view.get().to_query();
+        if q.is_empty() { String::new() } else { format!("?{q}") }
     };
-    view! { <td class="num">{mean}</td><td class="num">{median}</td><td class="num">{p99}</td> }
+    let svg_href = {
+        let slug = slug.clone();
+        move || format!("/c/{slug}/chart.svg{}", q())
+    };
+    let file = format!("latlab-{slug}");
+    let warn = warnings(&c).into_iter().map(|w| view! { <li>{w}</li> }).collect_view();
+    let diff_c = c.clone();
+    let diff = move || {
+        let v = view.get();
+        let find = |id: Option<i64>| id.and_then(|id| diff_c.runs.iter().find(|r| r.id == id).cloned());
+        match (find(v.baseline), find(v.other)) {
+            (Some(a), Some(b)) => view! { <ConfigDiff a b/> }.into_any(),
+            _ => view! { <p class="muted">"Pick a baseline and a run to diff against to see how their configurations differ."</p> }.into_any(),
+        }
+    };
+    view! {
+        <h1>{c.title.clone()}</h1>
+        <p class="muted">"Permalink: " <code>{format!("/c/{}", c.slug)}</code></p>
+        <ul class="warnings">{warn}</ul>
+        <ChartControls c=c.clone() view/>
+        <div class="chart" inner_html=svg></div>
+        <p class="downloads">
+            "Download: "
+            <a href=svg_href download=format!("{file}.svg") data-download="svg">"SVG"</a>" · "
+            <button type="button" data-png=format!("{file}.png")>"PNG"</button>" · Export: "
+            <a href=format!("/api/comparisons/{slug}/export.csv") download=format!("{file}.csv")>"CSV"</a>" · "
+            <a href=format!("/api/comparisons/{slug}/export.json") download=format!("{file}.json")>"JSON"</a>
+        </p>
+        <script inner_html=PNG_SCRIPT></script>
+        <ComparisonTable c=c.clone()/>
+        {diff}
+    }
+}
+
+/// A table cell for a statistic, "n/a" (with the reason on hover) when the run lacks it.
+fn cell(r: &RunView, m: MetricKind, s: Stat) -> impl IntoView + use<> {
+    match stat_value(r, m, s) {
+        Some(v) => view! { <td class="num">{f2(v)}</td> }.into_any(),
+        None => view! { <td class="num missing" title="not in the source or not measured">"n/a"</td> }.into_any(),
+    }
 }
 
 #[component]
-fn ComparisonTable(c: ComparisonView) -> impl IntoView {
+fn ComparisonTable(c: Arc<ComparisonView>) -> impl IntoView {
+    let stats = [Stat::Mean, Stat::Median, Stat::P(99.0)];
+    let metrics = [MetricKind::Ttft, MetricKind::Tpot, MetricKind::Itl, MetricKind::E2el];
     let rows = c
         .runs
-        .into_iter()
+        .iter()
         .map(|r| {
-            let summary = r.summary.clone();
-            let s = summary.as_ref();
-            let label = if r.spec.label.is_empty() { r.target_description.clone() } else { r.spec.label.clone() };
-            let tput = s.map(|s| f2(s.output_throughput)).unwrap_or_else(|| "–".into());
+            let tput = r.summary.as_ref().map(|s| f2(s.output_throughput)).unwrap_or_else(|| "–".into());
+            let engine = imported(r).map(|i| i.engine.clone()).unwrap_or_else(|| r.target_description.clone());
+            let mark_badges = marks(r).into_iter().map(|m| view! { <span class="badge mark">{m}</span> }).collect_view();
+            let cells = metrics.iter().flat_map(|m| stats.iter().map(move |s| (*m, *s))).map(|(m, s)| cell(r, m, s)).collect_view();
             view! {
                 <tr data-run-id=r.id>
-                    <td><a href=format!("/runs/{}", r.id)>{format!("#{}", r.id)}</a></td>
-                    <td>{label}</td>
+                    <td><a href=format!("/runs/{}", r.id)>{run_label(r)}</a>" "{mark_badges}</td>
+                    <td>{engine}</td>
+                    <td>{hardware(r)}</td>
                     <td>{r.spec.load_label()}</td>
                     <td><StatusBadge status=r.status/></td>
-                    {stat_cells(s.map(|s| &s.ttft))}
-                    {stat_cells(s.map(|s| &s.tpot))}
-                    {stat_cells(s.map(|s| &s.itl))}
+                    {cells}
                     <td class="num">{tput}</td>
                 </tr>
             }
         })
         .collect_view();
     view! {
-        <h1>{c.title.clone()}</h1>
-        <p class="muted">"Permalink: " <code>{format!("/c/{}", c.slug)}</code></p>
         <table class="runs comparison">
             <thead>
                 <tr>
-                    <th rowspan="2">"Run"</th><th rowspan="2">"Label"</th><th rowspan="2">"Load"</th><th rowspan="2">"Status"</th>
-                    <th colspan="3">"TTFT (ms)"</th><th colspan="3">"TPOT (ms)"</th><th colspan="3">"ITL (ms, chunk)"</th>
+                    <th rowspan="2">"Run"</th><th rowspan="2">"Engine"</th><th rowspan="2">"Hardware"</th><th rowspan="2">"Load"</th><th rowspan="2">"Status"</th>
+                    <th colspan="3">"TTFT (ms)"</th><th colspan="3">"TPOT (ms)"</th>
+                    <th colspan="3" title="gaps between streamed chunks, as vLLM reports it; with speculative decoding a chunk carries several tokens">"ITL (ms, chunk-level)"</th>
+                    <th colspan="3">"E2EL (ms)"</th>
                     <th rowspan="2">"Output tok/s"</th>
                 </tr>
                 <tr>
+                    <th>"mean"</th><th>"median"</th><th>"p99"</th>
                     <th>"mean"</th><th>"median"</th><th>"p99"</th>
                     <th>"mean"</th><th>"median"</th><th>"p99"</th>
                     <th>"mean"</th><th>"median"</th><th>"p99"</th>

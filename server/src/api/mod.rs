@@ -3,6 +3,8 @@
 
 mod comparisons;
 mod error;
+pub mod exports;
+mod imports;
 mod json_body;
 mod runs;
 
@@ -21,5 +23,8 @@ pub fn routes() -> Router<AppState> {
         .route("/runs/{id}/log", get(runs::log))
         .route("/comparisons", axum::routing::post(comparisons::create))
         .route("/comparisons/{slug}", get(comparisons::get_one))
+        .route("/comparisons/{slug}/export.csv", get(exports::csv))
+        .route("/comparisons/{slug}/export.json", get(exports::json))
+        .route("/imports", axum::routing::post(imports::create))
         .fallback(|| async { ApiError::NotFound("no such API endpoint".into()) })
 }

@@ -1,0 +1,92 @@
+//! Exports of a comparison: `GET /api/comparisons/{slug}/export.csv` (one row per run, the
+//! headline numbers; empty cells where the source lacked a number) and `export.json` (the
+//! comparison with its runs, as stored), and the chart itself at
+//! `GET /c/{slug}/chart.svg?<view>` (the page's view query, same renderer as the page).
+
+use super::ApiError;
+use crate::AppState;
+use app::components::charts::facts::{hardware, imported, marks, stat_value};
+use app::components::charts::{render, ChartView, Stat};
+use axum::extract::{Path, Query, State};
+use axum::http::header;
+use axum::response::IntoResponse;
+use bench_types::{ComparisonView, MetricKind};
+use std::collections::HashMap;
+
+async fn load(st: &AppState, slug: &str) -> Result<ComparisonView, ApiError> {
+    db::comparisons::get(&st.pool, slug).await?.ok_or_else(|| ApiError::NotFound(format!("no comparison {slug:?}")))
+}
+
+fn attachment(name: &str) -> String {
+    format!("attachment; filename=\"{}\"", name.replace(['"', '\\'], ""))
+}
+
+pub async fn json(State(st): State<AppState>, Path(slug): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    let c = load(&st, &slug).await?;
+    let body = serde_json::to_string_pretty(&c).map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(([(header::CONTENT_TYPE, "application/json".to_string()), (header::CONTENT_DISPOSITION, attachment(&format!("latlab-{slug}.json")))], body))
+}
+
+/// RFC 4180 field: quoted when it holds a comma, quote or newline.
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+}
+
+pub fn to_csv(c: &ComparisonView) -> String {
+    let metrics = [MetricKind::Ttft, MetricKind::Tpot, MetricKind::Itl, MetricKind::E2el];
+    let stats = [Stat::Mean, Stat::Median, Stat::P(99.0)];
+    let mut head: Vec<String> = ["run_id", "label", "marks", "engine", "hardware", "model", "dataset", "max_concurrency", "status", "completed", "failed", "duration_s", "request_throughput", "output_throughput", "total_token_throughput"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for m in metrics {
+        for s in stats {
+            // ITL is chunk-level (vLLM's definition); the column says so.
+            let key = if m == MetricKind::Itl { "itl_chunk".to_string() } else { m.info().key.to_string() };
+            head.push(format!("{key}_{}_ms", s.label()));
+        }
+    }
+    let mut out = head.join(",") + "\n";
+    for r in &c.runs {
+        let s = r.summary.as_ref();
+        let num = |f: &dyn Fn(&bench_types::Summary) -> f64| s.map(|s| f(s).to_string()).unwrap_or_default();
+        let mut row: Vec<String> = vec![
+            r.id.to_string(),
+            field(&r.spec.label),
+            field(&marks(r).join(";")),
+            field(&imported(r).map(|i| i.engine.clone()).unwrap_or_else(|| r.target_description.clone())),
+            field(&hardware(r)),
+            field(&r.spec.model),
+            r.spec.dataset.name().to_string(),
+            r.spec.load.max_concurrency.first().map(|c| c.to_string()).unwrap_or_default(),
+            r.status.to_string(),
+            num(&|s| s.completed as f64),
+            num(&|s| s.failed as f64),
+            num(&|s| s.duration_s),
+            num(&|s| s.request_throughput),
+            num(&|s| s.output_throughput),
+            num(&|s| s.total_token_throughput),
+        ];
+        for m in metrics {
+            for st in stats {
+                row.push(stat_value(r, m, st).map(|v| v.to_string()).unwrap_or_default());
+            }
+        }
+        out.push_str(&row.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+pub async fn csv(State(st): State<AppState>, Path(slug): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    let c = load(&st, &slug).await?;
+    Ok(([(header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()), (header::CONTENT_DISPOSITION, attachment(&format!("latlab-{slug}.csv")))], to_csv(&c)))
+}
+
+/// `/c/{slug}/chart.svg?chart=..&metric=..&p=..&baseline=..&log=1`.
+pub async fn chart_svg(State(st): State<AppState>, Path(slug): Path<String>, Query(q): Query<HashMap<String, String>>) -> Result<impl IntoResponse, ApiError> {
+    let c = load(&st, &slug).await?;
+    let view = ChartView::from_query(|k| q.get(k).cloned());
+    let svg = render(&c, &view).map_err(ApiError::Internal)?;
+    Ok(([(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8".to_string()), (header::CONTENT_DISPOSITION, format!("inline; filename=\"latlab-{slug}.svg\""))], svg))
+}

@@ -1,0 +1,38 @@
+//! `POST /api/imports`: results measured elsewhere (vLLM `--save-result` JSON or printed
+//! "Serving Benchmark Result" blocks) with their configuration. 201 `{run_ids,
+//! comparison_slug}`; a bad file is 400 naming the problem, and nothing is stored.
+
+use super::json_body::JsonBody;
+use super::ApiError;
+use crate::AppState;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use bench_import::ImportRequest;
+use bench_types::CreatedRuns;
+use db::imports::NewImportedRun;
+
+pub async fn create(State(st): State<AppState>, JsonBody(req): JsonBody<ImportRequest>) -> Result<(StatusCode, Json<CreatedRuns>), ApiError> {
+    let runs = req.into_runs().map_err(|e| ApiError::BadRequest(format!("import refused: {e}")))?;
+    let rows: Vec<NewImportedRun> = runs
+        .iter()
+        .map(|r| NewImportedRun { spec: &r.spec, summary: &r.summary, requests: &r.requests, notes: &r.notes })
+        .collect();
+    let mut tx = st.pool.begin().await.map_err(|e| ApiError::from(db::DbError::from(e)))?;
+    let run_ids = db::imports::insert_runs(&mut tx, &rows).await?;
+    let title = req.comparison_title.clone().filter(|t| !t.trim().is_empty()).or_else(|| {
+        (run_ids.len() > 1).then(|| format!("Imported: {} ({})", req.config.engine, req.config.source.clone().unwrap_or_else(|| "upload".into())))
+    });
+    let comparison_slug = match title {
+        Some(t) => {
+            let slug = db::comparisons::new_slug();
+            let t: String = t.trim().chars().take(200).collect();
+            db::imports::insert_comparison(&mut tx, &slug, &t, &serde_json::json!({}), &run_ids).await?;
+            Some(slug)
+        }
+        None => None,
+    };
+    tx.commit().await.map_err(|e| ApiError::from(db::DbError::from(e)))?;
+    tracing::info!(?run_ids, ?comparison_slug, "results imported");
+    Ok((StatusCode::CREATED, Json(CreatedRuns { run_ids, comparison_slug })))
+}

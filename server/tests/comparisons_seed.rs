@@ -1,0 +1,118 @@
+//! The seed study loaded on first start (once), its permalink with a server-rendered chart
+//! for the view in the URL, the chart download, exports, and `POST /api/imports`.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::TestApp;
+use server::seed::{load, SEED_SLUG};
+use sqlx::PgPool;
+
+async fn comparison_count(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM comparisons").fetch_one(pool).await.unwrap()
+}
+
+#[sqlx::test(migrator = "db::MIGRATOR")]
+async fn the_seed_study_loads_once_with_every_run_marked_imported(pool: PgPool) {
+    assert!(load(&pool).await.unwrap());
+    assert!(!load(&pool).await.unwrap(), "a restart must not load it again");
+    let app = TestApp::new(pool.clone());
+    assert_eq!(app.run_count().await, 25);
+    assert_eq!(comparison_count(&pool).await, 1);
+    let c = app.get(&format!("/api/comparisons/{SEED_SLUG}")).await.json();
+    assert_eq!(c["title"], "Qwen3-8B on H100 (GPUStack study)");
+    let runs = c["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 25);
+    assert!(runs.iter().all(|r| r["status"] == "succeeded" && r["spec"]["target"]["kind"] == "imported"));
+    // Published numbers, exactly: the optimized configuration at BS=1.
+    assert_eq!(runs[21]["summary"]["tpot"]["mean_ms"], 2.67);
+    assert_eq!(runs[21]["summary"]["itl"]["mean_ms"], 8.74);
+    assert_eq!(c["view"]["ladder"]["steps"].as_array().unwrap().len(), 3);
+}
+
+#[sqlx::test(migrator = "db::MIGRATOR")]
+async fn the_permalink_renders_the_chart_of_the_view_in_its_url(pool: PgPool) {
+    load(&pool).await.unwrap();
+    let app = TestApp::new(pool);
+    let page = app.get(&format!("/c/{SEED_SLUG}?metric=tpot&p=99")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("<svg") && page.body.contains("TPOT p99 (ms)"), "{}", &page.body[..2000.min(page.body.len())]);
+    assert!(page.body.contains("imported"));
+    assert!(page.body.contains("ITL (ms, chunk-level)"));
+    // E2EL is not in the study's blocks: shown as missing, never as 0.
+    let e2el = app.get(&format!("/c/{SEED_SLUG}/chart.svg?metric=e2el")).await;
+    assert_eq!(e2el.status, StatusCode::OK);
+    assert!(e2el.content_type.starts_with("image/svg+xml"));
+    assert_eq!(e2el.body.matches(">\nmissing\n</text>").count(), 25);
+    let ladder = app.get(&format!("/c/{SEED_SLUG}/chart.svg?chart=ladder&metric=tpot")).await;
+    assert!(ladder.body.contains("(study: +25.8%)"), "{}", ladder.body);
+    let sweep = app.get(&format!("/c/{SEED_SLUG}/chart.svg?chart=sweep&metric=ttft")).await;
+    assert_eq!(sweep.body.matches("<title>").count(), 8, "two sweeps of four concurrencies");
+}
+
+#[sqlx::test(migrator = "db::MIGRATOR")]
+async fn exports_carry_every_run_and_leave_missing_numbers_empty(pool: PgPool) {
+    load(&pool).await.unwrap();
+    let app = TestApp::new(pool);
+    let csv = app.get(&format!("/api/comparisons/{SEED_SLUG}/export.csv")).await;
+    assert_eq!(csv.status, StatusCode::OK);
+    let lines: Vec<&str> = csv.body.lines().collect();
+    assert_eq!(lines.len(), 26);
+    assert!(lines[0].contains("itl_chunk_mean_ms") && lines[0].contains("e2el_p99_ms"));
+    assert!(lines[1].contains(",imported,vLLM,1x NVIDIA H100 SXM GPU,") && lines[1].ends_with(",,,"), "{}", lines[1]);
+    let json = app.get(&format!("/api/comparisons/{SEED_SLUG}/export.json")).await.json();
+    assert_eq!(json["runs"].as_array().unwrap().len(), 25);
+}
+
+const BLOCK: &str = "============ Serving Benchmark Result ============
+Successful requests:                     100
+Maximum request concurrency:             4
+Benchmark duration (s):                  44.40
+Total input tokens:                      23260
+Total generated tokens:                  22061
+Request throughput (req/s):              2.25
+Output token throughput (tok/s):         496.88
+Peak output token throughput (tok/s):    540.00
+Peak concurrent requests:                13.00
+Total Token throughput (tok/s):          1020.76
+---------------Time to First Token----------------
+Mean TTFT (ms):                          64.00
+Median TTFT (ms):                        60.26
+P99 TTFT (ms):                           98.59
+==================================================
+";
+
+#[sqlx::test(migrator = "db::MIGRATOR")]
+async fn imports_store_runs_and_bad_files_store_nothing(pool: PgPool) {
+    let app = TestApp::new(pool.clone());
+    let body = serde_json::json!({
+        "format": "text", "content": format!("{BLOCK}\n{}", BLOCK.replace("concurrency:             4", "concurrency:             8")),
+        "config": {"engine": "vLLM", "model": "Qwen/Qwen3-8B", "command": "vllm serve Qwen/Qwen3-8B", "hardware": "1x H100"}
+    });
+    let r = app.post_json("/api/imports", &body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let ids: Vec<i64> = r.json()["run_ids"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+    assert_eq!(ids.len(), 2);
+    let slug = r.json()["comparison_slug"].as_str().unwrap().to_string();
+    let run = app.get(&format!("/api/runs/{}", ids[1])).await.json();
+    assert_eq!(run["status"], "succeeded");
+    assert_eq!(run["spec"]["load"]["max_concurrency"][0], 8);
+    assert_eq!(run["summary"]["ttft"]["mean_ms"], 64.0);
+    assert!(app.get(&format!("/c/{slug}")).await.body.contains("TTFT mean (ms)"));
+
+    let before = (app.run_count().await, comparison_count(&pool).await);
+    let bad = [
+        (serde_json::json!({"format": "text", "content": BLOCK.replace("44.40", "fast"), "config": {"engine": "vLLM", "model": "m"}}), "line 4"),
+        (serde_json::json!({"format": "text", "content": "no block here", "config": {"engine": "vLLM", "model": "m"}}), "no \"Serving Benchmark Result\" block"),
+        (serde_json::json!({"format": "text", "content": BLOCK, "config": {"engine": "vLLM"}}), "config.model"),
+        (serde_json::json!({"format": "vllm_json", "content": {"completed": 3}, "config": {"engine": "vLLM", "model": "m"}}), "\"duration\""),
+        (serde_json::json!({"format": "text", "content": BLOCK, "config": {"engine": " ", "model": "m"}}), "target.engine"),
+    ];
+    for (body, needle) in bad {
+        let r = app.post_json("/api/imports", &body).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
+        let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
+        assert!(msg.contains(needle), "{needle:?} not in {msg:?}");
+    }
+    assert_eq!((app.run_count().await, comparison_count(&pool).await), before, "a refused import stores nothing");
+}
