@@ -100,6 +100,9 @@ pub struct BenchArgs {
     pub gen_len: usize,
     #[arg(long, default_value_t = 2)]
     pub rounds: usize,
+    /// auto: CUDA when a GPU is present, else CPU.
+    #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
+    pub device: DeviceArg,
     #[arg(long)]
     pub max_model_len: Option<usize>,
     #[arg(long, default_value_t = 0)]

@@ -61,6 +61,11 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
         max_batch: a.batch.max(1),
         max_model_len: a.max_model_len,
         seed: a.seed,
+        device: match a.device {
+            DeviceArg::Auto => Device::Auto,
+            DeviceArg::Cpu => Device::Cpu,
+            DeviceArg::Cuda => Device::Cuda,
+        },
         ..Default::default()
     };
     let t = std::time::Instant::now();

@@ -54,15 +54,29 @@ impl EngineHandle {
                 ),
             ));
         }
-        let backend = CpuBackend::new(
-            loaded.config.clone(),
-            loaded.weights,
-            plan.kv_pages,
-            plan.block_size,
-        );
+        let mut plan = plan;
+        let backend: Box<dyn crate::model::Backend> = if plan.backend == "cuda" {
+            let b = crate::model::cuda::CudaBackend::new(
+                loaded.config.clone(),
+                &loaded.weights,
+                plan.kv_pages,
+                plan.block_size,
+                &kernels::GpuOptions::from_env(),
+            )?;
+            plan.gpu = Some(b.gpu_name().to_string());
+            drop(loaded.weights); // the host copy is not needed once on the GPU
+            Box::new(b)
+        } else {
+            Box::new(CpuBackend::new(
+                loaded.config.clone(),
+                loaded.weights,
+                plan.kv_pages,
+                plan.block_size,
+            ))
+        };
         let stats = Arc::new(EngineStats::default());
         let engine = EngineLoop::new(
-            Box::new(backend),
+            backend,
             &plan,
             loaded.config.eos_token_ids.clone(),
             args.seed,

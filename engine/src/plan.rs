@@ -53,24 +53,32 @@ pub struct Plan {
     pub weight_params: usize,
     pub compute_dtype: &'static str,
     pub threads: usize,
+    /// The GPU's name when the backend is cuda (filled in once the backend is up).
+    pub gpu: Option<String>,
 }
 
 /// Default CPU KV budget when --kv-pages is not given.
 const CPU_KV_BUDGET_BYTES: usize = 2 << 30;
+/// Default CUDA KV budget when --kv-pages is not given (bf16: ~110 K tokens of Qwen3-8B).
+const CUDA_KV_BUDGET_BYTES: usize = 16 << 30;
 /// Default context cap on CPU: beyond it the reference backend is too slow to be useful.
 const CPU_DEFAULT_MAX_MODEL_LEN: usize = 4096;
 
 impl Plan {
     pub fn derive(cfg: &ModelConfig, a: &EngineArgs) -> Result<Plan> {
         let backend = match a.device {
-            Device::Auto | Device::Cpu => "cpu",
+            Device::Cpu => "cpu",
+            Device::Auto if crate::model::cuda::cuda_available() => "cuda",
+            Device::Auto => "cpu",
+            Device::Cuda if crate::model::cuda::cuda_available() => "cuda",
             Device::Cuda => {
                 return Err(EngineError::config(
                     "device",
-                    "the CUDA backend is not built yet; use cpu",
+                    "cuda asked for, but no CUDA driver or device was found",
                 ));
             }
         };
+        let cuda = backend == "cuda";
         if a.max_batch == 0 {
             return Err(EngineError::config("max_batch", "must be > 0"));
         }
@@ -80,9 +88,12 @@ impl Plan {
         if a.max_batched_tokens == 0 {
             return Err(EngineError::config("max_batched_tokens", "must be > 0"));
         }
-        let max_model_len = a
-            .max_model_len
-            .unwrap_or(cfg.max_position_embeddings.min(CPU_DEFAULT_MAX_MODEL_LEN));
+        let default_len = if cuda {
+            cfg.max_position_embeddings
+        } else {
+            cfg.max_position_embeddings.min(CPU_DEFAULT_MAX_MODEL_LEN)
+        };
+        let max_model_len = a.max_model_len.unwrap_or(default_len);
         if max_model_len < 2 || max_model_len > cfg.max_position_embeddings {
             return Err(EngineError::config(
                 "max_model_len",
@@ -92,13 +103,16 @@ impl Plan {
                 ),
             ));
         }
-        let kv_bytes_per_token = cfg.num_hidden_layers * 2 * cfg.kv_dim() * 4;
+        // The CPU cache holds f32, the CUDA cache bf16.
+        let kv_elem_bytes = if cuda { 2 } else { 4 };
+        let kv_bytes_per_token = cfg.num_hidden_layers * 2 * cfg.kv_dim() * kv_elem_bytes;
+        let kv_budget = if cuda { CUDA_KV_BUDGET_BYTES } else { CPU_KV_BUDGET_BYTES };
         let one_seq_pages = max_model_len.div_ceil(a.block_size);
         let kv_pages = match a.kv_pages {
             Some(n) => n,
             None => {
                 let want = (a.max_batch * max_model_len).div_ceil(a.block_size);
-                let budget = CPU_KV_BUDGET_BYTES / (kv_bytes_per_token * a.block_size);
+                let budget = kv_budget / (kv_bytes_per_token * a.block_size);
                 want.min(budget).max(one_seq_pages)
             }
         };
@@ -122,7 +136,8 @@ impl Plan {
             max_model_len,
             max_batched_tokens: a.max_batched_tokens,
             weight_params: crate::model_source::param_count(cfg),
-            compute_dtype: "f32",
+            compute_dtype: if cuda { "bf16 weights, f32 accumulate" } else { "f32" },
+            gpu: None,
             threads: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),

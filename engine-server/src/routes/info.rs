@@ -12,6 +12,7 @@ pub async fn handle(State(s): State<AppState>) -> Json<serde_json::Value> {
         "version": env!("CARGO_PKG_VERSION"),
         "served_model_name": &*s.model_name,
         "backend": shared.plan.backend,
+        "gpu": shared.plan.gpu,
         "weights": if shared.origin.is_random() { "random" } else { "checkpoint" },
         "weights_origin": shared.origin,
         "config": shared.config,

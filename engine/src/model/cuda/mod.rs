@@ -3,6 +3,8 @@
 //! from the `kernels` crate. Tested op by op and end to end against the CPU reference
 //! (tests/cuda_backend.rs, `#[ignore = "gpu"]`, run on the GPU machine).
 
+mod graph;
+mod meta;
 mod step;
 mod weights;
 
@@ -29,6 +31,9 @@ pub struct CudaBackend {
     cfg: ModelConfig,
     w: GpuWeights,
     cache: GpuKvCache,
+    /// Decode steps replay CUDA graphs (graph.rs) unless LATLAB_CUDA_GRAPHS=0.
+    graphs_enabled: bool,
+    graphs: Vec<Option<graph::DecodeGraph>>,
 }
 
 pub(crate) fn driver_err(what: &'static str) -> impl Fn(kernels::cudarc::driver::DriverError) -> EngineError {
@@ -50,7 +55,8 @@ impl CudaBackend {
     ) -> Result<Self> {
         let gpu = Gpu::new(opts).map_err(kernel_err)?;
         let weights = GpuWeights::upload(&gpu, w)?;
-        let slots = num_pages * block_size * cfg.kv_dim();
+        // One page more than the block manager knows of: decode graphs park padding rows there.
+        let slots = (num_pages + 1) * block_size * cfg.kv_dim();
         let mut cache = GpuKvCache {
             k: Vec::with_capacity(cfg.num_hidden_layers),
             v: Vec::with_capacity(cfg.num_hidden_layers),
@@ -63,12 +69,20 @@ impl CudaBackend {
         }
         gpu.sync().map_err(kernel_err)?;
         tracing::info!(gpu = gpu.name(), arch = gpu.arch(), "CUDA backend ready");
+        let graphs_enabled = std::env::var("LATLAB_CUDA_GRAPHS").map_or(true, |v| v != "0");
         Ok(CudaBackend {
             gpu,
             cfg,
             w: weights,
             cache,
+            graphs_enabled,
+            graphs: graph::GRAPH_BATCHES.iter().map(|_| None).collect(),
         })
+    }
+
+    /// Turn decode graphs on or off (tests compare both paths).
+    pub fn set_graphs(&mut self, on: bool) {
+        self.graphs_enabled = on;
     }
 
     /// The device's name, e.g. "NVIDIA H200" (for /v1/engine/info).
