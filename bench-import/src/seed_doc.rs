@@ -170,10 +170,21 @@ fn label_of(engine: &str, command: &str, variant: Option<&str>, sweep_part: Opti
     let mut i = 0;
     while i < t.len() {
         if let Some(flag) = t[i].strip_prefix("--").filter(|f| !matches!(*f, "model" | "model-path")) {
-            let name = flag.trim_start_matches("speculative-").trim_start_matches("num-");
+            let name = match flag.trim_start_matches("speculative-").trim_start_matches("num-") {
+                "draft-model-path" => "draft",
+                "attention-backend" => "attn",
+                "eagle-topk" => "topk",
+                "enable-torch-compile" => "torch.compile",
+                other => other,
+            };
             match t.get(i + 1).filter(|v| !v.starts_with("--")) {
+                // The algorithm reads best bare ("EAGLE3"); a draft model by its owner.
+                Some(v) if name == "algorithm" => {
+                    out.push(v.to_string());
+                    i += 1;
+                }
                 Some(v) => {
-                    let v = v.rsplit('/').next().unwrap_or(v);
+                    let v = if name == "draft" { v.split('/').next().unwrap_or(v) } else { v };
                     out.push(format!("{name}={v}"));
                     i += 1;
                 }
