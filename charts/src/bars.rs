@@ -40,15 +40,22 @@ pub fn bar_chart(c: &BarChart) -> Result<String, ChartError> {
     let values: Vec<f64> = c.bars.iter().filter_map(|b| usable(b.value, c.log)).collect();
     let max = values.iter().copied().fold(0.0_f64, f64::max);
     let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    // Room left of the plot for the longest label, right of the bars for the longest
+    // value + note (sans-serif 12px averages under 7px a character).
+    let longest = c.bars.iter().map(|b| b.label.chars().count()).max().unwrap_or(4);
+    let label_area = (12 + 7 * longest).clamp(60, 640) as u32;
+    let width = WIDTH.max(label_area + 560);
+    let note_px = c.bars.iter().map(|b| 10 + 7 * (8 + b.note.as_ref().map_or(0, |n| n.chars().count()))).max().unwrap_or(60) as f64;
+    let plot_px = (width - label_area - 40) as f64;
+    let room = (plot_px / (plot_px - note_px).max(plot_px * 0.3)).max(1.1);
     let (lo, hi) = if c.log {
         let (a, b) = if values.is_empty() { (0.0, 1.0) } else { (min.log10().floor(), max.log10().ceil()) };
-        (a, if b > a { b } else { a + 1.0 })
+        let b = if b > a { b } else { a + 1.0 };
+        (a, a + (b - a) * room)
     } else {
-        (0.0, if max > 0.0 { max * 1.18 } else { 1.0 })
+        (0.0, if max > 0.0 { max * room } else { 1.0 })
     };
     let to_x = |v: f64| if c.log { v.log10() } else { v };
-    let longest = c.bars.iter().map(|b| b.label.chars().count()).max().unwrap_or(4);
-    let label_area = (12 + 7 * longest).clamp(60, 420) as u32;
     // Top bar first: plotters counts y upwards, so bar i sits in segment n-1-i.
     let labels: Vec<String> = c.bars.iter().rev().map(|b| b.label.clone()).collect();
     let y_fmt = |v: &SegmentValue<usize>| match v {
@@ -59,7 +66,7 @@ pub fn bar_chart(c: &BarChart) -> Result<String, ChartError> {
     let mut svg = String::new();
     let mut hits = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut chart = ChartBuilder::on(&root)
             .caption(&c.title, ("sans-serif", 16))

@@ -67,7 +67,10 @@ async fn serve(config: &ServerConfig, url: &str) -> anyhow::Result<()> {
     let pool = db::connect(url, config.db_max_connections).await.context("opening the database")?;
     let state = AppState::new(pool.clone(), &config.site_root.to_string_lossy(), config.addr);
     // The reference comparison, stored once (later starts find it and skip).
-    server::seed::load(&pool).await.context("loading the seed study")?;
+    // LATLAB_SEED=0 starts without it (tests that need an empty store).
+    if std::env::var("LATLAB_SEED").as_deref() != Ok("0") {
+        server::seed::load(&pool).await.context("loading the seed study")?;
+    }
     if !config.site_root.join("pkg").exists() {
         tracing::warn!(site_root = %config.site_root.display(), "no built site (pkg/) here: pages will render but not hydrate; build with scripts/build.sh");
     }

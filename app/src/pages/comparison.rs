@@ -69,6 +69,10 @@ fn Comparison(c: Arc<ComparisonView>, view: Memo<ChartView>) -> impl IntoView {
     };
     let file = format!("latlab-{slug}");
     let warn = warnings(&c).into_iter().map(|w| view! { <li>{w}</li> }).collect_view();
+    // Effects run only in the browser: marks the page as hydrated (controls live), which
+    // browser tests wait for.
+    let hydrated = RwSignal::new(false);
+    Effect::new(move |_| hydrated.set(true));
     let diff_c = c.clone();
     let diff = move || {
         let v = view.get();
@@ -83,7 +87,7 @@ fn Comparison(c: Arc<ComparisonView>, view: Memo<ChartView>) -> impl IntoView {
         <p class="muted">"Permalink: " <code>{format!("/c/{}", c.slug)}</code></p>
         <ul class="warnings">{warn}</ul>
         <ChartControls c=c.clone() view/>
-        <div class="chart" inner_html=svg></div>
+        <div class="chart" data-hydrated=move || hydrated.get().then_some("true") inner_html=svg></div>
         <p class="downloads">
             "Download: "
             <a href=svg_href download=format!("{file}.svg") data-download="svg">"SVG"</a>" · "

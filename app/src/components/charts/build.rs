@@ -17,9 +17,17 @@ pub fn render(c: &ComparisonView, view: &ChartView) -> Result<String, String> {
     svg.map_err(|e| e.to_string())
 }
 
-fn label_with_marks(r: &RunView) -> String {
-    let m = marks(r);
+/// The run's label with its marks; "imported" only when the set mixes imported and
+/// measured runs (an all-imported set says so in the title instead).
+fn label_with_marks(c: &ComparisonView, r: &RunView) -> String {
+    let all_imported = c.runs.iter().all(|r| imported(r).is_some());
+    let m: Vec<&str> = marks(r).into_iter().filter(|m| !(all_imported && *m == "imported")).collect();
     if m.is_empty() { run_label(r) } else { format!("{} [{}]", run_label(r), m.join(", ")) }
+}
+
+fn title(c: &ComparisonView, what: String) -> String {
+    let all_imported = !c.runs.is_empty() && c.runs.iter().all(|r| imported(r).is_some());
+    format!("{what} — {}{}", c.title, if all_imported { " (all runs imported)" } else { "" })
 }
 
 fn tooltip(r: &RunView, view: &ChartView, v: Option<f64>) -> String {
@@ -50,10 +58,10 @@ pub fn bars(c: &ComparisonView, view: &ChartView) -> BarChart {
                 (false, Some(v), Some(b)) => Some(format!("({} vs baseline)", pct(v, b))),
                 _ => None,
             };
-            Bar { label: label_with_marks(r), value: v, tooltip: tooltip(r, view, v), note, highlight: is_base }
+            Bar { label: label_with_marks(c, r), value: v, tooltip: tooltip(r, view, v), note, highlight: is_base }
         })
         .collect();
-    BarChart { title: format!("{} — {}", view.axis_title(), c.title), axis: format!("{}, lower is better", view.axis_title()), bars, log: view.log }
+    BarChart { title: title(c, view.axis_title()), axis: format!("{}, lower is better", view.axis_title()), bars, log: view.log }
 }
 
 /// Runs grouped by configuration (everything but the concurrency and the label), one line
@@ -73,9 +81,9 @@ pub fn sweep(c: &ComparisonView, view: &ChartView) -> LineChart {
         match groups.iter_mut().find(|g| g.0 == key) {
             Some(g) => g.2.push(r),
             None => {
-                let name = imported(r)
-                    .map(|i| format!("{} ({})", i.command.clone().unwrap_or_else(|| i.engine.clone()), i.optimization.clone().unwrap_or_default()))
-                    .unwrap_or_else(|| run_label(r));
+                // The first run's label without its concurrency names the line.
+                let bs = format!(" BS={}", r.spec.load.max_concurrency.first().copied().unwrap_or_default());
+                let name = if r.spec.label.is_empty() { r.target_description.clone() } else { r.spec.label.replace(&bs, "") };
                 groups.push((key, name, vec![r]));
             }
         }
@@ -98,11 +106,11 @@ pub fn sweep(c: &ComparisonView, view: &ChartView) -> LineChart {
         })
         .collect();
     LineChart {
-        title: format!("{} against concurrency — {}", view.axis_title(), c.title),
+        title: title(c, format!("{} against concurrency", view.axis_title())),
         x_desc: "max concurrency (BS)".into(),
         y_desc: view.axis_title(),
         series,
-        log_x: true,
+        log_x: false,
         log_y: view.log,
         markers: true,
     }
@@ -162,7 +170,7 @@ pub fn ladder(c: &ComparisonView, view: &ChartView) -> BarChart {
         })
         .collect();
     BarChart {
-        title: format!("Optimization ladder: {} — {}", view.axis_title(), c.title),
+        title: title(c, format!("Optimization ladder: {}", view.axis_title())),
         axis: format!("{}, lower is better", view.axis_title()),
         bars,
         log: view.log,

@@ -80,13 +80,13 @@ pub fn ChartControls(c: std::sync::Arc<ComparisonView>, view: Memo<ChartView>) -
                 }>{stat_opts}</select>
             </label>
             <label>"Baseline "
-                <select name="baseline" on:change=move |ev| {
+                <select name="baseline" style="max-width: 18em" on:change=move |ev| {
                     let k = event_target_value(&ev);
                     g4(&|v| v.baseline = k.parse().ok())
                 }>{run_opts(|v| v.baseline)}</select>
             </label>
             <label>"Diff against "
-                <select name="other" on:change=move |ev| {
+                <select name="other" style="max-width: 18em" on:change=move |ev| {
                     let k = event_target_value(&ev);
                     g5(&|v| v.other = k.parse().ok())
                 }>{run_opts(|v| v.other)}</select>
