@@ -9,7 +9,7 @@
 
 #define MAX_PER_LANE 4
 
-extern "C" __global__ void paged_attention(const __nv_bfloat16* __restrict__ q,
+extern "C" __global__ void __launch_bounds__(512) paged_attention(const __nv_bfloat16* __restrict__ q,
                                            const __nv_bfloat16* __restrict__ k_cache,
                                            const __nv_bfloat16* __restrict__ v_cache,
                                            const int* __restrict__ tables,

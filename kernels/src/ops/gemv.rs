@@ -7,8 +7,14 @@ use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use half::bf16;
 
 pub const GEMV_MAX_ROWS: usize = 8;
-/// Warps (output columns) per block.
+/// Warps per block.
 const WARPS: u32 = 8;
+
+/// Output columns each warp computes for `m` rows (the `C_` of gemv.cu's entries): more
+/// columns reuse each x load more; two suffice at m <= 2, where x is only 1-2 loads.
+fn cols_per_warp(m: usize) -> u32 {
+    if m <= 2 { 2 } else { 4 }
+}
 
 /// y[m, n] = sum_k x[m, k] w[n, k]; x is [m, k], w is [n, k] (HF layout), y is [m, n];
 /// 1 <= m <= 8 and k % 8 == 0 (16-byte weight loads).
@@ -32,7 +38,7 @@ pub fn gemv_into(
     let mut b = gpu.stream().launch_builder(gpu.func(&name)?);
     b.arg(x).arg(w).arg(y).arg(&ni).arg(&ki);
     let cfg = LaunchConfig {
-        grid_dim: ((n as u32).div_ceil(WARPS), 1, 1),
+        grid_dim: ((n as u32).div_ceil(WARPS * cols_per_warp(m)), 1, 1),
         block_dim: (WARPS * 32, 1, 1),
         shared_mem_bytes: 0,
     };
