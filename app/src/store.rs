@@ -2,7 +2,7 @@
 //! `server` crate implements it over `db`) and reaches it through Leptos context, never a
 //! global.
 
-use bench_types::{ComparisonView, CreatedRuns, RunSpec, RunView, ValidationErrors};
+use bench_types::{RequestRecord, ComparisonView, CreatedRuns, RunSpec, RunView, ValidationErrors};
 use std::sync::Arc;
 
 #[derive(Debug, Clone)]
@@ -29,6 +29,10 @@ pub trait Store: Send + Sync + 'static {
     /// Validates, then stores one queued run per sweep value (and a comparison for sweeps).
     async fn create_runs(&self, spec: RunSpec) -> Result<CreatedRuns, StoreError>;
     async fn comparison(&self, slug: &str) -> Result<Option<ComparisonView>, StoreError>;
+    /// Per-request records of these runs (for latency CDFs); runs without any are left out.
+    async fn run_requests(&self, _ids: Vec<i64>) -> Result<Vec<(i64, Vec<RequestRecord>)>, StoreError> {
+        Ok(Vec::new())
+    }
     /// "cancelled", "requested" or "already finished".
     async fn cancel_run(&self, id: i64) -> Result<String, StoreError>;
     /// The tail of the engine's log, when the run started one.

@@ -94,4 +94,7 @@ impl Store for DbStore {
     async fn comparison(&self, slug: &str) -> Result<Option<ComparisonView>, StoreError> {
         db::comparisons::get(&self.pool, slug).await.map_err(internal)
     }
+    async fn run_requests(&self, ids: Vec<i64>) -> Result<Vec<(i64, Vec<bench_types::RequestRecord>)>, StoreError> {
+        crate::api::exports::records_of(&self.pool, &ids).await.map_err(internal)
+    }
 }

@@ -116,3 +116,42 @@ async fn imports_store_runs_and_bad_files_store_nothing(pool: PgPool) {
     }
     assert_eq!((app.run_count().await, comparison_count(&pool).await), before, "a refused import stores nothing");
 }
+
+/// A vLLM `--save-result` file with per-request lists gives records, hence a CDF; the seed
+/// study's runs (summaries only) are named as having none.
+#[sqlx::test(migrator = "db::MIGRATOR")]
+async fn vllm_json_records_draw_a_latency_cdf(pool: PgPool) {
+    let app = TestApp::new(pool);
+    let save_result = serde_json::json!({
+        "backend": "openai-chat", "model_id": "Qwen/Qwen3-8B", "num_prompts": 3, "request_rate": "inf", "max_concurrency": 1,
+        "duration": 1.0, "completed": 3, "total_input_tokens": 30, "total_output_tokens": 9, "request_throughput": 3.0,
+        "output_throughput": 9.0, "total_token_throughput": 39.0,
+        "mean_ttft_ms": 20.0, "median_ttft_ms": 20.0, "std_ttft_ms": 8.1, "p99_ttft_ms": 29.8,
+        "mean_tpot_ms": 5.0, "median_tpot_ms": 5.0, "std_tpot_ms": 0.0, "p99_tpot_ms": 5.0,
+        "mean_itl_ms": 5.0, "median_itl_ms": 5.0, "std_itl_ms": 0.0, "p99_itl_ms": 5.0,
+        "input_lens": [10, 10, 10], "output_lens": [3, 3, 3], "ttfts": [0.01, 0.02, 0.03],
+        "itls": [[0.005, 0.005], [0.005, 0.005], [0.005, 0.005]], "errors": ["", "", ""]
+    });
+    let r = app
+        .post_json("/api/imports", &serde_json::json!({"format": "vllm_json", "content": save_result, "config": {"engine": "vLLM", "label": "json import"}, "comparison_title": "CDF"}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let slug = r.json()["comparison_slug"].as_str().unwrap().to_string();
+    let id = r.json()["run_ids"][0].as_i64().unwrap();
+    assert_eq!(app.get(&format!("/api/runs/{id}/requests")).await.json().as_array().unwrap().len(), 3);
+    let svg = app.get(&format!("/c/{slug}/chart.svg?chart=cdf&metric=ttft")).await.body;
+    assert!(svg.contains(&format!(">\n#{id} json import\n</text>")), "{svg}");
+    assert!(svg.contains("<polyline"), "a CDF line");
+    assert!(svg.contains(">\nTTFT (ms)\n</text>"));
+    // The page renders the same CDF on the server.
+    let page = app.get(&format!("/c/{slug}?chart=cdf")).await.body;
+    assert!(page.contains("TTFT CDF"), "{page}");
+
+    load(&pool_of(&app)).await.unwrap();
+    let seed = app.get(&format!("/c/{SEED_SLUG}/chart.svg?chart=cdf")).await.body;
+    assert!(seed.contains("no per-request records: 25 runs"), "{seed}");
+}
+
+fn pool_of(app: &TestApp) -> PgPool {
+    app.pool.clone()
+}

@@ -3,11 +3,11 @@
 //! view changes), downloads and exports, the runs table, and a configuration diff.
 
 use crate::components::charts::facts::{hardware, imported, marks, run_label, stat_value, warnings};
-use crate::components::charts::{render, ChartControls, ChartView, ConfigDiff, Stat};
+use crate::components::charts::{render, ChartControls, ChartKind, ChartView, ConfigDiff, Stat};
 use crate::components::StatusBadge;
 use crate::format::f2;
 use crate::pages::NotFound;
-use crate::server_fns::get_comparison;
+use crate::server_fns::{get_comparison, get_run_requests};
 use bench_types::{ComparisonView, MetricKind, RunView};
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
@@ -58,7 +58,23 @@ pub fn ComparisonPage() -> impl IntoView {
 fn Comparison(c: Arc<ComparisonView>, view: Memo<ChartView>) -> impl IntoView {
     let slug = c.slug.clone();
     let chart_c = c.clone();
-    let svg = move || render(&chart_c, &view.get()).unwrap_or_else(|e| format!("<p class=\"error\">{e}</p>"));
+    // Per-request records are fetched only for the CDF (imported runs have none).
+    let ids: Vec<i64> = c.runs.iter().map(|r| r.id).collect();
+    let records = Resource::new(
+        move || view.get().kind == ChartKind::Cdf,
+        move |need| {
+            let ids = ids.clone();
+            async move { if need { get_run_requests(ids).await.map_err(|e| e.to_string()) } else { Ok(Vec::new()) } }
+        },
+    );
+    let svg = move || {
+        let recs = match records.get() {
+            Some(Ok(r)) => r,
+            Some(Err(e)) => return format!("<p class=\"error\">Could not load the requests: {e}</p>"),
+            None => Vec::new(),
+        };
+        render(&chart_c, &view.get(), &recs).unwrap_or_else(|e| format!("<p class=\"error\">{e}</p>"))
+    };
     let q = move || {
         let q = view.get().to_query();
         if q.is_empty() { String::new() } else { format!("?{q}") }
@@ -87,7 +103,9 @@ fn Comparison(c: Arc<ComparisonView>, view: Memo<ChartView>) -> impl IntoView {
         <p class="muted">"Permalink: " <code>{format!("/c/{}", c.slug)}</code></p>
         <ul class="warnings">{warn}</ul>
         <ChartControls c=c.clone() view/>
-        <div class="chart" data-hydrated=move || hydrated.get().then_some("true") inner_html=svg></div>
+        <Suspense fallback=|| view! { <div class="chart">"Loading chart…"</div> }>
+            <div class="chart" data-hydrated=move || hydrated.get().then_some("true") inner_html=svg.clone()></div>
+        </Suspense>
         <p class="downloads">
             "Download: "
             <a href=svg_href download=format!("{file}.svg") data-download="svg">"SVG"</a>" · "

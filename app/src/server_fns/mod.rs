@@ -5,6 +5,7 @@ mod cancel_run;
 mod create_runs;
 mod get_comparison;
 mod get_run;
+mod get_run_requests;
 mod get_run_log;
 mod list_runs;
 
@@ -12,6 +13,7 @@ pub use cancel_run::*;
 pub use create_runs::*;
 pub use get_comparison::*;
 pub use get_run::*;
+pub use get_run_requests::*;
 pub use get_run_log::*;
 pub use list_runs::*;
 

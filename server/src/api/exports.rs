@@ -6,7 +6,7 @@
 use super::ApiError;
 use crate::AppState;
 use app::components::charts::facts::{hardware, imported, marks, stat_value};
-use app::components::charts::{render, ChartView, Stat};
+use app::components::charts::{render, ChartKind, ChartView, Stat};
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -83,10 +83,27 @@ pub async fn csv(State(st): State<AppState>, Path(slug): Path<String>) -> Result
     Ok(([(header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()), (header::CONTENT_DISPOSITION, attachment(&format!("latlab-{slug}.csv")))], to_csv(&c)))
 }
 
+/// Per-request records of `ids` that have any (what the CDF needs), at most 64 runs.
+pub async fn records_of(pool: &db::PgPool, ids: &[i64]) -> Result<Vec<(i64, Vec<bench_types::RequestRecord>)>, db::DbError> {
+    let mut out = Vec::new();
+    for &id in ids.iter().take(64) {
+        let recs = db::requests::list(pool, id).await?;
+        if !recs.is_empty() {
+            out.push((id, recs));
+        }
+    }
+    Ok(out)
+}
+
 /// `/c/{slug}/chart.svg?chart=..&metric=..&p=..&baseline=..&log=1`.
 pub async fn chart_svg(State(st): State<AppState>, Path(slug): Path<String>, Query(q): Query<HashMap<String, String>>) -> Result<impl IntoResponse, ApiError> {
     let c = load(&st, &slug).await?;
     let view = ChartView::from_query(|k| q.get(k).cloned());
-    let svg = render(&c, &view).map_err(ApiError::Internal)?;
+    let records = if view.kind == ChartKind::Cdf {
+        records_of(&st.pool, &c.runs.iter().map(|r| r.id).collect::<Vec<_>>()).await?
+    } else {
+        Vec::new()
+    };
+    let svg = render(&c, &view, &records).map_err(ApiError::Internal)?;
     Ok(([(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8".to_string()), (header::CONTENT_DISPOSITION, format!("inline; filename=\"latlab-{slug}.svg\""))], svg))
 }

@@ -4,12 +4,14 @@
 
 use super::facts::{imported, marks, run_label, stat_value};
 use super::view_state::{ChartKind, ChartView};
-use bench_types::{ComparisonView, RunView};
+use bench_types::{ComparisonView, RequestRecord, RunView};
 use charts::{Bar, BarChart, LineChart, Series};
 
-/// The SVG for `view` of `c`.
-pub fn render(c: &ComparisonView, view: &ChartView) -> Result<String, String> {
+/// The SVG for `view` of `c`; `records` (run id, its requests) feed the CDF and may be
+/// empty for every other kind.
+pub fn render(c: &ComparisonView, view: &ChartView, records: &[(i64, Vec<RequestRecord>)]) -> Result<String, String> {
     let svg = match view.kind {
+        ChartKind::Cdf => charts::line_chart(&super::cdf::cdf(c, view, records)),
         ChartKind::Bars => charts::bar_chart(&bars(c, view)),
         ChartKind::Sweep => charts::line_chart(&sweep(c, view)),
         ChartKind::Ladder => charts::bar_chart(&ladder(c, view)),

@@ -2,6 +2,7 @@
 //! the `charts` crate.
 
 pub mod build;
+pub mod cdf;
 pub mod config_diff;
 pub mod controls;
 pub mod facts;

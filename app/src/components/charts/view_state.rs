@@ -13,15 +13,18 @@ pub enum ChartKind {
     Sweep,
     /// Each optimization step against the previous one.
     Ladder,
+    /// Latency CDF per run (needs per-request records).
+    Cdf,
 }
 
 impl ChartKind {
-    pub const ALL: [ChartKind; 3] = [ChartKind::Bars, ChartKind::Sweep, ChartKind::Ladder];
+    pub const ALL: [ChartKind; 4] = [ChartKind::Bars, ChartKind::Sweep, ChartKind::Ladder, ChartKind::Cdf];
     pub fn key(self) -> &'static str {
         match self {
             ChartKind::Bars => "bars",
             ChartKind::Sweep => "sweep",
             ChartKind::Ladder => "ladder",
+            ChartKind::Cdf => "cdf",
         }
     }
     pub fn title(self) -> &'static str {
@@ -29,6 +32,7 @@ impl ChartKind {
             ChartKind::Bars => "Per run",
             ChartKind::Sweep => "Against concurrency",
             ChartKind::Ladder => "Optimization ladder",
+            ChartKind::Cdf => "Latency CDF",
         }
     }
 }
