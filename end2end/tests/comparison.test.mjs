@@ -50,7 +50,6 @@ test('switching the metric re-renders the chart, changes the URL, and the SVG do
   await page.selectOption('select[name=p]', '99');
   await page.waitForURL(/metric=tpot&p=99/);
   await page.waitForFunction(() => document.querySelector('.chart').innerHTML.includes('TPOT p99 (ms)'));
-  const url = page.url();
 
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('a[data-download=svg]')]);
   const svg = fs.readFileSync(await download.path(), 'utf8');
@@ -58,10 +57,22 @@ test('switching the metric re-renders the chart, changes the URL, and the SVG do
   assert.match(svg, /TPOT p99 \(ms\)/);
   assert.match(svg, /data-value="7.96"/, 'vLLM BS=4 P99 TPOT as published');
 
+  // PNG: the browser draws the on-screen SVG onto a canvas.
+  const [png] = await Promise.all([page.waitForEvent('download'), page.click('button[data-png]')]);
+  const bytes = fs.readFileSync(await png.path());
+  assert.deepEqual([...bytes.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'a PNG file');
+
+  // The ladder: each step against the previous, with the study's published gain beside it.
+  await page.selectOption('select[name=chart]', 'ladder');
+  await page.waitForURL(/chart=ladder/);
+  await page.waitForFunction(() => document.querySelector('.chart').innerHTML.includes('(study: +25.8%)'));
+  const url = page.url();
+  assert.match(url, /chart=ladder&metric=tpot&p=99/);
+
   // The permalink reproduces the view in a fresh page.
   const again = await ctx.newPage();
   await again.goto(url);
-  assert.match(await again.innerHTML('.chart'), /TPOT p99 \(ms\)/);
+  assert.match(await again.innerHTML('.chart'), /Optimization ladder: TPOT p99 \(ms\)/);
   assert.equal(await again.inputValue('select[name=metric]'), 'tpot');
   await ctx.close();
 });
