@@ -155,3 +155,32 @@ async fn vllm_json_records_draw_a_latency_cdf(pool: PgPool) {
 fn pool_of(app: &TestApp) -> PgPool {
     app.pool.clone()
 }
+
+/// Different datasets, sampling and hardware warn; a configuration diff lists what differs;
+/// a measured run on random weights is marked.
+#[sqlx::test(migrator = "db::MIGRATOR")]
+async fn unfair_comparisons_warn_and_the_config_diff_names_differences(pool: PgPool) {
+    load(&pool).await.unwrap();
+    let app = TestApp::new(pool);
+    let seed = app.get(&format!("/api/comparisons/{SEED_SLUG}")).await.json();
+    let vllm = seed["runs"][0]["id"].as_i64().unwrap();
+    let body = serde_json::json!({
+        "format": "text", "content": BLOCK,
+        "config": {"engine": "vLLM", "model": "Qwen/Qwen3-8B", "hardware": "1x NVIDIA A100",
+                   "dataset": {"kind": "random", "input_len": 128, "output_len": 128},
+                   "sampling": {"ignore_eos": true, "temperature": 0.0}}
+    });
+    let other = app.post_json("/api/imports", &body).await.json()["run_ids"][0].as_i64().unwrap();
+    let mut native = common::spec_json();
+    native["target"] = serde_json::json!({"kind": "native", "model_source": "random:tiny"});
+    let measured = app.post_json("/api/runs", &native).await.json()["run_ids"][0].as_i64().unwrap();
+    let r = app.post_json("/api/comparisons", &serde_json::json!({"title": "unfair", "run_ids": [vllm, other, measured]})).await;
+    let slug = r.json()["slug"].as_str().unwrap().to_string();
+    let page = app.get(&format!("/c/{slug}?baseline={vllm}&other={other}")).await.body;
+    for needle in ["different datasets", "different sampling settings", "different hardware", "random weights", "Imported results sit beside runs latlab measured"] {
+        assert!(page.contains(needle), "{needle:?} missing from the page");
+    }
+    assert!(page.contains("Configuration diff") && page.contains("<code>dataset.kind</code>") && page.contains("<code>target.hardware</code>"), "{page}");
+    // Without a pair picked there is no diff table.
+    assert!(!app.get(&format!("/c/{slug}")).await.body.contains("<code>dataset.kind</code>"));
+}
