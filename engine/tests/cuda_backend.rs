@@ -29,19 +29,31 @@ fn pair(preset: &str, seed: u64) -> (CpuBackend, CudaBackend) {
 /// and that argmax agrees unless the CPU's top-2 gap is within the tolerance.
 fn compare(what: &str, gpu: &[f32], cpu: &[f32]) -> f32 {
     let scale = cpu.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let err = gpu.iter().zip(cpu).fold(0f32, |m, (a, b)| m.max((a - b).abs())) / scale;
-    assert!(err <= TOL, "{what}: max |gpu - cpu| = {err:.3e} x max|cpu| {scale}");
+    let err = gpu
+        .iter()
+        .zip(cpu)
+        .fold(0f32, |m, (a, b)| m.max((a - b).abs()))
+        / scale;
+    assert!(
+        err <= TOL,
+        "{what}: max |gpu - cpu| = {err:.3e} x max|cpu| {scale}"
+    );
     let (ag, ac) = (argmax(gpu), argmax(cpu));
     if ag != ac {
         let gap = cpu[ac as usize] - cpu[ag as usize];
-        assert!(gap <= 2.0 * TOL * scale, "{what}: argmax gpu {ag} vs cpu {ac}, gap {gap}");
+        assert!(
+            gap <= 2.0 * TOL * scale,
+            "{what}: argmax gpu {ag} vs cpu {ac}, gap {gap}"
+        );
         eprintln!("{what}: near-tie argmax differs (gap {gap:.3e})");
     }
     err
 }
 
 fn prompt(n: usize, salt: u32) -> Vec<u32> {
-    (0..n as u32).map(|i| (i * 7919 + salt * 104_729) % 151_000).collect()
+    (0..n as u32)
+        .map(|i| (i * 7919 + salt * 104_729) % 151_000)
+        .collect()
 }
 
 #[test]
@@ -50,8 +62,16 @@ fn tiny_presets_all_positions_match_cpu() {
     for p in PRESETS {
         let (mut cpu, mut gpu) = pair(p, 7);
         let toks = prompt(45, 1);
-        let (a, b) = (gpu.logits_all_positions(&toks).unwrap(), cpu.logits_all_positions(&toks).unwrap());
-        let worst = a.iter().zip(&b).enumerate().map(|(i, (x, y))| compare(&format!("{p} pos {i}"), x, y)).fold(0f32, f32::max);
+        let (a, b) = (
+            gpu.logits_all_positions(&toks).unwrap(),
+            cpu.logits_all_positions(&toks).unwrap(),
+        );
+        let worst = a
+            .iter()
+            .zip(&b)
+            .enumerate()
+            .map(|(i, (x, y))| compare(&format!("{p} pos {i}"), x, y))
+            .fold(0f32, f32::max);
         eprintln!("{p:<12} all-positions logits: max err {worst:.3e} x row max");
     }
 }
@@ -63,7 +83,11 @@ fn tiny_presets_all_positions_match_cpu() {
 fn tiny_presets_batched_chunked_decode_matches_cpu() {
     for p in PRESETS {
         let (mut cpu, mut gpu) = pair(p, 11);
-        let tables: [Vec<u32>; 3] = [(0..8).rev().collect(), (8..16).collect(), vec![40, 3, 63, 20, 21, 50, 9, 30]];
+        let tables: [Vec<u32>; 3] = [
+            (0..8).rev().collect(),
+            (8..16).collect(),
+            vec![40, 3, 63, 20, 21, 50, 9, 30],
+        ];
         let prompts = [prompt(1, 2), prompt(37, 3), prompt(70, 4)];
         let mut seqs: Vec<Vec<u32>> = prompts.to_vec();
         let mut done = [0usize; 3];
@@ -97,8 +121,13 @@ fn tiny_presets_batched_chunked_decode_matches_cpu() {
                 seqs[i].push(argmax(&c[k]));
             }
         }
-        eprintln!("{p:<12} batched/chunked steps: max err {worst:.3e} x row max, argmax agree {agree}/{total}");
-        assert!(agree * 10 >= total * 9, "{p}: argmax agreed only {agree}/{total}");
+        eprintln!(
+            "{p:<12} batched/chunked steps: max err {worst:.3e} x row max, argmax agree {agree}/{total}"
+        );
+        assert!(
+            agree * 10 >= total * 9,
+            "{p}: argmax agreed only {agree}/{total}"
+        );
     }
 }
 
@@ -115,7 +144,9 @@ fn decode_graphs_equal_eager_launches() {
     eager.set_graphs(false);
     let mut graphs = CudaBackend::new(cfg, &w, 64, 16, &opts).unwrap();
     graphs.set_graphs(true);
-    let tables: Vec<Vec<u32>> = (0..8).map(|i| (0..8).map(|j| (j * 8 + i) as u32).collect()).collect();
+    let tables: Vec<Vec<u32>> = (0..8)
+        .map(|i| (0..8).map(|j| (j * 8 + i) as u32).collect())
+        .collect();
     let mut seqs: Vec<Vec<u32>> = (0..8).map(|i| prompt(5 + 3 * i, i as u32)).collect();
     let mut done = vec![0usize; 8];
     let mut steps = 0;
@@ -134,9 +165,17 @@ fn decode_graphs_equal_eager_launches() {
             if chunks.is_empty() {
                 continue;
             }
-            let ids: Vec<usize> = (0..batch).filter(|&i| (phase == 0) == (done[i] + 1 < seqs[i].len())).collect();
-            let (a, b) = (eager.forward(&chunks).unwrap(), graphs.forward(&chunks).unwrap());
-            assert_eq!(a, b, "batch {batch} phase {phase}: graph logits differ from eager");
+            let ids: Vec<usize> = (0..batch)
+                .filter(|&i| (phase == 0) == (done[i] + 1 < seqs[i].len()))
+                .collect();
+            let (a, b) = (
+                eager.forward(&chunks).unwrap(),
+                graphs.forward(&chunks).unwrap(),
+            );
+            assert_eq!(
+                a, b,
+                "batch {batch} phase {phase}: graph logits differ from eager"
+            );
             for (k, &i) in ids.iter().enumerate() {
                 done[i] = seqs[i].len();
                 seqs[i].push(argmax(&a[k]));

@@ -38,7 +38,12 @@ fn up<T: kernels::cudarc::driver::DeviceRepr>(g: &Gpu, v: &[T]) -> CudaSlice<T> 
     g.stream().clone_htod(v).unwrap()
 }
 fn down_bf16(g: &Gpu, s: &CudaSlice<bf16>) -> Vec<f32> {
-    g.stream().clone_dtoh(s).unwrap().iter().map(|x| x.to_f32()).collect()
+    g.stream()
+        .clone_dtoh(s)
+        .unwrap()
+        .iter()
+        .map(|x| x.to_f32())
+        .collect()
 }
 fn down<T: kernels::cudarc::driver::DeviceRepr>(g: &Gpu, s: &CudaSlice<T>) -> Vec<T> {
     g.stream().clone_dtoh(s).unwrap()
@@ -50,7 +55,10 @@ fn check(what: &str, a: &[f32], b: &[f32], floor: f32, tol: f32) {
     let (mut worst, mut abs) = (0f32, 0f32);
     for (i, (&x, &y)) in a.iter().zip(b).enumerate() {
         let e = (x - y).abs() / (y.abs() + floor);
-        assert!(e <= tol, "{what}[{i}]: gpu {x} vs cpu {y} (rel {e:e} > {tol:e})");
+        assert!(
+            e <= tol,
+            "{what}[{i}]: gpu {x} vs cpu {y} (rel {e:e} > {tol:e})"
+        );
         worst = worst.max(e);
         abs = abs.max((x - y).abs());
     }
@@ -68,19 +76,42 @@ fn gemv_matches_f64_reference_for_every_row_count() {
         for m in 1..=8 {
             let x = r.vec(m * k);
             let mut y = g.stream().alloc_zeros::<f32>(m * n).unwrap();
-            ops::gemv_into(&g, &up_bf16(&g, &x).as_view(), &dw.as_view(), n, k, &mut y.as_view_mut()).unwrap();
+            ops::gemv_into(
+                &g,
+                &up_bf16(&g, &x).as_view(),
+                &dw.as_view(),
+                n,
+                k,
+                &mut y.as_view_mut(),
+            )
+            .unwrap();
             let got = down(&g, &y);
             let (mut want, mut mag) = (vec![0f32; m * n], vec![0f32; m * n]);
             for t in 0..m {
                 for j in 0..n {
                     let (xs, ws) = (&x[t * k..][..k], &w[j * k..][..k]);
-                    want[t * n + j] = xs.iter().zip(ws).map(|(a, b)| *a as f64 * *b as f64).sum::<f64>() as f32;
+                    want[t * n + j] = xs
+                        .iter()
+                        .zip(ws)
+                        .map(|(a, b)| *a as f64 * *b as f64)
+                        .sum::<f64>() as f32;
                     mag[t * n + j] = xs.iter().zip(ws).map(|(a, b)| (a * b).abs()).sum();
                 }
             }
             // f32 accumulation error is relative to sum |x w|, not to the (cancelling) result.
-            let err: Vec<f32> = got.iter().zip(&want).zip(&mag).map(|((a, b), m)| (a - b) / m).collect();
-            check(&format!("gemv m={m} n={n} k={k} (err / sum|xw|)"), &err, &vec![0.0; err.len()], 1.0, 1e-5);
+            let err: Vec<f32> = got
+                .iter()
+                .zip(&want)
+                .zip(&mag)
+                .map(|((a, b), m)| (a - b) / m)
+                .collect();
+            check(
+                &format!("gemv m={m} n={n} k={k} (err / sum|xw|)"),
+                &err,
+                &vec![0.0; err.len()],
+                1.0,
+                1e-5,
+            );
         }
     }
 }
@@ -94,24 +125,61 @@ fn embed_norms_swiglu_argmax_match_cpu() {
     let table = r.vec(vocab * hd);
     let ids: Vec<u32> = vec![3, 999, 0, 3, 517];
     let mut x = g.stream().alloc_zeros::<f32>(t * hd).unwrap();
-    ops::embed_gather_into(&g, &up(&g, &ids).as_view(), &up_bf16(&g, &table).as_view(), hd, &mut x.as_view_mut()).unwrap();
-    let want: Vec<f32> = ids.iter().flat_map(|&i| table[i as usize * hd..][..hd].to_vec()).collect();
+    ops::embed_gather_into(
+        &g,
+        &up(&g, &ids).as_view(),
+        &up_bf16(&g, &table).as_view(),
+        hd,
+        &mut x.as_view_mut(),
+    )
+    .unwrap();
+    let want: Vec<f32> = ids
+        .iter()
+        .flat_map(|&i| table[i as usize * hd..][..hd].to_vec())
+        .collect();
     check("embed_gather (exact)", &down(&g, &x), &want, 1.0, 0.0);
 
     // add + RMSNorm: residual updated in f32 exactly; normed output rounded to bf16 once.
     let (xv, addv, w) = (r.vec(t * hd), r.vec(t * hd), r.vec(hd));
     let (mut dx, dadd, dw) = (up(&g, &xv), up(&g, &addv), up(&g, &w));
     let mut out = g.stream().alloc_zeros::<bf16>(t * hd).unwrap();
-    ops::add_rmsnorm_into(&g, &mut dx.as_view_mut(), &dadd.as_view(), &dw.as_view(), 1e-6, &mut out.as_view_mut()).unwrap();
+    ops::add_rmsnorm_into(
+        &g,
+        &mut dx.as_view_mut(),
+        &dadd.as_view(),
+        &dw.as_view(),
+        1e-6,
+        &mut out.as_view_mut(),
+    )
+    .unwrap();
     let mut sum: Vec<f32> = xv.iter().zip(&addv).map(|(a, b)| a + b).collect();
     check("add_rmsnorm residual", &down(&g, &dx), &sum, 1e-6, 1e-6);
     rms_norm(&mut sum, &w, 1e-6);
-    check("add_rmsnorm out (bf16)", &down_bf16(&g, &out), &sum, 1e-3, 5e-3);
+    check(
+        "add_rmsnorm out (bf16)",
+        &down_bf16(&g, &out),
+        &sum,
+        1e-3,
+        5e-3,
+    );
     let mut dx2 = up(&g, &xv);
-    ops::rmsnorm_into(&g, &mut dx2.as_view_mut(), &dw.as_view(), 1e-6, &mut out.as_view_mut()).unwrap();
+    ops::rmsnorm_into(
+        &g,
+        &mut dx2.as_view_mut(),
+        &dw.as_view(),
+        1e-6,
+        &mut out.as_view_mut(),
+    )
+    .unwrap();
     let mut plain = xv.clone();
     rms_norm(&mut plain, &w, 1e-6);
-    check("rmsnorm out (bf16)", &down_bf16(&g, &out), &plain, 1e-3, 5e-3);
+    check(
+        "rmsnorm out (bf16)",
+        &down_bf16(&g, &out),
+        &plain,
+        1e-3,
+        5e-3,
+    );
 
     let inter = 12288;
     let gu: Vec<f32> = r.vec(t * 2 * inter).iter().map(|v| v * 4.0).collect();
@@ -144,14 +212,24 @@ fn embed_norms_swiglu_argmax_match_cpu() {
 #[ignore = "gpu"]
 fn rope_kv_write_and_paged_attention_match_cpu() {
     let g = gpu();
-    for (heads, kv_heads, head_dim, theta) in [(32, 8, 128, 1e6f32), (6, 1, 8, 1e6), (4, 2, 32, 1e4)] {
-        let d = AttnDims { heads, kv_heads, head_dim };
+    for (heads, kv_heads, head_dim, theta) in
+        [(32, 8, 128, 1e6f32), (6, 1, 8, 1e6), (4, 2, 32, 1e4)]
+    {
+        let d = AttnDims {
+            heads,
+            kv_heads,
+            head_dim,
+        };
         let (qd, kvd) = (d.q_dim(), d.kv_dim());
         let mut r = Rng(3 + heads as u64);
         let (bs, pages) = (16, 40);
         // Three sequences on disjoint, scattered pages (a page shared by two positions would
         // make the cache write a race): lengths 1, 37, 300.
-        let tables: Vec<Vec<u32>> = vec![vec![39], (0..3).map(|i| 30 - i).collect(), (0..19).map(|i| i * 7 % 19).collect()];
+        let tables: Vec<Vec<u32>> = vec![
+            vec![39],
+            (0..3).map(|i| 30 - i).collect(),
+            (0..19).map(|i| i * 7 % 19).collect(),
+        ];
         let lens = [1usize, 37, 300];
         // Fill the caches through the kernel: every position of every sequence as one step.
         let (mut positions, mut slots, mut seq_of) = (vec![], vec![], vec![]);
@@ -168,7 +246,13 @@ fn rope_kv_write_and_paged_attention_match_cpu() {
         let mut q_out = g.stream().alloc_zeros::<bf16>(tt * qd).unwrap();
         let mut kc = g.stream().alloc_zeros::<bf16>(pages * bs * kvd).unwrap();
         let mut vc = g.stream().alloc_zeros::<bf16>(pages * bs * kvd).unwrap();
-        let (dqkv, dqn, dkn, dpos, dslots) = (up(&g, &qkv), up(&g, &qn), up(&g, &kn), up(&g, &positions), up(&g, &slots));
+        let (dqkv, dqn, dkn, dpos, dslots) = (
+            up(&g, &qkv),
+            up(&g, &qn),
+            up(&g, &kn),
+            up(&g, &positions),
+            up(&g, &slots),
+        );
         let a = RopeKvArgs {
             qkv: &dqkv.as_view(),
             q_norm: &dqn.as_view(),
@@ -178,17 +262,31 @@ fn rope_kv_write_and_paged_attention_match_cpu() {
             theta,
             eps: 1e-6,
         };
-        ops::qk_norm_rope_kv_into(&g, d, &a, &mut q_out.as_view_mut(), &mut kc.as_view_mut(), &mut vc.as_view_mut()).unwrap();
+        ops::qk_norm_rope_kv_into(
+            &g,
+            d,
+            &a,
+            &mut q_out.as_view_mut(),
+            &mut kc.as_view_mut(),
+            &mut vc.as_view_mut(),
+        )
+        .unwrap();
         // CPU: per-head RMSNorm then RoPE, as the CPU backend does.
-        let (mut q_ref, mut k_ref, mut v_ref) = (vec![0f32; tt * qd], vec![0f32; pages * bs * kvd], vec![0f32; pages * bs * kvd]);
+        let (mut q_ref, mut k_ref, mut v_ref) = (
+            vec![0f32; tt * qd],
+            vec![0f32; pages * bs * kvd],
+            vec![0f32; pages * bs * kvd],
+        );
         for i in 0..tt {
             let row = &qkv[i * (qd + 2 * kvd)..][..qd + 2 * kvd];
             let mut q = row[..qd].to_vec();
             let mut k = row[qd..qd + kvd].to_vec();
             rms_norm(&mut q, &qn, 1e-6);
             rms_norm(&mut k, &kn, 1e-6);
-            q.chunks_exact_mut(head_dim).for_each(|h| rope(h, positions[i] as usize, theta));
-            k.chunks_exact_mut(head_dim).for_each(|h| rope(h, positions[i] as usize, theta));
+            q.chunks_exact_mut(head_dim)
+                .for_each(|h| rope(h, positions[i] as usize, theta));
+            k.chunks_exact_mut(head_dim)
+                .for_each(|h| rope(h, positions[i] as usize, theta));
             q_ref[i * qd..][..qd].copy_from_slice(&q);
             let sl = slots[i] as usize;
             k_ref[sl * kvd..][..kvd].copy_from_slice(&k);
@@ -196,21 +294,60 @@ fn rope_kv_write_and_paged_attention_match_cpu() {
         }
         let tag = format!("h{heads}/kv{kv_heads}/d{head_dim}");
         // RoPE angles reach 300 rad: sin/cos implementations differ by ~1e-6 there.
-        check(&format!("qk_norm_rope q ({tag}, bf16)"), &down_bf16(&g, &q_out), &q_ref, 1e-2, 5e-3);
-        check(&format!("qk_norm_rope k cache ({tag}, bf16)"), &down_bf16(&g, &kc), &k_ref, 1e-2, 5e-3);
-        check(&format!("v cache ({tag}, exact)"), &down_bf16(&g, &vc), &v_ref, 1e-6, 0.0);
+        check(
+            &format!("qk_norm_rope q ({tag}, bf16)"),
+            &down_bf16(&g, &q_out),
+            &q_ref,
+            1e-2,
+            5e-3,
+        );
+        check(
+            &format!("qk_norm_rope k cache ({tag}, bf16)"),
+            &down_bf16(&g, &kc),
+            &k_ref,
+            1e-2,
+            5e-3,
+        );
+        check(
+            &format!("v cache ({tag}, exact)"),
+            &down_bf16(&g, &vc),
+            &v_ref,
+            1e-6,
+            0.0,
+        );
 
         // Attention: the last row of seq 0 and 1 (decode-like) and every row of seq 2
         // (prefill-like, causal), from the bf16 q and caches the kernel just wrote.
-        let (qb, kb, vb) = (down_bf16(&g, &q_out), down_bf16(&g, &kc), down_bf16(&g, &vc));
+        let (qb, kb, vb) = (
+            down_bf16(&g, &q_out),
+            down_bf16(&g, &kc),
+            down_bf16(&g, &vc),
+        );
         let mut flat = vec![];
-        let offs: Vec<i32> = tables.iter().map(|tb| { let o = flat.len() as i32; flat.extend(tb.iter().map(|&p| p as i32)); o }).collect();
-        let rows: Vec<usize> = (0..tt).filter(|&i| seq_of[i] == 2 || positions[i] as usize + 1 == lens[seq_of[i]]).collect();
-        let qrows: Vec<f32> = rows.iter().flat_map(|&i| qb[i * qd..][..qd].to_vec()).collect();
+        let offs: Vec<i32> = tables
+            .iter()
+            .map(|tb| {
+                let o = flat.len() as i32;
+                flat.extend(tb.iter().map(|&p| p as i32));
+                o
+            })
+            .collect();
+        let rows: Vec<usize> = (0..tt)
+            .filter(|&i| seq_of[i] == 2 || positions[i] as usize + 1 == lens[seq_of[i]])
+            .collect();
+        let qrows: Vec<f32> = rows
+            .iter()
+            .flat_map(|&i| qb[i * qd..][..qd].to_vec())
+            .collect();
         let row_offs: Vec<i32> = rows.iter().map(|&i| offs[seq_of[i]]).collect();
         let ctx: Vec<i32> = rows.iter().map(|&i| positions[i] + 1).collect();
         let mut out = g.stream().alloc_zeros::<bf16>(rows.len() * qd).unwrap();
-        let (dq, dt, dof, dctx) = (up_bf16(&g, &qrows), up(&g, &flat), up(&g, &row_offs), up(&g, &ctx));
+        let (dq, dt, dof, dctx) = (
+            up_bf16(&g, &qrows),
+            up(&g, &flat),
+            up(&g, &row_offs),
+            up(&g, &ctx),
+        );
         let pa = PagedAttnArgs {
             q: &dq.as_view(),
             k_cache: &kc.as_view(),
@@ -230,16 +367,33 @@ fn rope_kv_write_and_paged_attention_match_cpu() {
                 let qv = &qb[i * qd + h * head_dim..][..head_dim];
                 let slot = |p: usize| tb[p / bs] as usize * bs + p % bs;
                 let sc: Vec<f64> = (0..ctx[ri] as usize)
-                    .map(|p| qv.iter().zip(&kb[slot(p) * kvd + kvh * head_dim..][..head_dim]).map(|(a, b)| *a as f64 * *b as f64).sum::<f64>() * scale)
+                    .map(|p| {
+                        qv.iter()
+                            .zip(&kb[slot(p) * kvd + kvh * head_dim..][..head_dim])
+                            .map(|(a, b)| *a as f64 * *b as f64)
+                            .sum::<f64>()
+                            * scale
+                    })
                     .collect();
                 let mx = sc.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 let z: f64 = sc.iter().map(|s| (s - mx).exp()).sum();
                 for dd in 0..head_dim {
-                    want[ri * qd + h * head_dim + dd] = (0..sc.len()).map(|p| (sc[p] - mx).exp() / z * vb[slot(p) * kvd + kvh * head_dim + dd] as f64).sum::<f64>() as f32;
+                    want[ri * qd + h * head_dim + dd] = (0..sc.len())
+                        .map(|p| {
+                            (sc[p] - mx).exp() / z * vb[slot(p) * kvd + kvh * head_dim + dd] as f64
+                        })
+                        .sum::<f64>()
+                        as f32;
                 }
             }
         }
         // Outputs are averages of values in [-1, 1]: judge error against 0.05 + |want|.
-        check(&format!("paged_attention ({tag}, {} rows, bf16)", rows.len()), &down_bf16(&g, &out), &want, 5e-2, 5e-3);
+        check(
+            &format!("paged_attention ({tag}, {} rows, bf16)", rows.len()),
+            &down_bf16(&g, &out),
+            &want,
+            5e-2,
+            5e-3,
+        );
     }
 }

@@ -26,7 +26,11 @@ impl CompileOptions {
             // Line info costs nothing at run time and makes profiler output readable.
             "--generate-line-info".to_string(),
         ];
-        a.extend(self.include_dirs.iter().map(|d| format!("-I{}", d.display())));
+        a.extend(
+            self.include_dirs
+                .iter()
+                .map(|d| format!("-I{}", d.display())),
+        );
         a
     }
 }
@@ -49,7 +53,8 @@ pub fn compile_cubin(file: &str, src: &str, opts: &CompileOptions) -> Result<Vec
     };
     let c_src = CString::new(src).map_err(|e| fail(e.to_string(), String::new()))?;
     let c_name = CString::new(file).map_err(|e| fail(e.to_string(), String::new()))?;
-    let prog = result::create_program(&c_src, Some(&c_name)).map_err(|e| fail(e.to_string(), String::new()))?;
+    let prog = result::create_program(&c_src, Some(&c_name))
+        .map_err(|e| fail(e.to_string(), String::new()))?;
     // SAFETY: `prog` was just created and is destroyed exactly once below.
     let out = unsafe {
         match result::compile_program(prog, &opts.args()) {
@@ -75,7 +80,11 @@ unsafe fn cubin_of(prog: sys::nvrtcProgram) -> std::result::Result<Vec<u8>, resu
 unsafe fn program_log(prog: sys::nvrtcProgram) -> String {
     match unsafe { result::get_program_log(prog) } {
         Ok(chars) => {
-            let bytes: Vec<u8> = chars.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
+            let bytes: Vec<u8> = chars
+                .iter()
+                .map(|&c| c as u8)
+                .take_while(|&b| b != 0)
+                .collect();
             String::from_utf8_lossy(&bytes).into_owned()
         }
         Err(e) => format!("(no log: {e})"),
@@ -117,7 +126,11 @@ impl DiskCache {
     /// `$LATLAB_KERNEL_CACHE`, else `$XDG_CACHE_HOME/latlab/kernels`, else
     /// `~/.cache/latlab/kernels`, else a folder under the system temp dir.
     pub fn default_dir() -> PathBuf {
-        let env = |k| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let env = |k| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         if let Some(d) = env("LATLAB_KERNEL_CACHE") {
             return d;
         }
@@ -131,7 +144,12 @@ impl DiskCache {
     }
 
     /// The cached cubin, or compile and store it. Returns (cubin, was_cached).
-    pub fn get_or_compile(&self, file: &str, src: &str, opts: &CompileOptions) -> Result<(Vec<u8>, bool)> {
+    pub fn get_or_compile(
+        &self,
+        file: &str,
+        src: &str,
+        opts: &CompileOptions,
+    ) -> Result<(Vec<u8>, bool)> {
         let path = self.dir.join(cache_name(file, src, opts, nvrtc_version()));
         if let Ok(bytes) = std::fs::read(&path) {
             if !bytes.is_empty() {
@@ -167,13 +185,22 @@ mod tests {
             include_dirs: vec!["/usr/local/cuda/include".into()],
         };
         let base = cache_name("gemv.cu", "src", &o, (13, 0));
-        assert!(base.starts_with("gemv-sm_90a-") && base.ends_with(".cubin"), "{base}");
+        assert!(
+            base.starts_with("gemv-sm_90a-") && base.ends_with(".cubin"),
+            "{base}"
+        );
         assert_eq!(base, cache_name("gemv.cu", "src", &o, (13, 0)));
         assert_ne!(base, cache_name("gemv.cu", "src2", &o, (13, 0)));
         assert_ne!(base, cache_name("gemv.cu", "src", &o, (13, 1)));
-        let o2 = CompileOptions { arch: "sm_90".into(), ..o.clone() };
+        let o2 = CompileOptions {
+            arch: "sm_90".into(),
+            ..o.clone()
+        };
         assert_ne!(base, cache_name("gemv.cu", "src", &o2, (13, 0)));
-        let o3 = CompileOptions { include_dirs: vec![], ..o };
+        let o3 = CompileOptions {
+            include_dirs: vec![],
+            ..o
+        };
         assert_ne!(base, cache_name("gemv.cu", "src", &o3, (13, 0)));
     }
 }

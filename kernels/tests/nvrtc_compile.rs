@@ -44,7 +44,12 @@ fn compile_all(include: PathBuf) {
     for s in ALL {
         let t = std::time::Instant::now();
         let cubin = compile_cubin(s.file, s.src, &opts).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(&cubin[..4], b"\x7fELF", "{}: NVRTC did not return a cubin", s.file);
+        assert_eq!(
+            &cubin[..4],
+            b"\x7fELF",
+            "{}: NVRTC did not return a cubin",
+            s.file
+        );
         eprintln!("{}: {} bytes in {:?}", s.file, cubin.len(), t.elapsed());
     }
 }
@@ -79,5 +84,9 @@ fn every_kernel_compiles_for_sm90a() {
         .env("LD_LIBRARY_PATH", ld)
         .status()
         .expect("re-run the test binary");
-    assert!(status.success(), "compiling with NVRTC from {} failed", root.display());
+    assert!(
+        status.success(),
+        "compiling with NVRTC from {} failed",
+        root.display()
+    );
 }

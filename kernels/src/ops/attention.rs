@@ -18,14 +18,20 @@ pub struct AttnDims {
 
 impl AttnDims {
     fn check(&self, op: &'static str) -> Result<()> {
-        let AttnDims { heads, kv_heads, head_dim } = *self;
+        let AttnDims {
+            heads,
+            kv_heads,
+            head_dim,
+        } = *self;
         check(kv_heads > 0 && heads % kv_heads == 0, op, || {
             format!("{heads} heads not a multiple of {kv_heads} kv heads")
         })?;
         // 4 values per lane in the attention kernel; RoPE rotates halves.
-        check(head_dim % 2 == 0 && (2..=128).contains(&head_dim), op, || {
-            format!("head_dim {head_dim} must be even and <= 128")
-        })
+        check(
+            head_dim % 2 == 0 && (2..=128).contains(&head_dim),
+            op,
+            || format!("head_dim {head_dim} must be even and <= 128"),
+        )
     }
     pub fn q_dim(&self) -> usize {
         self.heads * self.head_dim
@@ -66,14 +72,28 @@ pub fn qk_norm_rope_kv_into(
     check(a.qkv.len() == t * (qd + 2 * kvd), OP, || {
         format!("qkv {} != {t} x ({qd} + 2 x {kvd})", a.qkv.len())
     })?;
-    check(a.slots.len() == t, OP, || format!("{} slots for {t} tokens", a.slots.len()))?;
-    check(a.q_norm.len() == d.head_dim && a.k_norm.len() == d.head_dim, OP, || {
-        "q_norm/k_norm must have head_dim entries".into()
+    check(a.slots.len() == t, OP, || {
+        format!("{} slots for {t} tokens", a.slots.len())
     })?;
-    check(q_out.len() == t * qd, OP, || format!("q_out {} != {t} x {qd}", q_out.len()))?;
-    check(k_cache.len() == v_cache.len() && k_cache.len() % kvd == 0, OP, || {
-        format!("caches {} / {} not slots x {kvd}", k_cache.len(), v_cache.len())
+    check(
+        a.q_norm.len() == d.head_dim && a.k_norm.len() == d.head_dim,
+        OP,
+        || "q_norm/k_norm must have head_dim entries".into(),
+    )?;
+    check(q_out.len() == t * qd, OP, || {
+        format!("q_out {} != {t} x {qd}", q_out.len())
     })?;
+    check(
+        k_cache.len() == v_cache.len() && k_cache.len() % kvd == 0,
+        OP,
+        || {
+            format!(
+                "caches {} / {} not slots x {kvd}",
+                k_cache.len(),
+                v_cache.len()
+            )
+        },
+    )?;
     if t == 0 {
         return Ok(());
     }
@@ -83,7 +103,11 @@ pub fn qk_norm_rope_kv_into(
         to_i32(OP, "head_dim", d.head_dim)?,
     );
     let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
-    b.arg(a.qkv).arg(a.q_norm).arg(a.k_norm).arg(a.positions).arg(a.slots);
+    b.arg(a.qkv)
+        .arg(a.q_norm)
+        .arg(a.k_norm)
+        .arg(a.positions)
+        .arg(a.slots);
     b.arg(q_out).arg(k_cache).arg(v_cache);
     b.arg(&h).arg(&kv).arg(&hd).arg(&a.theta).arg(&a.eps);
     let cfg = LaunchConfig {
@@ -124,10 +148,14 @@ pub fn paged_attention_into(
     check(a.q.len() == r * qd && out.len() == r * qd, OP, || {
         format!("q {} / out {} != {r} x {qd}", a.q.len(), out.len())
     })?;
-    check(a.table_offs.len() == r, OP, || format!("{} table offsets for {r} rows", a.table_offs.len()))?;
-    check(a.k_cache.len() == a.v_cache.len() && a.k_cache.len() % d.kv_dim() == 0, OP, || {
-        "k/v caches differ or are not slots x kv_dim".into()
+    check(a.table_offs.len() == r, OP, || {
+        format!("{} table offsets for {r} rows", a.table_offs.len())
     })?;
+    check(
+        a.k_cache.len() == a.v_cache.len() && a.k_cache.len() % d.kv_dim() == 0,
+        OP,
+        || "k/v caches differ or are not slots x kv_dim".into(),
+    )?;
     check(a.block_size > 0, OP, || "block_size 0".into())?;
     if r == 0 {
         return Ok(());
@@ -140,7 +168,12 @@ pub fn paged_attention_into(
     );
     let scale = 1.0f32 / (d.head_dim as f32).sqrt();
     let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
-    b.arg(a.q).arg(a.k_cache).arg(a.v_cache).arg(a.tables).arg(a.table_offs).arg(a.ctx_lens);
+    b.arg(a.q)
+        .arg(a.k_cache)
+        .arg(a.v_cache)
+        .arg(a.tables)
+        .arg(a.table_offs)
+        .arg(a.ctx_lens);
     b.arg(out).arg(&h).arg(&kv).arg(&hd).arg(&bs).arg(&scale);
     let cfg = LaunchConfig {
         grid_dim: (r as u32, d.heads as u32, 1),

@@ -26,9 +26,14 @@ pub fn embed_gather_into(
     const OP: &str = "embed_gather";
     let rows = ids.len();
     check(hidden > 0 && table.len() % hidden == 0, OP, || {
-        format!("table of {} is not a multiple of hidden {hidden}", table.len())
+        format!(
+            "table of {} is not a multiple of hidden {hidden}",
+            table.len()
+        )
     })?;
-    check(out.len() == rows * hidden, OP, || format!("out {} != {rows} x {hidden}", out.len()))?;
+    check(out.len() == rows * hidden, OP, || {
+        format!("out {} != {rows} x {hidden}", out.len())
+    })?;
     if rows == 0 {
         return Ok(());
     }
@@ -41,7 +46,9 @@ pub fn embed_gather_into(
 }
 
 fn norm_checks(op: &'static str, x: usize, w: usize, out: usize) -> Result<usize> {
-    check(w > 0 && x % w == 0, op, || format!("x of {x} is not rows x dim {w}"))?;
+    check(w > 0 && x % w == 0, op, || {
+        format!("x of {x} is not rows x dim {w}")
+    })?;
     check(out == x, op, || format!("out {out} != x {x}"))?;
     Ok(x / w)
 }
@@ -78,7 +85,9 @@ pub fn add_rmsnorm_into(
 ) -> Result<()> {
     const OP: &str = "add_rmsnorm_rows";
     let rows = norm_checks(OP, x.len(), w.len(), out.len())?;
-    check(add.len() == x.len(), OP, || format!("add {} != x {}", add.len(), x.len()))?;
+    check(add.len() == x.len(), OP, || {
+        format!("add {} != x {}", add.len(), x.len())
+    })?;
     if rows == 0 {
         return Ok(());
     }
@@ -102,7 +111,9 @@ pub fn swiglu_into(
         format!("gu of {} is not rows x 2 * {inter}", gu.len())
     })?;
     let total = gu.len() / 2;
-    check(out.len() == total, OP, || format!("out {} != {total}", out.len()))?;
+    check(out.len() == total, OP, || {
+        format!("out {} != {total}", out.len())
+    })?;
     if total == 0 {
         return Ok(());
     }

@@ -27,12 +27,22 @@ pub fn gemv_into(
     y: &mut CudaViewMut<'_, f32>,
 ) -> Result<()> {
     const OP: &str = "gemv_bf16";
-    check(k > 0 && k % 8 == 0, OP, || format!("k = {k} must be a positive multiple of 8"))?;
-    check(w.len() == n * k, OP, || format!("w {} != {n} x {k}", w.len()))?;
-    check(x.len() % k == 0, OP, || format!("x {} is not rows x {k}", x.len()))?;
+    check(k > 0 && k % 8 == 0, OP, || {
+        format!("k = {k} must be a positive multiple of 8")
+    })?;
+    check(w.len() == n * k, OP, || {
+        format!("w {} != {n} x {k}", w.len())
+    })?;
+    check(x.len() % k == 0, OP, || {
+        format!("x {} is not rows x {k}", x.len())
+    })?;
     let m = x.len() / k;
-    check((1..=GEMV_MAX_ROWS).contains(&m), OP, || format!("{m} rows; 1..=8 supported"))?;
-    check(y.len() == m * n, OP, || format!("y {} != {m} x {n}", y.len()))?;
+    check((1..=GEMV_MAX_ROWS).contains(&m), OP, || {
+        format!("{m} rows; 1..=8 supported")
+    })?;
+    check(y.len() == m * n, OP, || {
+        format!("y {} != {m} x {n}", y.len())
+    })?;
     let (ni, ki) = (to_i32(OP, "n", n)?, to_i32(OP, "k", k)?);
     let name = format!("gemv_bf16_m{m}");
     let mut b = gpu.stream().launch_builder(gpu.func(&name)?);

@@ -9,7 +9,9 @@ mod elementwise;
 mod gemv;
 
 pub use argmax::argmax_into;
-pub use attention::{AttnDims, PagedAttnArgs, RopeKvArgs, paged_attention_into, qk_norm_rope_kv_into};
+pub use attention::{
+    AttnDims, PagedAttnArgs, RopeKvArgs, paged_attention_into, qk_norm_rope_kv_into,
+};
 pub use elementwise::{add_rmsnorm_into, embed_gather_into, rmsnorm_into, swiglu_into};
 pub use gemv::{GEMV_MAX_ROWS, gemv_into};
 

@@ -31,7 +31,11 @@ pub(super) struct DecodeGraph {
 impl CudaBackend {
     pub(super) fn decode_with_graph(&mut self, mut host: HostMeta) -> Result<Vec<Vec<f32>>> {
         let n = host.ids.len();
-        let b = GRAPH_BATCHES.iter().copied().find(|&b| b >= n).expect("n <= 8");
+        let b = GRAPH_BATCHES
+            .iter()
+            .copied()
+            .find(|&b| b >= n)
+            .expect("n <= 8");
         let slot = GRAPH_BATCHES.iter().position(|&x| x == b).expect("listed");
         let s = self.gpu.stream().clone();
         let (vocab, hd) = (self.cfg.vocab_size, self.cfg.hidden_size);
@@ -42,11 +46,20 @@ impl CudaBackend {
                 rows: b,
                 meta: StepMeta::alloc(&s, b, cap)?,
                 sc: Scratch::new(&s, &self.cfg, b)?,
-                logits: s.alloc_zeros(b * vocab).map_err(driver_err("alloc graph logits"))?,
+                logits: s
+                    .alloc_zeros(b * vocab)
+                    .map_err(driver_err("alloc graph logits"))?,
                 graph: None,
             });
         }
-        let CudaBackend { gpu, cfg, w, cache, graphs, .. } = self;
+        let CudaBackend {
+            gpu,
+            cfg,
+            w,
+            cache,
+            graphs,
+            ..
+        } = self;
         let g = graphs[slot].as_mut().expect("created above");
         host.pad(g.rows, cache.num_pages, cache.block_size);
         g.meta.write(&s, &host)?;
@@ -64,8 +77,15 @@ impl CudaBackend {
             tracing::info!(batch = b, "captured decode graph");
             g.graph = Some(OwnedGraph(graph));
         }
-        g.graph.as_ref().expect("captured").0.launch().map_err(driver_err("graph launch"))?;
-        let out = s.clone_dtoh(&g.logits.slice(..n * vocab)).map_err(driver_err("download logits"))?;
+        g.graph
+            .as_ref()
+            .expect("captured")
+            .0
+            .launch()
+            .map_err(driver_err("graph launch"))?;
+        let out = s
+            .clone_dtoh(&g.logits.slice(..n * vocab))
+            .map_err(driver_err("download logits"))?;
         gpu.sync().map_err(kernel_err)?;
         Ok(out.chunks_exact(vocab).map(|r| r.to_vec()).collect())
     }

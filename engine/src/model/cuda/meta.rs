@@ -24,15 +24,26 @@ pub(super) struct HostMeta {
 impl HostMeta {
     /// Check the step as the CPU backend does (a bad id or short table is a caller bug that
     /// must fail the step, not read out of bounds on the GPU) and lay out its metadata.
-    pub fn build(chunks: &[SeqChunk<'_>], vocab: usize, block_size: usize, pages: usize) -> Result<Self> {
+    pub fn build(
+        chunks: &[SeqChunk<'_>],
+        vocab: usize,
+        block_size: usize,
+        pages: usize,
+    ) -> Result<Self> {
         let mut m = HostMeta::default();
         for ch in chunks {
             if let Some(&bad) = ch.tokens.iter().find(|&&t| t as usize >= vocab) {
-                return Err(EngineError::BadRequest(format!("token id {bad} >= vocab_size {vocab}")));
+                return Err(EngineError::BadRequest(format!(
+                    "token id {bad} >= vocab_size {vocab}"
+                )));
             }
             let end = ch.start_pos + ch.tokens.len();
-            if ch.block_table.len() * block_size < end || ch.block_table.iter().any(|&p| p as usize >= pages) {
-                return Err(EngineError::BadRequest(format!("block table does not cover {end} positions")));
+            if ch.block_table.len() * block_size < end
+                || ch.block_table.iter().any(|&p| p as usize >= pages)
+            {
+                return Err(EngineError::BadRequest(format!(
+                    "block table does not cover {end} positions"
+                )));
             }
             let off = m.tables.len() as i32;
             m.tables.extend(ch.block_table.iter().map(|&p| p as i32));
@@ -40,7 +51,10 @@ impl HostMeta {
                 let pos = ch.start_pos + i;
                 m.ids.push(t);
                 m.positions.push(pos as i32);
-                m.slots.push((ch.block_table[pos / block_size] as usize * block_size + pos % block_size) as i32);
+                m.slots.push(
+                    (ch.block_table[pos / block_size] as usize * block_size + pos % block_size)
+                        as i32,
+                );
                 m.table_offs.push(off);
                 m.ctx_lens.push(pos as i32 + 1);
             }
@@ -114,10 +128,13 @@ impl StepMeta {
         }
         let w = driver_err("write step metadata");
         s.memcpy_htod(&h.ids, &mut self.ids).map_err(&w)?;
-        s.memcpy_htod(&h.positions, &mut self.positions).map_err(&w)?;
+        s.memcpy_htod(&h.positions, &mut self.positions)
+            .map_err(&w)?;
         s.memcpy_htod(&h.slots, &mut self.slots).map_err(&w)?;
-        s.memcpy_htod(&h.tables, &mut self.tables.slice_mut(..h.tables.len())).map_err(&w)?;
-        s.memcpy_htod(&h.table_offs, &mut self.table_offs).map_err(&w)?;
+        s.memcpy_htod(&h.tables, &mut self.tables.slice_mut(..h.tables.len()))
+            .map_err(&w)?;
+        s.memcpy_htod(&h.table_offs, &mut self.table_offs)
+            .map_err(&w)?;
         s.memcpy_htod(&h.ctx_lens, &mut self.ctx_lens).map_err(&w)?;
         Ok(())
     }

@@ -36,7 +36,9 @@ pub struct CudaBackend {
     graphs: Vec<Option<graph::DecodeGraph>>,
 }
 
-pub(crate) fn driver_err(what: &'static str) -> impl Fn(kernels::cudarc::driver::DriverError) -> EngineError {
+pub(crate) fn driver_err(
+    what: &'static str,
+) -> impl Fn(kernels::cudarc::driver::DriverError) -> EngineError {
     move |e| EngineError::Backend(format!("{what}: {e}"))
 }
 
@@ -64,8 +66,16 @@ impl CudaBackend {
             num_pages,
         };
         for _ in 0..cfg.num_hidden_layers {
-            cache.k.push(gpu.stream().alloc_zeros(slots).map_err(driver_err("alloc K cache"))?);
-            cache.v.push(gpu.stream().alloc_zeros(slots).map_err(driver_err("alloc V cache"))?);
+            cache.k.push(
+                gpu.stream()
+                    .alloc_zeros(slots)
+                    .map_err(driver_err("alloc K cache"))?,
+            );
+            cache.v.push(
+                gpu.stream()
+                    .alloc_zeros(slots)
+                    .map_err(driver_err("alloc V cache"))?,
+            );
         }
         gpu.sync().map_err(kernel_err)?;
         tracing::info!(gpu = gpu.name(), arch = gpu.arch(), "CUDA backend ready");

@@ -47,7 +47,14 @@ impl Scratch {
 }
 
 /// y[rows, n] = x[rows, k] w^T in chunks of <= 8 rows.
-pub(super) fn linear(gpu: &Gpu, x: &CudaSlice<bf16>, w: &CudaSlice<bf16>, n: usize, k: usize, y: &mut CudaSlice<f32>) -> Result<()> {
+pub(super) fn linear(
+    gpu: &Gpu,
+    x: &CudaSlice<bf16>,
+    w: &CudaSlice<bf16>,
+    n: usize,
+    k: usize,
+    y: &mut CudaSlice<f32>,
+) -> Result<()> {
     let rows = x.len() / k;
     let mut r = 0;
     while r < rows {
@@ -78,14 +85,34 @@ pub(super) fn forward_layers(
     let (qd, kvd) = (dims.q_dim(), dims.kv_dim());
     let (eps, theta) = (c.rms_norm_eps as f32, c.rope_theta as f32);
     let ke = kernel_err;
-    ops::embed_gather_into(gpu, &meta.ids.as_view(), &w.embed.as_view(), hd, &mut sc.x.as_view_mut()).map_err(ke)?;
+    ops::embed_gather_into(
+        gpu,
+        &meta.ids.as_view(),
+        &w.embed.as_view(),
+        hd,
+        &mut sc.x.as_view_mut(),
+    )
+    .map_err(ke)?;
     for (li, lw) in w.layers.iter().enumerate() {
         // The previous layer's MLP output (in `o`) joins the residual here, fused with this
         // layer's input norm.
         if li == 0 {
-            ops::rmsnorm_into(gpu, &mut sc.x.as_view_mut(), &lw.input_norm.as_view(), eps, &mut sc.h.as_view_mut())
+            ops::rmsnorm_into(
+                gpu,
+                &mut sc.x.as_view_mut(),
+                &lw.input_norm.as_view(),
+                eps,
+                &mut sc.h.as_view_mut(),
+            )
         } else {
-            ops::add_rmsnorm_into(gpu, &mut sc.x.as_view_mut(), &sc.o.as_view(), &lw.input_norm.as_view(), eps, &mut sc.h.as_view_mut())
+            ops::add_rmsnorm_into(
+                gpu,
+                &mut sc.x.as_view_mut(),
+                &sc.o.as_view(),
+                &lw.input_norm.as_view(),
+                eps,
+                &mut sc.h.as_view_mut(),
+            )
         }
         .map_err(ke)?;
         linear(gpu, &sc.h, &lw.wqkv, qd + 2 * kvd, hd, &mut sc.qkv)?;
@@ -99,8 +126,15 @@ pub(super) fn forward_layers(
             eps,
         };
         let (kc, vc) = (&mut cache.k[li], &mut cache.v[li]);
-        ops::qk_norm_rope_kv_into(gpu, dims, &rope, &mut sc.q.as_view_mut(), &mut kc.as_view_mut(), &mut vc.as_view_mut())
-            .map_err(ke)?;
+        ops::qk_norm_rope_kv_into(
+            gpu,
+            dims,
+            &rope,
+            &mut sc.q.as_view_mut(),
+            &mut kc.as_view_mut(),
+            &mut vc.as_view_mut(),
+        )
+        .map_err(ke)?;
         let pa = PagedAttnArgs {
             q: &sc.q.as_view(),
             k_cache: &kc.as_view(),
@@ -112,20 +146,39 @@ pub(super) fn forward_layers(
         };
         ops::paged_attention_into(gpu, dims, &pa, &mut sc.attn.as_view_mut()).map_err(ke)?;
         linear(gpu, &sc.attn, &lw.wo, hd, qd, &mut sc.o)?;
-        ops::add_rmsnorm_into(gpu, &mut sc.x.as_view_mut(), &sc.o.as_view(), &lw.post_norm.as_view(), eps, &mut sc.h.as_view_mut())
-            .map_err(ke)?;
+        ops::add_rmsnorm_into(
+            gpu,
+            &mut sc.x.as_view_mut(),
+            &sc.o.as_view(),
+            &lw.post_norm.as_view(),
+            eps,
+            &mut sc.h.as_view_mut(),
+        )
+        .map_err(ke)?;
         linear(gpu, &sc.h, &lw.wgu, 2 * inter, hd, &mut sc.gu)?;
         ops::swiglu_into(gpu, &sc.gu.as_view(), inter, &mut sc.act.as_view_mut()).map_err(ke)?;
         linear(gpu, &sc.act, &lw.wdown, hd, inter, &mut sc.o)?;
     }
-    ops::add_rmsnorm_into(gpu, &mut sc.x.as_view_mut(), &sc.o.as_view(), &w.final_norm.as_view(), eps, &mut sc.h.as_view_mut())
-        .map_err(ke)
+    ops::add_rmsnorm_into(
+        gpu,
+        &mut sc.x.as_view_mut(),
+        &sc.o.as_view(),
+        &w.final_norm.as_view(),
+        eps,
+        &mut sc.h.as_view_mut(),
+    )
+    .map_err(ke)
 }
 
 impl CudaBackend {
     /// Forward all chunks' tokens; return logits for the flat token indices in `rows`.
     pub(super) fn run(&mut self, chunks: &[SeqChunk<'_>], rows: &[usize]) -> Result<Vec<Vec<f32>>> {
-        let host = HostMeta::build(chunks, self.cfg.vocab_size, self.cache.block_size, self.cache.num_pages)?;
+        let host = HostMeta::build(
+            chunks,
+            self.cfg.vocab_size,
+            self.cache.block_size,
+            self.cache.num_pages,
+        )?;
         let t = host.ids.len();
         if t == 0 {
             return Ok(vec![]);
@@ -138,7 +191,14 @@ impl CudaBackend {
         let s = self.gpu.stream().clone();
         let meta = StepMeta::upload(&s, &host)?;
         let mut sc = Scratch::new(&s, &self.cfg, t)?;
-        forward_layers(&self.gpu, &self.cfg, &self.w, &mut self.cache, &mut sc, &meta)?;
+        forward_layers(
+            &self.gpu,
+            &self.cfg,
+            &self.w,
+            &mut self.cache,
+            &mut sc,
+            &meta,
+        )?;
         if rows.is_empty() {
             self.gpu.sync().map_err(kernel_err)?;
             return Ok(vec![]);
@@ -146,12 +206,17 @@ impl CudaBackend {
         let a = driver_err("alloc logits");
         let mut hsel = s.alloc_zeros::<bf16>(rows.len() * hd).map_err(&a)?;
         for (i, &r) in rows.iter().enumerate() {
-            s.memcpy_dtod(&sc.h.slice(r * hd..(r + 1) * hd), &mut hsel.slice_mut(i * hd..(i + 1) * hd))
-                .map_err(driver_err("gather rows"))?;
+            s.memcpy_dtod(
+                &sc.h.slice(r * hd..(r + 1) * hd),
+                &mut hsel.slice_mut(i * hd..(i + 1) * hd),
+            )
+            .map_err(driver_err("gather rows"))?;
         }
         let mut logits = s.alloc_zeros::<f32>(rows.len() * vocab).map_err(&a)?;
         linear(&self.gpu, &hsel, self.w.lm_head(), vocab, hd, &mut logits)?;
-        let host = s.clone_dtoh(&logits).map_err(driver_err("download logits"))?;
+        let host = s
+            .clone_dtoh(&logits)
+            .map_err(driver_err("download logits"))?;
         self.gpu.sync().map_err(kernel_err)?;
         Ok(host.chunks_exact(vocab).map(|r| r.to_vec()).collect())
     }

@@ -48,13 +48,19 @@ fn to_bf16(mats: &[&Mat]) -> Vec<bf16> {
         out[start..]
             .par_chunks_mut(1 << 16)
             .zip(m.data.par_chunks(1 << 16))
-            .for_each(|(d, s)| d.iter_mut().zip(s).for_each(|(d, &s)| *d = bf16::from_f32(s)));
+            .for_each(|(d, s)| {
+                d.iter_mut()
+                    .zip(s)
+                    .for_each(|(d, &s)| *d = bf16::from_f32(s))
+            });
     }
     out
 }
 
 fn upload_mats(gpu: &Gpu, what: &str, mats: &[&Mat]) -> Result<CudaSlice<bf16>> {
-    gpu.stream().clone_htod(&to_bf16(mats)).map_err(gpu_err(what))
+    gpu.stream()
+        .clone_htod(&to_bf16(mats))
+        .map_err(gpu_err(what))
 }
 
 fn upload_f32(gpu: &Gpu, what: &str, v: &[f32]) -> Result<CudaSlice<f32>> {
