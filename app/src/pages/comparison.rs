@@ -143,8 +143,8 @@ fn ComparisonTable(c: Arc<ComparisonView>) -> impl IntoView {
                 <tr data-run-id=r.id>
                     <td><a href=format!("/runs/{}", r.id)>{run_label(r)}</a>" "{mark_badges}</td>
                     <td>{engine}</td>
-                    <td>{hardware(r)}</td>
                     <td>{r.spec.load_label()}</td>
+                    <td>{hardware(r)}</td>
                     <td><StatusBadge status=r.status/></td>
                     {cells}
                     <td class="num">{tput}</td>
@@ -156,7 +156,7 @@ fn ComparisonTable(c: Arc<ComparisonView>) -> impl IntoView {
         <table class="runs comparison">
             <thead>
                 <tr>
-                    <th rowspan="2">"Run"</th><th rowspan="2">"Engine"</th><th rowspan="2">"Hardware"</th><th rowspan="2">"Load"</th><th rowspan="2">"Status"</th>
+                    <th rowspan="2">"Run"</th><th rowspan="2">"Engine"</th><th rowspan="2">"Load"</th><th rowspan="2">"Hardware"</th><th rowspan="2">"Status"</th>
                     <th colspan="3">"TTFT (ms)"</th><th colspan="3">"TPOT (ms)"</th>
                     <th colspan="3" title="gaps between streamed chunks, as vLLM reports it; with speculative decoding a chunk carries several tokens">"ITL (ms, chunk-level)"</th>
                     <th colspan="3">"E2EL (ms)"</th>
