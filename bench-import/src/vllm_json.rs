@@ -80,10 +80,8 @@ pub fn parse(v: &Value) -> Result<Parsed, ImportError> {
         for (k, _) in o.iter() {
             let Some(p) = k.strip_prefix('p').and_then(|r| r.strip_suffix(&suffix)) else { continue };
             // vLLM writes p99.9 as "p99.9"; anything else that is not a percentile is ignored.
-            if let Ok(p) = p.parse::<f64>() {
-                if let Some(v) = num(o, k)? {
-                    st.percentiles.push((p, v));
-                }
+            if let (Ok(p), Some(v)) = (p.parse::<f64>(), num(o, k)?) {
+                st.percentiles.push((p, v));
             }
         }
         st.percentiles.sort_by(|a, b| a.0.total_cmp(&b.0));
