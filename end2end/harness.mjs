@@ -16,13 +16,15 @@ async function freePort() {
   });
 }
 
-export async function startLatlab() {
+export async function startLatlab(extraEnv = {}) {
   const port = await freePort();
   // /tmp, mode 755: the postgres user (the cluster's owner when tests run as root) must reach it.
   const dataDir = fs.mkdtempSync(path.join('/tmp', 'latlab-e2e-'));
   fs.chmodSync(dataDir, 0o755);
   const env = { ...process.env, LATLAB_ADDR: `127.0.0.1:${port}`, LATLAB_DATA_DIR: dataDir,
-                LATLAB_SITE_ROOT: path.join(root, 'target/site'), RUST_LOG: 'warn' };
+                LATLAB_SITE_ROOT: path.join(root, 'target/site'), RUST_LOG: 'warn',
+                LATLAB_ASSETS_DIR: path.join(root, 'assets/cache'), LATLAB_HEARTBEAT_S: '0.3', LATLAB_LEASE_S: '5',
+                ...extraEnv };
   delete env.DATABASE_URL;
   const bin = process.env.LATLAB_BIN || path.join(root, 'target/debug/latlab');
   const proc = spawn(bin, [], { env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -56,13 +56,13 @@ pub fn RunPage() -> impl IntoView {
 fn ProgressPanel(p: RunProgress) -> impl IntoView {
     let pct = if p.total > 0 { 100.0 * (p.completed + p.failed) as f64 / p.total as f64 } else { 0.0 };
     let rolling = |v: Option<f64>| v.map(f2).unwrap_or_else(|| "–".into());
+    let failed = if p.failed > 0 { format!(" ({} failed)", p.failed) } else { String::new() };
+    let counts = format!(" · {}/{} done{failed} · {:.1} s", p.completed + p.failed, p.total, p.elapsed_s);
     view! {
         <div class="progress" data-testid="progress">
             <p>
                 <strong>{p.phase.clone()}</strong>
-                {format!(" · {}/{} done", p.completed + p.failed, p.total)}
-                {(p.failed > 0).then(|| format!(" ({} failed)", p.failed))}
-                {format!(" · {:.1} s", p.elapsed_s)}
+                <span>{counts}</span>
             </p>
             <div class="bar"><div class="fill" style=format!("width: {pct:.1}%")></div></div>
             <p class="muted">
@@ -109,10 +109,14 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
     let log = Resource::new(move || tick.get(), move |_| get_run_log(id));
     view! {
         <h1>{title}</h1>
-        <p>
-            <StatusBadge status=run.status/> " " {timing} " " {state_note}
+        // Each dynamic piece in its own element: adjacent text nodes merge in HTML and
+        // would no longer match the view when the page hydrates.
+        <p class="status-line">
+            <StatusBadge status=run.status/>
+            <span class="muted">{timing}</span>
+            <span>{state_note}</span>
             {can_cancel.then(|| view! {
-                " " <button class="secondary" id="cancel-run" on:click=move |_| { cancel.dispatch(CancelRun { id }); }>"Cancel"</button>
+                <button class="secondary" id="cancel-run" on:click=move |_| { cancel.dispatch(CancelRun { id }); }>"Cancel"</button>
             })}
         </p>
         {run.error.clone().map(|e| view! { <p class="error" data-testid="run-error">{e}</p> })}
@@ -120,9 +124,11 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
         <div class="two-col">
             <section>
                 <h2>"Settings"</h2>
-                <table class="kv">
+                // Rows inside an explicit <tbody>: the browser's parser adds one anyway,
+                // and hydration must find the same tree the server wrote.
+                <table class="kv"><tbody>
                     {rows.into_iter().map(|(k, v)| view! { <tr><th>{k}</th><td class="mono">{v}</td></tr> }).collect_view()}
-                </table>
+                </tbody></table>
                 <details>
                     <summary>"Full spec (JSON)"</summary>
                     <pre class="mono">{spec_json}</pre>
