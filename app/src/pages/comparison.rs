@@ -98,6 +98,17 @@ fn Comparison(c: Arc<ComparisonView>, view: Memo<ChartView>) -> impl IntoView {
             _ => view! { <p class="muted">"Pick a baseline and a run to diff against to see how their configurations differ."</p> }.into_any(),
         }
     };
+    // Where a study published its own gains, say how they differ from the chart's.
+    let has_published = c.view["ladder"]["steps"].as_array().is_some_and(|s| s.iter().any(|s| s["published_gain"].is_string()));
+    let ladder_note = move || {
+        (has_published && view.get().kind == ChartKind::Ladder).then(|| view! {
+            <p class="muted ladder-note">
+                "The chart compares the chosen statistic of each kept configuration with the previous one. "
+                "The study's own figures compare mean request latency estimated as mean TTFT + mean TPOT × (mean output tokens − 1), "
+                "rounded to 0.01 s, and measure speculative decoding against the final sweep's BS=4 run; so they differ."
+            </p>
+        })
+    };
     view! {
         <h1>{c.title.clone()}</h1>
         <p class="muted">"Permalink: " <code>{format!("/c/{}", c.slug)}</code></p>
@@ -106,6 +117,7 @@ fn Comparison(c: Arc<ComparisonView>, view: Memo<ChartView>) -> impl IntoView {
         <Suspense fallback=|| view! { <div class="chart">"Loading chart…"</div> }>
             <div class="chart" data-hydrated=move || hydrated.get().then_some("true") inner_html=svg.clone()></div>
         </Suspense>
+        {ladder_note}
         <p class="downloads">
             "Download: "
             <a href=svg_href download=format!("{file}.svg") data-download="svg">"SVG"</a>" · "
