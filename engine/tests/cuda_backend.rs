@@ -131,9 +131,9 @@ fn tiny_presets_batched_chunked_decode_matches_cpu() {
     }
 }
 
-/// Decode through CUDA graphs (padded to 1/2/4/8 rows) gives bit-identical logits to eager
-/// launches: the same kernels run on the same inputs, and padding rows live on their own
-/// page. Batch sizes 1, 2, 3, 5 and 8 exercise every graph and the padding.
+/// Decode through CUDA graphs (padded to 1/2/4/8 rows) gives the logits of eager launches
+/// (padding rows live on their own page). Batch sizes 1, 2, 3, 5 and 8 exercise every
+/// graph and the padding.
 #[test]
 #[ignore = "gpu"]
 fn decode_graphs_equal_eager_launches() {
@@ -172,10 +172,25 @@ fn decode_graphs_equal_eager_launches() {
                 eager.forward(&chunks).unwrap(),
                 graphs.forward(&chunks).unwrap(),
             );
-            assert_eq!(
-                a, b,
-                "batch {batch} phase {phase}: graph logits differ from eager"
-            );
+            // Equal up to f32 summation order: a graph pads 3 rows to 4 (5 to 8), which can
+            // move a linear from the GEMV kernel to cuBLAS; 1e-4 of the row's scale is ~100x
+            // that and far below any real difference.
+            for (ra, rb) in a.iter().zip(&b) {
+                let scale = ra.iter().fold(0f32, |m, v| m.max(v.abs()));
+                let diff = ra
+                    .iter()
+                    .zip(rb)
+                    .fold(0f32, |m, (p, q)| m.max((p - q).abs()));
+                assert!(
+                    diff <= 1e-4 * scale,
+                    "batch {batch} phase {phase}: graph vs eager {diff} (scale {scale})"
+                );
+                assert_eq!(
+                    argmax(ra),
+                    argmax(rb),
+                    "batch {batch} phase {phase}: argmax"
+                );
+            }
             for (k, &i) in ids.iter().enumerate() {
                 done[i] = seqs[i].len();
                 seqs[i].push(argmax(&a[k]));
@@ -183,5 +198,5 @@ fn decode_graphs_equal_eager_launches() {
             steps += 1;
         }
     }
-    eprintln!("decode graphs == eager over {steps} steps (batches 1, 2, 3, 5, 8)");
+    eprintln!("decode graphs ~= eager over {steps} steps (batches 1, 2, 3, 5, 8)");
 }

@@ -116,6 +116,53 @@ fn gemv_matches_f64_reference_for_every_row_count() {
     }
 }
 
+/// cuBLAS GEMM (decode at 4-8 rows and prefill) against the same f64 reference.
+#[test]
+#[ignore = "gpu"]
+fn cublas_gemm_matches_f64_reference() {
+    let g = gpu();
+    assert!(
+        ops::blas_available(&g),
+        "libcublas must load on the GPU machine"
+    );
+    let mut r = Rng(9);
+    for (m, n, k) in [
+        (4, 37, 64),
+        (8, 1000, 4096),
+        (232, 300, 4096),
+        (5, 257, 12288),
+    ] {
+        let (w, x) = (r.vec(n * k), r.vec(m * k));
+        let mut y = g.stream().alloc_zeros::<f32>(m * n).unwrap();
+        ops::gemm_into(
+            &g,
+            &up_bf16(&g, &x).as_view(),
+            &up_bf16(&g, &w).as_view(),
+            n,
+            k,
+            &mut y.as_view_mut(),
+        )
+        .unwrap();
+        let got = down(&g, &y);
+        let err: Vec<f32> = (0..m * n)
+            .map(|i| {
+                let (t, j) = (i / n, i % n);
+                let (xs, ws) = (&x[t * k..][..k], &w[j * k..][..k]);
+                let want: f64 = xs.iter().zip(ws).map(|(a, b)| *a as f64 * *b as f64).sum();
+                let mag: f32 = xs.iter().zip(ws).map(|(a, b)| (a * b).abs()).sum();
+                (got[i] - want as f32) / mag
+            })
+            .collect();
+        check(
+            &format!("cublas gemm m={m} n={n} k={k} (err / sum|xw|)"),
+            &err,
+            &vec![0.0; err.len()],
+            1.0,
+            1e-5,
+        );
+    }
+}
+
 #[test]
 #[ignore = "gpu"]
 fn embed_norms_swiglu_argmax_match_cpu() {

@@ -23,6 +23,8 @@ pub enum KernelError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cuBLAS: {0}")]
+    Blas(String),
     #[error("kernel {0} is not in any loaded module")]
     MissingKernel(String),
 }

@@ -5,7 +5,8 @@
 use crate::compile::{CompileOptions, DiskCache};
 use crate::error::{DriverContext, KernelError, Result};
 use crate::sources;
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtrMut};
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -43,17 +44,49 @@ pub struct Gpu {
     kernels: HashMap<&'static str, CudaFunction>,
     name: String,
     arch: String,
+    /// cuBLAS on `stream` with a fixed workspace (graph capture must not allocate), when
+    /// libcublas can be loaded.
+    blas: Option<(CudaBlas, CudaSlice<u8>)>,
+}
+
+/// cuBLAS workspace: NVIDIA recommends 32 MiB on Hopper.
+const BLAS_WORKSPACE: usize = 32 << 20;
+
+fn lib_loadable(name: &str) -> bool {
+    cudarc::get_lib_name_candidates(name)
+        .iter()
+        // SAFETY: loading the library runs only its initialisers.
+        .any(|n| unsafe { libloading::Library::new(n) }.is_ok())
+}
+
+fn make_blas(stream: &Arc<CudaStream>) -> Result<Option<(CudaBlas, CudaSlice<u8>)>> {
+    if !lib_loadable("cublas") {
+        tracing::warn!("libcublas not found: GEMMs fall back to the GEMV kernel");
+        return Ok(None);
+    }
+    let blas = CudaBlas::new(stream.clone())
+        .map_err(|e| KernelError::Blas(format!("create handle: {e:?}")))?;
+    let mut ws = stream
+        .alloc_zeros::<u8>(BLAS_WORKSPACE)
+        .ctx("cuBLAS workspace")?;
+    {
+        let (p, _rec) = ws.device_ptr_mut(stream);
+        // SAFETY: the workspace outlives the handle (both live in the same `Gpu`, handle first
+        // in the tuple, so it is dropped before the buffer).
+        unsafe {
+            cudarc::cublas::sys::cublasSetWorkspace_v2(*blas.handle(), p as *mut _, BLAS_WORKSPACE)
+        }
+        .result()
+        .map_err(|e| KernelError::Blas(format!("set workspace: {e:?}")))?;
+    }
+    Ok(Some((blas, ws)))
 }
 
 /// Whether a CUDA driver can be loaded and sees at least one device. Probes the library
 /// by name first: cudarc panics when it cannot load libcuda, and a CPU-only machine is
 /// not an error.
 pub fn cuda_available() -> bool {
-    let found = cudarc::get_lib_name_candidates("cuda")
-        .iter()
-        // SAFETY: loading libcuda runs only its initialisers, which have no preconditions.
-        .any(|n| unsafe { libloading::Library::new(n) }.is_ok());
-    found && matches!(CudaContext::device_count(), Ok(n) if n > 0)
+    lib_loadable("cuda") && matches!(CudaContext::device_count(), Ok(n) if n > 0)
 }
 
 /// `sm_90a` for compute capability 9.0 (the `a` unlocks wgmma/TMA), `sm_XY` otherwise.
@@ -100,12 +133,14 @@ impl Gpu {
                 kernels.insert(k, f);
             }
         }
+        let blas = make_blas(&stream)?;
         Ok(Gpu {
             ctx,
             stream,
             kernels,
             name,
             arch,
+            blas,
         })
     }
 
@@ -125,6 +160,10 @@ impl Gpu {
 
     pub fn arch(&self) -> &str {
         &self.arch
+    }
+
+    pub(crate) fn blas(&self) -> Option<&CudaBlas> {
+        self.blas.as_ref().map(|(b, _)| b)
     }
 
     pub(crate) fn func(&self, name: &str) -> Result<&CudaFunction> {

@@ -63,6 +63,25 @@ fn qwen3_8b_step_kernel_times() {
         }
         println!("| gemv, 36 layers | {m} | {:.0} | |", layer_us * 36.0);
     }
+    for m in [4usize, 8, 232] {
+        let mut layer_us = 0f32;
+        for &(name, n, k) in &shapes {
+            let w: CudaSlice<bf16> = s.alloc_zeros(n * k).unwrap();
+            let x: CudaSlice<bf16> = s.alloc_zeros(m * k).unwrap();
+            let mut y: CudaSlice<f32> = s.alloc_zeros(m * n).unwrap();
+            let us = time_us(&g, || {
+                ops::gemm_into(&g, &x.as_view(), &w.as_view(), n, k, &mut y.as_view_mut()).unwrap()
+            });
+            if name != "lm_head" {
+                layer_us += us;
+            }
+            println!(
+                "| cublas {name} {n}x{k} | {m} | {us:.1} | {:.0} |",
+                (n * k * 2) as f32 / us / 1e3
+            );
+        }
+        println!("| cublas, 36 layers | {m} | {:.0} | |", layer_us * 36.0);
+    }
     let d = AttnDims {
         heads: 32,
         kv_heads: 8,

@@ -5,6 +5,7 @@
 
 mod argmax;
 mod attention;
+mod blas;
 mod elementwise;
 mod gemv;
 
@@ -12,6 +13,7 @@ pub use argmax::argmax_into;
 pub use attention::{
     AttnDims, PagedAttnArgs, RopeKvArgs, paged_attention_into, qk_norm_rope_kv_into,
 };
+pub use blas::{blas_available, gemm_into};
 pub use elementwise::{add_rmsnorm_into, embed_gather_into, rmsnorm_into, swiglu_into};
 pub use gemv::{GEMV_MAX_ROWS, gemv_into};
 

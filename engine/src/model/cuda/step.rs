@@ -1,7 +1,7 @@
 //! One forward step on the GPU: embedding -> layers -> final norm over a `Scratch` of
 //! activation buffers, then lm_head for the rows that want logits. Linear layers run as
-//! skinny GEMMs of at most 8 rows per launch; a prefill of T tokens therefore streams the
-//! weights ceil(T / 8) times (correct first; cuBLAS takes prefill later). Only kernel
+//! our skinny GEMV below 4 rows and through cuBLAS from 4 rows on (decode at batch 4-8 and
+//! prefill). Only kernel
 //! launches happen between upload and download, so a decode step can be captured in a
 //! CUDA graph (graph.rs).
 
@@ -46,7 +46,12 @@ impl Scratch {
     }
 }
 
-/// y[rows, n] = x[rows, k] w^T in chunks of <= 8 rows.
+/// From this many rows on, cuBLAS beats our GEMV (H200: at m = 4 the GEMV streams the
+/// layer weights at ~2.5 TB/s, at m = 8 at ~1.6 TB/s; GPU.md: cuBLAS ~3.4 TB/s at m = 8).
+const GEMM_MIN_ROWS: usize = 4;
+
+/// y[rows, n] = x[rows, k] w^T: cuBLAS for >= 4 rows when present, else the GEMV kernel
+/// in chunks of <= 8 rows.
 pub(super) fn linear(
     gpu: &Gpu,
     x: &CudaSlice<bf16>,
@@ -56,6 +61,10 @@ pub(super) fn linear(
     y: &mut CudaSlice<f32>,
 ) -> Result<()> {
     let rows = x.len() / k;
+    if rows >= GEMM_MIN_ROWS && ops::blas_available(gpu) {
+        return ops::gemm_into(gpu, &x.as_view(), &w.as_view(), n, k, &mut y.as_view_mut())
+            .map_err(kernel_err);
+    }
     let mut r = 0;
     while r < rows {
         let m = GEMV_MAX_ROWS.min(rows - r);
