@@ -46,7 +46,7 @@ pub fn embed_gather_into(
 }
 
 fn norm_checks(op: &'static str, x: usize, w: usize, out: usize) -> Result<usize> {
-    check(w > 0 && x % w == 0, op, || {
+    check(w > 0 && x.is_multiple_of(w), op, || {
         format!("x of {x} is not rows x dim {w}")
     })?;
     check(out == x, op, || format!("out {out} != x {x}"))?;

@@ -27,7 +27,7 @@ pub fn gemv_into(
     y: &mut CudaViewMut<'_, f32>,
 ) -> Result<()> {
     const OP: &str = "gemv_bf16";
-    check(k > 0 && k % 8 == 0, OP, || {
+    check(k > 0 && k.is_multiple_of(8), OP, || {
         format!("k = {k} must be a positive multiple of 8")
     })?;
     check(w.len() == n * k, OP, || {
