@@ -11,6 +11,8 @@
 #   wasm-bindgen-cli       cargo install, the exact version of the wasm-bindgen crate in Cargo.lock
 #   wasm-opt               npm binaryen@132 (Debian's binaryen 108 breaks the bundle)
 #   chromium               apt chromium, for the browser tests; playwright-core from npm
+#   NVRTC                  pip nvidia-cuda-nvrtc + nvidia-cuda-runtime: compile-checks every
+#                          CUDA kernel for sm_90a on machines without a GPU
 #   assets                 the Qwen3 tokenizer and ShareGPT (scripts/fetch-assets.sh)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -72,6 +74,12 @@ fi
 if [ ! -d end2end/node_modules/playwright-core ]; then
   log "npm ci in end2end/ (playwright-core; the browser is Debian's chromium)"
   (cd end2end && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+
+# ---- NVRTC from PyPI: CI compile-checks every CUDA kernel for sm_90a without a GPU ----
+if ! python3 -c "import nvidia, os, sys; sys.exit(0 if any(os.path.exists(os.path.join(p, 'cu13/include/cuda_bf16.h')) for p in nvidia.__path__) else 1)" 2>/dev/null; then
+  log "pip nvidia-cuda-nvrtc + nvidia-cuda-runtime 13.5.37 (headers and libnvrtc for the kernel compile check)"
+  python3 -m pip install --user --quiet --disable-pip-version-check nvidia-cuda-nvrtc==13.5.37 nvidia-cuda-runtime==13.5.37
 fi
 
 # ---- data ----------------------------------------------------------------------------

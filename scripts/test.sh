@@ -27,7 +27,8 @@ trap cleanup EXIT
 export DATABASE_URL="postgres://latlab@localhost/postgres?host=$PGDIR"
 
 # ---- Rust tests (the browser bundle crate is wasm-only and has none) ----
-SQLX_OFFLINE=true cargo test --workspace --exclude frontend --no-fail-fast
+# LATLAB_REQUIRE_NVRTC: the kernel compile check must run here, not skip.
+SQLX_OFFLINE=true LATLAB_REQUIRE_NVRTC=1 cargo test --workspace --exclude frontend --no-fail-fast
 T3=$(date +%s)
 
 # ---- browser tests ----

@@ -11,7 +11,8 @@ const shots = path.join(import.meta.dirname, '..', 'test-results');
 fs.mkdirSync(shots, { recursive: true });
 
 before(async () => {
-  app = await startLatlab();
+  // Without the seed study, so the first page shows the empty state.
+  app = await startLatlab({ LATLAB_SEED: '0' });
   ({ browser, cleanup } = await launchBrowser());
 });
 

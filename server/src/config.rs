@@ -24,6 +24,11 @@ pub struct ServerConfig {
     /// (default: `latlab-engine` beside this binary), `LATLAB_RUN_TIME_LIMIT_S` (7200),
     /// `LATLAB_ENGINE_START_TIMEOUT_S` (900).
     pub worker: crate::worker::WorkerConfig,
+    /// `LATLAB_API_TOKEN`: needed for writes. Required when `LATLAB_ADDR` is not loopback.
+    pub api_token: Option<String>,
+    /// `LATLAB_SEED` (default 1): load the seed study as a reference comparison on first
+    /// start; 0 starts with an empty store.
+    pub load_seed: bool,
 }
 
 impl ServerConfig {
@@ -82,7 +87,24 @@ impl ServerConfig {
             run_time_limit: secs("LATLAB_RUN_TIME_LIMIT_S", 7200.0, 7.0 * 86_400.0)?,
             scratch_dir: data_dir.join("scratch"),
         };
+        let api_token = non_empty("LATLAB_API_TOKEN");
+        if let Some(t) = &api_token {
+            if t.trim().len() < 16 {
+                bail!("LATLAB_API_TOKEN is too short: use at least 16 characters (e.g. `openssl rand -hex 24`)");
+            }
+        } else if !addr.ip().is_loopback() {
+            bail!(
+                "LATLAB_ADDR={addr} listens beyond this machine: set LATLAB_API_TOKEN so that only people with the token can start runs"
+            );
+        }
+        let load_seed = match non_empty("LATLAB_SEED").as_deref() {
+            None | Some("1") => true,
+            Some("0") => false,
+            Some(v) => bail!("LATLAB_SEED={v:?} must be 0 or 1"),
+        };
         Ok(ServerConfig {
+            load_seed,
+            api_token,
             worker,
             addr,
             database_url: non_empty("DATABASE_URL"),
@@ -138,6 +160,11 @@ mod tests {
         assert!(e.contains("LATLAB_WORKERS"), "{e}");
         let e = cfg(&[("LATLAB_LEASE_S", "4"), ("LATLAB_HEARTBEAT_S", "3")]).unwrap_err().to_string();
         assert!(e.contains("LATLAB_HEARTBEAT_S"), "{e}");
+        let e = cfg(&[("LATLAB_ADDR", "0.0.0.0:3000")]).unwrap_err().to_string();
+        assert!(e.contains("LATLAB_API_TOKEN"), "{e}");
+        assert!(cfg(&[("LATLAB_ADDR", "0.0.0.0:3000"), ("LATLAB_API_TOKEN", "short")]).is_err());
+        let c = cfg(&[("LATLAB_ADDR", "0.0.0.0:3000"), ("LATLAB_API_TOKEN", "0123456789abcdef0123")]).unwrap();
+        assert_eq!(c.api_token.as_deref(), Some("0123456789abcdef0123"));
         let c = cfg(&[("LATLAB_WORKERS", "2"), ("LATLAB_LEASE_S", "3"), ("LATLAB_HEARTBEAT_S", "0.5")]).unwrap();
         assert_eq!((c.worker.slots, c.worker.lease.as_millis(), c.worker.heartbeat.as_millis()), (2, 3000, 500));
     }

@@ -3,6 +3,7 @@
 //! over this library so tests drive the same `router(state)`.
 
 pub mod api;
+pub mod auth;
 pub mod config;
 pub mod embedded_pg;
 pub mod router;

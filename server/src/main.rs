@@ -65,10 +65,9 @@ async fn run(cmd: Cmd) -> anyhow::Result<()> {
 
 async fn serve(config: &ServerConfig, url: &str) -> anyhow::Result<()> {
     let pool = db::connect(url, config.db_max_connections).await.context("opening the database")?;
-    let state = AppState::new(pool.clone(), &config.site_root.to_string_lossy(), config.addr);
+    let state = AppState::new(pool.clone(), &config.site_root.to_string_lossy(), config.addr).with_api_token(config.api_token.clone());
     // The reference comparison, stored once (later starts find it and skip).
-    // LATLAB_SEED=0 starts without it (tests that need an empty store).
-    if std::env::var("LATLAB_SEED").as_deref() != Ok("0") {
+    if config.load_seed {
         server::seed::load(&pool).await.context("loading the seed study")?;
     }
     if !config.site_root.join("pkg").exists() {

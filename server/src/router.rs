@@ -34,6 +34,7 @@ pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(app::App);
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/login", get(crate::auth::login_page).post(crate::auth::login))
         .nest("/api", crate::api::routes())
         .route("/c/{slug}/chart.svg", get(crate::api::exports::chart_svg))
         .leptos_routes_with_context(
@@ -43,6 +44,7 @@ pub fn router(state: AppState) -> Router {
             move || app::shell(leptos_options.clone()),
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(app::shell))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::require_for_writes))
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, REQUEST_TIMEOUT))
         .layer(CompressionLayer::new())

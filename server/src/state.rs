@@ -9,6 +9,8 @@ use sqlx::PgPool;
 pub struct AppState {
     pub pool: PgPool,
     pub leptos_options: LeptosOptions,
+    /// Set when writes need the API token (latlab listens beyond loopback).
+    pub auth: Option<crate::auth::Auth>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -18,6 +20,12 @@ impl FromRef<AppState> for LeptosOptions {
 }
 
 impl AppState {
+    /// Requires `token` for every write.
+    pub fn with_api_token(mut self, token: Option<String>) -> Self {
+        self.auth = token.map(crate::auth::Auth::new);
+        self
+    }
+
     pub fn new(pool: PgPool, site_root: &str, addr: std::net::SocketAddr) -> Self {
         let leptos_options = LeptosOptions::builder()
             .output_name("latlab")
@@ -25,6 +33,6 @@ impl AppState {
             .site_pkg_dir("pkg")
             .site_addr(addr)
             .build();
-        AppState { pool, leptos_options }
+        AppState { pool, leptos_options, auth: None }
     }
 }

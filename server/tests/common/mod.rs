@@ -27,7 +27,12 @@ impl Reply {
 
 impl TestApp {
     pub fn new(pool: PgPool) -> Self {
-        let state = AppState::new(pool.clone(), "target/site", "127.0.0.1:0".parse().unwrap());
+        Self::with_token(pool, None)
+    }
+
+    /// An app whose writes need `token` (as when it listens beyond loopback).
+    pub fn with_token(pool: PgPool, token: Option<&str>) -> Self {
+        let state = AppState::new(pool.clone(), "target/site", "127.0.0.1:0".parse().unwrap()).with_api_token(token.map(str::to_string));
         TestApp { pool, app: router(state) }
     }
 
