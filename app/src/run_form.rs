@@ -3,6 +3,7 @@
 //! under the spec's field paths, so each message lands beside its input, in the browser
 //! while typing and on the server after submitting.
 
+use bench_types::launched::{seed_presets, LaunchedTarget};
 use bench_types::{
     Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RunSpec, Sampling, Target,
     ValidationErrors,
@@ -25,6 +26,10 @@ pub struct RunForm {
     pub device: String,
     #[serde(default)]
     pub max_batch: String,
+    /// Launched engines: comma-separated preset names (see `launched::seed_presets`); one
+    /// run per preset (and per concurrency value).
+    #[serde(default)]
+    pub presets: String,
     pub model: String,
     #[serde(default)]
     pub tokenizer: String,
@@ -70,6 +75,7 @@ impl Default for RunForm {
             model_source: "random:tiny".into(),
             device: "auto".into(),
             max_batch: "8".into(),
+            presets: "vllm-bf16, sglang-bf16".into(),
             model: "Qwen/Qwen3-8B".into(),
             tokenizer: String::new(),
             backend: "openai-chat".into(),
@@ -133,6 +139,58 @@ fn opt_text(s: &str) -> Option<String> {
 }
 
 impl RunForm {
+    /// The named presets, in order; an error names the first unknown one.
+    pub fn launched_targets(&self) -> Result<Vec<(&'static str, LaunchedTarget)>, String> {
+        let presets = seed_presets();
+        let mut out = Vec::new();
+        for name in self.presets.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match presets.iter().find(|(n, _)| *n == name) {
+                Some((n, t)) if !out.iter().any(|(m, _)| m == n) => out.push((*n, t.clone())),
+                Some(_) => return Err(format!("{name:?} is listed twice")),
+                None => {
+                    let known: Vec<&str> = presets.iter().map(|(n, _)| *n).collect();
+                    return Err(format!("unknown preset {name:?}; known: {}", known.join(", ")));
+                }
+            }
+        }
+        if out.is_empty() {
+            return Err("name at least one preset, e.g. vllm-bf16".into());
+        }
+        Ok(out)
+    }
+
+    /// The exact commands the presets will run (shown under the field).
+    pub fn launch_preview(&self) -> Vec<String> {
+        self.launched_targets()
+            .map(|ts| ts.iter().map(|(n, t)| format!("{n}: {}", t.render(None, "<run dir>").display())).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every spec the form asks for: one, or one per launched preset (each served under
+    /// its own model name, which requests must use).
+    pub fn to_specs(&self) -> Result<Vec<RunSpec>, ValidationErrors> {
+        let base = self.to_spec()?;
+        if self.target_kind != "launched" {
+            return Ok(vec![base]);
+        }
+        let targets = self.launched_targets().expect("checked by to_spec");
+        let many = targets.len() > 1;
+        targets
+            .into_iter()
+            .map(|(name, t)| {
+                let mut spec = base.clone();
+                spec.model = t.model.clone();
+                spec.label = match (base.label.is_empty(), many) {
+                    (true, _) => name.to_string(),
+                    (false, true) => format!("{} · {name}", base.label),
+                    (false, false) => base.label.clone(),
+                };
+                spec.target = Target::Launched(t);
+                spec.validate().map(|()| spec)
+            })
+            .collect()
+    }
+
     pub fn to_spec(&self) -> Result<RunSpec, ValidationErrors> {
         let mut p = Parser { errors: ValidationErrors::default() };
         let target = match self.target_kind.as_str() {
@@ -148,8 +206,15 @@ impl RunForm {
                 max_batch: p.num("target.max_batch", &self.max_batch, WHOLE, 8),
                 cuda_graphs: true,
             }),
+            "launched" => match self.launched_targets() {
+                Ok(mut targets) => Target::Launched(targets.remove(0).1),
+                Err(msg) => {
+                    p.errors.push("target.presets", msg);
+                    Target::External { base_url: "http://127.0.0.1".into(), api_key_env: None }
+                }
+            },
             other => {
-                p.errors.push("target.kind", format!("unknown target {other:?}; choose external or native"));
+                p.errors.push("target.kind", format!("unknown target {other:?}; choose external, native or launched"));
                 Target::External { base_url: "http://127.0.0.1".into(), api_key_env: None }
             }
         };
@@ -265,6 +330,22 @@ mod tests {
         assert_eq!(e.for_field("num_prompts"), Some("must be between 1 and 100000"));
         assert_eq!(e.for_field("target.base_url"), Some("must start with http:// or https://"));
         assert_eq!(e.0.len(), 2);
+    }
+
+    #[test]
+    fn launched_presets_make_one_spec_each_with_their_served_model() {
+        let f = RunForm { target_kind: "launched".into(), presets: "vllm-bf16, recommended".into(), label: "ladder".into(), ..RunForm::default() };
+        let specs = f.to_specs().unwrap();
+        assert_eq!(specs.len(), 2);
+        assert!(matches!(&specs[0].target, Target::Launched(l) if l.engine.as_str() == "vllm"));
+        assert_eq!(specs[0].model, "Qwen/Qwen3-8B");
+        assert_eq!(specs[1].model, "Qwen/Qwen3-8B-FP8", "requests name the model the engine serves");
+        assert_eq!(specs[1].label, "ladder · recommended");
+        assert_eq!(f.launch_preview()[0], "vllm-bf16: vllm serve Qwen/Qwen3-8B");
+        let bad = RunForm { presets: "vllm-bf16, warp".into(), ..f.clone() };
+        assert!(bad.to_specs().unwrap_err().for_field("target.presets").unwrap().contains("unknown preset \"warp\""));
+        let none = RunForm { presets: " ".into(), ..f };
+        assert!(none.to_specs().is_err());
     }
 
     #[test]

@@ -26,8 +26,9 @@ impl std::fmt::Display for StoreError {
 pub trait Store: Send + Sync + 'static {
     async fn recent_runs(&self, limit: i64, before_id: Option<i64>) -> Result<Vec<RunView>, StoreError>;
     async fn run(&self, id: i64) -> Result<Option<RunView>, StoreError>;
-    /// Validates, then stores one queued run per sweep value (and a comparison for sweeps).
-    async fn create_runs(&self, spec: RunSpec) -> Result<CreatedRuns, StoreError>;
+    /// Validates every spec, then stores one queued run per spec and sweep value (and a
+    /// comparison when that makes more than one run).
+    async fn create_runs(&self, specs: Vec<RunSpec>) -> Result<CreatedRuns, StoreError>;
     async fn comparison(&self, slug: &str) -> Result<Option<ComparisonView>, StoreError>;
     /// Per-request records of these runs (for latency CDFs); runs without any are left out.
     async fn run_requests(&self, _ids: Vec<i64>) -> Result<Vec<(i64, Vec<RequestRecord>)>, StoreError> {

@@ -113,3 +113,24 @@ test('a concurrency sweep creates one run per value under a comparison permalink
   await other.close();
   await ctx.close();
 });
+
+test('launched engine presets show their exact commands and make one run each', async () => {
+  const ctx = await browser.newContext();
+  const page = await ctx.newPage();
+  await page.goto(`${app.base}/runs/new`);
+  await waitHydrated(page);
+  await page.selectOption('#f-target_kind', 'launched');
+  await page.fill('#f-presets', 'vllm-bf16, sglang-fp8');
+  await page.waitForSelector('[data-testid=launch-preview] li:nth-child(2)');
+  const preview = await page.$$eval('[data-testid=launch-preview] li', lis => lis.map(l => l.textContent));
+  assert.deepEqual(preview, ['vllm-bf16: vllm serve Qwen/Qwen3-8B',
+    'sglang-fp8: python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B-FP8']);
+  await page.fill('#f-presets', 'vllm-bf16, nonsense');
+  await page.waitForSelector('#presets-error:has-text("unknown preset \\"nonsense\\"")');
+  await page.fill('#f-presets', 'vllm-bf16, sglang-fp8');
+  await Promise.all([page.waitForURL(/\/c\/[0-9A-Za-z]{10}$/), page.click('#submit-run')]);
+  const cmp = await (await fetch(`${app.base}/api/comparisons/${page.url().split('/').pop()}`)).json();
+  assert.deepEqual(cmp.runs.map(r => [r.spec.target.kind, r.spec.target.engine, r.spec.label]),
+    [['launched', 'vllm', 'vllm-bf16'], ['launched', 'sglang', 'sglang-fp8']]);
+  await ctx.close();
+});

@@ -19,15 +19,32 @@ fn internal(e: DbError) -> StoreError {
 /// Validates and stores `spec`: one run per sweep value and, for a sweep, a comparison
 /// grouping them. All in one transaction: a failure stores nothing.
 pub async fn create_runs(pool: &PgPool, spec: RunSpec) -> Result<CreatedRuns, StoreError> {
-    spec.validate().map_err(StoreError::Invalid)?;
-    let specs = spec.expand();
+    create_run_set(pool, vec![spec]).await
+}
+
+/// Several specs from one form (e.g. a list of engine presets), each expanded over its
+/// concurrency values; more than one run in all makes one comparison of them. Every spec
+/// is validated before anything is written.
+pub async fn create_run_set(pool: &PgPool, specs: Vec<RunSpec>) -> Result<CreatedRuns, StoreError> {
+    let Some(first) = specs.first().cloned() else {
+        let mut e = ValidationErrors::default();
+        e.push("target", "nothing to run");
+        return Err(StoreError::Invalid(e));
+    };
+    for spec in &specs {
+        spec.validate().map_err(StoreError::Invalid)?;
+    }
+    let expanded: Vec<RunSpec> = specs.iter().flat_map(RunSpec::expand).collect();
     let mut tx = pool.begin().await.map_err(|e| internal(e.into()))?;
-    let run_ids = db::runs::create(&mut tx, &specs).await.map_err(internal)?;
+    let run_ids = db::runs::create(&mut tx, &expanded).await.map_err(internal)?;
     let comparison_slug = if run_ids.len() > 1 {
-        let title = if spec.label.is_empty() {
-            format!("{} on {} — {}", spec.model, spec.target_description(), spec.load_label())
+        let title = if !first.label.is_empty() && specs.len() == 1 {
+            first.label.clone()
+        } else if specs.len() > 1 {
+            let targets: Vec<String> = specs.iter().map(RunSpec::target_description).collect();
+            format!("{}: {} — {}", first.model, targets.join(" vs "), first.load_label())
         } else {
-            spec.label.clone()
+            format!("{} on {} — {}", first.model, first.target_description(), first.load_label())
         };
         let title: String = title.chars().take(200).collect();
         let new = NewComparison { title, run_ids: run_ids.clone(), view: serde_json::json!({}) };
@@ -88,8 +105,8 @@ impl Store for DbStore {
     async fn run(&self, id: i64) -> Result<Option<RunView>, StoreError> {
         db::runs::get(&self.pool, id).await.map_err(internal)
     }
-    async fn create_runs(&self, spec: RunSpec) -> Result<CreatedRuns, StoreError> {
-        create_runs(&self.pool, spec).await
+    async fn create_runs(&self, specs: Vec<RunSpec>) -> Result<CreatedRuns, StoreError> {
+        create_run_set(&self.pool, specs).await
     }
     async fn comparison(&self, slug: &str) -> Result<Option<ComparisonView>, StoreError> {
         db::comparisons::get(&self.pool, slug).await.map_err(internal)

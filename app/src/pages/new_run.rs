@@ -160,7 +160,7 @@ pub fn NewRunPage() -> impl IntoView {
             <fieldset>
                 <legend>"Target"</legend>
                 <Choice ctx label="Engine" name="target_kind" path="target.kind"
-                    options=&[("external", "External OpenAI-compatible URL"), ("native", "latlab native engine")]
+                    options=&[("external", "External OpenAI-compatible URL"), ("native", "latlab native engine"), ("launched", "vLLM / SGLang / TensorRT-LLM (latlab starts it)")]
                     get=|f| f.target_kind.clone() set=|f, v| f.target_kind = v/>
                 <div class="group" class:hidden=move || !is("external")()>
                     <Field ctx label="Base URL" name="base_url" path="target.base_url"
@@ -179,8 +179,16 @@ pub fn NewRunPage() -> impl IntoView {
                     <Field ctx label="Max batch" name="max_batch" path="target.max_batch"
                         get=|f| f.max_batch.clone() set=|f, v| f.max_batch = v/>
                 </div>
+                <div class="group" class:hidden=move || !is("launched")()>
+                    <Field ctx label="Engine presets" name="presets" path="target.presets"
+                        get=|f| f.presets.clone() set=|f, v| f.presets = v
+                        hint="Comma-separated; one run per preset. The seed study's: vllm-bf16, sglang-bf16, trtllm-bf16, sglang-fp8, sglang-fp8-eagle3, recommended, ..."/>
+                    <ul class="launch-preview mono" data-testid="launch-preview">
+                        {move || form.with(RunForm::launch_preview).into_iter().map(|c| view! { <li>{c}</li> }).collect_view()}
+                    </ul>
+                </div>
                 <Field ctx label="Model name" name="model" path="model"
-                    get=|f| f.model.clone() set=|f, v| f.model = v hint="Sent as \"model\" in every request."/>
+                    get=|f| f.model.clone() set=|f, v| f.model = v hint="Sent as \"model\" in every request (launched presets use the model they serve)."/>
                 <Choice ctx label="Backend" name="backend" path="backend"
                     options=&[("openai-chat", "openai-chat (/v1/chat/completions)"), ("openai", "openai (/v1/completions)")]
                     get=|f| f.backend.clone() set=|f, v| f.backend = v/>

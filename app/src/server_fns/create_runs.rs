@@ -8,11 +8,11 @@ use leptos::prelude::*;
 #[server(prefix = "/sfn")]
 pub async fn create_runs(form: RunForm) -> Result<Result<CreatedRuns, ValidationErrors>, ServerFnError> {
     use crate::store::StoreError;
-    let spec = match form.to_spec() {
-        Ok(spec) => spec,
+    let specs = match form.to_specs() {
+        Ok(specs) => specs,
         Err(errors) => return Ok(Err(errors)),
     };
-    match super::store()?.create_runs(spec).await {
+    match super::store()?.create_runs(specs).await {
         Ok(created) => {
             let to = match (&created.comparison_slug, created.run_ids.first()) {
                 (Some(slug), _) => format!("/c/{slug}"),
