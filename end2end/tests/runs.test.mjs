@@ -73,6 +73,8 @@ test('a native-engine sweep runs from the form and the run page shows progress a
     const reqs = await (await fetch(`${app.base}/api/runs/${id}/requests`)).json();
     assert.equal(reqs.length, 20);
     assert.ok(reqs.every(r => r.success && r.output_tokens === 16 && r.chunk_offsets_s.length >= 1));
+    const target = await (await fetch(`${app.base}/api/runs/${id}/target`)).json();
+    assert.equal(target.target_info.engine_info.weights, 'random', 'the engine said its weights are random');
     const log = await (await fetch(`${app.base}/api/runs/${id}/log`)).text();
     assert.match(log, /latlab-engine serve --model random:tiny/);
   }

@@ -25,6 +25,7 @@ async fn a_valid_spec_creates_a_queued_run(pool: PgPool) {
     let list = app.get("/api/runs").await.json();
     assert_eq!(list.as_array().unwrap().len(), 1);
     assert_eq!(app.get(&format!("/api/runs/{id}/requests")).await.json(), serde_json::json!([]));
+    assert_eq!(app.get(&format!("/api/runs/{id}/target")).await.status, StatusCode::NOT_FOUND, "no result yet");
 }
 
 #[sqlx::test(migrator = "db::MIGRATOR")]

@@ -134,7 +134,10 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
                     <pre class="mono">{spec_json}</pre>
                 </details>
                 <p><a href=format!("/api/runs/{}", run.id)>"This run as JSON"</a>" · "
-                   <a href=format!("/api/runs/{}/requests", run.id)>"every request (JSON)"</a></p>
+                   <a href=format!("/api/runs/{}/requests", run.id)>"every request (JSON)"</a>
+                   {run.summary.is_some().then(|| view! {
+                       " · " <a href=format!("/api/runs/{}/target", run.id)>"what the target said about itself"</a>
+                   })}</p>
             </section>
             <section>
                 <h2>"Result"</h2>

@@ -21,6 +21,7 @@ pub fn routes() -> Router<AppState> {
         .route("/runs/{id}/requests", get(runs::requests))
         .route("/runs/{id}/cancel", axum::routing::post(runs::cancel))
         .route("/runs/{id}/log", get(runs::log))
+        .route("/runs/{id}/target", get(runs::target_info))
         .route("/comparisons", axum::routing::post(comparisons::create))
         .route("/comparisons/{slug}", get(comparisons::get_one))
         .route("/comparisons/{slug}/export.csv", get(exports::csv))

@@ -61,3 +61,13 @@ pub async fn log(State(st): State<AppState>, Path(id): Path<String>) -> Result<S
     }
     Ok(db::queue::log(&st.pool, id).await?.unwrap_or_default())
 }
+
+/// What the target said about itself when the run measured it (`/v1/models`,
+/// `/v1/engine/info`), and the report's notes; 404 until the run has a result.
+pub async fn target_info(State(st): State<AppState>, Path(id): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+    let id = parse_id(&id)?;
+    match db::results::extras(&st.pool, id).await? {
+        Some(x) => Ok(Json(serde_json::json!({ "target_info": x.target_info, "notes": x.notes }))),
+        None => Err(ApiError::NotFound(format!("run {id} has no result yet"))),
+    }
+}

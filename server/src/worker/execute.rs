@@ -155,7 +155,12 @@ async fn run_target(
         Target::Native(n) => {
             let args = super::native::engine_args(n, &spec.model)?;
             let program = cfg.engine_bin.to_string_lossy().to_string();
-            let mut p = EngineProcess::spawn(&program, &args, &gpu_env, log.clone()).map_err(|e| format!("{e:#}"))?;
+            let mut env = gpu_env.clone();
+            if !n.cuda_graphs {
+                // The engine reads this at start (engine/src/model/cuda): decode runs eagerly.
+                env.push(("LATLAB_CUDA_GRAPHS".to_string(), "0".to_string()));
+            }
+            let mut p = EngineProcess::spawn(&program, &args, &env, log.clone()).map_err(|e| format!("{e:#}"))?;
             let url = tokio::select! {
                 r = p.wait_listening(cfg.engine_start_timeout) => r.map_err(|e| format!("{e:#}"))?,
                 _ = cancel.cancelled() => { p.stop(Duration::from_secs(5)).await; return Err("stopped while the engine started".into()); }
