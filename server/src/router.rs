@@ -20,6 +20,8 @@ use tower_http::trace::TraceLayer;
 
 /// Bodies above this are refused with 413 (a RunSpec is a few hundred bytes).
 pub const MAX_BODY_BYTES: usize = 1 << 20;
+/// Imports carry vLLM result files with every request's timings: allow more there.
+pub const MAX_IMPORT_BYTES: usize = 64 << 20;
 /// No request to latlab's own server should take longer; benchmarks run in workers.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -45,7 +47,10 @@ pub fn router(state: AppState) -> Router {
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(app::shell))
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::require_for_writes))
-        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        // The outer cap is the import size; every route but /api/imports lowers it to
+        // MAX_BODY_BYTES with DefaultBodyLimit (see api::routes).
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(RequestBodyLimitLayer::new(MAX_IMPORT_BYTES))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, REQUEST_TIMEOUT))
         .layer(CompressionLayer::new())
         .layer(SetResponseHeaderLayer::if_not_present(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))

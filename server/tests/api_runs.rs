@@ -83,6 +83,10 @@ async fn malformed_bodies_are_refused_clearly(pool: PgPool) {
     let huge = "x".repeat(server::router::MAX_BODY_BYTES + 10);
     let too_big = app.send(Request::post("/api/runs").header("content-type", "application/json").body(Body::from(huge)).unwrap()).await;
     assert_eq!(too_big.status, StatusCode::PAYLOAD_TOO_LARGE);
+    // Imports take result files of several MiB; they are still checked, as JSON.
+    let big_import = format!("{{\"pad\": \"{}\"}}", "x".repeat(3 << 20));
+    let r = app.send(Request::post("/api/imports").header("content-type", "application/json").body(Body::from(big_import)).unwrap()).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "a 3 MiB import is read, then refused for its content");
     assert_eq!(app.run_count().await, 0);
 }
 

@@ -24,7 +24,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {
             if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::TooLarge(format!("the body is larger than {} bytes", crate::router::MAX_BODY_BYTES))
+                ApiError::TooLarge(format!("the body is larger than this endpoint accepts: {e}"))
             } else {
                 ApiError::BadRequest(format!("could not read the body: {e}"))
             }

@@ -26,6 +26,9 @@ pub fn routes() -> Router<AppState> {
         .route("/comparisons/{slug}", get(comparisons::get_one))
         .route("/comparisons/{slug}/export.csv", get(exports::csv))
         .route("/comparisons/{slug}/export.json", get(exports::json))
-        .route("/imports", axum::routing::post(imports::create))
+        .route(
+            "/imports",
+            axum::routing::post(imports::create).layer(axum::extract::DefaultBodyLimit::max(crate::router::MAX_IMPORT_BYTES)),
+        )
         .fallback(|| async { ApiError::NotFound("no such API endpoint".into()) })
 }
