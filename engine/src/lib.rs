@@ -5,6 +5,7 @@
 pub mod checkpoint_writer;
 pub mod config;
 pub mod error;
+pub mod fp8;
 pub mod model;
 pub mod presets;
 pub mod random_weights;
