@@ -2,6 +2,7 @@
 //! and checked at load: every error names the offending field.
 
 use crate::error::{EngineError, Result};
+use crate::quant_config::QuantConfig;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -22,6 +23,11 @@ pub struct ModelConfig {
     /// End-of-sequence ids: `eos_token_id` of config.json merged with generation_config.json's.
     pub eos_token_ids: Vec<u32>,
     pub bos_token_id: Option<u32>,
+    /// How the linear projections are stored (config.json's `quantization_config`); None for
+    /// plain bf16/f16/f32. `--quantization fp8` sets it on a model quantized at load, so it
+    /// always describes the weights the engine holds.
+    #[serde(default)]
+    pub quantization: Option<QuantConfig>,
 }
 
 /// `config.json` as Hugging Face writes it; optional fields get Qwen3's defaults.
@@ -45,6 +51,7 @@ struct HfConfig {
     rope_scaling: Option<serde_json::Value>,
     hidden_act: Option<String>,
     attention_bias: Option<bool>,
+    quantization_config: Option<serde_json::Value>,
 }
 
 fn required(v: Option<usize>, field: &str) -> Result<usize> {
@@ -201,12 +208,13 @@ impl ModelConfig {
             bos_token_id: token_ids(&hf.bos_token_id, "bos_token_id")?
                 .first()
                 .copied(),
+            quantization: QuantConfig::from_hf(hf.quantization_config.as_ref())?,
         })
     }
 
     /// `config.json` in Hugging Face's format (what `make-model` writes; transformers loads it).
     pub fn to_hf_json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "architectures": ["Qwen3ForCausalLM"],
             "model_type": "qwen3",
             "vocab_size": self.vocab_size,
@@ -232,7 +240,12 @@ impl ModelConfig {
             "bos_token_id": self.bos_token_id,
             "eos_token_id": self.eos_token_ids.first(),
             "torch_dtype": "bfloat16",
-        })
+        });
+        // Absent, not null, for unquantized models: that is what HF writes.
+        if let Some(q) = &self.quantization {
+            v["quantization_config"] = q.to_hf_json();
+        }
+        v
     }
 
     pub fn generation_config_json(&self) -> serde_json::Value {
@@ -261,6 +274,25 @@ mod tests {
         let back =
             ModelConfig::from_json(&c.to_hf_json(), Some(&c.generation_config_json())).unwrap();
         assert_eq!(back, c);
+        assert!(c.to_hf_json().get("quantization_config").is_none());
+        let fp8 = ModelConfig {
+            quantization: Some(QuantConfig::fp8()),
+            ..c
+        };
+        let back = ModelConfig::from_json(&fp8.to_hf_json(), None).unwrap();
+        assert_eq!(back.quantization, Some(QuantConfig::fp8()));
+    }
+
+    #[test]
+    fn bad_quantization_config_names_the_field() {
+        let mut v = base();
+        v["quantization_config"] = serde_json::json!({ "quant_method": "fp8",
+            "activation_scheme": "static", "weight_block_size": [128, 128] });
+        let err = ModelConfig::from_json(&v, None).unwrap_err().to_string();
+        assert!(
+            err.contains("quantization_config.activation_scheme") && err.contains("static"),
+            "{err}"
+        );
     }
 
     #[test]

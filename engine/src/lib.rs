@@ -8,6 +8,7 @@ pub mod error;
 pub mod fp8;
 pub mod model;
 pub mod presets;
+pub mod quant_config;
 pub mod random_weights;
 pub mod tensor_names;
 pub mod weights;

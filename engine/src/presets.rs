@@ -39,6 +39,7 @@ fn shape(
         tie_word_embeddings: tied,
         eos_token_ids: QWEN3_EOS.to_vec(),
         bos_token_id: Some(QWEN3_BOS),
+        quantization: None,
     }
 }
 
