@@ -19,7 +19,7 @@ pub struct Cli {
 pub enum Command {
     /// Serve /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics, /v1/engine/info.
     Serve(ServeArgs),
-    /// Write a random-weight Hugging Face checkpoint (config, bf16 safetensors, tokenizer).
+    /// Write a random-weight Hugging Face checkpoint (config, bf16 or FP8 safetensors, tokenizer).
     MakeModel(MakeModelArgs),
     /// Measure engine speed in-process (no HTTP): TTFT and decode tokens/s.
     Bench(BenchArgs),
@@ -30,6 +30,24 @@ pub enum DeviceArg {
     Auto,
     Cpu,
     Cuda,
+}
+
+/// `--quantization`: how the linear projections are held (see engine::model_source).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum QuantArg {
+    /// Unquantized (an error for an FP8 checkpoint).
+    None,
+    /// float8_e4m3fn with one scale per 128x128 block, as Qwen/Qwen3-8B-FP8.
+    Fp8,
+}
+
+impl QuantArg {
+    pub fn engine(self) -> engine::model_source::Quantization {
+        match self {
+            QuantArg::None => engine::model_source::Quantization::None,
+            QuantArg::Fp8 => engine::model_source::Quantization::Fp8,
+        }
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -70,6 +88,10 @@ pub struct ServeArgs {
     /// or $LATLAB_ASSETS_DIR/qwen3 (assets/cache/qwen3) for random presets.
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
+    /// Linear projections in FP8: `fp8` quantizes a bf16 checkpoint (or random preset) at
+    /// load. Default: as the checkpoint stores them (an FP8 checkpoint needs no flag).
+    #[arg(long, value_enum)]
+    pub quantization: Option<QuantArg>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -86,6 +108,11 @@ pub struct MakeModelArgs {
     /// Split safetensors into shards of at most this many bytes (with an index JSON).
     #[arg(long, default_value_t = 4_000_000_000)]
     pub max_shard_bytes: usize,
+    /// `fp8`: write Qwen/Qwen3-8B-FP8's layout (F8_E4M3 projections with f32
+    /// `weight_scale_inv` per 128x128 block, quantization_config in config.json): the FP8
+    /// quantization of the same random model.
+    #[arg(long, value_enum, default_value_t = QuantArg::None)]
+    pub quantization: QuantArg,
 }
 
 #[derive(clap::Args, Debug)]
@@ -109,4 +136,8 @@ pub struct BenchArgs {
     pub seed: u64,
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
+    /// Linear projections in FP8: `fp8` quantizes a bf16 checkpoint (or random preset) at
+    /// load. Default: as the checkpoint stores them (an FP8 checkpoint needs no flag).
+    #[arg(long, value_enum)]
+    pub quantization: Option<QuantArg>,
 }

@@ -36,6 +36,13 @@ fn make_model(a: MakeModelArgs) -> anyhow::Result<()> {
             engine::presets::PRESET_NAMES.join(", ")
         )
     })?;
+    let cfg = match a.quantization {
+        cli::QuantArg::None => cfg,
+        cli::QuantArg::Fp8 => engine::config::ModelConfig {
+            quantization: Some(engine::quant_config::QuantConfig::fp8()),
+            ..cfg
+        },
+    };
     let tok = a
         .tokenizer
         .unwrap_or_else(engine::tokenizer::qwen3_tokenizer_dir);
@@ -48,9 +55,10 @@ fn make_model(a: MakeModelArgs) -> anyhow::Result<()> {
     )
     .with_context(|| format!("writing {}", a.out.display()))?;
     println!(
-        "wrote random {} (seed {}) to {}",
+        "wrote random {} (seed {}, quantization {:?}) to {}",
         a.preset,
         a.seed,
+        a.quantization,
         a.out.display()
     );
     Ok(())
@@ -93,6 +101,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
             DeviceArg::Cuda => Device::Cuda,
         },
         seed: a.seed,
+        quantization: a.quantization.map(cli::QuantArg::engine),
     };
     let handle = engine::EngineHandle::start(&a.model, a.tokenizer.as_deref(), &args)
         .with_context(|| format!("starting the engine for --model {}", a.model))?;

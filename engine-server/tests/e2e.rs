@@ -276,6 +276,7 @@ async fn completions_stop_strings_errors_and_metrics() {
         .await
         .unwrap();
     assert_eq!(info["weights"], "random");
+    assert_eq!(info["quantization"], "none");
     assert_eq!(info["plan"]["max_model_len"], 128);
     assert_eq!(info["config"]["hidden_size"], 64);
     assert_eq!(
@@ -303,11 +304,21 @@ async fn completions_stop_strings_errors_and_metrics() {
     // pages on its next step, so on a loaded machine the gauge reaches 0 a moment later.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
-        let m = c.get(format!("{}/metrics", s.base)).send().await.unwrap().text().await.unwrap();
+        let m = c
+            .get(format!("{}/metrics", s.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
         if m.contains("latlab_kv_pages_used 0\n") {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "KV pages never freed:\n{m}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "KV pages never freed:\n{m}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
@@ -410,6 +421,91 @@ async fn make_model_checkpoint_serves_like_the_random_preset() {
     assert_eq!(texts[0].0, texts[1].0);
     assert_eq!(texts[0].1, "checkpoint");
     assert_eq!(texts[1].1, "random");
+}
+
+/// `make-model --quantization fp8` writes an FP8 checkpoint that serves without a flag, as
+/// the same model as `random:tiny --quantization fp8`; info says fp8 and where weights came
+/// from; `--quantization none` on it is refused at start.
+#[tokio::test]
+async fn fp8_checkpoint_serves_like_the_random_preset_quantized_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
+        .args([
+            "make-model",
+            "--preset",
+            "tiny",
+            "--seed",
+            "5",
+            "--quantization",
+            "fp8",
+            "--out",
+        ])
+        .arg(dir.path())
+        .env(
+            "LATLAB_ASSETS_DIR",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = dir.path().to_str().unwrap();
+    let body = json!({"prompt": "Once upon a time", "max_tokens": 10, "temperature": 0, "ignore_eos": true});
+    let mut seen = vec![];
+    for (model, extra) in [
+        (path, vec!["--seed", "5"]),
+        ("random:tiny", vec!["--seed", "5", "--quantization", "fp8"]),
+    ] {
+        let s = start_model(model, &extra);
+        let v: Value = reqwest::Client::new()
+            .post(format!("{}/v1/completions", s.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let info: Value = reqwest::get(format!("{}/v1/engine/info", s.base))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(info["quantization"], "fp8", "{model}");
+        assert_eq!(
+            info["config"]["quantization"]["weight_block_size"],
+            json!([128, 128])
+        );
+        seen.push((
+            v["choices"][0]["text"].as_str().unwrap().to_string(),
+            info["weights"].clone(),
+        ));
+    }
+    assert_eq!(seen[0].0, seen[1].0);
+    assert_eq!(seen[0].1, "checkpoint");
+    assert_eq!(seen[1].1, "random");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
+        .args([
+            "serve",
+            "--model",
+            path,
+            "--port",
+            "0",
+            "--quantization",
+            "none",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("quantization") && err.contains("fp8"),
+        "{err}"
+    );
 }
 
 /// Concurrent streams are batched by the engine and still give each request exactly the

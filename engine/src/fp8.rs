@@ -83,7 +83,11 @@ pub fn encode(x: f32) -> u8 {
 /// Block scales of a [rows, cols] matrix: amax / 448 per block, 1.0 for all-zero blocks.
 /// Errors on a non-finite value (a broken checkpoint: its block could not be scaled).
 pub fn block_scales(data: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>, String> {
-    assert_eq!(data.len(), rows * cols, "block_scales: data is not rows * cols");
+    assert_eq!(
+        data.len(),
+        rows * cols,
+        "block_scales: data is not rows * cols"
+    );
     if data.is_empty() {
         return Ok(vec![]); // a zero-sized dimension has no blocks
     }
@@ -96,10 +100,7 @@ pub fn block_scales(data: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>, 
             for (r, row) in chunk.chunks(cols).enumerate() {
                 for (j, &w) in row.iter().enumerate() {
                     if !w.is_finite() {
-                        return Err(format!(
-                            "non-finite value {w} at [{}, {j}]",
-                            bi * BLOCK + r
-                        ));
+                        return Err(format!("non-finite value {w} at [{}, {j}]", bi * BLOCK + r));
                     }
                     let m = &mut amax[j / BLOCK];
                     *m = m.max(w.abs());
@@ -152,7 +153,11 @@ pub fn encode_with_scales(data: &[f32], cols: usize, scale_inv: &[f32], out: &mu
 /// `out = decode(bits) * scale_inv[block]` in f32 (the reference dequantization).
 pub fn dequantize_into(w: &Fp8Weight, rows: usize, cols: usize, out: &mut [f32]) {
     assert_eq!(w.block, (BLOCK, BLOCK), "only 128x128 blocks are supported");
-    assert_eq!(w.bits.len(), rows * cols, "dequantize: bits is not rows * cols");
+    assert_eq!(
+        w.bits.len(),
+        rows * cols,
+        "dequantize: bits is not rows * cols"
+    );
     assert_eq!(out.len(), rows * cols, "dequantize: out is not rows * cols");
     if out.is_empty() {
         return;

@@ -38,9 +38,10 @@ impl EngineHandle {
     /// Load the model named by `model` (dir or `random:<preset>`), derive the plan and start
     /// the engine thread.
     pub fn start(model: &str, tokenizer: Option<&Path>, args: &EngineArgs) -> Result<EngineHandle> {
-        let cfg = crate::model_source::resolve_config(model)?;
+        // The effective config first: a bad --quantization fails before any weights load.
+        let cfg = crate::model_source::effective_config(model, args.quantization)?;
         let plan = Plan::derive(&cfg, args)?;
-        let loaded = crate::model_source::load(model, args.seed, tokenizer)?;
+        let loaded = crate::model_source::load(model, args.seed, tokenizer, args.quantization)?;
         let tok = Tokenizer::from_dir(&loaded.tokenizer_dir)?;
         // Every id the model can emit must decode: the tokenizer must not be smaller than the
         // embedding minus padding rows (Qwen3 pads 151,669 ids to 151,936 rows).

@@ -24,6 +24,8 @@ pub struct EngineArgs {
     pub device: Device,
     /// Seeds random weights and requests that bring no seed of their own.
     pub seed: u64,
+    /// `--quantization`; None: as the checkpoint stores it (see model_source).
+    pub quantization: Option<crate::model_source::Quantization>,
 }
 
 impl Default for EngineArgs {
@@ -36,6 +38,7 @@ impl Default for EngineArgs {
             max_batched_tokens: 512,
             device: Device::Auto,
             seed: 0,
+            quantization: None,
         }
     }
 }

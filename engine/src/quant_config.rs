@@ -163,7 +163,9 @@ mod tests {
 
     #[test]
     fn parses_qwen3_8b_fp8_and_writes_it_back() {
-        let q = QuantConfig::from_hf(Some(&qwen3_8b_fp8())).unwrap().unwrap();
+        let q = QuantConfig::from_hf(Some(&qwen3_8b_fp8()))
+            .unwrap()
+            .unwrap();
         assert_eq!(q, QuantConfig::fp8());
         assert_eq!(q.to_hf_json(), qwen3_8b_fp8());
         assert_eq!(QuantConfig::from_hf(None).unwrap(), None);
@@ -183,7 +185,11 @@ mod tests {
             ("activation_scheme", json!("static"), "static"),
             ("weight_block_size", json!([64, 64]), "64"),
             ("weight_block_size", json!(null), "null"),
-            ("modules_to_not_convert", json!(["model.layers.0.mlp"]), "layers.0"),
+            (
+                "modules_to_not_convert",
+                json!(["model.layers.0.mlp"]),
+                "layers.0",
+            ),
             ("kv_cache_scheme", json!("fp8"), "fp8"),
         ] {
             let mut v = qwen3_8b_fp8();
@@ -197,8 +203,13 @@ mod tests {
         let mut v = qwen3_8b_fp8();
         v.as_object_mut().unwrap().remove("weight_block_size");
         let err = QuantConfig::from_hf(Some(&v)).unwrap_err().to_string();
-        assert!(err.contains("weight_block_size") && err.contains("missing"), "{err}");
-        let err = QuantConfig::from_hf(Some(&json!("fp8"))).unwrap_err().to_string();
+        assert!(
+            err.contains("weight_block_size") && err.contains("missing"),
+            "{err}"
+        );
+        let err = QuantConfig::from_hf(Some(&json!("fp8")))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("quantization_config"), "{err}");
     }
 }

@@ -28,6 +28,31 @@ pub fn layer_prefix(i: usize) -> String {
     format!("model.layers.{i}")
 }
 
+/// The linear projections of a layer (suffixes of `model.layers.{i}.`): the only tensors
+/// that are ever FP8. Embeddings and lm_head stay bf16, as in Qwen/Qwen3-8B-FP8.
+pub const PROJECTIONS: [&str; 7] = [
+    "self_attn.q_proj",
+    "self_attn.k_proj",
+    "self_attn.v_proj",
+    "self_attn.o_proj",
+    "mlp.gate_proj",
+    "mlp.up_proj",
+    "mlp.down_proj",
+];
+
+/// Whether `name` is the weight of a linear projection (see PROJECTIONS).
+pub fn is_projection(name: &str) -> bool {
+    name.strip_prefix("model.layers.")
+        .and_then(|rest| rest.split_once('.'))
+        .and_then(|(_, rest)| rest.strip_suffix(".weight"))
+        .is_some_and(|module| PROJECTIONS.contains(&module))
+}
+
+/// The block-scale tensor that goes with an FP8 weight: `X.weight` -> `X.weight_scale_inv`.
+pub fn scale_name(weight_name: &str) -> String {
+    format!("{weight_name}_scale_inv")
+}
+
 /// Every tensor the model reads, in a stable order.
 pub fn tensor_specs(c: &ModelConfig) -> Vec<TensorSpec> {
     let m = |name: String, rows: usize, cols: usize| TensorSpec {
@@ -95,4 +120,32 @@ pub fn tensor_specs(c: &ModelConfig) -> Vec<TensorSpec> {
         v.push(m("lm_head.weight".into(), c.vocab_size, c.hidden_size));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn projections_are_the_seven_linears_of_each_layer() {
+        let cfg = crate::presets::preset("tiny-untied").unwrap();
+        let names: Vec<String> = tensor_specs(&cfg)
+            .into_iter()
+            .filter(|s| is_projection(&s.name))
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(names.len(), 7 * cfg.num_hidden_layers);
+        assert!(names.contains(&"model.layers.2.mlp.down_proj.weight".to_string()));
+        for n in [
+            "lm_head.weight",
+            "model.embed_tokens.weight",
+            "model.layers.0.self_attn.q_norm.weight",
+        ] {
+            assert!(!is_projection(n), "{n}");
+        }
+        assert_eq!(
+            scale_name("model.layers.0.mlp.up_proj.weight"),
+            "model.layers.0.mlp.up_proj.weight_scale_inv"
+        );
+    }
 }

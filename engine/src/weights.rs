@@ -1,11 +1,17 @@
 //! Model weights in f32 for the CPU backend, from safetensors (single file or sharded with
-//! `model.safetensors.index.json`, memory-mapped, bf16/f16/f32) or from a seeded random
-//! preset. Every tensor's shape is checked against the config.
+//! `model.safetensors.index.json`, memory-mapped, bf16/f16/f32, and block-FP8 projections
+//! with their `weight_scale_inv`) or from a seeded random preset. Every tensor's shape is
+//! checked against the config.
+//!
+//! FP8 projections keep both forms: `Mat::fp8` holds the codes and block scales (what the
+//! GPU streams), `Mat::data` their f32 dequantization, so the CPU backend runs FP8 models
+//! unchanged and is the reference for the FP8 kernels.
 
 use crate::config::ModelConfig;
 use crate::error::{EngineError, Result};
+pub use crate::fp8::Fp8Weight;
 use crate::random_weights::random_tensor_f32;
-use crate::tensor_names::{TensorSpec, tensor_specs};
+use crate::tensor_names::{TensorSpec, is_projection, scale_name, tensor_specs};
 use safetensors::{Dtype, SafeTensors};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,9 +19,48 @@ use std::path::{Path, PathBuf};
 /// A row-major matrix [rows, cols]; for linears HF's layout [out_features, in_features].
 #[derive(Debug, Clone)]
 pub struct Mat {
+    /// The values in f32; for an FP8 matrix exactly `decode(q) * scale` of `fp8`.
     pub data: Vec<f32>,
     pub rows: usize,
     pub cols: usize,
+    /// Some for an FP8 projection: codes [rows, cols] and per-block scales.
+    pub fp8: Option<Fp8Weight>,
+}
+
+impl Mat {
+    pub fn new(data: Vec<f32>, rows: usize, cols: usize) -> Mat {
+        debug_assert_eq!(data.len(), rows * cols);
+        Mat {
+            data,
+            rows,
+            cols,
+            fp8: None,
+        }
+    }
+
+    /// An FP8 matrix; `data` becomes its reference dequantization.
+    pub fn from_fp8(w: Fp8Weight, rows: usize, cols: usize) -> Mat {
+        let data = crate::fp8::dequantize(&w, rows, cols);
+        Mat {
+            data,
+            rows,
+            cols,
+            fp8: Some(w),
+        }
+    }
+
+    /// Quantize to 128x128-block FP8 in place: `fp8` gets codes and scales, and `data` is
+    /// overwritten with their dequantization. Costs one byte per element beyond the f32
+    /// values already held (no second f32 copy), so even Qwen3-8B quantizes in place.
+    pub fn quantize_fp8(&mut self) -> std::result::Result<(), String> {
+        if self.fp8.is_some() {
+            return Ok(());
+        }
+        let q = crate::fp8::quantize(&self.data, self.rows, self.cols)?;
+        crate::fp8::dequantize_into(&q, self.rows, self.cols, &mut self.data);
+        self.fp8 = Some(q);
+        Ok(())
+    }
 }
 
 #[derive(Debug)]
@@ -31,6 +76,35 @@ pub struct LayerWeights {
     pub gate_proj: Mat,
     pub up_proj: Mat,
     pub down_proj: Mat,
+}
+
+impl LayerWeights {
+    /// The seven linear projections with their module names (tensor_names::PROJECTIONS order).
+    pub fn projections(&self) -> [(&'static str, &Mat); 7] {
+        let p = crate::tensor_names::PROJECTIONS;
+        [
+            (p[0], &self.q_proj),
+            (p[1], &self.k_proj),
+            (p[2], &self.v_proj),
+            (p[3], &self.o_proj),
+            (p[4], &self.gate_proj),
+            (p[5], &self.up_proj),
+            (p[6], &self.down_proj),
+        ]
+    }
+
+    pub fn projections_mut(&mut self) -> [(&'static str, &mut Mat); 7] {
+        let p = crate::tensor_names::PROJECTIONS;
+        [
+            (p[0], &mut self.q_proj),
+            (p[1], &mut self.k_proj),
+            (p[2], &mut self.v_proj),
+            (p[3], &mut self.o_proj),
+            (p[4], &mut self.gate_proj),
+            (p[5], &mut self.up_proj),
+            (p[6], &mut self.down_proj),
+        ]
+    }
 }
 
 #[derive(Debug)]
@@ -61,7 +135,9 @@ impl ModelWeights {
         self.lm_head.as_ref().unwrap_or(&self.embed)
     }
 
-    /// Seeded random weights of `cfg`'s shape (bf16-rounded, see random_weights).
+    /// Seeded random weights of `cfg`'s shape (bf16-rounded, see random_weights); when
+    /// `cfg.quantization` is set, the projections are then quantized to FP8, so a random FP8
+    /// model is the FP8 version of the random bf16 one.
     pub fn random(cfg: &ModelConfig, seed: u64) -> Result<Self> {
         // Each tensor has its own seeded stream, so generating them in parallel changes nothing.
         use rayon::prelude::*;
@@ -75,43 +151,59 @@ impl ModelWeights {
             .enumerate()
             .map(|(i, s)| (s.name.as_str(), i))
             .collect();
-        Self::build(cfg, |spec| {
-            Ok(data[index[spec.name.as_str()]]
+        let mut w = Self::build(cfg, |spec| {
+            let d = data[index[spec.name.as_str()]]
                 .take()
-                .expect("each tensor taken once"))
-        })
+                .expect("each tensor taken once");
+            Ok(plain_mat(spec, d))
+        })?;
+        if cfg.quantization.is_some() {
+            w.quantize_fp8()?;
+        }
+        Ok(w)
     }
 
-    /// Load from a checkpoint directory; returns the weights and the checkpoint's dtype.
+    /// Load from a checkpoint directory; returns the weights and the checkpoint's dtypes
+    /// (e.g. "bf16", or "bf16+f32+f8_e4m3" for Qwen3-8B-FP8). `cfg` must be the checkpoint's
+    /// own config: FP8 projections are read as such exactly when it has a
+    /// `quantization_config` (quantizing a bf16 checkpoint is `quantize_fp8` afterwards).
     pub fn load(cfg: &ModelConfig, dir: &Path) -> Result<(Self, String)> {
         let files = CheckpointFiles::open(dir)?;
         let mut dtypes = std::collections::BTreeSet::new();
         let w = Self::build(cfg, |spec| {
-            let (data, dtype) = files.read_f32(spec)?;
-            dtypes.insert(dtype);
-            Ok(data)
+            let (m, dts) = files.read(spec, cfg.quantization.is_some())?;
+            dtypes.extend(dts);
+            Ok(m)
         })?;
         Ok((w, dtypes.into_iter().collect::<Vec<_>>().join("+")))
     }
 
-    fn build(
-        cfg: &ModelConfig,
-        mut get: impl FnMut(&TensorSpec) -> Result<Vec<f32>>,
-    ) -> Result<Self> {
-        let mut map: HashMap<String, (Vec<f32>, Vec<usize>)> = HashMap::new();
+    /// Quantize every layer's seven projections to 128x128-block FP8 in place (see
+    /// `Mat::quantize_fp8`), tensors in parallel; embeddings and lm_head stay as they are.
+    pub fn quantize_fp8(&mut self) -> Result<()> {
+        use rayon::prelude::*;
+        self.layers
+            .par_iter_mut()
+            .enumerate()
+            .flat_map_iter(|(i, l)| l.projections_mut().map(move |(name, m)| (i, name, m)))
+            .try_for_each(|(i, name, m)| {
+                m.quantize_fp8().map_err(|e| {
+                    EngineError::Weights(format!(
+                        "quantizing `{}.{name}.weight` to fp8: {e}",
+                        crate::tensor_names::layer_prefix(i)
+                    ))
+                })
+            })
+    }
+
+    fn build(cfg: &ModelConfig, mut get: impl FnMut(&TensorSpec) -> Result<Mat>) -> Result<Self> {
+        let mut map: HashMap<String, Mat> = HashMap::new();
         for spec in tensor_specs(cfg) {
-            let data = get(&spec)?;
-            map.insert(spec.name.clone(), (data, spec.shape.clone()));
+            let m = get(&spec)?;
+            map.insert(spec.name.clone(), m);
         }
         // The spec list is the single source of names, so every lookup below succeeds.
-        let mut mat = |name: &str| {
-            let (data, shape) = map.remove(name).expect("spec list and loader agree");
-            Mat {
-                data,
-                rows: shape[0],
-                cols: *shape.get(1).unwrap_or(&1),
-            }
-        };
+        let mut mat = |name: &str| map.remove(name).expect("spec list and loader agree");
         let embed = mat("model.embed_tokens.weight");
         let lm_head = (!cfg.tie_word_embeddings).then(|| mat("lm_head.weight"));
         let final_norm = mat("model.norm.weight").data;
@@ -191,50 +283,112 @@ impl CheckpointFiles {
         Ok(CheckpointFiles { maps, location })
     }
 
-    fn read_f32(&self, spec: &TensorSpec) -> Result<(Vec<f32>, String)> {
-        let &i = self.location.get(&spec.name).ok_or_else(|| {
-            EngineError::Weights(format!(
-                "tensor `{}` missing from the checkpoint",
-                spec.name
-            ))
+    /// The safetensors view of one tensor, by name.
+    fn view(&self, name: &str) -> Result<(SafeTensors<'_>, &Path)> {
+        let &i = self.location.get(name).ok_or_else(|| {
+            EngineError::Weights(format!("tensor `{name}` missing from the checkpoint"))
         })?;
         let (path, mmap) = &self.maps[i];
         let st = SafeTensors::deserialize(mmap)
             .map_err(|e| EngineError::Weights(format!("{}: {e}", path.display())))?;
+        Ok((st, path))
+    }
+
+    /// One tensor as a Mat (vectors as [len, 1]) and the dtypes it was stored in.
+    /// `fp8_projections`: the config has a quantization_config, so every projection must be
+    /// F8_E4M3 with its scales, and nothing else may be.
+    fn read(&self, spec: &TensorSpec, fp8_projections: bool) -> Result<(Mat, Vec<String>)> {
+        let (st, _) = self.view(&spec.name)?;
         let t = st
             .tensor(&spec.name)
             .map_err(|e| EngineError::Weights(format!("{}: {e}", spec.name)))?;
-        if t.shape() != spec.shape.as_slice() {
-            return Err(EngineError::Weights(format!(
-                "tensor `{}` has shape {:?}, the config implies {:?}",
-                spec.name,
-                t.shape(),
-                spec.shape
-            )));
-        }
-        let bytes = t.data();
-        let data: Vec<f32> = match t.dtype() {
-            Dtype::F32 => bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-            Dtype::BF16 => bytes
-                .chunks_exact(2)
-                .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect(),
-            Dtype::F16 => bytes
-                .chunks_exact(2)
-                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect(),
-            other => {
+        check_shape(&spec.name, t.shape(), &spec.shape)?;
+        let dtype = dtype_name(t.dtype());
+        let projection = is_projection(&spec.name);
+        match (t.dtype(), fp8_projections && projection) {
+            (Dtype::F8_E4M3, true) => {}
+            (Dtype::F8_E4M3, false) if !projection => {
                 return Err(EngineError::Weights(format!(
-                    "tensor `{}`: dtype {other:?} unsupported",
+                    "tensor `{}` is F8_E4M3; only the linear projections (q/k/v/o/gate/up/down) may be FP8",
                     spec.name
                 )));
             }
+            (Dtype::F8_E4M3, false) => {
+                return Err(EngineError::Weights(format!(
+                    "tensor `{}` is F8_E4M3 but config.json has no quantization_config",
+                    spec.name
+                )));
+            }
+            (other, true) => {
+                return Err(EngineError::Weights(format!(
+                    "config.json's quantization_config says fp8, but tensor `{}` is {other:?}",
+                    spec.name
+                )));
+            }
+            (_, false) => {
+                let data = to_f32(&spec.name, t.dtype(), t.data())?;
+                return Ok((plain_mat(spec, data), vec![dtype]));
+            }
+        }
+        let (rows, cols) = (spec.shape[0], spec.shape[1]);
+        let sname = scale_name(&spec.name);
+        let (sst, _) = self.view(&sname)?;
+        let s = sst
+            .tensor(&sname)
+            .map_err(|e| EngineError::Weights(format!("{sname}: {e}")))?;
+        check_shape(&sname, s.shape(), &crate::fp8::scale_shape(rows, cols))?;
+        let scale_inv = to_f32(&sname, s.dtype(), s.data())?;
+        let w = Fp8Weight {
+            bits: t.data().to_vec(),
+            scale_inv,
+            block: (crate::fp8::BLOCK, crate::fp8::BLOCK),
         };
-        Ok((data, format!("{:?}", t.dtype()).to_lowercase()))
+        Ok((
+            Mat::from_fp8(w, rows, cols),
+            vec![dtype, dtype_name(s.dtype())],
+        ))
     }
+}
+
+fn dtype_name(d: Dtype) -> String {
+    format!("{d:?}").to_lowercase()
+}
+
+fn check_shape(name: &str, got: &[usize], want: &[usize]) -> Result<()> {
+    if got != want {
+        return Err(EngineError::Weights(format!(
+            "tensor `{name}` has shape {got:?}, the config implies {want:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// A plain (unquantized) tensor as a Mat: matrices [rows, cols], vectors [len, 1].
+fn plain_mat(spec: &TensorSpec, data: Vec<f32>) -> Mat {
+    Mat::new(data, spec.shape[0], *spec.shape.get(1).unwrap_or(&1))
+}
+
+/// Little-endian f32/bf16/f16 bytes as f32.
+fn to_f32(name: &str, dtype: Dtype, bytes: &[u8]) -> Result<Vec<f32>> {
+    Ok(match dtype {
+        Dtype::F32 => bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        Dtype::BF16 => bytes
+            .chunks_exact(2)
+            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        Dtype::F16 => bytes
+            .chunks_exact(2)
+            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        other => {
+            return Err(EngineError::Weights(format!(
+                "tensor `{name}`: dtype {other:?} unsupported"
+            )));
+        }
+    })
 }
 
 #[cfg(test)]
@@ -282,6 +436,111 @@ mod tests {
             assert!(diff <= 1e-6, "{dtype:?}: {diff}");
             assert_eq!(w.embed.data.len(), mem.embed.data.len());
         }
+    }
+
+    /// The tensors of random FP8 `tiny` in Qwen3-8B-FP8's layout, for hand-broken checkpoints.
+    fn fp8_tensors(cfg: &ModelConfig) -> Vec<(String, Dtype, Vec<usize>, Vec<u8>)> {
+        let mut out = vec![];
+        for s in tensor_specs(cfg) {
+            let v = random_tensor_f32(&s, 3);
+            if is_projection(&s.name) {
+                let q = crate::fp8::quantize(&v, s.shape[0], s.shape[1]).unwrap();
+                let scales = q.scale_inv.iter().flat_map(|x| x.to_le_bytes()).collect();
+                let sshape = crate::fp8::scale_shape(s.shape[0], s.shape[1]).to_vec();
+                out.push((scale_name(&s.name), Dtype::F32, sshape, scales));
+                out.push((s.name, Dtype::F8_E4M3, s.shape, q.bits));
+            } else {
+                let b = v
+                    .iter()
+                    .flat_map(|x| half::bf16::from_f32(*x).to_le_bytes())
+                    .collect();
+                out.push((s.name, Dtype::BF16, s.shape, b));
+            }
+        }
+        out
+    }
+
+    fn write(dir: &Path, tensors: &[(String, Dtype, Vec<usize>, Vec<u8>)]) {
+        let views = tensors
+            .iter()
+            .map(|(n, d, shape, b)| (n.clone(), TensorView::new(*d, shape.clone(), b).unwrap()));
+        safetensors::serialize_to_file(views, None, &dir.join("model.safetensors")).unwrap();
+    }
+
+    /// Broken FP8 checkpoints fail with the tensor named: a missing or misshapen scale
+    /// tensor, an FP8 embedding. bf16 scales (some exporters write them) load.
+    #[test]
+    fn fp8_tensor_errors_name_the_tensor() {
+        let cfg = ModelConfig {
+            quantization: Some(crate::quant_config::QuantConfig::fp8()),
+            ..crate::presets::preset("tiny").unwrap()
+        };
+        let good = fp8_tensors(&cfg);
+        let scale = "model.layers.1.mlp.down_proj.weight_scale_inv";
+        let cases: [(
+            &str,
+            Box<dyn Fn(&mut Vec<(String, Dtype, Vec<usize>, Vec<u8>)>)>,
+            &[&str],
+        ); 3] = [
+            (
+                "missing scale",
+                Box::new(|t| t.retain(|x| x.0 != scale)),
+                &[scale, "missing"],
+            ),
+            (
+                "scale shape",
+                Box::new(|t| {
+                    let x = t.iter_mut().find(|x| x.0 == scale).unwrap();
+                    x.2 = vec![1, 1, 1];
+                }),
+                &[scale, "[1, 1, 1]", "[1, 1]"],
+            ),
+            (
+                "fp8 embedding",
+                Box::new(|t| {
+                    let x = t
+                        .iter_mut()
+                        .find(|x| x.0 == "model.embed_tokens.weight")
+                        .unwrap();
+                    x.1 = Dtype::F8_E4M3;
+                    x.3.truncate(x.3.len() / 2);
+                }),
+                &["model.embed_tokens.weight", "only the linear projections"],
+            ),
+        ];
+        for (what, breakit, words) in cases {
+            let mut t = good.clone();
+            breakit(&mut t);
+            let dir = tempfile::tempdir().unwrap();
+            write(dir.path(), &t);
+            let err = ModelWeights::load(&cfg, dir.path())
+                .unwrap_err()
+                .to_string();
+            assert!(words.iter().all(|w| err.contains(w)), "{what}: {err}");
+        }
+        // bf16 scales: the values are bf16-rounded, so compare against those.
+        let mut t = good.clone();
+        for x in t.iter_mut().filter(|x| x.0.ends_with("_scale_inv")) {
+            x.1 = Dtype::BF16;
+            x.3 = x
+                .3
+                .chunks_exact(4)
+                .flat_map(|b| {
+                    half::bf16::from_f32(f32::from_le_bytes([b[0], b[1], b[2], b[3]])).to_le_bytes()
+                })
+                .collect();
+        }
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &t);
+        let (w, dtype) = ModelWeights::load(&cfg, dir.path()).unwrap();
+        assert_eq!(dtype, "bf16+f8_e4m3");
+        let m = &w.layers[0].up_proj;
+        let f = m.fp8.as_ref().unwrap();
+        assert_eq!(m.data[0], crate::fp8::decode(f.bits[0]) * f.scale_inv[0]);
+        assert_eq!(
+            f.scale_inv[0],
+            half::bf16::from_f32(f.scale_inv[0]).to_f32()
+        );
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub async fn handle(State(s): State<AppState>) -> Json<serde_json::Value> {
         "gpu": shared.plan.gpu,
         "weights": if shared.origin.is_random() { "random" } else { "checkpoint" },
         "weights_origin": shared.origin,
+        // How the projections are held: "fp8" (stored so, or quantized at load) or "none".
+        "quantization": shared.config.quantization.map_or("none", |q| q.name()),
         "config": shared.config,
         "plan": shared.plan,
         "tokenizer_dir": shared.tokenizer.dir,

@@ -87,7 +87,17 @@ fn midpoints_round_to_even() {
 
 #[test]
 fn saturates_at_448() {
-    for x in [448.0, 448.5, 463.9, 464.0, 464.1, 480.0, 1e9, f32::MAX, f32::INFINITY] {
+    for x in [
+        448.0,
+        448.5,
+        463.9,
+        464.0,
+        464.1,
+        480.0,
+        1e9,
+        f32::MAX,
+        f32::INFINITY,
+    ] {
         assert_eq!(encode(x), 0x7e, "{x}");
         assert_eq!(encode(-x), 0xfe, "-{x}");
     }
@@ -151,7 +161,11 @@ fn block_quantization_layout_and_error() {
     assert_eq!(q.scale_inv.len(), 9);
     assert_eq!(q.block, (128, 128));
     assert_eq!(q.scale_inv[1], 1.0, "all-zero block gets scale 1");
-    assert_eq!(q.scale_inv[3], 37.0 / 448.0, "outlier sets its block's scale");
+    assert_eq!(
+        q.scale_inv[3],
+        37.0 / 448.0,
+        "outlier sets its block's scale"
+    );
     for (i, (&x, &code)) in w.iter().zip(&q.bits).enumerate() {
         let s = q.scale_inv[(i / cols / 128) * 3 + (i % cols) / 128];
         assert_eq!(code, encode(x / s), "element {i}");

@@ -131,6 +131,7 @@ mod tests {
             data: (0..300 * 37)
                 .map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0)
                 .collect(),
+            fp8: None,
         };
         for rows in [0, 1, 3, 4, 5, 9] {
             let x: Vec<f32> = (0..rows * 37)
