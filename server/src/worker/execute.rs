@@ -153,7 +153,7 @@ async fn run_target(
             (base_url.trim_end_matches('/').to_string(), key, None)
         }
         Target::Native(n) => {
-            let args = super::native::engine_args(n, &spec.model)?;
+            let args = super::native::engine_args(n, &spec.model);
             let program = cfg.engine_bin.to_string_lossy().to_string();
             let mut env = gpu_env.clone();
             if !n.cuda_graphs {

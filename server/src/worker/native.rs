@@ -4,16 +4,13 @@ use bench_types::spec::{Device, NativeTarget, Quantization};
 
 /// The argv (after the program) that serves `target` under the name `served_model` on a
 /// port the engine picks (it prints "listening on http://..." once ready).
-pub fn engine_args(target: &NativeTarget, served_model: &str) -> Result<Vec<String>, String> {
-    if target.quantization != Quantization::None {
-        return Err("the native engine does not support FP8 yet (issue: Native engine III)".into());
-    }
+pub fn engine_args(target: &NativeTarget, served_model: &str) -> Vec<String> {
     let device = match target.device {
         Device::Auto => "auto",
         Device::Cpu => "cpu",
         Device::Cuda => "cuda",
     };
-    Ok(vec![
+    let mut args: Vec<String> = vec![
         "serve".into(),
         "--model".into(),
         target.model_source.clone(),
@@ -27,7 +24,15 @@ pub fn engine_args(target: &NativeTarget, served_model: &str) -> Result<Vec<Stri
         device.into(),
         "--max-batch".into(),
         target.max_batch.to_string(),
-    ])
+    ];
+    // `None` passes no flag: the engine then serves the weights as stored, so an FP8
+    // checkpoint (quantization_config in its config.json) still runs in FP8. `Fp8` quantizes a
+    // bf16 checkpoint or random preset at load.
+    match target.quantization {
+        Quantization::None => {}
+        Quantization::Fp8 => args.extend(["--quantization".into(), "fp8".into()]),
+    }
+    args
 }
 
 #[cfg(test)]
@@ -43,7 +48,7 @@ mod tests {
             max_batch: 4,
             cuda_graphs: true,
         };
-        let args = engine_args(&t, "Qwen/Qwen3-8B; rm -rf /").unwrap();
+        let args = engine_args(&t, "Qwen/Qwen3-8B; rm -rf /");
         assert_eq!(
             args.join(" "),
             "serve --model random:tiny --served-model-name Qwen/Qwen3-8B; rm -rf / --host 127.0.0.1 --port 0 --device cpu --max-batch 4"
@@ -51,6 +56,7 @@ mod tests {
         // Each value is one argv element: no shell ever splits or interprets it.
         assert_eq!(args[4], "Qwen/Qwen3-8B; rm -rf /");
         let fp8 = NativeTarget { quantization: Quantization::Fp8, ..t };
-        assert!(engine_args(&fp8, "m").unwrap_err().contains("FP8"));
+        let args = engine_args(&fp8, "m");
+        assert_eq!(args[args.len() - 2..], ["--quantization", "fp8"]);
     }
 }
