@@ -46,6 +46,15 @@ pub fn decode(code: u8) -> f32 {
     sign * mag
 }
 
+/// The smallest normal e4m3fn value, 2^-6.
+const MIN_NORMAL: f32 = 0.015625;
+
+/// 2^k for small k, built from its bits (libm's exp2f was most of the cost of quantizing).
+fn pow2(k: i32) -> f32 {
+    debug_assert!((-126..=127).contains(&k));
+    f32::from_bits(((127 + k) as u32) << 23)
+}
+
 /// All 256 decoded values, so that bulk decoding is a table lookup.
 pub fn decode_table() -> [f32; 256] {
     std::array::from_fn(|i| decode(i as u8))
@@ -64,14 +73,14 @@ pub fn encode(x: f32) -> u8 {
         return sign | MAX_CODE;
     }
     // Binade of `a`: 2^e <= a < 2^(e+1). Below 2^-6 the spacing stays 2^-9 (subnormals).
-    let e = if a >= (-6f32).exp2() {
+    let e = if a >= MIN_NORMAL {
         ((a.to_bits() >> 23) & 0xff) as i32 - 127
     } else {
         -6
     };
     // a / spacing is exact (a power-of-two scaling of an f32 far from its limits), so the
     // only rounding is this one, to an integer q in [0, 16]: the mantissa with its hidden bit.
-    let q = (a * ((3 - e) as f32).exp2()).round_ties_even() as i32;
+    let q = (a * pow2(3 - e)).round_ties_even() as i32;
     // For normals q is in [8, 16] and the code is (e + 7) << 3 | (q - 8); q == 16 carries
     // into the next binade by itself. For subnormals (e = -6, q in [0, 8]) the same formula
     // gives q itself: mantissa q with exponent field 0, and q == 8 is the smallest normal.
