@@ -438,8 +438,13 @@ mod tests {
         }
     }
 
+    /// A stored tensor: name, dtype, shape, bytes.
+    type Stored = (String, Dtype, Vec<usize>, Vec<u8>);
+    /// A way to break a checkpoint's tensor list.
+    type Breaker = Box<dyn Fn(&mut Vec<Stored>)>;
+
     /// The tensors of random FP8 `tiny` in Qwen3-8B-FP8's layout, for hand-broken checkpoints.
-    fn fp8_tensors(cfg: &ModelConfig) -> Vec<(String, Dtype, Vec<usize>, Vec<u8>)> {
+    fn fp8_tensors(cfg: &ModelConfig) -> Vec<Stored> {
         let mut out = vec![];
         for s in tensor_specs(cfg) {
             let v = random_tensor_f32(&s, 3);
@@ -460,7 +465,7 @@ mod tests {
         out
     }
 
-    fn write(dir: &Path, tensors: &[(String, Dtype, Vec<usize>, Vec<u8>)]) {
+    fn write(dir: &Path, tensors: &[Stored]) {
         let views = tensors
             .iter()
             .map(|(n, d, shape, b)| (n.clone(), TensorView::new(*d, shape.clone(), b).unwrap()));
@@ -477,19 +482,15 @@ mod tests {
         };
         let good = fp8_tensors(&cfg);
         let scale = "model.layers.1.mlp.down_proj.weight_scale_inv";
-        let cases: [(
-            &str,
-            Box<dyn Fn(&mut Vec<(String, Dtype, Vec<usize>, Vec<u8>)>)>,
-            &[&str],
-        ); 3] = [
+        let cases: [(&str, Breaker, &[&str]); 3] = [
             (
                 "missing scale",
-                Box::new(|t| t.retain(|x| x.0 != scale)),
+                Box::new(move |t| t.retain(|x| x.0 != scale)),
                 &[scale, "missing"],
             ),
             (
                 "scale shape",
-                Box::new(|t| {
+                Box::new(move |t| {
                     let x = t.iter_mut().find(|x| x.0 == scale).unwrap();
                     x.2 = vec![1, 1, 1];
                 }),
