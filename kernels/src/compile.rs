@@ -152,9 +152,10 @@ impl DiskCache {
     ) -> Result<(Vec<u8>, bool)> {
         let path = self.dir.join(cache_name(file, src, opts, nvrtc_version()));
         if let Ok(bytes) = std::fs::read(&path)
-            && !bytes.is_empty() {
-                return Ok((bytes, true));
-            }
+            && !bytes.is_empty()
+        {
+            return Ok((bytes, true));
+        }
         let cubin = compile_cubin(file, src, opts)?;
         self.store(&path, &cubin)?;
         Ok((cubin, false))

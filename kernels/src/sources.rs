@@ -50,6 +50,16 @@ pub const ALL: &[KernelSource] = &[
         ],
     },
     KernelSource {
+        file: "skinny_gemm.cu",
+        src: include_str!("../cuda/skinny_gemm.cu"),
+        kernels: &["skinny_gemm_bf16", "skinny_gemm_fp8", "fp8_dequant_bf16"],
+    },
+    KernelSource {
+        file: "decode_attention.cu",
+        src: include_str!("../cuda/decode_attention.cu"),
+        kernels: &["decode_attention", "decode_attention_combine"],
+    },
+    KernelSource {
         file: "argmax.cu",
         src: include_str!("../cuda/argmax.cu"),
         kernels: &["argmax_rows"],

@@ -69,7 +69,9 @@ fn every_kernel_compiles_for_sm90a() {
         // scripts/test.sh installs the wheels and sets this: there a skip would hide a
         // kernel that no longer compiles.
         if std::env::var("LATLAB_REQUIRE_NVRTC").as_deref() == Ok("1") {
-            panic!("LATLAB_REQUIRE_NVRTC=1 but no NVRTC found: run scripts/setup.sh (pip nvidia-cuda-nvrtc nvidia-cuda-runtime)");
+            panic!(
+                "LATLAB_REQUIRE_NVRTC=1 but no NVRTC found: run scripts/setup.sh (pip nvidia-cuda-nvrtc nvidia-cuda-runtime)"
+            );
         }
         eprintln!(
             "SKIPPED: no NVRTC found. Install it with \

@@ -17,7 +17,7 @@ pub struct AttnDims {
 }
 
 impl AttnDims {
-    fn check(&self, op: &'static str) -> Result<()> {
+    pub(crate) fn check(&self, op: &'static str) -> Result<()> {
         let AttnDims {
             heads,
             kv_heads,

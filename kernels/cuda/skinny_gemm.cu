@@ -1,0 +1,235 @@
+// Skinny GEMM for decode: y[m, n] = sum_k x[m, k] * w[n, k] for M <= 8 token rows, on the
+// tensor cores (mma.sync m16n8k16, f32 accumulation). The weight tile is the MMA's A
+// operand (16 output rows), the tokens are B (n = 8 columns; rows >= M are zeros), so one
+// kernel serves M = 1..8 at the same cost: decode is bound by the weight stream, and the
+// tensor cores make the FMAs and the x loads free next to it (the CUDA-core GEMV did 8x the
+// FMAs and x loads at M = 8 and fell to ~1.2 TB/s).
+//
+// The k order inside a dot product is free as long as A and B agree, so each thread loads
+// 16 contiguous bytes of its weight rows and of its token's x, and feeds them to the MMA as
+// if they were the fragment's k positions (the fragment's "logical" k 2t..2t+1 and 2t+8..9
+// of thread t are physical k 4 words further on; see the chunk layouts below). Every global
+// load is then a full 16-byte vector and every line fetched is used whole.
+//
+// A block is 8 warps over one 16-row tile: the warps split K (interleaved chunks, so the
+// block reads each weight row as one contiguous stream) and meet in shared memory. Each
+// warp alternates two register stages, loading one chunk while multiplying the other, so
+// its loads stay in flight through the MMAs (the first version loaded 4 chunks, then
+// multiplied them, and left DRAM idle meanwhile: 2.2-3.8 TB/s).
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <cuda_fp16.h>
+
+#define SG_WARPS 8
+
+// Weights are read once per step: bypass L1 so it keeps x, which every block re-reads.
+__device__ __forceinline__ uint4 ld_stream(const void* p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
+                                         unsigned a3, unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// Sum the 8 warps' fragments and store y[m, n] for this block's 16 rows.
+__device__ __forceinline__ void reduce_store(const float (&c)[4], float* __restrict__ y, int M,
+                                             int N, int n0) {
+    __shared__ float red[SG_WARPS][16][8];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    red[warp][g][2 * t] = c[0];
+    red[warp][g][2 * t + 1] = c[1];
+    red[warp][g + 8][2 * t] = c[2];
+    red[warp][g + 8][2 * t + 1] = c[3];
+    __syncthreads();
+    if (threadIdx.x < 128) {
+        const int r = threadIdx.x & 15, m = threadIdx.x >> 4;
+        float s = 0.f;
+#pragma unroll
+        for (int w = 0; w < SG_WARPS; ++w) s += red[w][r][m];
+        if (m < M && n0 + r < N) y[(size_t)m * N + n0 + r] = s;
+    }
+}
+
+// One pipeline stage of a thread: 32 contiguous bytes of each of its two weight rows (a
+// quad covers a full 128-byte line per row: with 16 bytes per thread, every load request
+// fetched half lines and the kernel stalled at ~4.0 TB/s) and the matching x bytes.
+struct StageBf16 {
+    uint4 a[2], b[2], x[2];
+};
+
+// x [M, K] bf16, w [N, K] bf16, y [M, N] f32; K % 8 == 0 (checked by the launcher).
+// A chunk is 64 k: thread t of a quad takes k 16t..16t+15 (two 16-byte pieces), i.e. four
+// MMAs. Two stages alternate so one is always in flight while the other feeds the
+// tensor cores.
+extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
+    skinny_gemm_bf16(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
+                     float* __restrict__ y, int M, int N, int K) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int n0 = blockIdx.x * 16;
+    const bool va = n0 + g < N, vb = n0 + g + 8 < N, vx = g < M;
+    const uint4* wa = reinterpret_cast<const uint4*>(w + (size_t)(va ? n0 + g : 0) * K);
+    const uint4* wb = reinterpret_cast<const uint4*>(w + (size_t)(vb ? n0 + g + 8 : 0) * K);
+    const uint4* xr = reinterpret_cast<const uint4*>(x + (size_t)(vx ? g : 0) * K);
+    const int k8 = K / 8;           // 16-byte pieces per row
+    const int nch = (k8 + 7) / 8;   // 64-k chunks
+    const uint4 z = make_uint4(0, 0, 0, 0);
+    auto load = [&](StageBf16& s, int ch) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int p = (ch * 4 + t) * 2 + j;
+            const bool ok = ch < nch && p < k8;
+            s.a[j] = ok && va ? ld_stream(wa + p) : z;
+            s.b[j] = ok && vb ? ld_stream(wb + p) : z;
+            s.x[j] = ok && vx ? __ldg(xr + p) : z;
+        }
+    };
+    auto mma_stage = [&](float (&c)[4], const StageBf16& s) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            mma_bf16(c, s.a[j].x, s.b[j].x, s.a[j].y, s.b[j].y, s.x[j].x, s.x[j].y);
+            mma_bf16(c, s.a[j].z, s.b[j].z, s.a[j].w, s.b[j].w, s.x[j].z, s.x[j].w);
+        }
+    };
+    float c0[4] = {0.f, 0.f, 0.f, 0.f}, c1[4] = {0.f, 0.f, 0.f, 0.f};
+    StageBf16 s0, s1;
+    int ch = warp;
+    load(s0, ch);
+    while (ch < nch) {
+        load(s1, ch + SG_WARPS);
+        mma_stage(c0, s0);
+        ch += SG_WARPS;
+        if (ch >= nch) break;
+        load(s0, ch + SG_WARPS);
+        mma_stage(c1, s1);
+        ch += SG_WARPS;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) c0[i] += c1[i];
+    reduce_store(c0, y, M, N, n0);
+}
+
+// Two e4m3 codes -> two bf16 (exact: every e4m3 value, subnormals included, is a normal f16
+// and a bf16), through the hardware f16 conversion.
+__device__ __forceinline__ unsigned fp8x2_to_bf16x2(unsigned short v) {
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(v, __NV_E4M3);
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+    const __nv_bfloat162 b = __float22bfloat162_rn(f);
+    return *reinterpret_cast<const unsigned*>(&b);
+}
+
+// FP8 weights with block scales: w [N, K] e4m3 codes, scale_inv [ceil(N/R), ceil(K/128)]
+// f32 with w_real = code * scale_inv[n/R][k/128]. R = 128 is the Qwen3-8B-FP8 layout; the
+// engine passes R = 1 (a scale row per weight row) when it fuses projections whose row
+// counts are not multiples of 128 (tiny test models). A chunk is 128 k, exactly one scale
+// column (thread t of a quad takes codes 32t..32t+31: a full 128-byte line per row per
+// quad), so each chunk's partial sums get their rows' scales in f32. K % 16 == 0.
+struct StageFp8 {
+    uint4 a[2], b[2], x[4];
+    float sa, sb;  // scales of rows g and g + 8 for this chunk
+};
+
+extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
+    skinny_gemm_fp8(const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,
+                    const float* __restrict__ scale_inv, float* __restrict__ y, int M, int N,
+                    int K, int R) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int n0 = blockIdx.x * 16;
+    const bool va = n0 + g < N, vb = n0 + g + 8 < N, vx = g < M;
+    const uint4* wa = reinterpret_cast<const uint4*>(w + (size_t)(va ? n0 + g : 0) * K);
+    const uint4* wb = reinterpret_cast<const uint4*>(w + (size_t)(vb ? n0 + g + 8 : 0) * K);
+    const uint4* xr = reinterpret_cast<const uint4*>(x + (size_t)(vx ? g : 0) * K);
+    const int sc = (K + 127) / 128;
+    const float* sra = scale_inv + (size_t)((va ? n0 + g : 0) / R) * sc;
+    const float* srb = scale_inv + (size_t)((vb ? n0 + g + 8 : 0) / R) * sc;
+    const int k16 = K / 16;           // 16-byte pieces of a weight row
+    const int nch = (k16 + 7) / 8;    // 128-k chunks
+    const uint4 z = make_uint4(0, 0, 0, 0);
+    auto load = [&](StageFp8& s, int ch) {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int p = (ch * 4 + t) * 2 + j;  // piece of 16 codes = 2 x-pieces
+            const bool ok = ch < nch && p < k16;
+            s.a[j] = ok && va ? ld_stream(wa + p) : z;
+            s.b[j] = ok && vb ? ld_stream(wb + p) : z;
+            s.x[2 * j] = ok && vx ? __ldg(xr + 2 * p) : z;
+            s.x[2 * j + 1] = ok && vx ? __ldg(xr + 2 * p + 1) : z;
+        }
+        s.sa = ch < nch ? __ldg(sra + ch) : 0.f;
+        s.sb = ch < nch ? __ldg(srb + ch) : 0.f;
+    };
+    auto mma_stage = [&](float (&c)[4], const StageFp8& s) {
+        float p[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const unsigned aw[4] = {s.a[j].x, s.a[j].y, s.a[j].z, s.a[j].w};
+            const unsigned bw[4] = {s.b[j].x, s.b[j].y, s.b[j].z, s.b[j].w};
+            const uint4 x0 = s.x[2 * j], x1 = s.x[2 * j + 1];
+            const unsigned xw[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                // Word i holds codes 4i..4i+3 = bf16 pairs 2i, 2i+1 = x words 2i, 2i+1.
+                mma_bf16(p, fp8x2_to_bf16x2(aw[i] & 0xffff), fp8x2_to_bf16x2(bw[i] & 0xffff),
+                         fp8x2_to_bf16x2(aw[i] >> 16), fp8x2_to_bf16x2(bw[i] >> 16), xw[2 * i],
+                         xw[2 * i + 1]);
+            }
+        }
+        // c[0], c[1] are row g's outputs, c[2], c[3] row g + 8's.
+        c[0] = fmaf(s.sa, p[0], c[0]);
+        c[1] = fmaf(s.sa, p[1], c[1]);
+        c[2] = fmaf(s.sb, p[2], c[2]);
+        c[3] = fmaf(s.sb, p[3], c[3]);
+    };
+    float c0[4] = {0.f, 0.f, 0.f, 0.f}, c1[4] = {0.f, 0.f, 0.f, 0.f};
+    StageFp8 s0, s1;
+    int ch = warp;
+    load(s0, ch);
+    while (ch < nch) {
+        load(s1, ch + SG_WARPS);
+        mma_stage(c0, s0);
+        ch += SG_WARPS;
+        if (ch >= nch) break;
+        load(s0, ch + SG_WARPS);
+        mma_stage(c1, s1);
+        ch += SG_WARPS;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) c0[i] += c1[i];
+    reduce_store(c0, y, M, N, n0);
+}
+
+// Prefill with FP8 weights: expand one matrix to bf16 for cuBLAS. code * scale is computed
+// in f32 and rounded once to bf16 (the only rounding; the decode kernel keeps it in f32).
+// Each thread converts 8 codes. Layout and R as skinny_gemm_fp8; K % 8 == 0.
+extern "C" __global__ void fp8_dequant_bf16(const unsigned char* __restrict__ w,
+                                            const float* __restrict__ scale_inv,
+                                            __nv_bfloat16* __restrict__ out, int N, int K,
+                                            int R) {
+    const size_t i8 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // group of 8 codes
+    const size_t total8 = (size_t)N * K / 8;
+    if (i8 >= total8) return;
+    const size_t e = i8 * 8;
+    const int n = (int)(e / K), k = (int)(e % K);
+    const float s = scale_inv[(size_t)(n / R) * ((K + 127) / 128) + k / 128];
+    const uint2 v = *reinterpret_cast<const uint2*>(w + e);
+    const unsigned words[2] = {v.x, v.y};
+    __align__(16) __nv_bfloat162 o[4];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2(
+                (unsigned short)(h ? words[j] >> 16 : words[j] & 0xffff), __NV_E4M3);
+            const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&hr));
+            o[2 * j + h] = __floats2bfloat162_rn(f.x * s, f.y * s);
+        }
+    }
+    *reinterpret_cast<uint4*>(out + e) = *reinterpret_cast<const uint4*>(o);
+}

@@ -1,0 +1,133 @@
+//! Split-context GQA attention over the paged KV cache (decode_attention.cu): the context
+//! of each row is cut into `splits` parts that run as separate blocks, and a second kernel
+//! merges their partial softmax states. With one split it writes the output directly.
+
+use super::attention::{AttnDims, PagedAttnArgs};
+use super::to_i32;
+use crate::error::{DriverContext, Result, check};
+use crate::gpu::Gpu;
+use cudarc::driver::{CudaViewMut, LaunchConfig, PushKernelArg};
+use half::bf16;
+
+/// Query heads per KV head and head_dim the kernel holds in shared memory.
+const MAX_GROUP: usize = 8;
+const MAX_HEAD_DIM: usize = 128;
+/// Must match DA_MAXSPLITS in decode_attention.cu (the combine kernel's one warp).
+pub const MAX_SPLITS: usize = 32;
+/// Blocks to aim for: four per SM of an H100/H200 (132 SMs). Two per SM gave batch 8 only
+/// 5 splits of ~90 positions at ctx 452, and the split kernel lost to the one-block-per-head
+/// kernel there (27 vs 24 us); each block's work is a chain of dependent loads, so more,
+/// shorter blocks win.
+const TARGET_BLOCKS: usize = 528;
+
+/// Splits for `rows` rows: enough blocks to fill the GPU, at most MAX_SPLITS. The same
+/// count for every step of a given batch size, so a captured graph stays valid.
+pub fn attention_splits(rows: usize, kv_heads: usize) -> usize {
+    TARGET_BLOCKS
+        .div_ceil((rows * kv_heads).max(1))
+        .clamp(1, MAX_SPLITS)
+}
+
+/// Scratch the split path needs: (acc floats, max/sum floats).
+pub fn attention_partials_len(rows: usize, d: AttnDims, splits: usize) -> (usize, usize) {
+    let parts = rows * d.heads * splits;
+    (parts * d.head_dim, parts * 2)
+}
+
+/// out[r, head] = softmax(q k^T / sqrt(head_dim)) v over row r's context. `part_acc` and
+/// `part_ml` must hold `attention_partials_len(rows, d, splits)` floats when splits > 1.
+pub fn decode_attention_into(
+    gpu: &Gpu,
+    d: AttnDims,
+    a: &PagedAttnArgs<'_, '_>,
+    splits: usize,
+    part_acc: &mut CudaViewMut<'_, f32>,
+    part_ml: &mut CudaViewMut<'_, f32>,
+    out: &mut CudaViewMut<'_, bf16>,
+) -> Result<()> {
+    const OP: &str = "decode_attention";
+    d.check(OP)?;
+    check(d.heads / d.kv_heads <= MAX_GROUP, OP, || {
+        format!(
+            "{} query heads per kv head; at most {MAX_GROUP}",
+            d.heads / d.kv_heads
+        )
+    })?;
+    check(d.head_dim <= MAX_HEAD_DIM, OP, || {
+        format!("head_dim {} > {MAX_HEAD_DIM}", d.head_dim)
+    })?;
+    check((1..=MAX_SPLITS).contains(&splits), OP, || {
+        format!("{splits} splits; 1..={MAX_SPLITS}")
+    })?;
+    let r = a.ctx_lens.len();
+    let qd = d.q_dim();
+    check(a.q.len() == r * qd && out.len() == r * qd, OP, || {
+        format!("q {} / out {} != {r} x {qd}", a.q.len(), out.len())
+    })?;
+    check(a.table_offs.len() == r, OP, || {
+        format!("{} table offsets for {r} rows", a.table_offs.len())
+    })?;
+    check(
+        a.k_cache.len() == a.v_cache.len() && a.k_cache.len() % d.kv_dim() == 0,
+        OP,
+        || "k/v caches differ or are not slots x kv_dim".into(),
+    )?;
+    check(a.block_size > 0, OP, || "block_size 0".into())?;
+    if splits > 1 {
+        let (na, nm) = attention_partials_len(r, d, splits);
+        check(part_acc.len() >= na && part_ml.len() >= nm, OP, || {
+            format!(
+                "partials {} / {} < {na} / {nm}",
+                part_acc.len(),
+                part_ml.len()
+            )
+        })?;
+    }
+    if r == 0 {
+        return Ok(());
+    }
+    let (h, kv, hd, bs) = (
+        to_i32(OP, "heads", d.heads)?,
+        to_i32(OP, "kv_heads", d.kv_heads)?,
+        to_i32(OP, "head_dim", d.head_dim)?,
+        to_i32(OP, "block_size", a.block_size)?,
+    );
+    let scale = 1.0f32 / (d.head_dim as f32).sqrt();
+    let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
+    b.arg(a.q)
+        .arg(a.k_cache)
+        .arg(a.v_cache)
+        .arg(a.tables)
+        .arg(a.table_offs)
+        .arg(a.ctx_lens);
+    b.arg(&mut *part_acc).arg(&mut *part_ml).arg(&mut *out);
+    b.arg(&h).arg(&kv).arg(&hd).arg(&bs).arg(&scale);
+    let cfg = LaunchConfig {
+        grid_dim: (r as u32, d.kv_heads as u32, splits as u32),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: shapes checked above; tables/offsets/ctx_lens are validated by the caller,
+    // and the partials hold every (row, head, split) when splits > 1.
+    unsafe { b.launch(cfg) }.ctx(OP)?;
+    if splits == 1 {
+        return Ok(());
+    }
+    const COMBINE: &str = "decode_attention_combine";
+    let s = splits as i32;
+    let mut b = gpu.stream().launch_builder(gpu.func(COMBINE)?);
+    b.arg(&mut *part_acc)
+        .arg(&mut *part_ml)
+        .arg(out)
+        .arg(&h)
+        .arg(&hd)
+        .arg(&s);
+    let cfg = LaunchConfig {
+        grid_dim: (r as u32, d.heads as u32, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: as above; the first kernel wrote every partial this one reads.
+    unsafe { b.launch(cfg) }.ctx(COMBINE)?;
+    Ok(())
+}
