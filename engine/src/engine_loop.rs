@@ -3,7 +3,7 @@
 //! request's own bounded channel. A closed event channel (client gone) cancels the request.
 
 use crate::block_manager::BlockManager;
-use crate::model::{Backend, SeqChunk};
+use crate::model::{Backend, Next, SeqChunk};
 use crate::plan::Plan;
 use crate::request::{FinishReason, Finished, GenerateRequest, TokenEvent};
 use crate::sampling::{Rng, SamplingParams, sample};
@@ -152,13 +152,23 @@ impl EngineLoop {
                 })
                 .collect();
             // A panic inside the backend (a bug) fails this step's requests, not the server.
-            let backend = &mut self.backend;
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.forward(&inputs)))
-                .unwrap_or_else(|_| {
-                    Err(crate::error::EngineError::Backend(
-                        "panicked during forward".into(),
-                    ))
+            let greedy: Vec<bool> = chunks
+                .iter()
+                .map(|c| {
+                    self.active
+                        .get(&c.seq_id)
+                        .is_some_and(|a| a.params.is_greedy())
                 })
+                .collect();
+            let backend = &mut self.backend;
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                backend.forward_next(&inputs, &greedy)
+            }))
+            .unwrap_or_else(|_| {
+                Err(crate::error::EngineError::Backend(
+                    "panicked during forward".into(),
+                ))
+            })
         };
         self.stats.steps.fetch_add(1, Relaxed);
         let logits = match result {
@@ -179,14 +189,17 @@ impl EngineLoop {
             .map(|c| c.len)
             .sum();
         self.stats.prefill_tokens.fetch_add(prefill as u64, Relaxed);
-        for (c, row) in chunks.iter().filter(|c| c.sample).zip(logits) {
-            self.on_token(c.seq_id, &row);
+        for (c, next) in chunks.iter().filter(|c| c.sample).zip(logits) {
+            self.on_token(c.seq_id, next);
         }
     }
 
-    fn on_token(&mut self, id: SeqId, logits: &[f32]) {
+    fn on_token(&mut self, id: SeqId, next: Next) {
         let a = self.active.get_mut(&id).expect("active while scheduled");
-        let tok = sample(logits, &a.params, &mut a.rng);
+        let tok = match next {
+            Next::Token(t) => t,
+            Next::Logits(l) => sample(&l, &a.params, &mut a.rng),
+        };
         let seq = self.sched.get_mut(id).expect("scheduled");
         seq.tokens.push(tok);
         let (total, generated) = (seq.tokens.len(), seq.tokens.len() - a.prompt_len);

@@ -109,7 +109,11 @@ impl Plan {
         // The CPU cache holds f32, the CUDA cache bf16.
         let kv_elem_bytes = if cuda { 2 } else { 4 };
         let kv_bytes_per_token = cfg.num_hidden_layers * 2 * cfg.kv_dim() * kv_elem_bytes;
-        let kv_budget = if cuda { CUDA_KV_BUDGET_BYTES } else { CPU_KV_BUDGET_BYTES };
+        let kv_budget = if cuda {
+            CUDA_KV_BUDGET_BYTES
+        } else {
+            CPU_KV_BUDGET_BYTES
+        };
         let one_seq_pages = max_model_len.div_ceil(a.block_size);
         let kv_pages = match a.kv_pages {
             Some(n) => n,
@@ -139,7 +143,15 @@ impl Plan {
             max_model_len,
             max_batched_tokens: a.max_batched_tokens,
             weight_params: crate::model_source::param_count(cfg),
-            compute_dtype: if cuda { "bf16 weights, f32 accumulate" } else { "f32" },
+            compute_dtype: match (cuda, cfg.quantization.is_some()) {
+                (true, true) => {
+                    "fp8 projections (128x128 block scales), bf16 lm_head, f32 accumulate"
+                }
+                (true, false) => "bf16 weights, f32 accumulate",
+                // The CPU reference runs FP8 models on their exact dequantization.
+                (false, true) => "f32 (fp8 projections dequantized)",
+                (false, false) => "f32",
+            },
             gpu: None,
             threads: std::thread::available_parallelism()
                 .map(|n| n.get())

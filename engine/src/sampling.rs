@@ -34,6 +34,11 @@ impl Default for SamplingParams {
 }
 
 impl SamplingParams {
+    /// The token is the argmax of the logits (no randomness involved).
+    pub fn is_greedy(&self) -> bool {
+        self.temperature == 0.0 || self.top_k == 1
+    }
+
     /// Bounds follow OpenAI's API; the error names the parameter.
     pub fn validate(&self) -> Result<()> {
         if !(0.0..=2.0).contains(&self.temperature) {
@@ -91,7 +96,7 @@ pub fn argmax(logits: &[f32]) -> u32 {
 
 /// Pick the next token from one row of logits.
 pub fn sample(logits: &[f32], p: &SamplingParams, rng: &mut Rng) -> u32 {
-    if p.temperature == 0.0 || p.top_k == 1 {
+    if p.is_greedy() {
         return argmax(logits);
     }
     let t = p.temperature as f64;

@@ -11,16 +11,33 @@
 
 use engine::model::cpu::CpuBackend;
 use engine::model::cuda::CudaBackend;
-use engine::model::{Backend, SeqChunk};
+use engine::model::{Backend, Next, SeqChunk};
 use engine::sampling::argmax;
 use engine::weights::ModelWeights;
 
-const PRESETS: [&str; 3] = ["tiny", "tiny-untied", "tiny-mqa"];
+const PRESETS: [&str; 6] = [
+    "tiny",
+    "tiny-untied",
+    "tiny-mqa",
+    "tiny+fp8",
+    "tiny-untied+fp8",
+    "tiny-mqa+fp8",
+];
 const TOL: f32 = 0.05;
 
-fn pair(preset: &str, seed: u64) -> (CpuBackend, CudaBackend) {
+/// CPU and CUDA backends over the same random weights; with "+fp8" in the name, the
+/// projections are quantized to FP8 first (the CPU then runs their exact dequantization,
+/// the GPU the codes and scales: the same weights in both).
+fn pair(name: &str, seed: u64) -> (CpuBackend, CudaBackend) {
+    let (preset, fp8) = match name.strip_suffix("+fp8") {
+        Some(p) => (p, true),
+        None => (name, false),
+    };
     let cfg = engine::presets::preset(preset).unwrap();
-    let w = ModelWeights::random(&cfg, seed).unwrap();
+    let mut w = ModelWeights::random(&cfg, seed).unwrap();
+    if fp8 {
+        w.quantize_fp8().unwrap();
+    }
     let gpu = CudaBackend::new(cfg.clone(), &w, 64, 16, &kernels::GpuOptions::from_env()).unwrap();
     (CpuBackend::new(cfg, w, 64, 16), gpu)
 }
@@ -189,6 +206,17 @@ fn decode_graphs_equal_eager_launches() {
                     argmax(ra),
                     argmax(rb),
                     "batch {batch} phase {phase}: argmax"
+                );
+            }
+            // The same step again (it rewrites identical K/V), greedy: tokens picked on the
+            // GPU, in the graph and eagerly, equal the host's argmax of the logits.
+            let greedy = vec![true; chunks.len()];
+            for (name, be) in [("eager", &mut eager), ("graph", &mut graphs)] {
+                let next = be.forward_next(&chunks, &greedy).unwrap();
+                let want: Vec<Next> = b.iter().map(|r| Next::Token(argmax(r))).collect();
+                assert_eq!(
+                    next, want,
+                    "batch {batch} phase {phase}: {name} greedy tokens"
                 );
             }
             for (k, &i) in ids.iter().enumerate() {

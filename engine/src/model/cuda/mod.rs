@@ -1,4 +1,4 @@
-//! The CUDA backend: Qwen3's forward on one GPU in bf16 weights with f32 residual stream and
+//! The CUDA backend: Qwen3's forward on one GPU in bf16 (or FP8 block-scaled) weights with f32 residual stream and
 //! accumulation, a paged bf16 KV cache in the CPU backend's layout, and every op a kernel
 //! from the `kernels` crate. Tested op by op and end to end against the CPU reference
 //! (tests/cuda_backend.rs, `#[ignore = "gpu"]`, run on the GPU machine).
@@ -8,7 +8,7 @@ mod meta;
 mod step;
 mod weights;
 
-use super::{Backend, SeqChunk};
+use super::{Backend, Next, SeqChunk};
 use crate::config::ModelConfig;
 use crate::error::{EngineError, Result};
 use crate::weights::ModelWeights;
@@ -34,6 +34,8 @@ pub struct CudaBackend {
     /// Decode steps replay CUDA graphs (graph.rs) unless LATLAB_CUDA_GRAPHS=0.
     graphs_enabled: bool,
     graphs: Vec<Option<graph::DecodeGraph>>,
+    /// FP8 models: bf16 buffer for the largest projection, which prefill expands into.
+    deq: Option<CudaSlice<bf16>>,
 }
 
 pub(crate) fn driver_err(
@@ -57,6 +59,14 @@ impl CudaBackend {
     ) -> Result<Self> {
         let gpu = Gpu::new(opts).map_err(kernel_err)?;
         let weights = GpuWeights::upload(&gpu, w)?;
+        let deq = match weights.fp8_dequant_len() {
+            0 => None,
+            n => Some(
+                gpu.stream()
+                    .alloc_zeros(n)
+                    .map_err(driver_err("alloc FP8 prefill buffer"))?,
+            ),
+        };
         // One page more than the block manager knows of: decode graphs park padding rows there.
         let slots = (num_pages + 1) * block_size * cfg.kv_dim();
         let mut cache = GpuKvCache {
@@ -87,6 +97,7 @@ impl CudaBackend {
             cache,
             graphs_enabled,
             graphs: graph::GRAPH_BATCHES.iter().map(|_| None).collect(),
+            deq,
         })
     }
 
@@ -111,8 +122,31 @@ impl CudaBackend {
             want_logits: true,
         };
         let rows: Vec<usize> = (0..tokens.len()).collect();
-        self.run(&[chunk], &rows)
+        logits_only(self.run(&[chunk], &rows, false)?)
     }
+
+    /// Flat indices of the tokens whose logits the chunks want, and whether every one of
+    /// those chunks is greedy.
+    fn wanted_rows(chunks: &[SeqChunk<'_>], greedy: &[bool]) -> (Vec<usize>, bool) {
+        let (mut rows, mut all_greedy, mut offset) = (Vec::new(), true, 0);
+        for (i, ch) in chunks.iter().enumerate() {
+            if ch.want_logits && !ch.tokens.is_empty() {
+                rows.push(offset + ch.tokens.len() - 1);
+                all_greedy &= greedy.get(i).copied().unwrap_or(false);
+            }
+            offset += ch.tokens.len();
+        }
+        (rows, all_greedy)
+    }
+}
+
+fn logits_only(v: Vec<Next>) -> Result<Vec<Vec<f32>>> {
+    v.into_iter()
+        .map(|n| match n {
+            Next::Logits(l) => Ok(l),
+            Next::Token(_) => Err(EngineError::Backend("asked for logits, got a token".into())),
+        })
+        .collect()
 }
 
 impl Backend for CudaBackend {
@@ -121,14 +155,12 @@ impl Backend for CudaBackend {
     }
 
     fn forward(&mut self, chunks: &[SeqChunk<'_>]) -> Result<Vec<Vec<f32>>> {
-        let mut rows = Vec::new();
-        let mut offset = 0;
-        for ch in chunks {
-            if ch.want_logits && !ch.tokens.is_empty() {
-                rows.push(offset + ch.tokens.len() - 1);
-            }
-            offset += ch.tokens.len();
-        }
-        self.run(chunks, &rows)
+        let (rows, _) = Self::wanted_rows(chunks, &[]);
+        logits_only(self.run(chunks, &rows, false)?)
+    }
+
+    fn forward_next(&mut self, chunks: &[SeqChunk<'_>], greedy: &[bool]) -> Result<Vec<Next>> {
+        let (rows, all_greedy) = Self::wanted_rows(chunks, greedy);
+        self.run(chunks, &rows, all_greedy && !rows.is_empty())
     }
 }

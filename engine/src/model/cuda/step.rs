@@ -1,20 +1,19 @@
 //! One forward step on the GPU: embedding -> layers -> final norm over a `Scratch` of
-//! activation buffers, then lm_head for the rows that want logits. Linear layers run as
-//! our skinny GEMV below 4 rows and through cuBLAS from 4 rows on (decode at batch 4-8 and
-//! prefill). Only kernel
-//! launches happen between upload and download, so a decode step can be captured in a
-//! CUDA graph (graph.rs).
+//! activation buffers, then lm_head for the rows that want logits. Linear layers of up to
+//! 8 rows (decode) run on our tensor-core skinny GEMM, larger ones (prefill) through
+//! cuBLAS. Only kernel launches happen between upload and download, so a decode step can
+//! be captured in a CUDA graph (graph.rs).
 
 use super::meta::{HostMeta, StepMeta};
-use super::weights::GpuWeights;
+use super::weights::{GpuLinear, GpuWeights};
 use super::{CudaBackend, GpuKvCache, driver_err, kernel_err};
 use crate::config::ModelConfig;
 use crate::error::Result;
-use crate::model::SeqChunk;
+use crate::model::{Next, SeqChunk};
 use kernels::Gpu;
 use kernels::bf16;
 use kernels::cudarc::driver::{CudaSlice, CudaStream};
-use kernels::ops::{self, AttnDims, GEMV_MAX_ROWS, PagedAttnArgs, RopeKvArgs};
+use kernels::ops::{self, AttnDims, PagedAttnArgs, RopeKvArgs, SKINNY_MAX_ROWS};
 use std::sync::Arc;
 
 /// Activation buffers for `rows` tokens.
@@ -27,13 +26,27 @@ pub(super) struct Scratch {
     o: CudaSlice<f32>,
     gu: CudaSlice<f32>,
     act: CudaSlice<bf16>,
+    /// Split-context attention: how many splits, and their partial states.
+    attn_splits: usize,
+    part_acc: CudaSlice<f32>,
+    part_ml: CudaSlice<f32>,
 }
 
 impl Scratch {
     pub fn new(s: &Arc<CudaStream>, c: &ModelConfig, rows: usize) -> Result<Self> {
         let a = driver_err("alloc step buffers");
         let (hd, qd, kvd, i) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
+        let attn_splits = ops::attention_splits(rows, c.num_key_value_heads);
+        let (na, nm) = ops::attention_partials_len(rows, attn_dims(c), attn_splits);
         Ok(Scratch {
+            attn_splits,
+            // One split writes its output directly and needs no partials.
+            part_acc: s
+                .alloc_zeros(if attn_splits > 1 { na } else { 1 })
+                .map_err(&a)?,
+            part_ml: s
+                .alloc_zeros(if attn_splits > 1 { nm } else { 1 })
+                .map_err(&a)?,
             x: s.alloc_zeros(rows * hd).map_err(&a)?,
             h: s.alloc_zeros(rows * hd).map_err(&a)?,
             qkv: s.alloc_zeros(rows * (qd + 2 * kvd)).map_err(&a)?,
@@ -46,12 +59,17 @@ impl Scratch {
     }
 }
 
-/// From this many rows on, cuBLAS beats our GEMV (H200: at m = 4 the GEMV streams the
-/// layer weights at ~2.5 TB/s, at m = 8 at ~1.6 TB/s; GPU.md: cuBLAS ~3.4 TB/s at m = 8).
-const GEMM_MIN_ROWS: usize = 4;
+fn attn_dims(c: &ModelConfig) -> AttnDims {
+    AttnDims {
+        heads: c.num_attention_heads,
+        kv_heads: c.num_key_value_heads,
+        head_dim: c.head_dim,
+    }
+}
 
-/// y[rows, n] = x[rows, k] w^T: cuBLAS for >= 4 rows when present, else the GEMV kernel
-/// in chunks of <= 8 rows.
+/// y[rows, n] = x[rows, k] w^T: the skinny GEMM up to 8 rows (it streams the weights once
+/// for all rows, where cuBLAS reached ~1.9 TB/s on the small decode shapes), cuBLAS above
+/// when present, else the skinny GEMM in chunks of 8 rows.
 pub(super) fn linear(
     gpu: &Gpu,
     x: &CudaSlice<bf16>,
@@ -61,22 +79,71 @@ pub(super) fn linear(
     y: &mut CudaSlice<f32>,
 ) -> Result<()> {
     let rows = x.len() / k;
-    if rows >= GEMM_MIN_ROWS && ops::blas_available(gpu) {
+    if rows > SKINNY_MAX_ROWS && ops::blas_available(gpu) {
         return ops::gemm_into(gpu, &x.as_view(), &w.as_view(), n, k, &mut y.as_view_mut())
             .map_err(kernel_err);
     }
     let mut r = 0;
     while r < rows {
-        let m = GEMV_MAX_ROWS.min(rows - r);
+        let m = SKINNY_MAX_ROWS.min(rows - r);
         let xs = x.slice(r * k..(r + m) * k);
         let mut ys = y.slice_mut(r * n..(r + m) * n);
-        ops::gemv_into(gpu, &xs, &w.as_view(), n, k, &mut ys).map_err(kernel_err)?;
+        ops::skinny_gemm_into(gpu, &xs, &w.as_view(), n, k, &mut ys).map_err(kernel_err)?;
+        r += m;
+    }
+    Ok(())
+}
+
+/// `linear` for a layer projection, bf16 or FP8. FP8 runs the dequantizing skinny GEMM up
+/// to 8 rows (decode); above (prefill) it expands the matrix into `deq` and runs cuBLAS,
+/// which measured faster than 8-row passes over the codes (GPU.md: cuBLASLt FP8 buys
+/// nothing at small M, and prefill's M is large enough for bf16 tensor cores).
+pub(super) fn linear_w(
+    gpu: &Gpu,
+    x: &CudaSlice<bf16>,
+    w: &GpuLinear,
+    n: usize,
+    k: usize,
+    y: &mut CudaSlice<f32>,
+    deq: Option<&mut CudaSlice<bf16>>,
+) -> Result<()> {
+    let (codes, scale_inv, scale_rows) = match w {
+        GpuLinear::Bf16(w) => return linear(gpu, x, w, n, k, y),
+        GpuLinear::Fp8 {
+            codes,
+            scale_inv,
+            scale_rows,
+        } => (codes, scale_inv, *scale_rows),
+    };
+    let m8 = ops::Fp8Matrix {
+        codes: &codes.as_view(),
+        scale_inv: &scale_inv.as_view(),
+        scale_rows,
+        n,
+        k,
+    };
+    let rows = x.len() / k;
+    if rows > SKINNY_MAX_ROWS && ops::blas_available(gpu) {
+        if let Some(buf) = deq {
+            ops::fp8_dequant_into(gpu, &m8, &mut buf.slice_mut(..n * k)).map_err(kernel_err)?;
+            let wv = buf.slice(..n * k);
+            return ops::gemm_into(gpu, &x.as_view(), &wv, n, k, &mut y.as_view_mut())
+                .map_err(kernel_err);
+        }
+    }
+    let mut r = 0;
+    while r < rows {
+        let m = SKINNY_MAX_ROWS.min(rows - r);
+        let xs = x.slice(r * k..(r + m) * k);
+        let mut ys = y.slice_mut(r * n..(r + m) * n);
+        ops::skinny_gemm_fp8_into(gpu, &xs, &m8, &mut ys).map_err(kernel_err)?;
         r += m;
     }
     Ok(())
 }
 
 /// Every layer for the step's tokens; leaves the final-normed hidden states in `sc.h`.
+/// `deq` is the FP8 prefill buffer (None in decode graphs, which never need it).
 pub(super) fn forward_layers(
     gpu: &Gpu,
     c: &ModelConfig,
@@ -84,13 +151,10 @@ pub(super) fn forward_layers(
     cache: &mut GpuKvCache,
     sc: &mut Scratch,
     meta: &StepMeta,
+    mut deq: Option<&mut CudaSlice<bf16>>,
 ) -> Result<()> {
     let (hd, inter) = (c.hidden_size, c.intermediate_size);
-    let dims = AttnDims {
-        heads: c.num_attention_heads,
-        kv_heads: c.num_key_value_heads,
-        head_dim: c.head_dim,
-    };
+    let dims = attn_dims(c);
     let (qd, kvd) = (dims.q_dim(), dims.kv_dim());
     let (eps, theta) = (c.rms_norm_eps as f32, c.rope_theta as f32);
     let ke = kernel_err;
@@ -124,7 +188,15 @@ pub(super) fn forward_layers(
             )
         }
         .map_err(ke)?;
-        linear(gpu, &sc.h, &lw.wqkv, qd + 2 * kvd, hd, &mut sc.qkv)?;
+        linear_w(
+            gpu,
+            &sc.h,
+            &lw.wqkv,
+            qd + 2 * kvd,
+            hd,
+            &mut sc.qkv,
+            deq.as_deref_mut(),
+        )?;
         let rope = RopeKvArgs {
             qkv: &sc.qkv.as_view(),
             q_norm: &lw.q_norm.as_view(),
@@ -153,8 +225,17 @@ pub(super) fn forward_layers(
             ctx_lens: &meta.ctx_lens.as_view(),
             block_size: cache.block_size,
         };
-        ops::paged_attention_into(gpu, dims, &pa, &mut sc.attn.as_view_mut()).map_err(ke)?;
-        linear(gpu, &sc.attn, &lw.wo, hd, qd, &mut sc.o)?;
+        ops::decode_attention_into(
+            gpu,
+            dims,
+            &pa,
+            sc.attn_splits,
+            &mut sc.part_acc.as_view_mut(),
+            &mut sc.part_ml.as_view_mut(),
+            &mut sc.attn.as_view_mut(),
+        )
+        .map_err(ke)?;
+        linear_w(gpu, &sc.attn, &lw.wo, hd, qd, &mut sc.o, deq.as_deref_mut())?;
         ops::add_rmsnorm_into(
             gpu,
             &mut sc.x.as_view_mut(),
@@ -164,9 +245,25 @@ pub(super) fn forward_layers(
             &mut sc.h.as_view_mut(),
         )
         .map_err(ke)?;
-        linear(gpu, &sc.h, &lw.wgu, 2 * inter, hd, &mut sc.gu)?;
+        linear_w(
+            gpu,
+            &sc.h,
+            &lw.wgu,
+            2 * inter,
+            hd,
+            &mut sc.gu,
+            deq.as_deref_mut(),
+        )?;
         ops::swiglu_into(gpu, &sc.gu.as_view(), inter, &mut sc.act.as_view_mut()).map_err(ke)?;
-        linear(gpu, &sc.act, &lw.wdown, hd, inter, &mut sc.o)?;
+        linear_w(
+            gpu,
+            &sc.act,
+            &lw.wdown,
+            hd,
+            inter,
+            &mut sc.o,
+            deq.as_deref_mut(),
+        )?;
     }
     ops::add_rmsnorm_into(
         gpu,
@@ -180,8 +277,14 @@ pub(super) fn forward_layers(
 }
 
 impl CudaBackend {
-    /// Forward all chunks' tokens; return logits for the flat token indices in `rows`.
-    pub(super) fn run(&mut self, chunks: &[SeqChunk<'_>], rows: &[usize]) -> Result<Vec<Vec<f32>>> {
+    /// Forward all chunks' tokens; return logits for the flat token indices in `rows`, or
+    /// their greedy tokens when `all_greedy`.
+    pub(super) fn run(
+        &mut self,
+        chunks: &[SeqChunk<'_>],
+        rows: &[usize],
+        all_greedy: bool,
+    ) -> Result<Vec<Next>> {
         let host = HostMeta::build(
             chunks,
             self.cfg.vocab_size,
@@ -193,8 +296,8 @@ impl CudaBackend {
             return Ok(vec![]);
         }
         // Pure decode (one token per sequence, each wanting logits) replays a graph.
-        if self.graphs_enabled && rows.len() == t && t <= GEMV_MAX_ROWS {
-            return self.decode_with_graph(host);
+        if self.graphs_enabled && rows.len() == t && t <= SKINNY_MAX_ROWS {
+            return self.decode_with_graph(host, all_greedy);
         }
         let (hd, vocab) = (self.cfg.hidden_size, self.cfg.vocab_size);
         let s = self.gpu.stream().clone();
@@ -207,6 +310,7 @@ impl CudaBackend {
             &mut self.cache,
             &mut sc,
             &meta,
+            self.deq.as_mut(),
         )?;
         if rows.is_empty() {
             self.gpu.sync().map_err(kernel_err)?;
@@ -223,10 +327,28 @@ impl CudaBackend {
         }
         let mut logits = s.alloc_zeros::<f32>(rows.len() * vocab).map_err(&a)?;
         linear(&self.gpu, &hsel, self.w.lm_head(), vocab, hd, &mut logits)?;
+        if all_greedy {
+            let mut tokens = s.alloc_zeros::<u32>(rows.len()).map_err(&a)?;
+            ops::argmax_into(
+                &self.gpu,
+                &logits.as_view(),
+                vocab,
+                &mut tokens.as_view_mut(),
+            )
+            .map_err(kernel_err)?;
+            let host = s
+                .clone_dtoh(&tokens)
+                .map_err(driver_err("download tokens"))?;
+            self.gpu.sync().map_err(kernel_err)?;
+            return Ok(host.into_iter().map(Next::Token).collect());
+        }
         let host = s
             .clone_dtoh(&logits)
             .map_err(driver_err("download logits"))?;
         self.gpu.sync().map_err(kernel_err)?;
-        Ok(host.chunks_exact(vocab).map(|r| r.to_vec()).collect())
+        Ok(host
+            .chunks_exact(vocab)
+            .map(|r| Next::Logits(r.to_vec()))
+            .collect())
     }
 }

@@ -2,23 +2,51 @@
 //! read the same input are fused into one matrix so a decode step streams each input once
 //! and launches one GEMV: q|k|v -> `wqkv` [q_dim + 2 kv_dim, hidden], gate|up -> `wgu`
 //! [2 inter, hidden]. Norm weights stay f32 (tiny, and the norms compute in f32).
+//! FP8 projections (`Mat::fp8`) upload their e4m3 codes and block scales instead; fusing
+//! keeps 128-row scale blocks when every part's rows are a multiple of 128 (Qwen3-8B), and
+//! expands to one scale row per weight row otherwise (tiny test models).
 
 use crate::error::{EngineError, Result};
-use crate::weights::{Mat, ModelWeights};
+use crate::weights::{Fp8Weight, Mat, ModelWeights};
 use kernels::Gpu;
 use kernels::bf16;
 use kernels::cudarc::driver::CudaSlice;
+use kernels::ops::FP8_BLOCK;
 use rayon::prelude::*;
+
+/// One (possibly fused) projection [n, k] on the device.
+pub enum GpuLinear {
+    Bf16(CudaSlice<bf16>),
+    /// Codes [n, k] and scale_inv [ceil(n / scale_rows), ceil(k / 128)].
+    Fp8 {
+        codes: CudaSlice<u8>,
+        scale_inv: CudaSlice<f32>,
+        scale_rows: usize,
+    },
+}
+
+impl GpuLinear {
+    /// Elements (= weights) in the matrix.
+    pub fn len(&self) -> usize {
+        match self {
+            GpuLinear::Bf16(w) => w.len(),
+            GpuLinear::Fp8 { codes, .. } => codes.len(),
+        }
+    }
+    pub fn is_fp8(&self) -> bool {
+        matches!(self, GpuLinear::Fp8 { .. })
+    }
+}
 
 pub struct GpuLayer {
     pub input_norm: CudaSlice<f32>,
-    pub wqkv: CudaSlice<bf16>,
+    pub wqkv: GpuLinear,
     pub q_norm: CudaSlice<f32>,
     pub k_norm: CudaSlice<f32>,
-    pub wo: CudaSlice<bf16>,
+    pub wo: GpuLinear,
     pub post_norm: CudaSlice<f32>,
-    pub wgu: CudaSlice<bf16>,
-    pub wdown: CudaSlice<bf16>,
+    pub wgu: GpuLinear,
+    pub wdown: GpuLinear,
 }
 
 pub struct GpuWeights {
@@ -32,6 +60,18 @@ pub struct GpuWeights {
 impl GpuWeights {
     pub fn lm_head(&self) -> &CudaSlice<bf16> {
         self.lm_head.as_ref().unwrap_or(&self.embed)
+    }
+
+    /// Elements of the largest FP8 projection (0 without FP8): the bf16 buffer prefill
+    /// expands them into for cuBLAS.
+    pub fn fp8_dequant_len(&self) -> usize {
+        self.layers
+            .iter()
+            .flat_map(|l| [&l.wqkv, &l.wo, &l.wgu, &l.wdown])
+            .filter(|w| w.is_fp8())
+            .map(|w| w.len())
+            .max()
+            .unwrap_or(0)
     }
 }
 
@@ -63,6 +103,46 @@ fn upload_mats(gpu: &Gpu, what: &str, mats: &[&Mat]) -> Result<CudaSlice<bf16>> 
         .map_err(gpu_err(what))
 }
 
+/// Upload `mats` fused along rows, as FP8 when they all carry codes, else as bf16.
+fn upload_linear(gpu: &Gpu, what: &str, mats: &[&Mat]) -> Result<GpuLinear> {
+    let fp8: Vec<&Fp8Weight> = mats.iter().filter_map(|m| m.fp8.as_ref()).collect();
+    if fp8.is_empty() {
+        return upload_mats(gpu, what, mats).map(GpuLinear::Bf16);
+    }
+    if fp8.len() != mats.len() {
+        return Err(EngineError::Weights(format!(
+            "{what}: some fused projections are FP8 and some are not"
+        )));
+    }
+    let cols = mats[0].cols;
+    if let Some(bad) = fp8.iter().find(|w| w.block != (FP8_BLOCK, FP8_BLOCK)) {
+        return Err(EngineError::Weights(format!(
+            "{what}: FP8 block {:?}; the CUDA kernels read {FP8_BLOCK}x{FP8_BLOCK}",
+            bad.block
+        )));
+    }
+    let sc = cols.div_ceil(FP8_BLOCK);
+    let aligned = mats.iter().all(|m| m.rows % FP8_BLOCK == 0);
+    let mut codes = Vec::with_capacity(mats.iter().map(|m| m.rows * cols).sum());
+    let mut scales = Vec::new();
+    for (m, w) in mats.iter().zip(&fp8) {
+        codes.extend_from_slice(&w.bits);
+        if aligned {
+            scales.extend_from_slice(&w.scale_inv);
+        } else {
+            for r in 0..m.rows {
+                scales.extend_from_slice(&w.scale_inv[(r / FP8_BLOCK) * sc..][..sc]);
+            }
+        }
+    }
+    let s = gpu.stream();
+    Ok(GpuLinear::Fp8 {
+        codes: s.clone_htod(&codes).map_err(gpu_err(what))?,
+        scale_inv: s.clone_htod(&scales).map_err(gpu_err(what))?,
+        scale_rows: if aligned { FP8_BLOCK } else { 1 },
+    })
+}
+
 fn upload_f32(gpu: &Gpu, what: &str, v: &[f32]) -> Result<CudaSlice<f32>> {
     gpu.stream().clone_htod(v).map_err(gpu_err(what))
 }
@@ -74,13 +154,13 @@ impl GpuWeights {
             let name = |p: &str| format!("layer {i} {p}");
             layers.push(GpuLayer {
                 input_norm: upload_f32(gpu, &name("input_norm"), &l.input_norm)?,
-                wqkv: upload_mats(gpu, &name("qkv"), &[&l.q_proj, &l.k_proj, &l.v_proj])?,
+                wqkv: upload_linear(gpu, &name("qkv"), &[&l.q_proj, &l.k_proj, &l.v_proj])?,
                 q_norm: upload_f32(gpu, &name("q_norm"), &l.q_norm)?,
                 k_norm: upload_f32(gpu, &name("k_norm"), &l.k_norm)?,
-                wo: upload_mats(gpu, &name("o_proj"), &[&l.o_proj])?,
+                wo: upload_linear(gpu, &name("o_proj"), &[&l.o_proj])?,
                 post_norm: upload_f32(gpu, &name("post_norm"), &l.post_norm)?,
-                wgu: upload_mats(gpu, &name("gate_up"), &[&l.gate_proj, &l.up_proj])?,
-                wdown: upload_mats(gpu, &name("down_proj"), &[&l.down_proj])?,
+                wgu: upload_linear(gpu, &name("gate_up"), &[&l.gate_proj, &l.up_proj])?,
+                wdown: upload_linear(gpu, &name("down_proj"), &[&l.down_proj])?,
             });
         }
         Ok(GpuWeights {
