@@ -74,6 +74,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
             DeviceArg::Cpu => Device::Cpu,
             DeviceArg::Cuda => Device::Cuda,
         },
+        quantization: a.quantization.map(cli::QuantArg::engine),
         ..Default::default()
     };
     let t = std::time::Instant::now();
@@ -119,6 +120,15 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         // Tests and the worker read this line to find the port (with --port 0).
         println!("listening on http://{addr}");
         tracing::info!("listening on http://{addr}");
+        // Nagle off: each SSE token is a small write right after the previous one (or the
+        // response headers); with Nagle it waits for the client's ACK, which a delayed-ACK
+        // client holds ~40 ms. Measured on the H200: HTTP TTFT 45 ms vs 14 ms in-engine.
+        use axum::serve::ListenerExt;
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!("TCP_NODELAY: {e}");
+            }
+        });
         axum::serve(listener, routes::router(state))
             .with_graceful_shutdown(async {
                 let _ = tokio::signal::ctrl_c().await;
