@@ -5,8 +5,12 @@
 //!   LATLAB_HF8B_CKPT=DIR LATLAB_HF8B_JSON=FILE cargo test -p engine --test cuda_hf_8b -- --ignored
 //!
 //! Both sides compute in bf16 with different kernels and summation orders, so logits agree
-//! to bf16 tolerance, not bit for bit: we require the top logit within 2 % of the row's
-//! largest magnitude and the first 32 greedy tokens equal (each side feeding its own).
+//! to bf16 tolerance, not bit for bit, and HF's logits leave a bf16 lm_head (multiples of
+//! 1/32 at |logit| ~4), while a random model's top logits are often closer than that: free
+//! running greedy paths part within a few tokens (measured: after 1 of 32 on the H200) by
+//! tie-breaking alone. So we teacher-force HF's 32 greedy tokens and require at every step:
+//! HF's 8 highest logits within 2 % of the row's largest |logit|, and our argmax among
+//! HF's top 8 with an HF logit within that tolerance of HF's maximum (a near-tie).
 
 use engine::config::ModelConfig;
 use engine::model::cuda::CudaBackend;
@@ -48,8 +52,8 @@ fn qwen3_8b_matches_hf_transformers() {
     let table: Vec<u32> = (0..64).collect();
     let mut seq = prompt.clone();
     let mut done = 0;
-    let mut ours = vec![];
-    for step in 0..hf_greedy.len() {
+    let (mut worst_rel, mut same_top1) = (0f32, 0);
+    for (step, st) in golden["steps"].as_array().unwrap().iter().enumerate() {
         let chunk = SeqChunk {
             tokens: &seq[done..],
             start_pos: done,
@@ -57,8 +61,9 @@ fn qwen3_8b_matches_hf_transformers() {
             want_logits: true,
         };
         let logits = gpu.forward(&[chunk]).unwrap().remove(0);
+        let scale = logits.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let tol = 0.02 * scale;
         if step == 0 {
-            let scale = logits.iter().fold(0f32, |m, v| m.max(v.abs()));
             let worst = top_ids
                 .iter()
                 .zip(&top_logits)
@@ -69,23 +74,45 @@ fn qwen3_8b_matches_hf_transformers() {
                 100.0 * worst / scale
             );
             assert!(
-                worst <= 0.02 * scale,
-                "logits differ by {worst} (scale {scale})"
+                worst <= tol,
+                "step 0: logits differ by {worst} (scale {scale})"
             );
         }
+        let hf_ids: Vec<u32> = st["top_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as u32)
+            .collect();
+        let hf_logits: Vec<f32> = st["top_logits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap() as f32)
+            .collect();
+        let worst = hf_ids
+            .iter()
+            .zip(&hf_logits)
+            .map(|(&i, &l)| (logits[i as usize] - l).abs())
+            .fold(0f32, f32::max);
+        worst_rel = worst_rel.max(worst / scale);
+        assert!(
+            worst <= tol,
+            "step {step}: top-8 logits differ by {worst} (scale {scale})"
+        );
+        let ours = argmax(&logits);
+        let pos = hf_ids.iter().position(|&i| i == ours);
+        assert!(
+            pos.is_some_and(|p| hf_logits[0] - hf_logits[p] <= tol),
+            "step {step}: our argmax {ours} is not a near-tie of HF's top 8 {hf_ids:?} {hf_logits:?}"
+        );
+        same_top1 += (ours == hf_greedy[step]) as usize;
         done = seq.len();
-        let t = argmax(&logits);
-        ours.push(t);
-        seq.push(t);
+        seq.push(hf_greedy[step]);
     }
-    let agree = ours
-        .iter()
-        .zip(&hf_greedy)
-        .take_while(|(a, b)| a == b)
-        .count();
     eprintln!(
-        "greedy: {agree}/{} equal before the first difference",
-        hf_greedy.len()
+        "teacher-forced on HF's path, {} steps: top-8 logits within {:.2} % of row max; same argmax at {same_top1}, near-ties elsewhere",
+        hf_greedy.len(),
+        100.0 * worst_rel
     );
-    assert_eq!(ours, hf_greedy, "greedy tokens: ours vs HF");
 }

@@ -5,7 +5,10 @@ Loads a checkpoint written by `latlab-engine make-model --preset qwen3-8b` (rand
 the exact Qwen3-8B shape; nothing can be downloaded here) in bf16 on the GPU, and records
 for one 232-token prompt:
   - the logits at the last prompt position: the 64 highest with their ids, and logsumexp;
-  - 32 greedy tokens (argmax after each step, KV cache on, no EOS stop).
+  - 32 greedy tokens (argmax after each step, KV cache on, no EOS stop), and at each of
+    those 32 steps the 8 highest logits with their ids (teacher forcing on HF's path).
+HF's logits come out of a bf16 lm_head: at |logit| ~4 they are multiples of 1/32, and a
+random model's top logits sit closer than that, so argmax often breaks bf16 ties by index.
 engine/tests/cuda_hf_8b.rs compares latlab's CUDA backend against this file.
 
 Usage: python3 hf_qwen3_8b.py --ckpt DIR --out FILE.json
@@ -34,13 +37,16 @@ def main():
         last = out.logits[0, -1].float()
         top = torch.topk(last, 64)
         past = out.past_key_values
-        toks = []
-        nxt = int(torch.argmax(last))
+        toks, steps = [], []
+        row = last
         for _ in range(STEPS):
+            t8 = torch.topk(row, 8)
+            steps.append({"top_ids": t8.indices.tolist(), "top_logits": t8.values.tolist()})
+            nxt = int(torch.argmax(row))
             toks.append(nxt)
             out = model(torch.tensor([[nxt]], device="cuda"), past_key_values=past, use_cache=True)
             past = out.past_key_values
-            nxt = int(torch.argmax(out.logits[0, -1]))
+            row = out.logits[0, -1].float()
     res = {
         "generator": f"transformers {transformers.__version__}, torch {torch.__version__}, bf16, "
         f"{torch.cuda.get_device_name()}, default attention",
@@ -49,6 +55,7 @@ def main():
         "top_logits": top.values.tolist(),
         "logsumexp": float(torch.logsumexp(last.double(), dim=-1)),
         "greedy": toks,
+        "steps": steps,
     }
     with open(a.out, "w") as f:
         json.dump(res, f)
