@@ -247,7 +247,18 @@ fn embed_norms_swiglu_argmax_match_cpu() {
     logits[v + 90_000] = 5.0; // tie: first wins
     logits[2 * v + v - 1] = 9.0;
     let mut am = g.stream().alloc_zeros::<u32>(3).unwrap();
-    ops::argmax_into(&g, &up(&g, &logits).as_view(), v, &mut am.as_view_mut()).unwrap();
+    let mut keys = g
+        .stream()
+        .alloc_zeros::<u64>(3 * ops::ARGMAX_PARTS)
+        .unwrap();
+    ops::argmax_into(
+        &g,
+        &up(&g, &logits).as_view(),
+        v,
+        &mut keys.as_view_mut(),
+        &mut am.as_view_mut(),
+    )
+    .unwrap();
     let want: Vec<u32> = logits.chunks(v).map(engine::sampling::argmax).collect();
     assert_eq!(down(&g, &am), want);
     assert_eq!(want[1..], [7, v as u32 - 1]);

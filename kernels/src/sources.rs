@@ -62,6 +62,6 @@ pub const ALL: &[KernelSource] = &[
     KernelSource {
         file: "argmax.cu",
         src: include_str!("../cuda/argmax.cu"),
-        kernels: &["argmax_rows"],
+        kernels: &["argmax_partial", "argmax_final"],
     },
 ];

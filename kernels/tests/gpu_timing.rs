@@ -72,7 +72,10 @@ fn qwen3_8b_step_kernel_times() {
     let g = Gpu::new(&GpuOptions::from_env()).unwrap();
     let s = g.stream().clone();
     println!("| op | m | us | GB/s (weights) |");
-    for m in [1usize, 2, 4, 8] {
+    // LATLAB_TIMING_QUICK=1: only the whole-model linears, attention and argmax.
+    let quick = std::env::var("LATLAB_TIMING_QUICK").is_ok_and(|v| v == "1");
+    let per_shape: &[usize] = if quick { &[] } else { &[1, 2, 4, 8] };
+    for &m in per_shape {
         let (mut old, mut new, mut fp8, mut heads) = (0f32, 0f32, 0f32, [0f32; 3]);
         for &(name, n, k) in &SHAPES {
             let w: CudaSlice<bf16> = s.alloc_zeros(n * k).unwrap();
@@ -113,8 +116,9 @@ fn qwen3_8b_step_kernel_times() {
             fp8 * 36.0 + heads[1]
         );
     }
-    whole_model_linears(&g);
-    for m in [4usize, 8, 232] {
+    whole_model_linears(&g, quick);
+    let cublas: &[usize] = if quick { &[] } else { &[4, 8, 232] };
+    for &m in cublas {
         let mut layer_us = 0f32;
         for &(name, n, k) in &SHAPES {
             let w: CudaSlice<bf16> = s.alloc_zeros(n * k).unwrap();
@@ -215,8 +219,16 @@ fn qwen3_8b_step_kernel_times() {
         println!("| swiglu 12288 | {r} | {us:.1} | |");
         let logits: CudaSlice<f32> = s.alloc_zeros(r * 151_936).unwrap();
         let mut ids: CudaSlice<u32> = s.alloc_zeros(r).unwrap();
+        let mut keys: CudaSlice<u64> = s.alloc_zeros(r * ops::ARGMAX_PARTS).unwrap();
         let us = time_us(&g, || {
-            ops::argmax_into(&g, &logits.as_view(), 151_936, &mut ids.as_view_mut()).unwrap()
+            ops::argmax_into(
+                &g,
+                &logits.as_view(),
+                151_936,
+                &mut keys.as_view_mut(),
+                &mut ids.as_view_mut(),
+            )
+            .unwrap()
         });
         println!("| argmax 151936 | {r} | {us:.1} | |");
     }
@@ -225,7 +237,7 @@ fn qwen3_8b_step_kernel_times() {
 /// Every linear of a decode step over 36 distinct layers' weights (13.9 GB bf16, 7 GB FP8:
 /// nothing stays in the 60 MB L2 between layers, as in a real step) plus the bf16 lm_head,
 /// captured once per variant and replayed: the number a decode step actually pays.
-fn whole_model_linears(g: &Gpu) {
+fn whole_model_linears(g: &Gpu, quick: bool) {
     let s = g.stream().clone();
     let layer: Vec<(usize, usize)> = SHAPES[..4].iter().map(|&(_, n, k)| (n, k)).collect();
     let bf: Vec<Vec<CudaSlice<bf16>>> = (0..36)
@@ -259,7 +271,12 @@ fn whole_model_linears(g: &Gpu) {
     };
     for m in [1usize, 2, 4, 8] {
         let mut variants: Vec<(&str, bool, f32)> = vec![];
-        for kind in ["gemv", "skinny bf16", "cublas", "skinny fp8"] {
+        let kinds: &[&str] = if quick {
+            &["skinny bf16", "skinny fp8"]
+        } else {
+            &["gemv", "skinny bf16", "cublas", "skinny fp8"]
+        };
+        for &kind in kinds {
             if kind == "cublas" && !ops::blas_available(g) {
                 continue;
             }

@@ -11,7 +11,7 @@ mod elementwise;
 mod gemv;
 mod skinny;
 
-pub use argmax::argmax_into;
+pub use argmax::{ARGMAX_PARTS, argmax_into};
 pub use attention::{
     AttnDims, PagedAttnArgs, RopeKvArgs, paged_attention_into, qk_norm_rope_kv_into,
 };

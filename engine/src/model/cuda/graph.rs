@@ -28,8 +28,9 @@ pub(super) struct DecodeGraph {
     meta: StepMeta,
     sc: Scratch,
     logits: CudaSlice<f32>,
-    /// argmax of each logits row, written by the graph.
+    /// argmax of each logits row, written by the graph, and its scratch.
     tokens: CudaSlice<u32>,
+    argmax_keys: CudaSlice<u64>,
     graph: Option<OwnedGraph>,
 }
 
@@ -60,6 +61,9 @@ impl CudaBackend {
                     .alloc_zeros(b * vocab)
                     .map_err(driver_err("alloc graph logits"))?,
                 tokens: s.alloc_zeros(b).map_err(driver_err("alloc graph tokens"))?,
+                argmax_keys: s
+                    .alloc_zeros(b * ops::ARGMAX_PARTS)
+                    .map_err(driver_err("alloc graph argmax keys"))?,
                 graph: None,
             });
         }
@@ -80,8 +84,14 @@ impl CudaBackend {
             let recorded = forward_layers(gpu, cfg, w, cache, &mut g.sc, &g.meta, None)
                 .and_then(|()| linear(gpu, &g.sc.h, w.lm_head(), vocab, hd, &mut g.logits))
                 .and_then(|()| {
-                    ops::argmax_into(gpu, &g.logits.as_view(), vocab, &mut g.tokens.as_view_mut())
-                        .map_err(kernel_err)
+                    ops::argmax_into(
+                        gpu,
+                        &g.logits.as_view(),
+                        vocab,
+                        &mut g.argmax_keys.as_view_mut(),
+                        &mut g.tokens.as_view_mut(),
+                    )
+                    .map_err(kernel_err)
                 });
             // End the capture whatever happened, or the stream stays unusable.
             let ended = s.end_capture(sys::CUgraphInstantiate_flags(0));

@@ -329,10 +329,14 @@ impl CudaBackend {
         linear(&self.gpu, &hsel, self.w.lm_head(), vocab, hd, &mut logits)?;
         if all_greedy {
             let mut tokens = s.alloc_zeros::<u32>(rows.len()).map_err(&a)?;
+            let mut keys = s
+                .alloc_zeros::<u64>(rows.len() * ops::ARGMAX_PARTS)
+                .map_err(&a)?;
             ops::argmax_into(
                 &self.gpu,
                 &logits.as_view(),
                 vocab,
+                &mut keys.as_view_mut(),
                 &mut tokens.as_view_mut(),
             )
             .map_err(kernel_err)?;
