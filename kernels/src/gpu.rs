@@ -61,7 +61,7 @@ fn lib_loadable(name: &str) -> bool {
 
 fn make_blas(stream: &Arc<CudaStream>) -> Result<Option<(CudaBlas, CudaSlice<u8>)>> {
     if !lib_loadable("cublas") {
-        tracing::warn!("libcublas not found: GEMMs fall back to the GEMV kernel");
+        tracing::warn!("libcublas not found: prefill falls back to the skinny GEMM, 8 rows at a time");
         return Ok(None);
     }
     let blas = CudaBlas::new(stream.clone())

@@ -26,28 +26,9 @@ pub const ALL: &[KernelSource] = &[
         kernels: &["qk_norm_rope_kv"],
     },
     KernelSource {
-        file: "paged_attention.cu",
-        src: include_str!("../cuda/paged_attention.cu"),
-        kernels: &["paged_attention"],
-    },
-    KernelSource {
         file: "swiglu.cu",
         src: include_str!("../cuda/swiglu.cu"),
         kernels: &["swiglu"],
-    },
-    KernelSource {
-        file: "gemv.cu",
-        src: include_str!("../cuda/gemv.cu"),
-        kernels: &[
-            "gemv_bf16_m1",
-            "gemv_bf16_m2",
-            "gemv_bf16_m3",
-            "gemv_bf16_m4",
-            "gemv_bf16_m5",
-            "gemv_bf16_m6",
-            "gemv_bf16_m7",
-            "gemv_bf16_m8",
-        ],
     },
     KernelSource {
         file: "skinny_gemm.cu",

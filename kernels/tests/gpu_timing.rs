@@ -76,16 +76,13 @@ fn qwen3_8b_step_kernel_times() {
     let quick = std::env::var("LATLAB_TIMING_QUICK").is_ok_and(|v| v == "1");
     let per_shape: &[usize] = if quick { &[] } else { &[1, 2, 4, 8] };
     for &m in per_shape {
-        let (mut old, mut new, mut fp8, mut heads) = (0f32, 0f32, 0f32, [0f32; 3]);
+        let (mut new, mut fp8, mut head) = (0f32, 0f32, 0f32);
         for &(name, n, k) in &SHAPES {
             let w: CudaSlice<bf16> = s.alloc_zeros(n * k).unwrap();
             let w8: CudaSlice<u8> = s.alloc_zeros(n * k).unwrap();
             let sc: CudaSlice<f32> = s.alloc_zeros(n.div_ceil(128) * k.div_ceil(128)).unwrap();
             let x: CudaSlice<bf16> = s.alloc_zeros(m * k).unwrap();
             let mut y: CudaSlice<f32> = s.alloc_zeros(m * n).unwrap();
-            let a = time_us(&g, || {
-                ops::gemv_into(&g, &x.as_view(), &w.as_view(), n, k, &mut y.as_view_mut()).unwrap()
-            });
             let b = time_us(&g, || {
                 ops::skinny_gemm_into(&g, &x.as_view(), &w.as_view(), n, k, &mut y.as_view_mut())
                     .unwrap()
@@ -100,20 +97,19 @@ fn qwen3_8b_step_kernel_times() {
                 };
                 ops::skinny_gemm_fp8_into(&g, &x.as_view(), &m8, &mut y.as_view_mut()).unwrap()
             });
-            row(&format!("gemv {name} {n}x{k}"), m, a, n * k * 2);
-            row(&format!("skinny bf16 {name}"), m, b, n * k * 2);
+            row(&format!("skinny bf16 {name} {n}x{k}"), m, b, n * k * 2);
             row(&format!("skinny fp8 {name}"), m, c, n * k);
             if name == "lm_head" {
-                heads = [a, b, c];
+                head = b;
             } else {
-                (old, new, fp8) = (old + a, new + b, fp8 + c);
+                (new, fp8) = (new + b, fp8 + c);
             }
         }
+        // Repeats of one matrix partly hit L2: whole_model_linears below is the real cost.
         println!(
-            "| 36 layers + lm_head: gemv {:.0} us, skinny bf16 {:.0} us, skinny fp8 (lm_head bf16) {:.0} us | {m} | | |",
-            old * 36.0 + heads[0],
-            new * 36.0 + heads[1],
-            fp8 * 36.0 + heads[1]
+            "| 36 x one layer + lm_head: skinny bf16 {:.0} us, skinny fp8 (lm_head bf16) {:.0} us | {m} | | |",
+            new * 36.0 + head,
+            fp8 * 36.0 + head
         );
     }
     whole_model_linears(&g, quick);
@@ -169,9 +165,6 @@ fn qwen3_8b_step_kernel_times() {
             ctx_lens: &c.as_view(),
             block_size: bs,
         };
-        let old = time_us(&g, || {
-            ops::paged_attention_into(&g, d, &a, &mut out.as_view_mut()).unwrap()
-        });
         let splits = ops::attention_splits(r, d.kv_heads);
         let (na, nm) = ops::attention_partials_len(r, d, splits);
         let mut pa: CudaSlice<f32> = s.alloc_zeros(na.max(1)).unwrap();
@@ -189,8 +182,7 @@ fn qwen3_8b_step_kernel_times() {
             .unwrap()
         });
         println!(
-            "| attention ctx {ctx}: paged {old:.1} us, split-context ({splits} splits) {new:.1} us; x36 = {:.0} / {:.0} us | {r} | | |",
-            old * 36.0,
+            "| attention ctx {ctx}, {splits} splits | {r} | {new:.1} | x36 = {:.0} us |",
             new * 36.0
         );
     }
@@ -274,7 +266,7 @@ fn whole_model_linears(g: &Gpu, quick: bool) {
         let kinds: &[&str] = if quick {
             &["skinny bf16", "skinny fp8"]
         } else {
-            &["gemv", "skinny bf16", "cublas", "skinny fp8"]
+            &["skinny bf16", "cublas", "skinny fp8"]
         };
         for &kind in kinds {
             if kind == "cublas" && !ops::blas_available(g) {
@@ -286,7 +278,6 @@ fn whole_model_linears(g: &Gpu, quick: bool) {
                         let xs = x.slice(..m * k);
                         let mut ys = y.slice_mut(..m * n);
                         match kind {
-                            "gemv" => ops::gemv_into(g, &xs, &bf[l][i].as_view(), n, k, &mut ys),
                             "skinny bf16" => {
                                 ops::skinny_gemm_into(g, &xs, &bf[l][i].as_view(), n, k, &mut ys)
                             }
@@ -310,7 +301,6 @@ fn whole_model_linears(g: &Gpu, quick: bool) {
                 let xs = x.slice(..m * hd);
                 let mut ys = y.slice_mut(..m * vocab);
                 match kind {
-                    "gemv" => ops::gemv_into(g, &xs, &head.as_view(), vocab, hd, &mut ys),
                     "cublas" => ops::gemm_into(g, &xs, &head.as_view(), vocab, hd, &mut ys),
                     _ => ops::skinny_gemm_into(g, &xs, &head.as_view(), vocab, hd, &mut ys),
                 }

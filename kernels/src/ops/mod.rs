@@ -8,19 +8,15 @@ mod attention;
 mod blas;
 mod decode_attention;
 mod elementwise;
-mod gemv;
 mod skinny;
 
 pub use argmax::{ARGMAX_PARTS, argmax_into};
-pub use attention::{
-    AttnDims, PagedAttnArgs, RopeKvArgs, paged_attention_into, qk_norm_rope_kv_into,
-};
+pub use attention::{AttnDims, PagedAttnArgs, RopeKvArgs, qk_norm_rope_kv_into};
 pub use blas::{blas_available, gemm_into};
 pub use decode_attention::{
     MAX_SPLITS, attention_partials_len, attention_splits, decode_attention_into,
 };
 pub use elementwise::{add_rmsnorm_into, embed_gather_into, rmsnorm_into, swiglu_into};
-pub use gemv::{GEMV_MAX_ROWS, gemv_into};
 pub use skinny::{
     FP8_BLOCK, Fp8Matrix, SKINNY_MAX_ROWS, fp8_dequant_into, skinny_gemm_fp8_into, skinny_gemm_into,
 };

@@ -1,6 +1,6 @@
 //! Model weights on the GPU in bf16, uploaded from the f32 `ModelWeights`. Projections that
 //! read the same input are fused into one matrix so a decode step streams each input once
-//! and launches one GEMV: q|k|v -> `wqkv` [q_dim + 2 kv_dim, hidden], gate|up -> `wgu`
+//! and launches one GEMM: q|k|v -> `wqkv` [q_dim + 2 kv_dim, hidden], gate|up -> `wgu`
 //! [2 inter, hidden]. Norm weights stay f32 (tiny, and the norms compute in f32).
 //! FP8 projections (`Mat::fp8`) upload their e4m3 codes and block scales instead; fusing
 //! keeps 128-row scale blocks when every part's rows are a multiple of 128 (Qwen3-8B), and
