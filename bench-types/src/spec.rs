@@ -263,11 +263,15 @@ impl RunSpec {
             .collect()
     }
 
-    /// Short description of the target for lists ("external http://...", "native random:tiny").
+    /// Short description of the target for lists ("external http://...", "native random:tiny",
+    /// "native random:qwen3-8b FP8").
     pub fn target_description(&self) -> String {
         match &self.target {
             Target::External { base_url, .. } => format!("external {base_url}"),
-            Target::Native(n) => format!("native {}", n.model_source),
+            Target::Native(n) => match n.quantization {
+                Quantization::None => format!("native {}", n.model_source),
+                Quantization::Fp8 => format!("native {} FP8", n.model_source),
+            },
             Target::Launched(l) => format!("{} {}", l.engine.as_str(), l.model),
             Target::Imported(i) => format!("imported {}", i.engine),
         }

@@ -78,8 +78,16 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
     let title = if run.spec.label.is_empty() { format!("Run #{}", run.id) } else { format!("Run #{}: {}", run.id, run.spec.label) };
     let spec_json = serde_json::to_string_pretty(&run.spec).unwrap_or_default();
     let s = &run.spec;
-    let rows: Vec<(&str, String)> = vec![
-        ("Target", run.target_description.clone()),
+    let mut rows: Vec<(&str, String)> = vec![("Target", run.target_description.clone())];
+    if let bench_types::Target::Native(n) = &s.target {
+        // No flag serves the checkpoint as stored: bf16, or FP8 for an FP8 checkpoint.
+        let weights = match n.quantization {
+            bench_types::Quantization::None => "as stored (bf16 unless the checkpoint is FP8)",
+            bench_types::Quantization::Fp8 => "FP8 (128x128 block scales, quantized at load)",
+        };
+        rows.push(("Weights", weights.to_string()));
+    }
+    rows.extend([
         ("Model", s.model.clone()),
         ("Backend", s.backend.as_str().to_string()),
         ("Dataset", format!("{} × {} prompts, seed {}", s.dataset.name(), s.num_prompts, s.seed)),
@@ -87,7 +95,7 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
         ("ignore_eos", s.sampling.ignore_eos.to_string()),
         ("Temperature", s.sampling.temperature.map(|t| t.to_string()).unwrap_or_else(|| "server default".into())),
         ("Created", when(&run.created_at)),
-    ];
+    ]);
     let timing = match (&run.started_at, &run.finished_at) {
         (Some(a), Some(b)) => Some(format!("started {}, ran {}", when(a), elapsed(a, b))),
         (Some(a), None) => Some(format!("started {}", when(a))),
