@@ -26,6 +26,10 @@ pub struct RunForm {
     pub device: String,
     #[serde(default)]
     pub max_batch: String,
+    /// Native engine weights: `none` (as stored) or `fp8` (quantized at load). Absent
+    /// (an older client) means `none`.
+    #[serde(default)]
+    pub quantization: String,
     /// Launched engines: comma-separated preset names (see `launched::seed_presets`); one
     /// run per preset (and per concurrency value).
     #[serde(default)]
@@ -75,6 +79,7 @@ impl Default for RunForm {
             model_source: "random:tiny".into(),
             device: "auto".into(),
             max_batch: "8".into(),
+            quantization: "none".into(),
             presets: "vllm-bf16, sglang-bf16".into(),
             model: "Qwen/Qwen3-8B".into(),
             tokenizer: String::new(),
@@ -202,7 +207,14 @@ impl RunForm {
                     "cuda" => Device::Cuda,
                     _ => Device::Auto,
                 },
-                quantization: Quantization::None,
+                quantization: match self.quantization.trim() {
+                    "" | "none" => Quantization::None,
+                    "fp8" => Quantization::Fp8,
+                    other => {
+                        p.errors.push("target.quantization", format!("unknown weights {other:?}; choose none or fp8"));
+                        Quantization::None
+                    }
+                },
                 max_batch: p.num("target.max_batch", &self.max_batch, WHOLE, 8),
                 cuda_graphs: true,
             }),
@@ -362,5 +374,22 @@ mod tests {
         assert!(matches!(s.target, Target::Native(ref n) if n.model_source == "random:tiny" && n.max_batch == 8));
         assert_eq!(s.dataset, Dataset::Random { input_len: 232, output_len: 220, range_ratio: 0.0 });
         assert!(s.sampling.ignore_eos);
+        assert!(matches!(s.target, Target::Native(ref n) if n.quantization == Quantization::None), "bf16 unless asked");
+    }
+
+    #[test]
+    fn native_weights_choose_the_quantization() {
+        let native = RunForm { target_kind: "native".into(), ..RunForm::default() };
+        let quant = |f: &RunForm| match f.to_spec().unwrap().target {
+            Target::Native(n) => n.quantization,
+            t => panic!("not native: {t:?}"),
+        };
+        assert_eq!(quant(&native), Quantization::None);
+        assert_eq!(quant(&RunForm { quantization: String::new(), ..native.clone() }), Quantization::None);
+        assert_eq!(quant(&RunForm { quantization: "fp8".into(), ..native.clone() }), Quantization::Fp8);
+        // FP8 on the CPU device is allowed: the reference backend dequantizes (slowly).
+        assert_eq!(quant(&RunForm { quantization: "fp8".into(), device: "cpu".into(), ..native.clone() }), Quantization::Fp8);
+        let bad = RunForm { quantization: "int4".into(), ..native };
+        assert!(bad.to_spec().unwrap_err().for_field("target.quantization").unwrap().contains("\"int4\""));
     }
 }

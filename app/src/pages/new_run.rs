@@ -84,6 +84,7 @@ fn Choice(
     options: &'static [(&'static str, &'static str)],
     get: GetFn,
     set: SetFn,
+    #[prop(optional)] hint: &'static str,
 ) -> impl IntoView {
     let id = format!("f-{name}");
     let opts = options
@@ -99,6 +100,7 @@ fn Choice(
                 on:change=move |ev| { let v = event_target_value(&ev); ctx.form.update(|f| set(f, v)); }>
                 {opts}
             </select>
+            {(!hint.is_empty()).then(|| view! { <small class="hint">{hint}</small> })}
             <p class="field-error" role="alert">{move || ctx.error(path)}</p>
         </div>
     }
@@ -176,6 +178,10 @@ pub fn NewRunPage() -> impl IntoView {
                     <Choice ctx label="Device" name="device" path="target.device"
                         options=&[("auto", "auto (CUDA if present)"), ("cpu", "CPU"), ("cuda", "CUDA")]
                         get=|f| f.device.clone() set=|f, v| f.device = v/>
+                    <Choice ctx label="Weights" name="quantization" path="target.quantization"
+                        options=&[("none", "bf16 (as stored)"), ("fp8", "FP8 (128x128 block scales, quantized at load)")]
+                        get=|f| f.quantization.clone() set=|f, v| f.quantization = v
+                        hint="FP8 is for the CUDA device; on CPU it runs by reference dequantization, slowly."/>
                     <Field ctx label="Max batch" name="max_batch" path="target.max_batch"
                         get=|f| f.max_batch.clone() set=|f, v| f.max_batch = v/>
                 </div>
