@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Build what a GPU session needs and put it in .gpu/ (ignored by git) for the device
+# tool's `carry`: the GPU test binaries, latlab-engine, latlab-bench, the Qwen3 tokenizer
+# and the HF reference script. Under 64 MiB in all. Then, on the device:
+#   bash scripts/gpu/suite.sh            (carry [".gpu"])
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export SQLX_OFFLINE=true
+rm -rf .gpu/t .gpu/tok && mkdir -p .gpu/t .gpu/tok
+cargo build -p engine-server -p bench --bins
+cp target/debug/latlab-engine target/debug/latlab-bench .gpu/t/
+# Test binaries have hashed names: ask cargo for them.
+for pkg in engine kernels; do
+  cargo test -p "$pkg" --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+want = {"cuda_ops", "cuda_backend", "cuda_hf_8b", "gpu_timing"}
+for line in sys.stdin:
+    try: m = json.loads(line)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] in want:
+        print(m["target"]["name"], m["executable"])
+' | while read -r name exe; do cp "$exe" ".gpu/t/$name"; done
+done
+cp assets/cache/qwen3/tokenizer.json assets/cache/qwen3/tokenizer_config.json .gpu/tok/
+cp scripts/gpu/hf_qwen3_8b.py scripts/gpu/suite.sh .gpu/
+du -sh .gpu

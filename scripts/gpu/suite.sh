@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
+# device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
+# Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing bench http hf"
+# (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes).
+set -uo pipefail
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} LATLAB_KERNEL_CACHE=/tmp/kc RUST_LOG=warn
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+T=.gpu/t
+SUITE=${SUITE:-tests timing bench http}
+has() { [[ " $SUITE " == *" $1 "* ]]; }
+if has tests; then
+  for b in cuda_ops cuda_backend; do
+    timeout 150 $T/$b --include-ignored --nocapture --test-threads=1 > "$OUT/$b.log" 2>&1
+    echo "$b rc=$?"; grep -E "test result|panicked" "$OUT/$b.log" | head -5
+  done
+fi
+if has timing; then
+  timeout 150 $T/gpu_timing --ignored --nocapture > "$OUT/timing.log" 2>&1; echo "timing rc=$?"
+  grep -E "whole model|attention ctx|argmax" "$OUT/timing.log"
+fi
+if has bench; then
+  B="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232 --gen-len 220 --rounds 2"
+  for qb in "none 1" "none 8" "fp8 1" "fp8 8"; do
+    set -- $qb
+    timeout 120 $B --batch "$2" --quantization "$1" > "$OUT/bench_$1_$2.log" 2>&1
+    echo "bench $1 batch $2 rc=$?"; grep -E "round 1|rror" "$OUT/bench_$1_$2.log"
+  done
+fi
+if has http; then
+  for q in none fp8; do
+    $T/latlab-engine serve --model random:qwen3-8b --served-model-name qwen3-8b --device cuda \
+      --port 8100 --max-model-len 1024 --tokenizer .gpu/tok --quantization $q > "$OUT/serve_$q.log" 2>&1 &
+    sp=$!
+    for _ in $(seq 1 120); do curl -sf http://127.0.0.1:8100/health > /dev/null && break; sleep 1; done
+    timeout 100 $T/latlab-bench --base-url http://127.0.0.1:8100 --backend openai --endpoint /v1/completions \
+      --model qwen3-8b --tokenizer .gpu/tok --dataset-name random --random-input-len 232 \
+      --random-output-len 220 --num-prompts 10 --max-concurrency 1 --ignore-eos --warmup-requests 2 \
+      --metric-percentiles 50,99 > "$OUT/http_$q.log" 2>&1
+    echo "http $q rc=$?"; grep -E "Mean TTFT|P99 TTFT|Mean TPOT|P99 ITL \(" "$OUT/http_$q.log"
+    kill $sp; wait $sp 2> /dev/null
+  done
+fi
+if has hf; then
+  timeout 200 $T/latlab-engine make-model --preset qwen3-8b --seed 0 --tokenizer .gpu/tok --out /tmp/q8 > "$OUT/make.log" 2>&1
+  echo "make-model rc=$?"
+  timeout 200 python3 .gpu/hf_qwen3_8b.py --ckpt /tmp/q8 --out "$OUT/hf8b.json" > "$OUT/hf.log" 2>&1
+  echo "hf rc=$?"
+  LATLAB_HF8B_CKPT=/tmp/q8 LATLAB_HF8B_JSON="$OUT/hf8b.json" timeout 200 $T/cuda_hf_8b --ignored --nocapture > "$OUT/hf_test.log" 2>&1
+  echo "hf test rc=$?"; grep -E "last prompt|teacher|test result|panicked" "$OUT/hf_test.log"
+fi
