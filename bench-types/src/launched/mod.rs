@@ -40,7 +40,9 @@ pub struct LaunchedTarget {
     pub speculative: Option<Speculative>,
     #[serde(default)]
     pub attention_backend: Option<AttentionBackend>,
-    /// Largest batch captured in a CUDA graph.
+    /// Largest batch (requests per decode step) captured in a CUDA graph. SGLang
+    /// `--cuda-graph-max-bs`, TensorRT-LLM `cuda_graph_config.max_batch_size`; vLLM counts
+    /// tokens, so it gets an explicit capture list up to this times (1 + draft tokens).
     #[serde(default)]
     pub cuda_graph_max_bs: Option<u32>,
     /// Turn torch.compile on where the engine leaves it off (SGLang, TensorRT-LLM).
@@ -174,7 +176,8 @@ impl LaunchedTarget {
         if self.torch_compile && engine == LaunchedEngine::Vllm {
             e.push("target.torch_compile", "vLLM already compiles with torch.compile by default; leave this off");
         }
-        check_extra_args(e, engine, &self.extra_args);
+        let owns_compilation_config = engine == LaunchedEngine::Vllm && self.cuda_graph_max_bs.is_some();
+        check_extra_args(e, engine, owns_compilation_config, &self.extra_args);
     }
 }
 
@@ -268,8 +271,10 @@ fn check_word(e: &mut ValidationErrors, field: &str, s: &str) {
 }
 
 /// `extra_args` must read as flags, each optionally followed by values, and must not set
-/// what a typed field (or the worker) already sets.
-fn check_extra_args(e: &mut ValidationErrors, engine: LaunchedEngine, args: &[String]) {
+/// what a typed field (or the worker) already sets. `owns_compilation_config`: vLLM's
+/// `--compilation-config` carries `cuda_graph_max_bs`, so `-O...` and
+/// `--compilation-config...` would replace it (argparse keeps the last one).
+fn check_extra_args(e: &mut ValidationErrors, engine: LaunchedEngine, owns_compilation_config: bool, args: &[String]) {
     const FIELD: &str = "target.extra_args";
     if args.len() > limits::MAX_EXTRA_ARGS {
         e.push(FIELD, format!("at most {} entries", limits::MAX_EXTRA_ARGS));
@@ -293,6 +298,12 @@ fn check_extra_args(e: &mut ValidationErrors, engine: LaunchedEngine, args: &[St
             e.push(FIELD, format!("{arg:?} is not a flag (expected --name, --name=value or -x)"));
             return;
         };
+        let compilation_config = (arg.starts_with("-O") && !arg.starts_with("--"))
+            || name.split('.').next().is_some_and(|n| n.len() >= 3 && "compilation-config".starts_with(n));
+        if owns_compilation_config && compilation_config {
+            e.push(FIELD, format!("{arg:?} would replace the --compilation-config that target.cuda_graph_max_bs sets; remove one of them"));
+            return;
+        }
         if let Some(owner) = render::owned_flag(engine, &name) {
             e.push(FIELD, format!("{arg:?} is set by {owner}; remove it from the extra arguments"));
             return;

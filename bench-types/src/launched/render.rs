@@ -2,7 +2,8 @@
 //! Pure: nothing here touches the file system or spawns anything.
 //!
 //! Flag spellings follow the engine versions of the seed study: vLLM v0.11.0, SGLang
-//! v0.5.3.post3, TensorRT-LLM v1.2.0rc1. Typed options come out in one fixed order
+//! v0.5.3.post3, TensorRT-LLM v1.2.0rc1. FLAGS.md lists every flag and key rendered here,
+//! the source each was checked against, and what differs in other versions. Typed options come out in one fixed order
 //! (model, quantization, torch.compile, speculative, attention, CUDA graphs, host/port,
 //! extra arguments), which is the order the seed study prints them in.
 
@@ -82,11 +83,19 @@ impl LaunchedTarget {
             });
             push(&mut args, "--speculative-config", &config.to_string());
         }
-        // v0.11: one value N captures [1, 2, 4, 8, 16, ..., N].
+        // An explicit capture list through `--compilation-config`, which every vLLM from
+        // v0.11.0 on reads the same way. `--cuda-graph-sizes N` does not: v0.11.0 reads one
+        // value as "[1, 2, 4] + multiples of 8 up to N", v0.11.1 and v0.12 read it as the
+        // list `[N]` (deprecated alias of `--cudagraph-capture-sizes`), v0.13 removed it.
+        // vLLM counts capture sizes in tokens: a decode step of B requests with k draft
+        // tokens each is B * (1 + k) tokens. See FLAGS.md.
         if let Some(bs) = self.cuda_graph_max_bs {
-            push(&mut args, "--cuda-graph-sizes", &bs.to_string());
+            let tokens_per_request = 1 + self.speculative.as_ref().and_then(|s| s.num_steps).unwrap_or(0);
+            let config = serde_json::json!({ "cudagraph_capture_sizes": vllm_capture_sizes(bs * tokens_per_request) });
+            push(&mut args, "--compilation-config", &config.to_string());
         }
-        // v0.11 chooses the attention backend from the environment only.
+        // v0.11 chooses the attention backend from the environment only (`--attention-backend`
+        // came later and the variable was deprecated; see FLAGS.md).
         let env = match self.attention_backend.and_then(|b| attention_backend_name(self.engine, b)) {
             Some(b) => vec![("VLLM_ATTENTION_BACKEND".to_string(), b.to_string())],
             None => vec![],
@@ -173,6 +182,17 @@ impl LaunchedTarget {
     }
 }
 
+/// vLLM's CUDA graph capture sizes up to `max` tokens: 1, 2, 4, then every multiple of 8
+/// (vLLM v0.11.0's own pattern for one `--cuda-graph-sizes` value), then `max` itself so
+/// that the largest size is exactly `max`.
+pub(super) fn vllm_capture_sizes(max: u32) -> Vec<u32> {
+    let mut sizes: Vec<u32> = [1, 2, 4].into_iter().chain((8..=max).step_by(8)).filter(|&s| s <= max).collect();
+    if sizes.last() != Some(&max) {
+        sizes.push(max);
+    }
+    sizes
+}
+
 fn push(args: &mut Vec<String>, flag: &str, value: &str) {
     args.push(flag.to_string());
     args.push(value.to_string());
@@ -206,6 +226,7 @@ pub(super) fn owned_flag(engine: LaunchedEngine, name: &str) -> Option<&'static 
             ("q", "target.quantization"),
             ("speculative-config", "target.speculative"),
             ("cuda-graph-sizes", "target.cuda_graph_max_bs"),
+            ("cudagraph-capture-sizes", "target.cuda_graph_max_bs"),
             ("max-cudagraph-capture-size", "target.cuda_graph_max_bs"),
             ("attention-backend", "target.attention_backend"),
         ],
