@@ -38,16 +38,28 @@ impl From<db::DbError> for ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let (status, message, fields) = match self {
+impl ApiError {
+    /// The status and the message the JSON body carries (field errors folded into it).
+    pub fn status_and_message(self) -> (StatusCode, String) {
+        let (status, message, _) = self.into_parts();
+        (status, message)
+    }
+
+    fn into_parts(self) -> (StatusCode, String, Vec<bench_types::FieldError>) {
+        match self {
             ApiError::Invalid(v) => (StatusCode::BAD_REQUEST, format!("invalid input: {v}"), v.0),
             ApiError::BadRequest(m) => (StatusCode::BAD_REQUEST, m, vec![]),
             ApiError::UnsupportedMediaType(m) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, m, vec![]),
             ApiError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, m, vec![]),
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, m, vec![]),
             ApiError::Internal(m) => (StatusCode::INTERNAL_SERVER_ERROR, m, vec![]),
-        };
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, message, fields) = self.into_parts();
         (status, Json(serde_json::json!({ "error": { "message": message, "fields": fields } }))).into_response()
     }
 }

@@ -13,12 +13,20 @@ use bench_types::CreatedRuns;
 use db::imports::NewImportedRun;
 
 pub async fn create(State(st): State<AppState>, JsonBody(req): JsonBody<ImportRequest>) -> Result<(StatusCode, Json<CreatedRuns>), ApiError> {
+    let created = store(&st.pool, &req).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// Parses and stores one import in a single transaction: the API and the import page
+/// (`crate::import_page`) both come here. A bad file is `ApiError::BadRequest` naming the
+/// problem, and nothing is stored.
+pub async fn store(pool: &sqlx::PgPool, req: &ImportRequest) -> Result<CreatedRuns, ApiError> {
     let runs = req.into_runs().map_err(|e| ApiError::BadRequest(format!("import refused: {e}")))?;
     let rows: Vec<NewImportedRun> = runs
         .iter()
         .map(|r| NewImportedRun { spec: &r.spec, summary: &r.summary, requests: &r.requests, notes: &r.notes })
         .collect();
-    let mut tx = st.pool.begin().await.map_err(|e| ApiError::from(db::DbError::from(e)))?;
+    let mut tx = pool.begin().await.map_err(|e| ApiError::from(db::DbError::from(e)))?;
     let run_ids = db::imports::insert_runs(&mut tx, &rows).await?;
     let title = req.comparison_title.clone().filter(|t| !t.trim().is_empty()).or_else(|| {
         (run_ids.len() > 1).then(|| format!("Imported: {} ({})", req.config.engine, req.config.source.clone().unwrap_or_else(|| "upload".into())))
@@ -34,5 +42,5 @@ pub async fn create(State(st): State<AppState>, JsonBody(req): JsonBody<ImportRe
     };
     tx.commit().await.map_err(|e| ApiError::from(db::DbError::from(e)))?;
     tracing::info!(?run_ids, ?comparison_slug, "results imported");
-    Ok((StatusCode::CREATED, Json(CreatedRuns { run_ids, comparison_slug })))
+    Ok(CreatedRuns { run_ids, comparison_slug })
 }

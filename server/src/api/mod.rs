@@ -4,7 +4,7 @@
 mod comparisons;
 mod error;
 pub mod exports;
-mod imports;
+pub mod imports;
 mod json_body;
 mod runs;
 
