@@ -47,6 +47,7 @@ pub fn App() -> impl IntoView {
                 <nav>
                     <A href="/runs">"Runs"</A>
                     <A href="/runs/new">"New run"</A>
+                    <A href="/import">"Import"</A>
                 </nav>
             </header>
             <main>
@@ -54,6 +55,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("") view=pages::HomePage ssr=SsrMode::Async/>
                     <Route path=path!("/runs") view=pages::RunsPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs/new") view=pages::NewRunPage ssr=SsrMode::Async/>
+                    <Route path=path!("/import") view=pages::ImportPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs/:id") view=pages::RunPage ssr=SsrMode::Async/>
                     <Route path=path!("/c/:slug") view=pages::ComparisonPage ssr=SsrMode::Async/>
                 </Routes>

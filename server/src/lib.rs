@@ -6,6 +6,7 @@ pub mod api;
 pub mod auth;
 pub mod config;
 pub mod embedded_pg;
+pub mod import_page;
 pub mod router;
 pub mod seed;
 pub mod state;

@@ -38,6 +38,11 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/login", get(crate::auth::login_page).post(crate::auth::login))
         .nest("/api", crate::api::routes())
+        // The import form's post; GET /import is the Leptos page below.
+        .route(
+            app::pages::IMPORT_PATH,
+            axum::routing::post(crate::import_page::submit).layer(axum::extract::DefaultBodyLimit::max(MAX_IMPORT_BYTES)),
+        )
         .route("/c/{slug}/chart.svg", get(crate::api::exports::chart_svg))
         .leptos_routes_with_context(
             &state,
@@ -47,8 +52,8 @@ pub fn router(state: AppState) -> Router {
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(app::shell))
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::require_for_writes))
-        // The outer cap is the import size; every route but /api/imports lowers it to
-        // MAX_BODY_BYTES with DefaultBodyLimit (see api::routes).
+        // The outer cap is the import size; every route but the imports lowers it to
+        // MAX_BODY_BYTES with DefaultBodyLimit (see api::routes and POST /import above).
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(RequestBodyLimitLayer::new(MAX_IMPORT_BYTES))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, REQUEST_TIMEOUT))

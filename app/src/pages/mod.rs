@@ -2,6 +2,7 @@
 
 mod comparison;
 mod home;
+mod import;
 mod new_run;
 mod not_found;
 mod run;
@@ -9,6 +10,7 @@ mod runs;
 
 pub use comparison::ComparisonPage;
 pub use home::HomePage;
+pub use import::{ImportFormState, ImportPage, IMPORT_PATH};
 pub use new_run::NewRunPage;
 pub use not_found::NotFound;
 pub use run::RunPage;
