@@ -78,6 +78,10 @@ pub fn ImportPage() -> impl IntoView {
     let state = SharedValue::new(|| use_context::<ImportFormState>().unwrap_or_default()).into_inner();
     let ImportFormState { config: c, comparison_title, text, file_name, error } = state;
     let opt = |v: Option<String>| v.unwrap_or_default();
+    // Effects run only in the browser: marks the form once the page is hydrated (the
+    // browser tests wait for it; the form itself needs no JavaScript).
+    let hydrated = RwSignal::new(false);
+    Effect::new(move |_| hydrated.set(true));
     let file_note = file_name.map(|n| view! { <small class="hint">{format!("You had chosen {n}: choose it again.")}</small> });
     view! {
         <h1>"Import results"</h1>
@@ -85,7 +89,8 @@ pub fn ImportPage() -> impl IntoView {
            " JSON file, or the " <code>"Serving Benchmark Result"</code>
            " block(s) vLLM prints. Each block becomes a run marked imported; several blocks make a comparison."</p>
         <p class="error import-error" role="alert" data-testid="import-error">{error}</p>
-        <form class="run-form" method="post" action=IMPORT_PATH enctype="multipart/form-data">
+        <form class="run-form" method="post" action=IMPORT_PATH enctype="multipart/form-data"
+            data-hydrated=move || hydrated.get().then_some("true")>
             <fieldset>
                 <legend>"Result"</legend>
                 <div class="field">
