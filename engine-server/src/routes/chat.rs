@@ -2,16 +2,13 @@
 //! streamed as `chat.completion.chunk` events or returned as one `chat.completion`.
 
 use super::params::{body_json, field, parse};
+use super::respond::{Shape, respond};
 use crate::api_error::ApiError;
-use crate::generation::{Generation, Piece, Usage};
-use crate::sse::{self, ChunkFormat};
-use crate::state::{AppState, unix_now};
-use axum::Json;
+use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use engine::chat_template::ChatMessage;
-use engine::request::GenerateRequest;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -47,26 +44,23 @@ fn content_text(v: &serde_json::Value) -> Result<String, ApiError> {
     }
 }
 
-struct ChatFormat {
-    id: String,
-    created: u64,
-    model: String,
-}
+/// `chat.completion` / `chat.completion.chunk`: the first chunk names the role.
+struct Chat;
 
-impl ChunkFormat for ChatFormat {
-    fn delta(&self, text: &str, first: bool, finish: Option<&str>) -> serde_json::Value {
+impl Shape for Chat {
+    const ID_PREFIX: &'static str = "chatcmpl";
+    const CHUNK_OBJECT: &'static str = "chat.completion.chunk";
+    const OBJECT: &'static str = "chat.completion";
+    fn delta_choice(text: &str, first: bool, finish: Option<&str>) -> serde_json::Value {
         let delta = if first {
             json!({"role": "assistant", "content": text})
         } else {
             json!({"content": text})
         };
-        json!({
-            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
-        })
+        json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish})
     }
-    fn usage(&self, usage: Usage) -> serde_json::Value {
-        json!({"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model, "choices": [], "usage": usage})
+    fn choice(text: String, finish: &str) -> serde_json::Value {
+        json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": finish})
     }
 }
 
@@ -98,63 +92,5 @@ pub async fn handle(State(state): State<AppState>, body: Bytes) -> Result<Respon
         .ok_or_else(|| ApiError::bad_request("this model has no chat template"))?;
     let prompt_text = template.render(&messages, enable_thinking)?;
     let prompt = shared.tokenizer.encode(&prompt_text)?;
-    let generation = Generation::start(
-        &state,
-        GenerateRequest {
-            prompt,
-            params: p.params,
-        },
-        p.stops,
-    )?;
-    let fmt = ChatFormat {
-        id: format!("chatcmpl-{:016x}", response_id(&state)),
-        created: unix_now(),
-        model: state.model_name.to_string(),
-    };
-    if p.stream {
-        return Ok(sse::stream(generation, fmt, p.include_usage).into_response());
-    }
-    let (text, finish, usage) = collect(generation).await?;
-    Ok(Json(json!({
-        "id": fmt.id, "object": "chat.completion", "created": fmt.created, "model": fmt.model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": finish}],
-        "usage": usage,
-    }))
-    .into_response())
-}
-
-/// Drain a generation for a non-streaming response.
-pub async fn collect(mut g: Generation) -> Result<(String, &'static str, Usage), ApiError> {
-    let mut text = String::new();
-    let mut finish = "stop";
-    while let Some(piece) = g.next().await {
-        match piece {
-            Piece::Delta {
-                text: t, finish: f, ..
-            } => {
-                text.push_str(&t);
-                if let Some(f) = f {
-                    finish = f;
-                }
-            }
-            Piece::Finished { usage } => return Ok((text, finish, usage)),
-            Piece::Failed(msg) => {
-                return Err(ApiError {
-                    status: axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                    kind: "server_error",
-                    message: msg,
-                    code: None,
-                });
-            }
-        }
-    }
-    Err(ApiError::bad_request("generation ended without a result"))
-}
-
-/// Response ids: unique per process (a counter in the state) and across restarts (time).
-pub fn response_id(state: &AppState) -> u64 {
-    let n = state
-        .response_counter
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    (unix_now() << 20) ^ n
+    respond::<Chat>(&state, prompt, p).await
 }

@@ -1,33 +1,26 @@
 //! `POST /v1/completions`: a raw prompt (text or token ids), no chat template.
 
-use super::chat::{collect, response_id};
 use super::params::{body_json, parse};
+use super::respond::{Shape, respond};
 use crate::api_error::ApiError;
-use crate::generation::{Generation, Usage};
-use crate::sse::{self, ChunkFormat};
-use crate::state::{AppState, unix_now};
-use axum::Json;
+use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
-use engine::request::GenerateRequest;
+use axum::response::Response;
 use serde_json::{Value, json};
 
-struct CompletionFormat {
-    id: String,
-    created: u64,
-    model: String,
-}
+/// `text_completion`, streamed or whole: the choice carries the text either way.
+struct Completion;
 
-impl ChunkFormat for CompletionFormat {
-    fn delta(&self, text: &str, _first: bool, finish: Option<&str>) -> Value {
-        json!({
-            "id": self.id, "object": "text_completion", "created": self.created, "model": self.model,
-            "choices": [{"index": 0, "text": text, "logprobs": null, "finish_reason": finish}],
-        })
+impl Shape for Completion {
+    const ID_PREFIX: &'static str = "cmpl";
+    const CHUNK_OBJECT: &'static str = "text_completion";
+    const OBJECT: &'static str = "text_completion";
+    fn delta_choice(text: &str, _first: bool, finish: Option<&str>) -> Value {
+        json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish})
     }
-    fn usage(&self, usage: Usage) -> Value {
-        json!({"id": self.id, "object": "text_completion", "created": self.created, "model": self.model, "choices": [], "usage": usage})
+    fn choice(text: String, finish: &str) -> Value {
+        Self::delta_choice(&text, false, Some(finish))
     }
 }
 
@@ -60,27 +53,5 @@ pub async fn handle(State(state): State<AppState>, body: Bytes) -> Result<Respon
     let body = body_json(&body)?;
     let p = parse(&body, &state)?;
     let prompt = prompt_tokens(&state, body.get("prompt"))?;
-    let generation = Generation::start(
-        &state,
-        GenerateRequest {
-            prompt,
-            params: p.params,
-        },
-        p.stops,
-    )?;
-    let fmt = CompletionFormat {
-        id: format!("cmpl-{:016x}", response_id(&state)),
-        created: unix_now(),
-        model: state.model_name.to_string(),
-    };
-    if p.stream {
-        return Ok(sse::stream(generation, fmt, p.include_usage).into_response());
-    }
-    let (text, finish, usage) = collect(generation).await?;
-    Ok(Json(json!({
-        "id": fmt.id, "object": "text_completion", "created": fmt.created, "model": fmt.model,
-        "choices": [{"index": 0, "text": text, "logprobs": null, "finish_reason": finish}],
-        "usage": usage,
-    }))
-    .into_response())
+    respond::<Completion>(&state, prompt, p).await
 }

@@ -7,6 +7,7 @@ mod info;
 mod metrics;
 mod models;
 mod params;
+mod respond;
 
 use crate::state::AppState;
 use axum::Router;
