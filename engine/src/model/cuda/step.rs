@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::model::{Next, SeqChunk};
 use kernels::Gpu;
 use kernels::bf16;
-use kernels::cudarc::driver::{CudaSlice, CudaStream};
+use kernels::cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut};
 use kernels::ops::{self, AttnDims, PagedAttnArgs, RopeKvArgs, SKINNY_MAX_ROWS};
 use std::sync::Arc;
 
@@ -83,12 +83,26 @@ pub(super) fn linear(
         return ops::gemm_into(gpu, &x.as_view(), &w.as_view(), n, k, &mut y.as_view_mut())
             .map_err(kernel_err);
     }
+    in_row_chunks(x, y, n, k, |xs, ys| {
+        ops::skinny_gemm_into(gpu, xs, &w.as_view(), n, k, ys)
+    })
+}
+
+/// Run `f` over x and y in chunks of at most 8 rows (the skinny GEMM's limit).
+fn in_row_chunks(
+    x: &CudaSlice<bf16>,
+    y: &mut CudaSlice<f32>,
+    n: usize,
+    k: usize,
+    mut f: impl FnMut(&CudaView<'_, bf16>, &mut CudaViewMut<'_, f32>) -> kernels::Result<()>,
+) -> Result<()> {
+    let rows = x.len() / k;
     let mut r = 0;
     while r < rows {
         let m = SKINNY_MAX_ROWS.min(rows - r);
         let xs = x.slice(r * k..(r + m) * k);
         let mut ys = y.slice_mut(r * n..(r + m) * n);
-        ops::skinny_gemm_into(gpu, &xs, &w.as_view(), n, k, &mut ys).map_err(kernel_err)?;
+        f(&xs, &mut ys).map_err(kernel_err)?;
         r += m;
     }
     Ok(())
@@ -131,15 +145,9 @@ pub(super) fn linear_w(
                 .map_err(kernel_err);
         }
     }
-    let mut r = 0;
-    while r < rows {
-        let m = SKINNY_MAX_ROWS.min(rows - r);
-        let xs = x.slice(r * k..(r + m) * k);
-        let mut ys = y.slice_mut(r * n..(r + m) * n);
-        ops::skinny_gemm_fp8_into(gpu, &xs, &m8, &mut ys).map_err(kernel_err)?;
-        r += m;
-    }
-    Ok(())
+    in_row_chunks(x, y, n, k, |xs, ys| {
+        ops::skinny_gemm_fp8_into(gpu, xs, &m8, ys)
+    })
 }
 
 /// Every layer for the step's tokens; leaves the final-normed hidden states in `sc.h`.
