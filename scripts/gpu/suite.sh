@@ -10,7 +10,7 @@ T=.gpu/t
 SUITE=${SUITE:-tests timing bench http}
 has() { [[ " $SUITE " == *" $1 "* ]]; }
 if has tests; then
-  for b in cuda_ops cuda_backend; do
+  for b in cuda_ops cuda_gemm cuda_backend; do
     timeout 150 $T/$b --include-ignored --nocapture --test-threads=1 > "$OUT/$b.log" 2>&1
     echo "$b rc=$?"; grep -E "test result|panicked" "$OUT/$b.log" | head -5
   done

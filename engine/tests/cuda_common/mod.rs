@@ -1,0 +1,61 @@
+//! What the CUDA op tests share (GPU machine only): a seeded bf16-exact random source,
+//! upload/download, and the error check. Each test binary uses part of it.
+#![allow(dead_code)]
+
+use kernels::cudarc::driver::CudaSlice;
+use kernels::{Gpu, GpuOptions, bf16};
+
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> f32 {
+        // splitmix64 -> uniform [-1, 1), rounded to bf16 so both sides see the same value
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let u = (z >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0;
+        bf16::from_f32(u).to_f32()
+    }
+    pub fn vec(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.next()).collect()
+    }
+}
+
+pub fn gpu() -> Gpu {
+    Gpu::new(&GpuOptions::from_env()).expect("GPU with kernels")
+}
+pub fn up_bf16(g: &Gpu, v: &[f32]) -> CudaSlice<bf16> {
+    let b: Vec<bf16> = v.iter().map(|&x| bf16::from_f32(x)).collect();
+    g.stream().clone_htod(&b).unwrap()
+}
+pub fn up<T: kernels::cudarc::driver::DeviceRepr>(g: &Gpu, v: &[T]) -> CudaSlice<T> {
+    g.stream().clone_htod(v).unwrap()
+}
+pub fn down_bf16(g: &Gpu, s: &CudaSlice<bf16>) -> Vec<f32> {
+    g.stream()
+        .clone_dtoh(s)
+        .unwrap()
+        .iter()
+        .map(|x| x.to_f32())
+        .collect()
+}
+pub fn down<T: kernels::cudarc::driver::DeviceRepr>(g: &Gpu, s: &CudaSlice<T>) -> Vec<T> {
+    g.stream().clone_dtoh(s).unwrap()
+}
+
+/// Max |a - b| / (|b| + floor), and asserts it stays under `tol`.
+pub fn check(what: &str, a: &[f32], b: &[f32], floor: f32, tol: f32) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    let (mut worst, mut abs) = (0f32, 0f32);
+    for (i, (&x, &y)) in a.iter().zip(b).enumerate() {
+        let e = (x - y).abs() / (y.abs() + floor);
+        assert!(
+            e <= tol,
+            "{what}[{i}]: gpu {x} vs cpu {y} (rel {e:e} > {tol:e})"
+        );
+        worst = worst.max(e);
+        abs = abs.max((x - y).abs());
+    }
+    eprintln!("{what:<40} max abs {abs:.3e}  max rel {worst:.3e}");
+}

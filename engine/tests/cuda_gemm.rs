@@ -1,0 +1,185 @@
+//! The GEMMs against an f64 reference on fresh random inputs (GPU machine only:
+//! `cargo test -p engine --test cuda_gemm -- --ignored`): cuBLAS (prefill) and the
+//! tensor-core skinny GEMM (decode), bf16 and FP8, with the FP8 prefill dequantization.
+//! Errors are judged relative to sum |x w| (f32 accumulation order), not to the result.
+
+mod cuda_common;
+
+use cuda_common::{Rng, check, down, down_bf16, gpu, up, up_bf16};
+use kernels::bf16;
+use kernels::cudarc::driver::CudaSlice;
+use kernels::ops;
+
+/// cuBLAS GEMM (decode at 4-8 rows and prefill) against the same f64 reference.
+#[test]
+#[ignore = "gpu"]
+fn cublas_gemm_matches_f64_reference() {
+    let g = gpu();
+    assert!(
+        ops::blas_available(&g),
+        "libcublas must load on the GPU machine"
+    );
+    let mut r = Rng(9);
+    for (m, n, k) in [
+        (4, 37, 64),
+        (8, 1000, 4096),
+        (232, 300, 4096),
+        (5, 257, 12288),
+    ] {
+        let (w, x) = (r.vec(n * k), r.vec(m * k));
+        let mut y = g.stream().alloc_zeros::<f32>(m * n).unwrap();
+        ops::gemm_into(
+            &g,
+            &up_bf16(&g, &x).as_view(),
+            &up_bf16(&g, &w).as_view(),
+            n,
+            k,
+            &mut y.as_view_mut(),
+        )
+        .unwrap();
+        let got = down(&g, &y);
+        let err: Vec<f32> = (0..m * n)
+            .map(|i| {
+                let (t, j) = (i / n, i % n);
+                let (xs, ws) = (&x[t * k..][..k], &w[j * k..][..k]);
+                let want: f64 = xs.iter().zip(ws).map(|(a, b)| *a as f64 * *b as f64).sum();
+                let mag: f32 = xs.iter().zip(ws).map(|(a, b)| (a * b).abs()).sum();
+                (got[i] - want as f32) / mag
+            })
+            .collect();
+        check(
+            &format!("cublas gemm m={m} n={n} k={k} (err / sum|xw|)"),
+            &err,
+            &vec![0.0; err.len()],
+            1.0,
+            1e-5,
+        );
+    }
+}
+
+/// e4m3fn code -> value, written out from the format (sign, 4 exponent bits with bias 7,
+/// 3 mantissa bits; exponent 0 is subnormal): the reference the FP8 GEMM is held to.
+fn e4m3_value(c: u8) -> f32 {
+    let sign = if c & 0x80 != 0 { -1.0 } else { 1.0 };
+    let (e, m) = (((c >> 3) & 0xf) as i32, (c & 7) as f32);
+    sign * if e == 0 {
+        m / 8.0 * 2f32.powi(-6)
+    } else {
+        (1.0 + m / 8.0) * 2f32.powi(e - 7)
+    }
+}
+
+/// Tensor-core skinny GEMM, bf16 and FP8 block-scaled weights, against f64 for every row
+/// count, including shapes whose n is not a multiple of the 16-row tile and k not of the
+/// 32/64-k chunk.
+#[test]
+#[ignore = "gpu"]
+fn skinny_gemm_matches_f64_reference_for_every_row_count() {
+    let g = gpu();
+    let mut r = Rng(11);
+    for (n, k) in [(37, 64), (300, 208), (1000, 4096), (256, 12288)] {
+        let w = r.vec(n * k);
+        let dw = up_bf16(&g, &w);
+        // FP8: random codes (no NaN: 0x7f / 0xff) and positive block scales.
+        let codes: Vec<u8> = (0..n * k)
+            .map(|_| {
+                let c = ((r.next() + 1.0) * 127.99) as u8;
+                if c & 0x7f == 0x7f { c - 1 } else { c }
+            })
+            .collect();
+        // Scales per 128 rows (the checkpoint layout) and per row (fused tiny projections).
+        let sc = k.div_ceil(128);
+        let scaled = |rows_per: usize, r: &mut Rng| {
+            let s: Vec<f32> = (0..n.div_ceil(rows_per) * sc)
+                .map(|_| (r.next().abs() + 0.1) / 64.0)
+                .collect();
+            let w: Vec<f32> = (0..n * k)
+                .map(|i| e4m3_value(codes[i]) * s[(i / k / rows_per) * sc + (i % k) / 128])
+                .collect();
+            (s, w)
+        };
+        let (s128, w128) = scaled(128, &mut r);
+        let (s1, w1) = scaled(1, &mut r);
+        let dcodes = up(&g, &codes);
+        let (ds128, ds1) = (up(&g, &s128), up(&g, &s1));
+        let fp8 = |s: &CudaSlice<f32>, rows: usize| (s.clone(), rows);
+        let variants = [
+            ("bf16", &w, None),
+            ("fp8/128 rows", &w128, Some(fp8(&ds128, 128))),
+            ("fp8/1 row", &w1, Some(fp8(&ds1, 1))),
+        ];
+        // The prefill path's dequantization: exactly code * scale rounded once to bf16.
+        for (what, wref, f) in &variants {
+            let Some((ds, rows)) = f else { continue };
+            let mut out = g.stream().alloc_zeros::<bf16>(n * k).unwrap();
+            let m8 = ops::Fp8Matrix {
+                codes: &dcodes.as_view(),
+                scale_inv: &ds.as_view(),
+                scale_rows: *rows,
+                n,
+                k,
+            };
+            ops::fp8_dequant_into(&g, &m8, &mut out.as_view_mut()).unwrap();
+            let want: Vec<f32> = wref.iter().map(|&v| bf16::from_f32(v).to_f32()).collect();
+            check(
+                &format!("fp8_dequant {what} {n}x{k} (exact)"),
+                &down_bf16(&g, &out),
+                &want,
+                1e-30,
+                0.0,
+            );
+        }
+        for m in 1..=8 {
+            let x = r.vec(m * k);
+            let dx = up_bf16(&g, &x);
+            for (kind, wref, f) in &variants {
+                let mut y = g.stream().alloc_zeros::<f32>(m * n).unwrap();
+                match f {
+                    None => ops::skinny_gemm_into(
+                        &g,
+                        &dx.as_view(),
+                        &dw.as_view(),
+                        n,
+                        k,
+                        &mut y.as_view_mut(),
+                    ),
+                    Some(_) if k % 16 != 0 => continue,
+                    Some((ds, rows)) => ops::skinny_gemm_fp8_into(
+                        &g,
+                        &dx.as_view(),
+                        &ops::Fp8Matrix {
+                            codes: &dcodes.as_view(),
+                            scale_inv: &ds.as_view(),
+                            scale_rows: *rows,
+                            n,
+                            k,
+                        },
+                        &mut y.as_view_mut(),
+                    ),
+                }
+                .unwrap();
+                let got = down(&g, &y);
+                let mut err = vec![0f32; m * n];
+                for t in 0..m {
+                    for j in 0..n {
+                        let (xs, ws) = (&x[t * k..][..k], &wref[j * k..][..k]);
+                        let want: f64 = xs.iter().zip(ws).map(|(a, b)| *a as f64 * *b as f64).sum();
+                        let mag: f64 = xs
+                            .iter()
+                            .zip(ws)
+                            .map(|(a, b)| (*a as f64 * *b as f64).abs())
+                            .sum();
+                        err[t * n + j] = ((got[t * n + j] as f64 - want) / mag.max(1e-30)) as f32;
+                    }
+                }
+                check(
+                    &format!("skinny {kind} m={m} n={n} k={k} (err / sum|xw|)"),
+                    &err,
+                    &vec![0.0; err.len()],
+                    1.0,
+                    1e-5,
+                );
+            }
+        }
+    }
+}
