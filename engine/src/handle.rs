@@ -62,7 +62,8 @@ impl EngineHandle {
                 &loaded.weights,
                 plan.kv_pages,
                 plan.block_size,
-                &kernels::GpuOptions::from_env(),
+                &kernels::GpuOptions::from_env()
+                    .map_err(|e| EngineError::Backend(e.to_string()))?,
             )?;
             plan.gpu = Some(b.gpu_name().to_string());
             drop(loaded.weights); // the host copy is not needed once on the GPU

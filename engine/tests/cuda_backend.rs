@@ -38,7 +38,14 @@ fn pair(name: &str, seed: u64) -> (CpuBackend, CudaBackend) {
     if fp8 {
         w.quantize_fp8().unwrap();
     }
-    let gpu = CudaBackend::new(cfg.clone(), &w, 64, 16, &kernels::GpuOptions::from_env()).unwrap();
+    let gpu = CudaBackend::new(
+        cfg.clone(),
+        &w,
+        64,
+        16,
+        &kernels::GpuOptions::from_env().unwrap(),
+    )
+    .unwrap();
     (CpuBackend::new(cfg, w, 64, 16), gpu)
 }
 
@@ -156,7 +163,7 @@ fn tiny_presets_batched_chunked_decode_matches_cpu() {
 fn decode_graphs_equal_eager_launches() {
     let cfg = engine::presets::preset("tiny-untied").unwrap();
     let w = ModelWeights::random(&cfg, 5).unwrap();
-    let opts = kernels::GpuOptions::from_env();
+    let opts = kernels::GpuOptions::from_env().unwrap();
     let mut eager = CudaBackend::new(cfg.clone(), &w, 64, 16, &opts).unwrap();
     eager.set_graphs(false);
     let mut graphs = CudaBackend::new(cfg, &w, 64, 16, &opts).unwrap();

@@ -47,7 +47,8 @@ fn qwen3_8b_matches_hf_transformers() {
     let cfg = ModelConfig::from_dir(&ckpt).unwrap();
     let (w, dtype) = ModelWeights::load(&cfg, &ckpt).unwrap();
     eprintln!("loaded {} ({dtype})", ckpt.display());
-    let mut gpu = CudaBackend::new(cfg, &w, 64, 16, &kernels::GpuOptions::from_env()).unwrap();
+    let mut gpu =
+        CudaBackend::new(cfg, &w, 64, 16, &kernels::GpuOptions::from_env().unwrap()).unwrap();
     drop(w);
     let table: Vec<u32> = (0..64).collect();
     let mut seq = prompt.clone();

@@ -24,6 +24,8 @@ __device__ __forceinline__ unsigned long long warp_max(unsigned long long k) {
 // grid (rows, ARGMAX_PARTS), 256 threads; keys [rows, ARGMAX_PARTS].
 extern "C" __global__ void argmax_partial(const float* __restrict__ logits,
                                           unsigned long long* __restrict__ keys, int vocab) {
+    pdl_trigger();
+    pdl_wait();
     __shared__ unsigned long long sk[8];
     const float* row = logits + (size_t)blockIdx.x * vocab;
     const int per = (vocab + ARGMAX_PARTS - 1) / ARGMAX_PARTS;
@@ -46,6 +48,8 @@ extern "C" __global__ void argmax_partial(const float* __restrict__ logits,
 // grid rows, 32 threads.
 extern "C" __global__ void argmax_final(const unsigned long long* __restrict__ keys,
                                         unsigned int* __restrict__ out) {
+    pdl_trigger();
+    pdl_wait();
     const unsigned long long k = warp_max(keys[(size_t)blockIdx.x * ARGMAX_PARTS + threadIdx.x]);
     // An empty slice keeps key 0; vocab >= 1 guarantees a real key wins.
     if (threadIdx.x == 0) out[blockIdx.x] = 0xffffffffu - (unsigned)(k & 0xffffffffu);

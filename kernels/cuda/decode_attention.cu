@@ -28,6 +28,8 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                      float* __restrict__ part_acc, float* __restrict__ part_ml,
                      __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D,
                      int block_size, float scale) {
+    pdl_trigger();
+    pdl_wait();
     // q of the G heads; the second half of each head sits one float further on, so the two
     // threads of a position (one per half) read different banks.
     __shared__ float s_q[DA_MAXG][DA_QSTRIDE];
@@ -175,6 +177,8 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
 extern "C" __global__ void __launch_bounds__(DA_THREADS)
     decode_attention_combine(const float* __restrict__ part_acc, const float* __restrict__ part_ml,
                              __nv_bfloat16* __restrict__ out, int heads, int D, int nsplit) {
+    pdl_trigger();
+    pdl_wait();
     __shared__ float s_w[DA_MAXSPLITS];
     __shared__ float s_inv_l;
     const int r = blockIdx.x, h = blockIdx.y, tid = threadIdx.x;

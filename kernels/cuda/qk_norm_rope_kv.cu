@@ -16,6 +16,8 @@ extern "C" __global__ void qk_norm_rope_kv(const float* __restrict__ qkv,
                                            __nv_bfloat16* __restrict__ v_cache,
                                            int heads, int kv_heads, int head_dim,
                                            float theta, float eps) {
+    pdl_trigger();
+    pdl_wait();
     __shared__ float partial[32];
     const int t = blockIdx.x, h = blockIdx.y, D = head_dim;
     const int qd = heads * D, kvd = kv_heads * D;

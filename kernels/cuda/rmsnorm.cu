@@ -15,6 +15,12 @@ __device__ __forceinline__ float block_sum(float v, float* shared) {
     return t;
 }
 
+// Each thread keeps its (at most RN_MAXV) elements in registers between the sum of squares
+// and the output, instead of reading the row back: at decode this kernel is one block per
+// token, so its time is its chain of dependent memory round trips. dim <= RN_MAXV * blockDim
+// (checked by the launcher).
+#define RN_MAXV 32
+
 template <bool ADD>
 __device__ void add_rmsnorm_impl(float* __restrict__ x, const float* __restrict__ add,
                                  const float* __restrict__ w, __nv_bfloat16* __restrict__ out,
@@ -22,22 +28,41 @@ __device__ void add_rmsnorm_impl(float* __restrict__ x, const float* __restrict_
     __shared__ float partial[32];
     float* row = x + (size_t)blockIdx.x * dim;
     const float* arow = ADD ? add + (size_t)blockIdx.x * dim : nullptr;
+    float v[RN_MAXV];
     float ss = 0.f;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-        float v = row[i];
-        if (ADD) { v += arow[i]; row[i] = v; }
-        ss += v * v;
+#pragma unroll
+    for (int j = 0; j < RN_MAXV; ++j) {
+        const int i = threadIdx.x + j * blockDim.x;
+        v[j] = 0.f;
+        if (i < dim) {
+            v[j] = row[i];
+            if (ADD) v[j] += arow[i];
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < RN_MAXV; ++j) {
+        const int i = threadIdx.x + j * blockDim.x;
+        if (ADD && i < dim) row[i] = v[j];
+        ss += v[j] * v[j];
     }
     const float r = rsqrtf(block_sum(ss, partial) / (float)dim + eps);
     __nv_bfloat16* orow = out + (size_t)blockIdx.x * dim;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) orow[i] = __float2bfloat16(row[i] * r * w[i]);
+#pragma unroll
+    for (int j = 0; j < RN_MAXV; ++j) {
+        const int i = threadIdx.x + j * blockDim.x;
+        if (i < dim) orow[i] = __float2bfloat16(v[j] * r * w[i]);
+    }
 }
 
 extern "C" __global__ void rmsnorm_rows(float* x, const float* w, __nv_bfloat16* out, int dim, float eps) {
+    pdl_trigger();
+    pdl_wait();
     add_rmsnorm_impl<false>(x, nullptr, w, out, dim, eps);
 }
 
 extern "C" __global__ void add_rmsnorm_rows(float* x, const float* add, const float* w,
                                             __nv_bfloat16* out, int dim, float eps) {
+    pdl_trigger();
+    pdl_wait();
     add_rmsnorm_impl<true>(x, add, w, out, dim, eps);
 }

@@ -15,7 +15,9 @@
 // block reads each weight row as one contiguous stream) and meet in shared memory. Each
 // warp alternates two register stages, loading one chunk while multiplying the other, so
 // its loads stay in flight through the MMAs (the first version loaded 4 chunks, then
-// multiplied them, and left DRAM idle meanwhile: 2.2-3.8 TB/s).
+// multiplied them, and left DRAM idle meanwhile: 2.2-3.8 TB/s). Measured slower and
+// dropped (engine/PERF.md, session 3): L2 prefetch of the rows ahead of the loads (2-20 %
+// slower), and a cp.async ring of 3-8 shared-memory stages per warp (half the bandwidth).
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_fp16.h>
@@ -58,57 +60,31 @@ __device__ __forceinline__ void reduce_store(const float (&c)[4], float* __restr
     }
 }
 
-// One pipeline stage of a thread: 32 contiguous bytes of each of its two weight rows (a
-// quad covers a full 128-byte line per row: with 16 bytes per thread, every load request
-// fetched half lines and the kernel stalled at ~4.0 TB/s) and the matching x bytes.
-struct StageBf16 {
-    uint4 a[2], b[2], x[2];
-};
-
-// x [M, K] bf16, w [N, K] bf16, y [M, N] f32; K % 8 == 0 (checked by the launcher).
-// A chunk is 64 k: thread t of a quad takes k 16t..16t+15 (two 16-byte pieces), i.e. four
-// MMAs. Two stages alternate so one is always in flight while the other feeds the
-// tensor cores.
-extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
-    skinny_gemm_bf16(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
-                     float* __restrict__ y, int M, int N, int K) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int n0 = blockIdx.x * 16;
-    const bool va = n0 + g < N, vb = n0 + g + 8 < N, vx = g < M;
-    const uint4* wa = reinterpret_cast<const uint4*>(w + (size_t)(va ? n0 + g : 0) * K);
-    const uint4* wb = reinterpret_cast<const uint4*>(w + (size_t)(vb ? n0 + g + 8 : 0) * K);
-    const uint4* xr = reinterpret_cast<const uint4*>(x + (size_t)(vx ? g : 0) * K);
-    const int k8 = K / 8;           // 16-byte pieces per row
-    const int nch = (k8 + 7) / 8;   // 64-k chunks
-    const uint4 z = make_uint4(0, 0, 0, 0);
-    auto load = [&](StageBf16& s, int ch) {
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            const int p = (ch * 4 + t) * 2 + j;
-            const bool ok = ch < nch && p < k8;
-            s.a[j] = ok && va ? ld_stream(wa + p) : z;
-            s.b[j] = ok && vb ? ld_stream(wb + p) : z;
-            s.x[j] = ok && vx ? __ldg(xr + p) : z;
-        }
-    };
-    auto mma_stage = [&](float (&c)[4], const StageBf16& s) {
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            mma_bf16(c, s.a[j].x, s.b[j].x, s.a[j].y, s.b[j].y, s.x[j].x, s.x[j].y);
-            mma_bf16(c, s.a[j].z, s.b[j].z, s.a[j].w, s.b[j].w, s.x[j].z, s.x[j].w);
-        }
-    };
+// The pipeline both kernels share. Tile supplies the weight layout: Stage (one chunk's
+// registers), nch (chunks of 128 weight bytes per row), load_w / load_x (a chunk's weights
+// and tokens into a stage; chunks past nch load zeros) and mma (a stage into the
+// accumulators). Two stages alternate, loading one chunk while multiplying the other. The
+// first chunk's weights are requested before pdl_wait, while the previous kernel may still
+// run (launch.rs).
+template <class Tile>
+__device__ __forceinline__ void skinny_pipeline(const Tile& tile, float* __restrict__ y, int M,
+                                                int N, int n0) {
+    const int warp = threadIdx.x >> 5;
     float c0[4] = {0.f, 0.f, 0.f, 0.f}, c1[4] = {0.f, 0.f, 0.f, 0.f};
-    StageBf16 s0, s1;
+    typename Tile::Stage s0, s1;
     int ch = warp;
-    load(s0, ch);
-    while (ch < nch) {
-        load(s1, ch + SG_WARPS);
-        mma_stage(c0, s0);
+    tile.load_w(s0, ch);
+    pdl_wait();  // x comes from the previous kernel; the weights above did not need it
+    tile.load_x(s0, ch);
+    while (ch < tile.nch) {
+        tile.load_w(s1, ch + SG_WARPS);
+        tile.load_x(s1, ch + SG_WARPS);
+        tile.mma(c0, s0);
         ch += SG_WARPS;
-        if (ch >= nch) break;
-        load(s0, ch + SG_WARPS);
-        mma_stage(c1, s1);
+        if (ch >= tile.nch) break;
+        tile.load_w(s0, ch + SG_WARPS);
+        tile.load_x(s0, ch + SG_WARPS);
+        tile.mma(c1, s1);
         ch += SG_WARPS;
     }
 #pragma unroll
@@ -116,8 +92,74 @@ extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
     reduce_store(c0, y, M, N, n0);
 }
 
+// bf16 weights. A chunk is 64 k: thread t of a quad takes k 16t..16t+15 (two 16-byte
+// pieces, 32 contiguous bytes of each of its two rows, so a quad covers a full 128-byte
+// line per row: with 16 bytes per thread every request fetched half lines and the kernel
+// stalled at ~4.0 TB/s), i.e. four MMAs.
+struct TileBf16 {
+    struct Stage {
+        uint4 a[2], b[2], x[2];
+    };
+    const uint4 *wa, *wb, *xr;
+    const __nv_bfloat16* w;
+    int n0, N, K, k8, nch;
+    bool va, vb, vx;
+    int t;
+
+    __device__ TileBf16(const __nv_bfloat16* x, const __nv_bfloat16* w_, int M, int N_, int K_)
+        : w(w_), N(N_), K(K_) {
+        const int lane = threadIdx.x & 31, g = lane >> 2;
+        t = lane & 3;
+        n0 = blockIdx.x * 16;
+        va = n0 + g < N;
+        vb = n0 + g + 8 < N;
+        vx = g < M;
+        wa = reinterpret_cast<const uint4*>(w + (size_t)(va ? n0 + g : 0) * K);
+        wb = reinterpret_cast<const uint4*>(w + (size_t)(vb ? n0 + g + 8 : 0) * K);
+        xr = reinterpret_cast<const uint4*>(x + (size_t)(vx ? g : 0) * K);
+        k8 = K / 8;             // 16-byte pieces per row
+        nch = (k8 + 7) / 8;     // 64-k chunks = 128 bytes per row
+    }
+    __device__ void load_w(Stage& s, int ch) const {
+        const uint4 z = make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int p = (ch * 4 + t) * 2 + j;
+            const bool ok = ch < nch && p < k8;
+            s.a[j] = ok && va ? ld_stream(wa + p) : z;
+            s.b[j] = ok && vb ? ld_stream(wb + p) : z;
+        }
+    }
+    __device__ void load_x(Stage& s, int ch) const {
+        const uint4 z = make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int p = (ch * 4 + t) * 2 + j;
+            s.x[j] = ch < nch && p < k8 && vx ? __ldg(xr + p) : z;
+        }
+    }
+    __device__ void mma(float (&c)[4], const Stage& s) const {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            mma_bf16(c, s.a[j].x, s.b[j].x, s.a[j].y, s.b[j].y, s.x[j].x, s.x[j].y);
+            mma_bf16(c, s.a[j].z, s.b[j].z, s.a[j].w, s.b[j].w, s.x[j].z, s.x[j].w);
+        }
+    }
+};
+
+// x [M, K] bf16, w [N, K] bf16, y [M, N] f32; K % 8 == 0 (checked by the launcher).
+extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
+    skinny_gemm_bf16(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
+                     float* __restrict__ y, int M, int N, int K) {
+    pdl_trigger();
+    const TileBf16 tile(x, w, M, N, K);
+    skinny_pipeline(tile, y, M, N, tile.n0);
+}
+
 // Two e4m3 codes -> two bf16 (exact: every e4m3 value, subnormals included, is a normal f16
-// and a bf16), through the hardware f16 conversion.
+// and a bf16), through the hardware f16 conversion. An integer version (e4m3 bits placed
+// in bf16's, off by 2^-120, with x scaled by 2^64 to compensate) measured 6-9 % slower:
+// the kernel is bound by instruction issue, not by the conversions' throughput.
 __device__ __forceinline__ unsigned fp8x2_to_bf16x2(unsigned short v) {
     const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(v, __NV_E4M3);
     const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
@@ -131,41 +173,59 @@ __device__ __forceinline__ unsigned fp8x2_to_bf16x2(unsigned short v) {
 // counts are not multiples of 128 (tiny test models). A chunk is 128 k, exactly one scale
 // column (thread t of a quad takes codes 32t..32t+31: a full 128-byte line per row per
 // quad), so each chunk's partial sums get their rows' scales in f32. K % 16 == 0.
-struct StageFp8 {
-    uint4 a[2], b[2], x[4];
-    float sa, sb;  // scales of rows g and g + 8 for this chunk
-};
+struct TileFp8 {
+    struct Stage {
+        uint4 a[2], b[2], x[4];
+        float sa, sb;  // scales of rows g and g + 8 for this chunk
+    };
+    const uint4 *wa, *wb, *xr;
+    const unsigned char* w;
+    const float *sra, *srb;
+    int n0, N, K, k16, nch;
+    bool va, vb, vx;
+    int t;
 
-extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
-    skinny_gemm_fp8(const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,
-                    const float* __restrict__ scale_inv, float* __restrict__ y, int M, int N,
-                    int K, int R) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int n0 = blockIdx.x * 16;
-    const bool va = n0 + g < N, vb = n0 + g + 8 < N, vx = g < M;
-    const uint4* wa = reinterpret_cast<const uint4*>(w + (size_t)(va ? n0 + g : 0) * K);
-    const uint4* wb = reinterpret_cast<const uint4*>(w + (size_t)(vb ? n0 + g + 8 : 0) * K);
-    const uint4* xr = reinterpret_cast<const uint4*>(x + (size_t)(vx ? g : 0) * K);
-    const int sc = (K + 127) / 128;
-    const float* sra = scale_inv + (size_t)((va ? n0 + g : 0) / R) * sc;
-    const float* srb = scale_inv + (size_t)((vb ? n0 + g + 8 : 0) / R) * sc;
-    const int k16 = K / 16;           // 16-byte pieces of a weight row
-    const int nch = (k16 + 7) / 8;    // 128-k chunks
-    const uint4 z = make_uint4(0, 0, 0, 0);
-    auto load = [&](StageFp8& s, int ch) {
+    __device__ TileFp8(const __nv_bfloat16* x, const unsigned char* w_, const float* scale_inv,
+                       int M, int N_, int K_, int R)
+        : w(w_), N(N_), K(K_) {
+        const int lane = threadIdx.x & 31, g = lane >> 2;
+        t = lane & 3;
+        n0 = blockIdx.x * 16;
+        va = n0 + g < N;
+        vb = n0 + g + 8 < N;
+        vx = g < M;
+        wa = reinterpret_cast<const uint4*>(w + (size_t)(va ? n0 + g : 0) * K);
+        wb = reinterpret_cast<const uint4*>(w + (size_t)(vb ? n0 + g + 8 : 0) * K);
+        xr = reinterpret_cast<const uint4*>(x + (size_t)(vx ? g : 0) * K);
+        const int sc = (K + 127) / 128;
+        sra = scale_inv + (size_t)((va ? n0 + g : 0) / R) * sc;
+        srb = scale_inv + (size_t)((vb ? n0 + g + 8 : 0) / R) * sc;
+        k16 = K / 16;           // 16-byte pieces of a weight row
+        nch = (k16 + 7) / 8;    // 128-k chunks = 128 bytes per row
+    }
+    __device__ void load_w(Stage& s, int ch) const {
+        const uint4 z = make_uint4(0, 0, 0, 0);
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
             const int p = (ch * 4 + t) * 2 + j;  // piece of 16 codes = 2 x-pieces
             const bool ok = ch < nch && p < k16;
             s.a[j] = ok && va ? ld_stream(wa + p) : z;
             s.b[j] = ok && vb ? ld_stream(wb + p) : z;
-            s.x[2 * j] = ok && vx ? __ldg(xr + 2 * p) : z;
-            s.x[2 * j + 1] = ok && vx ? __ldg(xr + 2 * p + 1) : z;
+        }
+    }
+    __device__ void load_x(Stage& s, int ch) const {
+        const uint4 z = make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int p = (ch * 4 + t) * 2 + j;
+            const bool ok = ch < nch && p < k16 && vx;
+            s.x[2 * j] = ok ? __ldg(xr + 2 * p) : z;
+            s.x[2 * j + 1] = ok ? __ldg(xr + 2 * p + 1) : z;
         }
         s.sa = ch < nch ? __ldg(sra + ch) : 0.f;
         s.sb = ch < nch ? __ldg(srb + ch) : 0.f;
-    };
-    auto mma_stage = [&](float (&c)[4], const StageFp8& s) {
+    }
+    __device__ void mma(float (&c)[4], const Stage& s) const {
         float p[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
@@ -186,23 +246,16 @@ extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
         c[1] = fmaf(s.sa, p[1], c[1]);
         c[2] = fmaf(s.sb, p[2], c[2]);
         c[3] = fmaf(s.sb, p[3], c[3]);
-    };
-    float c0[4] = {0.f, 0.f, 0.f, 0.f}, c1[4] = {0.f, 0.f, 0.f, 0.f};
-    StageFp8 s0, s1;
-    int ch = warp;
-    load(s0, ch);
-    while (ch < nch) {
-        load(s1, ch + SG_WARPS);
-        mma_stage(c0, s0);
-        ch += SG_WARPS;
-        if (ch >= nch) break;
-        load(s0, ch + SG_WARPS);
-        mma_stage(c1, s1);
-        ch += SG_WARPS;
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) c0[i] += c1[i];
-    reduce_store(c0, y, M, N, n0);
+};
+
+extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
+    skinny_gemm_fp8(const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,
+                    const float* __restrict__ scale_inv, float* __restrict__ y, int M, int N,
+                    int K, int R) {
+    pdl_trigger();
+    const TileFp8 tile(x, w, scale_inv, M, N, K, R);
+    skinny_pipeline(tile, y, M, N, tile.n0);
 }
 
 // Prefill with FP8 weights: expand one matrix to bf16 for cuBLAS. code * scale is computed
@@ -212,6 +265,8 @@ extern "C" __global__ void fp8_dequant_bf16(const unsigned char* __restrict__ w,
                                             const float* __restrict__ scale_inv,
                                             __nv_bfloat16* __restrict__ out, int N, int K,
                                             int R) {
+    pdl_trigger();
+    pdl_wait();
     const size_t i8 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // group of 8 codes
     const size_t total8 = (size_t)N * K / 8;
     if (i8 >= total8) return;

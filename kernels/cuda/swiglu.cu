@@ -4,6 +4,8 @@
 
 extern "C" __global__ void swiglu(const float* __restrict__ gu, __nv_bfloat16* __restrict__ out,
                                   int inter, int total) {
+    pdl_trigger();
+    pdl_wait();
     const int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= total) return;
     const int r = idx / inter, c = idx % inter;

@@ -25,6 +25,8 @@ pub enum KernelError {
     },
     #[error("cuBLAS: {0}")]
     Blas(String),
+    #[error("kernel configuration: {0}")]
+    Config(String),
     #[error("kernel {0} is not in any loaded module")]
     MissingKernel(String),
 }

@@ -19,22 +19,62 @@ pub struct GpuOptions {
     pub arch: Option<String>,
     pub include_dirs: Vec<PathBuf>,
     pub cache_dir: PathBuf,
+    pub tuning: Tuning,
+}
+
+/// How kernels are launched; fixed for a `Gpu`'s life. The defaults are what measured
+/// fastest on the H200 (engine/PERF.md); the environment can override them for A/B runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// Programmatic dependent launch on every kernel (`launch.rs`). `LATLAB_PDL=0|1`.
+    pub pdl: bool,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning { pdl: true }
+    }
+}
+
+impl Tuning {
+    /// The defaults, overridden by `LATLAB_PDL` when set.
+    pub fn from_env() -> Result<Self> {
+        Self::from_vars(std::env::var("LATLAB_PDL").ok().as_deref())
+    }
+
+    /// `from_env` over given values (tests cannot set the process environment safely).
+    pub fn from_vars(pdl: Option<&str>) -> Result<Self> {
+        let mut t = Tuning::default();
+        if let Some(v) = pdl {
+            t.pdl = match v {
+                "1" => true,
+                "0" => false,
+                _ => {
+                    return Err(KernelError::Config(format!(
+                        "LATLAB_PDL={v:?}: expected 0 or 1"
+                    )));
+                }
+            };
+        }
+        Ok(t)
+    }
 }
 
 impl GpuOptions {
     /// Device 0; headers from `$LATLAB_CUDA_INCLUDE`, else `$CUDA_HOME/include`, else
-    /// `/usr/local/cuda/include`; the default disk cache.
-    pub fn from_env() -> Self {
+    /// `/usr/local/cuda/include`; the default disk cache; `Tuning::from_env`.
+    pub fn from_env() -> Result<Self> {
         let include = std::env::var_os("LATLAB_CUDA_INCLUDE")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("CUDA_HOME").map(|h| PathBuf::from(h).join("include")))
             .unwrap_or_else(|| PathBuf::from("/usr/local/cuda/include"));
-        GpuOptions {
+        Ok(GpuOptions {
             ordinal: 0,
             arch: None,
             include_dirs: vec![include],
             cache_dir: DiskCache::default_dir(),
-        }
+            tuning: Tuning::from_env()?,
+        })
     }
 }
 
@@ -44,6 +84,7 @@ pub struct Gpu {
     kernels: HashMap<&'static str, CudaFunction>,
     name: String,
     arch: String,
+    tuning: Tuning,
     /// cuBLAS on `stream` with a fixed workspace (graph capture must not allocate), when
     /// libcublas can be loaded.
     blas: Option<(CudaBlas, CudaSlice<u8>)>,
@@ -61,7 +102,9 @@ fn lib_loadable(name: &str) -> bool {
 
 fn make_blas(stream: &Arc<CudaStream>) -> Result<Option<(CudaBlas, CudaSlice<u8>)>> {
     if !lib_loadable("cublas") {
-        tracing::warn!("libcublas not found: prefill falls back to the skinny GEMM, 8 rows at a time");
+        tracing::warn!(
+            "libcublas not found: prefill falls back to the skinny GEMM, 8 rows at a time"
+        );
         return Ok(None);
     }
     let blas = CudaBlas::new(stream.clone())
@@ -140,6 +183,7 @@ impl Gpu {
             kernels,
             name,
             arch,
+            tuning: opts.tuning,
             blas,
         })
     }
@@ -162,6 +206,10 @@ impl Gpu {
         &self.arch
     }
 
+    pub fn tuning(&self) -> Tuning {
+        self.tuning
+    }
+
     pub(crate) fn blas(&self) -> Option<&CudaBlas> {
         self.blas.as_ref().map(|(b, _)| b)
     }
@@ -175,5 +223,20 @@ impl Gpu {
     /// Wait for all queued work; surfaces asynchronous kernel errors.
     pub fn sync(&self) -> Result<()> {
         self.stream.synchronize().ctx("stream synchronize")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tuning;
+
+    #[test]
+    fn tuning_reads_pdl_and_names_a_bad_value() {
+        assert_eq!(Tuning::from_vars(None).unwrap(), Tuning::default());
+        assert!(Tuning::default().pdl);
+        assert!(!Tuning::from_vars(Some("0")).unwrap().pdl);
+        assert!(Tuning::from_vars(Some("1")).unwrap().pdl);
+        let e = Tuning::from_vars(Some("yes")).unwrap_err().to_string();
+        assert!(e.contains("LATLAB_PDL=\"yes\"") && e.contains("0 or 1"), "{e}");
     }
 }

@@ -9,10 +9,11 @@
 pub mod compile;
 pub mod error;
 pub mod gpu;
+mod launch;
 pub mod ops;
 pub mod sources;
 
 pub use cudarc;
 pub use error::{KernelError, Result};
-pub use gpu::{Gpu, GpuOptions};
+pub use gpu::{Gpu, GpuOptions, Tuning};
 pub use half::bf16;

@@ -9,40 +9,51 @@ pub struct KernelSource {
     pub kernels: &'static [&'static str],
 }
 
+/// A kernel file with `cuda/common.cuh` (the PDL helpers) in front of it.
+macro_rules! with_common {
+    ($file:literal) => {
+        concat!(
+            include_str!("../cuda/common.cuh"),
+            "\n",
+            include_str!(concat!("../cuda/", $file))
+        )
+    };
+}
+
 pub const ALL: &[KernelSource] = &[
     KernelSource {
         file: "embedding.cu",
-        src: include_str!("../cuda/embedding.cu"),
+        src: with_common!("embedding.cu"),
         kernels: &["embed_gather"],
     },
     KernelSource {
         file: "rmsnorm.cu",
-        src: include_str!("../cuda/rmsnorm.cu"),
+        src: with_common!("rmsnorm.cu"),
         kernels: &["rmsnorm_rows", "add_rmsnorm_rows"],
     },
     KernelSource {
         file: "qk_norm_rope_kv.cu",
-        src: include_str!("../cuda/qk_norm_rope_kv.cu"),
+        src: with_common!("qk_norm_rope_kv.cu"),
         kernels: &["qk_norm_rope_kv"],
     },
     KernelSource {
         file: "swiglu.cu",
-        src: include_str!("../cuda/swiglu.cu"),
+        src: with_common!("swiglu.cu"),
         kernels: &["swiglu"],
     },
     KernelSource {
         file: "skinny_gemm.cu",
-        src: include_str!("../cuda/skinny_gemm.cu"),
+        src: with_common!("skinny_gemm.cu"),
         kernels: &["skinny_gemm_bf16", "skinny_gemm_fp8", "fp8_dequant_bf16"],
     },
     KernelSource {
         file: "decode_attention.cu",
-        src: include_str!("../cuda/decode_attention.cu"),
+        src: with_common!("decode_attention.cu"),
         kernels: &["decode_attention", "decode_attention_combine"],
     },
     KernelSource {
         file: "argmax.cu",
-        src: include_str!("../cuda/argmax.cu"),
+        src: with_common!("argmax.cu"),
         kernels: &["argmax_partial", "argmax_final"],
     },
 ];

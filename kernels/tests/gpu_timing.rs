@@ -7,7 +7,7 @@
 
 use kernels::cudarc::driver::{CudaSlice, sys};
 use kernels::ops::{self, AttnDims, PagedAttnArgs};
-use kernels::{Gpu, GpuOptions, bf16};
+use kernels::{Gpu, GpuOptions, Tuning, bf16};
 
 const REPS: usize = 20;
 
@@ -69,7 +69,7 @@ fn row(what: &str, m: usize, us: f32, bytes: usize) {
 #[test]
 #[ignore = "gpu"]
 fn qwen3_8b_step_kernel_times() {
-    let g = Gpu::new(&GpuOptions::from_env()).unwrap();
+    let g = Gpu::new(&GpuOptions::from_env().unwrap()).unwrap();
     let s = g.stream().clone();
     println!("| op | m | us | GB/s (weights) |");
     // LATLAB_TIMING_QUICK=1: only the whole-model linears, attention and argmax.
@@ -112,7 +112,7 @@ fn qwen3_8b_step_kernel_times() {
             fp8 * 36.0 + head
         );
     }
-    whole_model_linears(&g, quick);
+    whole_model_linears(&g, &tuning_variants(), quick);
     let cublas: &[usize] = if quick { &[] } else { &[4, 8, 232] };
     for &m in cublas {
         let mut layer_us = 0f32;
@@ -226,10 +226,38 @@ fn qwen3_8b_step_kernel_times() {
     }
 }
 
+/// The launch tunings to compare (`Tuning`: PDL on/off), each on
+/// its own `Gpu` over the same buffers (one context). `LATLAB_TIMING_SWEEP=0` times only
+/// the defaults.
+fn tuning_variants() -> Vec<(String, Gpu)> {
+    let base = GpuOptions::from_env().unwrap();
+    let sweep = std::env::var("LATLAB_TIMING_SWEEP").map_or(true, |v| v != "0");
+    let mut tunings = vec![base.tuning];
+    if sweep {
+        for pdl in [false, true] {
+            let t = Tuning { pdl };
+            if !tunings.contains(&t) {
+                tunings.push(t);
+            }
+        }
+    }
+    tunings
+        .into_iter()
+        .map(|t| {
+            let opts = GpuOptions {
+                tuning: t,
+                ..base.clone()
+            };
+            let label = format!("pdl {}", t.pdl as u8);
+            (label, Gpu::new(&opts).unwrap())
+        })
+        .collect()
+}
+
 /// Every linear of a decode step over 36 distinct layers' weights (13.9 GB bf16, 7 GB FP8:
 /// nothing stays in the 60 MB L2 between layers, as in a real step) plus the bf16 lm_head,
 /// captured once per variant and replayed: the number a decode step actually pays.
-fn whole_model_linears(g: &Gpu, quick: bool) {
+fn whole_model_linears(g: &Gpu, tunings: &[(String, Gpu)], quick: bool) {
     let s = g.stream().clone();
     let layer: Vec<(usize, usize)> = SHAPES[..4].iter().map(|&(_, n, k)| (n, k)).collect();
     let bf: Vec<Vec<CudaSlice<bf16>>> = (0..36)
@@ -257,21 +285,30 @@ fn whole_model_linears(g: &Gpu, quick: bool) {
     let head: CudaSlice<bf16> = s.alloc_zeros(vocab * hd).unwrap();
     let x: CudaSlice<bf16> = s.alloc_zeros(8 * 12288).unwrap();
     let mut y: CudaSlice<f32> = s.alloc_zeros(8 * vocab).unwrap();
+    s.synchronize().unwrap(); // the tunings' own streams use these buffers next
     let weight_gb = |fp8: bool| {
         let lin: usize = layer.iter().map(|&(n, k)| n * k).sum::<usize>() * 36;
         (lin * if fp8 { 1 } else { 2 } + vocab * hd * 2) as f32 / 1e9
     };
     for m in [1usize, 2, 4, 8] {
-        let mut variants: Vec<(&str, bool, f32)> = vec![];
+        let mut variants: Vec<(String, bool, f32)> = vec![];
         let kinds: &[&str] = if quick {
             &["skinny bf16", "skinny fp8"]
         } else {
             &["skinny bf16", "cublas", "skinny fp8"]
         };
+        // cuBLAS once (on the default Gpu); our kernels under every tuning.
+        let mut runs: Vec<(&str, &str, &Gpu)> = vec![];
         for &kind in kinds {
-            if kind == "cublas" && !ops::blas_available(g) {
-                continue;
+            if kind == "cublas" {
+                if ops::blas_available(g) {
+                    runs.push((kind, "", g));
+                }
+            } else {
+                runs.extend(tunings.iter().map(|(l, t)| (kind, l.as_str(), t)));
             }
+        }
+        for (kind, label, g) in runs {
             let us = time_us_reps(g, 1, || {
                 for l in 0..36 {
                     for (i, &(n, k)) in layer.iter().enumerate() {
@@ -306,7 +343,12 @@ fn whole_model_linears(g: &Gpu, quick: bool) {
                 }
                 .unwrap();
             });
-            variants.push((kind, kind.ends_with("fp8"), us));
+            let name = if label.is_empty() {
+                kind.to_string()
+            } else {
+                format!("{kind}, {label}")
+            };
+            variants.push((name, kind.ends_with("fp8"), us));
         }
         for (kind, fp8, us) in variants {
             println!(

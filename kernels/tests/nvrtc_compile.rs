@@ -60,7 +60,10 @@ fn every_kernel_compiles_for_sm90a() {
         compile_all(PathBuf::from(include));
         return;
     }
-    let toolkit_include = kernels::GpuOptions::from_env().include_dirs[0].clone();
+    let toolkit_include = kernels::GpuOptions::from_env()
+        .expect("GPU options")
+        .include_dirs[0]
+        .clone();
     if nvrtc_loadable() && toolkit_include.join("cuda_bf16.h").exists() {
         compile_all(toolkit_include);
         return;

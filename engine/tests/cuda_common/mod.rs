@@ -23,7 +23,7 @@ impl Rng {
 }
 
 pub fn gpu() -> Gpu {
-    Gpu::new(&GpuOptions::from_env()).expect("GPU with kernels")
+    Gpu::new(&GpuOptions::from_env().unwrap()).expect("GPU with kernels")
 }
 pub fn up_bf16(g: &Gpu, v: &[f32]) -> CudaSlice<bf16> {
     let b: Vec<bf16> = v.iter().map(|&x| bf16::from_f32(x)).collect();

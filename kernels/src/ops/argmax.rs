@@ -2,9 +2,10 @@
 //! (ARGMAX_PARTS slices per row, then one warp per row) over a caller-provided key buffer.
 
 use super::to_i32;
-use crate::error::{DriverContext, Result, check};
+use crate::error::{Result, check};
 use crate::gpu::Gpu;
-use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use crate::launch::Launch;
+use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig};
 
 /// Slices per row; must match ARGMAX_PARTS in argmax.cu.
 pub const ARGMAX_PARTS: usize = 32;
@@ -30,24 +31,24 @@ pub fn argmax_into(
     }
     let v = to_i32(OP, "vocab", vocab)?;
     let rows = out.len() as u32;
-    let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
-    b.arg(logits).arg(&mut *keys).arg(&v);
+    let mut b = Launch::new(gpu, OP)?;
+    b.input(logits).output(&mut *keys).i32(v);
     let cfg = LaunchConfig {
         grid_dim: (rows, ARGMAX_PARTS as u32, 1),
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: shapes checked above.
-    unsafe { b.launch(cfg) }.ctx(OP)?;
+    unsafe { b.launch(cfg) }?;
     const FINAL: &str = "argmax_final";
-    let mut b = gpu.stream().launch_builder(gpu.func(FINAL)?);
-    b.arg(&mut *keys).arg(out);
+    let mut b = Launch::new(gpu, FINAL)?;
+    b.input(&keys.as_view()).output(out);
     let cfg = LaunchConfig {
         grid_dim: (rows, 1, 1),
         block_dim: (32, 1, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: the first kernel wrote rows x ARGMAX_PARTS keys.
-    unsafe { b.launch(cfg) }.ctx(FINAL)?;
+    unsafe { b.launch(cfg) }?;
     Ok(())
 }

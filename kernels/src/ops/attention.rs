@@ -3,9 +3,10 @@
 //! head_dim] bf16 with slot = page * block_size + position % block_size (the CPU layout).
 
 use super::to_i32;
-use crate::error::{DriverContext, Result, check};
+use crate::error::{Result, check};
 use crate::gpu::Gpu;
-use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use crate::launch::Launch;
+use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig};
 use half::bf16;
 
 /// Head geometry shared by both ops.
@@ -102,21 +103,21 @@ pub fn qk_norm_rope_kv_into(
         to_i32(OP, "kv_heads", d.kv_heads)?,
         to_i32(OP, "head_dim", d.head_dim)?,
     );
-    let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
-    b.arg(a.qkv)
-        .arg(a.q_norm)
-        .arg(a.k_norm)
-        .arg(a.positions)
-        .arg(a.slots);
-    b.arg(q_out).arg(k_cache).arg(v_cache);
-    b.arg(&h).arg(&kv).arg(&hd).arg(&a.theta).arg(&a.eps);
+    let mut b = Launch::new(gpu, OP)?;
+    b.input(a.qkv)
+        .input(a.q_norm)
+        .input(a.k_norm)
+        .input(a.positions)
+        .input(a.slots);
+    b.output(q_out).output(k_cache).output(v_cache);
+    b.i32(h).i32(kv).i32(hd).f32(a.theta).f32(a.eps);
     let cfg = LaunchConfig {
         grid_dim: (t as u32, (d.heads + 2 * d.kv_heads) as u32, 1),
         block_dim: (64, 1, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: shapes checked above; slots are validated by the caller.
-    unsafe { b.launch(cfg) }.ctx(OP)?;
+    unsafe { b.launch(cfg) }?;
     Ok(())
 }
 

@@ -4,9 +4,10 @@
 
 use super::attention::{AttnDims, PagedAttnArgs};
 use super::to_i32;
-use crate::error::{DriverContext, Result, check};
+use crate::error::{Result, check};
 use crate::gpu::Gpu;
-use cudarc::driver::{CudaViewMut, LaunchConfig, PushKernelArg};
+use crate::launch::Launch;
+use cudarc::driver::{CudaViewMut, LaunchConfig};
 use half::bf16;
 
 /// Query heads per KV head and head_dim the kernel holds in shared memory.
@@ -93,15 +94,17 @@ pub fn decode_attention_into(
         to_i32(OP, "block_size", a.block_size)?,
     );
     let scale = 1.0f32 / (d.head_dim as f32).sqrt();
-    let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
-    b.arg(a.q)
-        .arg(a.k_cache)
-        .arg(a.v_cache)
-        .arg(a.tables)
-        .arg(a.table_offs)
-        .arg(a.ctx_lens);
-    b.arg(&mut *part_acc).arg(&mut *part_ml).arg(&mut *out);
-    b.arg(&h).arg(&kv).arg(&hd).arg(&bs).arg(&scale);
+    let mut b = Launch::new(gpu, OP)?;
+    b.input(a.q)
+        .input(a.k_cache)
+        .input(a.v_cache)
+        .input(a.tables)
+        .input(a.table_offs)
+        .input(a.ctx_lens);
+    b.output(&mut *part_acc)
+        .output(&mut *part_ml)
+        .output(&mut *out);
+    b.i32(h).i32(kv).i32(hd).i32(bs).f32(scale);
     let cfg = LaunchConfig {
         grid_dim: (r as u32, d.kv_heads as u32, splits as u32),
         block_dim: (128, 1, 1),
@@ -109,25 +112,25 @@ pub fn decode_attention_into(
     };
     // SAFETY: shapes checked above; tables/offsets/ctx_lens are validated by the caller,
     // and the partials hold every (row, head, split) when splits > 1.
-    unsafe { b.launch(cfg) }.ctx(OP)?;
+    unsafe { b.launch(cfg) }?;
     if splits == 1 {
         return Ok(());
     }
     const COMBINE: &str = "decode_attention_combine";
     let s = splits as i32;
-    let mut b = gpu.stream().launch_builder(gpu.func(COMBINE)?);
-    b.arg(&mut *part_acc)
-        .arg(&mut *part_ml)
-        .arg(out)
-        .arg(&h)
-        .arg(&hd)
-        .arg(&s);
+    let mut b = Launch::new(gpu, COMBINE)?;
+    b.input(&part_acc.as_view())
+        .input(&part_ml.as_view())
+        .output(out)
+        .i32(h)
+        .i32(hd)
+        .i32(s);
     let cfg = LaunchConfig {
         grid_dim: (r as u32, d.heads as u32, 1),
         block_dim: (128, 1, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: as above; the first kernel wrote every partial this one reads.
-    unsafe { b.launch(cfg) }.ctx(COMBINE)?;
+    unsafe { b.launch(cfg) }?;
     Ok(())
 }

@@ -1,9 +1,10 @@
 //! Row-wise ops: embedding gather, (residual add +) RMSNorm, SwiGLU.
 
 use super::to_i32;
-use crate::error::{DriverContext, Result, check};
+use crate::error::{Result, check};
 use crate::gpu::Gpu;
-use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use crate::launch::Launch;
+use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig};
 use half::bf16;
 
 fn rows_cfg(rows: usize, threads: u32) -> LaunchConfig {
@@ -38,16 +39,24 @@ pub fn embed_gather_into(
         return Ok(());
     }
     let h = to_i32(OP, "hidden", hidden)?;
-    let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
-    b.arg(ids).arg(table).arg(out).arg(&h);
+    let mut b = Launch::new(gpu, OP)?;
+    b.input(ids).input(table).output(out).i32(h);
     // SAFETY: shapes checked above; ids are validated by the caller.
-    unsafe { b.launch(rows_cfg(rows, 256)) }.ctx(OP)?;
+    unsafe { b.launch(rows_cfg(rows, 256)) }?;
     Ok(())
 }
+
+/// Threads per row of the norm kernels, and the most elements each keeps in registers
+/// (RN_MAXV in rmsnorm.cu).
+const NORM_THREADS: u32 = 256;
+const NORM_MAX_DIM: usize = NORM_THREADS as usize * 32;
 
 fn norm_checks(op: &'static str, x: usize, w: usize, out: usize) -> Result<usize> {
     check(w > 0 && x.is_multiple_of(w), op, || {
         format!("x of {x} is not rows x dim {w}")
+    })?;
+    check(w <= NORM_MAX_DIM, op, || {
+        format!("dim {w} is above the {NORM_MAX_DIM} the kernel holds in registers")
     })?;
     check(out == x, op, || format!("out {out} != x {x}"))?;
     Ok(x / w)
@@ -67,10 +76,10 @@ pub fn rmsnorm_into(
         return Ok(());
     }
     let dim = to_i32(OP, "dim", w.len())?;
-    let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
-    b.arg(x).arg(w).arg(out).arg(&dim).arg(&eps);
+    let mut b = Launch::new(gpu, OP)?;
+    b.output(x).input(w).output(out).i32(dim).f32(eps);
     // SAFETY: shapes checked above.
-    unsafe { b.launch(rows_cfg(rows, 256)) }.ctx(OP)?;
+    unsafe { b.launch(rows_cfg(rows, NORM_THREADS)) }?;
     Ok(())
 }
 
@@ -92,10 +101,15 @@ pub fn add_rmsnorm_into(
         return Ok(());
     }
     let dim = to_i32(OP, "dim", w.len())?;
-    let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
-    b.arg(x).arg(add).arg(w).arg(out).arg(&dim).arg(&eps);
+    let mut b = Launch::new(gpu, OP)?;
+    b.output(x)
+        .input(add)
+        .input(w)
+        .output(out)
+        .i32(dim)
+        .f32(eps);
     // SAFETY: shapes checked above.
-    unsafe { b.launch(rows_cfg(rows, 256)) }.ctx(OP)?;
+    unsafe { b.launch(rows_cfg(rows, NORM_THREADS)) }?;
     Ok(())
 }
 
@@ -118,9 +132,9 @@ pub fn swiglu_into(
         return Ok(());
     }
     let (i, t) = (to_i32(OP, "inter", inter)?, to_i32(OP, "total", total)?);
-    let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
-    b.arg(gu).arg(out).arg(&i).arg(&t);
+    let mut b = Launch::new(gpu, OP)?;
+    b.input(gu).output(out).i32(i).i32(t);
     // SAFETY: shapes checked above.
-    unsafe { b.launch(LaunchConfig::for_num_elems(total as u32)) }.ctx(OP)?;
+    unsafe { b.launch(LaunchConfig::for_num_elems(total as u32)) }?;
     Ok(())
 }

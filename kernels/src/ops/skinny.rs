@@ -2,9 +2,10 @@
 //! FP8 e4m3 weights with 128x128 block scales, dequantized in registers. f32 out.
 
 use super::to_i32;
-use crate::error::{DriverContext, Result, check};
+use crate::error::{Result, check};
 use crate::gpu::Gpu;
-use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use crate::launch::Launch;
+use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig};
 use half::bf16;
 
 /// Most token rows one launch takes (the MMA's n = 8).
@@ -55,11 +56,11 @@ pub fn skinny_gemm_into(
     })?;
     let m = rows_of(OP, x.len(), k, y.len(), n)?;
     let (mi, ni, ki) = (m as i32, to_i32(OP, "n", n)?, to_i32(OP, "k", k)?);
-    let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
-    b.arg(x).arg(w).arg(y).arg(&mi).arg(&ni).arg(&ki);
+    let mut b = Launch::new(gpu, OP)?;
+    b.input(x).input(w).output(y).i32(mi).i32(ni).i32(ki);
     // SAFETY: shapes checked above; k % 8 == 0 keeps every row 16-byte aligned given
     // cudarc's 256-byte-aligned allocations (views at row offsets keep it too).
-    unsafe { b.launch(cfg(n)) }.ctx(OP)?;
+    unsafe { b.launch(cfg(n)) }?;
     Ok(())
 }
 
@@ -109,11 +110,11 @@ pub fn skinny_gemm_fp8_into(
     let (ni, ki, ri) = w.check(OP, 16)?;
     let m = rows_of(OP, x.len(), w.k, y.len(), w.n)?;
     let mi = m as i32;
-    let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
-    b.arg(x).arg(w.codes).arg(w.scale_inv).arg(y);
-    b.arg(&mi).arg(&ni).arg(&ki).arg(&ri);
+    let mut b = Launch::new(gpu, OP)?;
+    b.input(x).input(w.codes).input(w.scale_inv).output(y);
+    b.i32(mi).i32(ni).i32(ki).i32(ri);
     // SAFETY: shapes checked above; k % 16 == 0 keeps every fp8 row 16-byte aligned.
-    unsafe { b.launch(cfg(w.n)) }.ctx(OP)?;
+    unsafe { b.launch(cfg(w.n)) }?;
     Ok(())
 }
 
@@ -129,19 +130,19 @@ pub fn fp8_dequant_into(
         format!("out {} < {} x {}", out.len(), w.n, w.k)
     })?;
     let groups = (w.n * w.k / 8) as u32;
-    let mut b = gpu.stream().launch_builder(gpu.func(OP)?);
-    b.arg(w.codes)
-        .arg(w.scale_inv)
-        .arg(out)
-        .arg(&ni)
-        .arg(&ki)
-        .arg(&ri);
+    let mut b = Launch::new(gpu, OP)?;
+    b.input(w.codes)
+        .input(w.scale_inv)
+        .output(out)
+        .i32(ni)
+        .i32(ki)
+        .i32(ri);
     let cfg = LaunchConfig {
         grid_dim: (groups.div_ceil(256), 1, 1),
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: shapes checked above; k % 8 == 0 keeps every 8-code group aligned.
-    unsafe { b.launch(cfg) }.ctx(OP)?;
+    unsafe { b.launch(cfg) }?;
     Ok(())
 }

@@ -1,0 +1,96 @@
+//! Kernel launches through `cuLaunchKernelEx`, so that a launch can carry the programmatic
+//! dependent launch (PDL) attribute: the next kernel on the stream may then start while
+//! this one drains, run the part of its prologue that reads no earlier results (the skinny
+//! GEMM streams its first weights), and wait in `griddepcontrol.wait` for the rest. Every
+//! kernel in `cuda/` calls `pdl_wait()` before it touches a buffer an earlier kernel
+//! writes or reads, so the attribute is safe on any of them. Inside a CUDA graph capture
+//! the attribute becomes a programmatic edge and survives replay.
+//!
+//! cudarc's `LaunchArgs` cannot carry launch attributes, hence this small builder: every
+//! argument is kept as 8 bytes (pointers, and i32/f32 in the low bytes: the driver reads
+//! only the parameter's size, and the host is little-endian).
+
+use crate::error::{DriverContext, Result};
+use crate::gpu::Gpu;
+use cudarc::driver::{CudaView, CudaViewMut, DevicePtr, DevicePtrMut, LaunchConfig, sys};
+use std::ffi::c_void;
+
+pub(crate) struct Launch<'g> {
+    gpu: &'g Gpu,
+    op: &'static str,
+    func: sys::CUfunction,
+    args: Vec<u64>,
+}
+
+impl<'g> Launch<'g> {
+    pub fn new(gpu: &'g Gpu, op: &'static str) -> Result<Self> {
+        Ok(Launch {
+            gpu,
+            op,
+            func: gpu.func(op)?.cu_function(),
+            args: Vec::with_capacity(16),
+        })
+    }
+
+    /// A read-only device buffer.
+    pub fn input<T>(&mut self, v: &CudaView<'_, T>) -> &mut Self {
+        let (p, _sync) = v.device_ptr(self.gpu.stream());
+        self.args.push(p);
+        self
+    }
+
+    /// A device buffer the kernel writes.
+    pub fn output<T>(&mut self, v: &mut CudaViewMut<'_, T>) -> &mut Self {
+        let (p, _sync) = v.device_ptr_mut(self.gpu.stream());
+        self.args.push(p);
+        self
+    }
+
+    pub fn i32(&mut self, v: i32) -> &mut Self {
+        self.args.push(v as u32 as u64);
+        self
+    }
+
+    pub fn f32(&mut self, v: f32) -> &mut Self {
+        self.args.push(v.to_bits() as u64);
+        self
+    }
+
+    /// # Safety
+    /// The arguments must match the kernel's parameters in order and type, and the
+    /// caller must have checked every buffer's extent against what the kernel reads and
+    /// writes for `cfg`.
+    pub unsafe fn launch(&mut self, cfg: LaunchConfig) -> Result<()> {
+        let stream = self.gpu.stream();
+        self.gpu.ctx().bind_to_thread().ctx(self.op)?;
+        // SAFETY: an all-zero attribute value is valid for every variant of the union.
+        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        let pdl = self.gpu.tuning().pdl;
+        let config = sys::CUlaunchConfig {
+            gridDimX: cfg.grid_dim.0,
+            gridDimY: cfg.grid_dim.1,
+            gridDimZ: cfg.grid_dim.2,
+            blockDimX: cfg.block_dim.0,
+            blockDimY: cfg.block_dim.1,
+            blockDimZ: cfg.block_dim.2,
+            sharedMemBytes: cfg.shared_mem_bytes,
+            hStream: stream.cu_stream(),
+            attrs: if pdl { &mut attr } else { std::ptr::null_mut() },
+            numAttrs: pdl as u32,
+        };
+        let mut ptrs: Vec<*mut c_void> = self
+            .args
+            .iter_mut()
+            .map(|a| a as *mut u64 as *mut c_void)
+            .collect();
+        // SAFETY: `config`, `attr` and the argument storage outlive the call (the driver
+        // copies the parameters before returning); the caller vouches for the arguments.
+        unsafe {
+            sys::cuLaunchKernelEx(&config, self.func, ptrs.as_mut_ptr(), std::ptr::null_mut())
+        }
+        .result()
+        .ctx(self.op)
+    }
+}
