@@ -22,5 +22,5 @@ for line in sys.stdin:
 ' | while read -r name exe; do cp "$exe" ".gpu/t/$name"; done
 done
 cp assets/cache/qwen3/tokenizer.json assets/cache/qwen3/tokenizer_config.json .gpu/tok/
-cp scripts/gpu/hf_qwen3_8b.py scripts/gpu/suite.sh .gpu/
+cp scripts/gpu/hf_qwen3_8b.py scripts/gpu/suite.sh scripts/gpu/ncu_step.sh .gpu/
 du -sh .gpu
