@@ -118,6 +118,7 @@ fn skinny_gemm_matches_f64_reference_for_every_row_count() {
                 scale_rows: *rows,
                 n,
                 k,
+                interleave: 0,
             };
             ops::fp8_dequant_into(&g, &m8, &mut out.as_view_mut()).unwrap();
             let want: Vec<f32> = wref.iter().map(|&v| bf16::from_f32(v).to_f32()).collect();
@@ -153,6 +154,7 @@ fn skinny_gemm_matches_f64_reference_for_every_row_count() {
                             scale_rows: *rows,
                             n,
                             k,
+                            interleave: 0,
                         },
                         &mut y.as_view_mut(),
                     ),
@@ -178,6 +180,138 @@ fn skinny_gemm_matches_f64_reference_for_every_row_count() {
                     &vec![0.0; err.len()],
                     1.0,
                     1e-5,
+                );
+            }
+        }
+    }
+}
+
+/// SiLU(g) * u in f64, the fused kernels' reference.
+fn swiglu_f64(g: f64, u: f64) -> f64 {
+    g / (1.0 + (-g).exp()) * u
+}
+
+/// gate|up + SwiGLU fused in one kernel over interleaved weights (bf16, and FP8 with
+/// 128-row and per-row scales), for every row count: against f64, and against the unfused
+/// path (plain skinny GEMM on the same interleaved weights, then the tiled swiglu kernel),
+/// which must agree to bf16 rounding since both sum in the same order. Also the FP8 prefill
+/// dequantization of interleaved codes, exactly.
+#[test]
+#[ignore = "gpu"]
+fn gate_up_swiglu_fused_matches_reference_and_unfused_path() {
+    let g = gpu();
+    let mut r = Rng(23);
+    // (inter, k): aligned FP8 scale blocks, per-row scales (inter % 128 != 0), Qwen3-8B's k.
+    for (inter, k) in [(1024usize, 4096usize), (120, 208)] {
+        let n = 2 * inter;
+        let sc = k.div_ceil(128);
+        let aligned = inter % 128 == 0;
+        let scale_rows = if aligned { 128 } else { 1 };
+        // Real weights [gate; up] per variant: bf16 values, or FP8 codes times scales kept in
+        // gate-then-up order (as the engine uploads them).
+        let wb: Vec<f32> = r.vec(n * k);
+        let codes: Vec<u8> = (0..n * k)
+            .map(|_| {
+                let c = ((r.next() + 1.0) * 127.99) as u8;
+                if c & 0x7f == 0x7f { c - 1 } else { c }
+            })
+            .collect();
+        let scales: Vec<f32> = (0..n.div_ceil(scale_rows) * sc)
+            .map(|_| (r.next().abs() + 0.1) / 64.0)
+            .collect();
+        let w8: Vec<f32> = (0..n * k)
+            .map(|i| e4m3_value(codes[i]) * scales[(i / k / scale_rows) * sc + (i % k) / 128])
+            .collect();
+        let half = inter * k;
+        let il_b: Vec<bf16> = ops::interleave_gate_up(&wb[..half], &wb[half..], k)
+            .iter()
+            .map(|&v| bf16::from_f32(v))
+            .collect();
+        let dwb = up(&g, &il_b);
+        let dcodes = up(
+            &g,
+            &ops::interleave_gate_up(&codes[..half], &codes[half..], k),
+        );
+        let dscales = up(&g, &scales);
+        let (cv, sv) = (dcodes.as_view(), dscales.as_view());
+        let m8 = ops::Fp8Matrix {
+            codes: &cv,
+            scale_inv: &sv,
+            scale_rows,
+            n,
+            k,
+            interleave: inter,
+        };
+        // Prefill dequantization: interleaved rows, each scaled by its original row's scale.
+        let mut deq = g.stream().alloc_zeros::<bf16>(n * k).unwrap();
+        ops::fp8_dequant_into(&g, &m8, &mut deq.as_view_mut()).unwrap();
+        let want_deq: Vec<f32> = ops::interleave_gate_up(&w8[..half], &w8[half..], k)
+            .iter()
+            .map(|&v| bf16::from_f32(v).to_f32())
+            .collect();
+        check(
+            &format!("fp8_dequant interleaved {n}x{k} (exact)"),
+            &down_bf16(&g, &deq),
+            &want_deq,
+            1e-30,
+            0.0,
+        );
+        for m in 1..=8 {
+            let x = r.vec(m * k);
+            let dx = up_bf16(&g, &x);
+            for (kind, wref) in [("bf16", &wb), ("fp8", &w8)] {
+                let mut act = g.stream().alloc_zeros::<bf16>(m * inter).unwrap();
+                let mut gu = g.stream().alloc_zeros::<f32>(m * n).unwrap();
+                let mut act2 = g.stream().alloc_zeros::<bf16>(m * inter).unwrap();
+                let (xv, mut av) = (dx.as_view(), act.as_view_mut());
+                if kind == "bf16" {
+                    ops::skinny_gemm_swiglu_into(&g, &xv, &dwb.as_view(), inter, k, &mut av)
+                        .unwrap();
+                    ops::skinny_gemm_into(&g, &xv, &dwb.as_view(), n, k, &mut gu.as_view_mut())
+                        .unwrap();
+                } else {
+                    ops::skinny_gemm_fp8_swiglu_into(&g, &xv, &m8, &mut av).unwrap();
+                    ops::skinny_gemm_fp8_into(&g, &xv, &m8, &mut gu.as_view_mut()).unwrap();
+                }
+                ops::swiglu_into(&g, &gu.as_view(), inter, true, &mut act2.as_view_mut()).unwrap();
+                let got = down_bf16(&g, &act);
+                let what = format!("gate_up+swiglu {kind} m={m} inter={inter} k={k}");
+                check(
+                    &format!("{what} vs unfused"),
+                    &got,
+                    &down_bf16(&g, &act2),
+                    1e-6,
+                    8e-3,
+                );
+                let mut err = vec![0f32; m * inter];
+                for t in 0..m {
+                    let xs = &x[t * k..][..k];
+                    for c in 0..inter {
+                        let dot = |row: usize| {
+                            let ws = &wref[row * k..][..k];
+                            let d: f64 =
+                                xs.iter().zip(ws).map(|(a, b)| *a as f64 * *b as f64).sum();
+                            let mag: f64 = xs
+                                .iter()
+                                .zip(ws)
+                                .map(|(a, b)| (*a as f64 * *b as f64).abs())
+                                .sum();
+                            (d, mag)
+                        };
+                        let ((gv, gm), (uv, um)) = (dot(c), dot(inter + c));
+                        let want = swiglu_f64(gv, uv);
+                        // bf16 rounding of the output, plus f32 accumulation of g and u.
+                        let tol = 8e-3 * want.abs() + 2e-4 * (uv.abs() * gm + gv.abs() * um);
+                        err[t * inter + c] =
+                            ((got[t * inter + c] as f64 - want).abs() / tol.max(1e-30)) as f32;
+                    }
+                }
+                check(
+                    &format!("{what} (err / tol)"),
+                    &err,
+                    &vec![0.0; err.len()],
+                    1.0,
+                    1.0,
                 );
             }
         }

@@ -81,7 +81,14 @@ fn embed_norms_swiglu_argmax_match_cpu() {
     let inter = 12288;
     let gu: Vec<f32> = r.vec(t * 2 * inter).iter().map(|v| v * 4.0).collect();
     let mut act = g.stream().alloc_zeros::<bf16>(t * inter).unwrap();
-    ops::swiglu_into(&g, &up(&g, &gu).as_view(), inter, &mut act.as_view_mut()).unwrap();
+    ops::swiglu_into(
+        &g,
+        &up(&g, &gu).as_view(),
+        inter,
+        false,
+        &mut act.as_view_mut(),
+    )
+    .unwrap();
     let want: Vec<f32> = (0..t * inter)
         .map(|i| {
             let (row, c) = (i / inter, i % inter);
@@ -90,6 +97,29 @@ fn embed_norms_swiglu_argmax_match_cpu() {
         })
         .collect();
     check("swiglu (bf16)", &down_bf16(&g, &act), &want, 1e-3, 5e-3);
+    // The same values read through the interleaved gate|up layout (block j of 16 columns =
+    // gate 8j..8j+7, up 8j..8j+7).
+    let tiled: Vec<f32> = (0..t)
+        .flat_map(|row| {
+            let gu_row = &gu[row * 2 * inter..][..2 * inter];
+            ops::interleave_gate_up(&gu_row[..inter], &gu_row[inter..], 1)
+        })
+        .collect();
+    ops::swiglu_into(
+        &g,
+        &up(&g, &tiled).as_view(),
+        inter,
+        true,
+        &mut act.as_view_mut(),
+    )
+    .unwrap();
+    check(
+        "swiglu tiled (bf16)",
+        &down_bf16(&g, &act),
+        &want,
+        1e-3,
+        5e-3,
+    );
 
     let v = 151_936;
     let mut logits = r.vec(3 * v);

@@ -60,14 +60,52 @@ __device__ __forceinline__ void reduce_store(const float (&c)[4], float* __restr
     }
 }
 
+// Gate|up fused with SwiGLU: the weight rows come interleaved by 8 (tile j = gate rows
+// 8j..8j+7, then up rows 8j..8j+7; ops::interleave_gate_up), so one block holds both halves
+// of 8 outputs and writes act[m, 8j + r] = bf16(silu(g) * u) itself: no f32 gate|up buffer
+// and no separate swiglu kernel. Sums and formula are those of reduce_store + swiglu.cu.
+__device__ __forceinline__ void reduce_store_swiglu(const float (&c)[4],
+                                                    __nv_bfloat16* __restrict__ act, int M,
+                                                    int inter, int n0) {
+    __shared__ float red[SG_WARPS][16][8];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    red[warp][g][2 * t] = c[0];
+    red[warp][g][2 * t + 1] = c[1];
+    red[warp][g + 8][2 * t] = c[2];
+    red[warp][g + 8][2 * t + 1] = c[3];
+    __syncthreads();
+    if (threadIdx.x < 64) {
+        const int r = threadIdx.x & 7, m = threadIdx.x >> 3;
+        float gs = 0.f, us = 0.f;
+#pragma unroll
+        for (int w = 0; w < SG_WARPS; ++w) {
+            gs += red[w][r][m];
+            us += red[w][r + 8][m];
+        }
+        const int col = n0 / 2 + r;
+        if (m < M && col < inter)
+            act[(size_t)m * inter + col] = __float2bfloat16(gs / (1.0f + expf(-gs)) * us);
+    }
+}
+
+// Where a kernel's sums go: y [M, N] f32 (Out = float), or act [M, N / 2] bf16 through
+// SwiGLU for interleaved gate|up weights (Out = __nv_bfloat16).
+__device__ __forceinline__ void store_out(const float (&c)[4], float* y, int M, int N, int n0) {
+    reduce_store(c, y, M, N, n0);
+}
+__device__ __forceinline__ void store_out(const float (&c)[4], __nv_bfloat16* act, int M, int N,
+                                          int n0) {
+    reduce_store_swiglu(c, act, M, N / 2, n0);
+}
+
 // The pipeline both kernels share. Tile supplies the weight layout: Stage (one chunk's
 // registers), nch (chunks of 128 weight bytes per row), load_w / load_x (a chunk's weights
 // and tokens into a stage; chunks past nch load zeros) and mma (a stage into the
 // accumulators). Two stages alternate, loading one chunk while multiplying the other. The
 // first chunk's weights are requested before pdl_wait, while the previous kernel may still
 // run (launch.rs).
-template <class Tile>
-__device__ __forceinline__ void skinny_pipeline(const Tile& tile, float* __restrict__ y, int M,
+template <class Tile, class Out>
+__device__ __forceinline__ void skinny_pipeline(const Tile& tile, Out* __restrict__ y, int M,
                                                 int N, int n0) {
     const int warp = threadIdx.x >> 5;
     float c0[4] = {0.f, 0.f, 0.f, 0.f}, c1[4] = {0.f, 0.f, 0.f, 0.f};
@@ -89,7 +127,7 @@ __device__ __forceinline__ void skinny_pipeline(const Tile& tile, float* __restr
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) c0[i] += c1[i];
-    reduce_store(c0, y, M, N, n0);
+    store_out(c0, y, M, N, n0);
 }
 
 // bf16 weights. A chunk is 64 k: thread t of a quad takes k 16t..16t+15 (two 16-byte
@@ -156,6 +194,16 @@ extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
     skinny_pipeline(tile, y, M, N, tile.n0);
 }
 
+// The same over interleaved gate|up weights [N = 2 * inter, K], writing act [M, inter] bf16.
+extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
+    skinny_gemm_bf16_swiglu(const __nv_bfloat16* __restrict__ x,
+                            const __nv_bfloat16* __restrict__ w,
+                            __nv_bfloat16* __restrict__ act, int M, int N, int K) {
+    pdl_trigger();
+    const TileBf16 tile(x, w, M, N, K);
+    skinny_pipeline(tile, act, M, N, tile.n0);
+}
+
 // Two e4m3 codes -> two bf16 (exact: every e4m3 value, subnormals included, is a normal f16
 // and a bf16), through the hardware f16 conversion. An integer version (e4m3 bits placed
 // in bf16's, off by 2^-120, with x scaled by 2^64 to compensate) measured 6-9 % slower:
@@ -173,6 +221,13 @@ __device__ __forceinline__ unsigned fp8x2_to_bf16x2(unsigned short v) {
 // counts are not multiples of 128 (tiny test models). A chunk is 128 k, exactly one scale
 // column (thread t of a quad takes codes 32t..32t+31: a full 128-byte line per row per
 // quad), so each chunk's partial sums get their rows' scales in f32. K % 16 == 0.
+// IL > 0: the codes are gate|up interleaved by 8 rows (IL = inter) while the scales keep
+// the checkpoint's order, gate rows then up rows: fp8_scale_row maps a code row back.
+__device__ __forceinline__ int fp8_scale_row(int n, int il, int R) {
+    const int orig = il == 0 ? n : ((n & 15) < 8 ? 0 : il) + (n >> 4) * 8 + (n & 7);
+    return orig / R;
+}
+
 struct TileFp8 {
     struct Stage {
         uint4 a[2], b[2], x[4];
@@ -186,7 +241,7 @@ struct TileFp8 {
     int t;
 
     __device__ TileFp8(const __nv_bfloat16* x, const unsigned char* w_, const float* scale_inv,
-                       int M, int N_, int K_, int R)
+                       int M, int N_, int K_, int R, int il)
         : w(w_), N(N_), K(K_) {
         const int lane = threadIdx.x & 31, g = lane >> 2;
         t = lane & 3;
@@ -198,8 +253,8 @@ struct TileFp8 {
         wb = reinterpret_cast<const uint4*>(w + (size_t)(vb ? n0 + g + 8 : 0) * K);
         xr = reinterpret_cast<const uint4*>(x + (size_t)(vx ? g : 0) * K);
         const int sc = (K + 127) / 128;
-        sra = scale_inv + (size_t)((va ? n0 + g : 0) / R) * sc;
-        srb = scale_inv + (size_t)((vb ? n0 + g + 8 : 0) / R) * sc;
+        sra = scale_inv + (size_t)fp8_scale_row(va ? n0 + g : 0, il, R) * sc;
+        srb = scale_inv + (size_t)fp8_scale_row(vb ? n0 + g + 8 : 0, il, R) * sc;
         k16 = K / 16;           // 16-byte pieces of a weight row
         nch = (k16 + 7) / 8;    // 128-k chunks = 128 bytes per row
     }
@@ -252,19 +307,30 @@ struct TileFp8 {
 extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
     skinny_gemm_fp8(const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,
                     const float* __restrict__ scale_inv, float* __restrict__ y, int M, int N,
-                    int K, int R) {
+                    int K, int R, int il) {
     pdl_trigger();
-    const TileFp8 tile(x, w, scale_inv, M, N, K, R);
+    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il);
     skinny_pipeline(tile, y, M, N, tile.n0);
+}
+
+// FP8 gate|up (interleaved codes, il = inter) fused with SwiGLU: act [M, N / 2] bf16.
+extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
+    skinny_gemm_fp8_swiglu(const __nv_bfloat16* __restrict__ x,
+                           const unsigned char* __restrict__ w,
+                           const float* __restrict__ scale_inv,
+                           __nv_bfloat16* __restrict__ act, int M, int N, int K, int R, int il) {
+    pdl_trigger();
+    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il);
+    skinny_pipeline(tile, act, M, N, tile.n0);
 }
 
 // Prefill with FP8 weights: expand one matrix to bf16 for cuBLAS. code * scale is computed
 // in f32 and rounded once to bf16 (the only rounding; the decode kernel keeps it in f32).
-// Each thread converts 8 codes. Layout and R as skinny_gemm_fp8; K % 8 == 0.
+// Each thread converts 8 codes. Layout, R and il as skinny_gemm_fp8; K % 8 == 0.
 extern "C" __global__ void fp8_dequant_bf16(const unsigned char* __restrict__ w,
                                             const float* __restrict__ scale_inv,
                                             __nv_bfloat16* __restrict__ out, int N, int K,
-                                            int R) {
+                                            int R, int il) {
     pdl_trigger();
     pdl_wait();
     const size_t i8 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // group of 8 codes
@@ -272,7 +338,7 @@ extern "C" __global__ void fp8_dequant_bf16(const unsigned char* __restrict__ w,
     if (i8 >= total8) return;
     const size_t e = i8 * 8;
     const int n = (int)(e / K), k = (int)(e % K);
-    const float s = scale_inv[(size_t)(n / R) * ((K + 127) / 128) + k / 128];
+    const float s = scale_inv[(size_t)fp8_scale_row(n, il, R) * ((K + 127) / 128) + k / 128];
     const uint2 v = *reinterpret_cast<const uint2*>(w + e);
     const unsigned words[2] = {v.x, v.y};
     __align__(16) __nv_bfloat162 o[4];

@@ -44,7 +44,13 @@ pub const ALL: &[KernelSource] = &[
     KernelSource {
         file: "skinny_gemm.cu",
         src: with_common!("skinny_gemm.cu"),
-        kernels: &["skinny_gemm_bf16", "skinny_gemm_fp8", "fp8_dequant_bf16"],
+        kernels: &[
+            "skinny_gemm_bf16",
+            "skinny_gemm_bf16_swiglu",
+            "skinny_gemm_fp8",
+            "skinny_gemm_fp8_swiglu",
+            "fp8_dequant_bf16",
+        ],
     },
     KernelSource {
         file: "decode_attention.cu",

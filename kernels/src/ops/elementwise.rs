@@ -113,17 +113,30 @@ pub fn add_rmsnorm_into(
     Ok(())
 }
 
-/// out[r, c] = bf16(silu(gu[r, c]) * gu[r, inter + c]); gu is [rows, 2 * inter].
+/// out[r, c] = bf16(silu(gate) * up) over gu [rows, 2 * inter]: gate column c and up
+/// column inter + c, or with `tiled` the `interleave_gate_up` layout (column block j of 16 =
+/// gate 8j..8j+7, up 8j..8j+7).
 pub fn swiglu_into(
     gpu: &Gpu,
     gu: &CudaView<'_, f32>,
     inter: usize,
+    tiled: bool,
     out: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
     const OP: &str = "swiglu";
     check(inter > 0 && gu.len() % (2 * inter) == 0, OP, || {
         format!("gu of {} is not rows x 2 * {inter}", gu.len())
     })?;
+    check(
+        !tiled || inter.is_multiple_of(super::GATE_UP_GROUP),
+        OP,
+        || {
+            format!(
+                "tiled gate|up needs inter % {} == 0, got {inter}",
+                super::GATE_UP_GROUP
+            )
+        },
+    )?;
     let total = gu.len() / 2;
     check(out.len() == total, OP, || {
         format!("out {} != {total}", out.len())
@@ -133,7 +146,7 @@ pub fn swiglu_into(
     }
     let (i, t) = (to_i32(OP, "inter", inter)?, to_i32(OP, "total", total)?);
     let mut b = Launch::new(gpu, OP)?;
-    b.input(gu).output(out).i32(i).i32(t);
+    b.input(gu).output(out).i32(i).i32(t).i32(tiled as i32);
     // SAFETY: shapes checked above.
     unsafe { b.launch(LaunchConfig::for_num_elems(total as u32)) }?;
     Ok(())

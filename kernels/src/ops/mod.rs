@@ -18,7 +18,8 @@ pub use decode_attention::{
 };
 pub use elementwise::{add_rmsnorm_into, embed_gather_into, rmsnorm_into, swiglu_into};
 pub use skinny::{
-    FP8_BLOCK, Fp8Matrix, SKINNY_MAX_ROWS, fp8_dequant_into, skinny_gemm_fp8_into, skinny_gemm_into,
+    FP8_BLOCK, Fp8Matrix, GATE_UP_GROUP, SKINNY_MAX_ROWS, fp8_dequant_into, interleave_gate_up,
+    skinny_gemm_fp8_into, skinny_gemm_fp8_swiglu_into, skinny_gemm_into, skinny_gemm_swiglu_into,
 };
 
 use crate::error::{KernelError, Result};

@@ -18,7 +18,7 @@ const THREADS: u32 = 256;
 pub const FP8_BLOCK: usize = 128;
 
 fn rows_of(op: &'static str, x_len: usize, k: usize, y_len: usize, n: usize) -> Result<usize> {
-    check(x_len % k == 0, op, || {
+    check(x_len.is_multiple_of(k), op, || {
         format!("x {x_len} is not rows x {k}")
     })?;
     let m = x_len / k;
@@ -67,17 +67,29 @@ pub fn skinny_gemm_into(
 /// Where an FP8 matrix's codes and scales live: w [n, k] e4m3fn codes, scale_inv
 /// [ceil(n / scale_rows), ceil(k / 128)] f32, real weight = code * scale_inv[n /
 /// scale_rows][k / 128]. scale_rows is 128 in the Qwen3-8B-FP8 layout (1: a row each).
+/// `interleave` > 0: the codes are gate|up rows interleaved by `interleave_gate_up` (n = 2
+/// x interleave) while the scales stay in gate-then-up order; 0: plain rows.
 pub struct Fp8Matrix<'a, 'b> {
     pub codes: &'a CudaView<'b, u8>,
     pub scale_inv: &'a CudaView<'b, f32>,
     pub scale_rows: usize,
     pub n: usize,
     pub k: usize,
+    pub interleave: usize,
 }
 
 impl Fp8Matrix<'_, '_> {
     fn check(&self, op: &'static str, k_mult: usize) -> Result<(i32, i32, i32)> {
-        let (n, k, r) = (self.n, self.k, self.scale_rows);
+        let (n, k, r, il) = (self.n, self.k, self.scale_rows, self.interleave);
+        check(
+            il == 0 || (n == 2 * il && il.is_multiple_of(GATE_UP_GROUP)),
+            op,
+            || {
+                format!(
+                    "interleave {il}: needs n = 2 x interleave (n = {n}), a multiple of {GATE_UP_GROUP}"
+                )
+            },
+        )?;
         check(k > 0 && k.is_multiple_of(k_mult), op, || {
             format!("k = {k} must be a positive multiple of {k_mult}")
         })?;
@@ -111,8 +123,84 @@ pub fn skinny_gemm_fp8_into(
     let m = rows_of(OP, x.len(), w.k, y.len(), w.n)?;
     let mi = m as i32;
     let mut b = Launch::new(gpu, OP)?;
+    let il = to_i32(OP, "interleave", w.interleave)?;
     b.input(x).input(w.codes).input(w.scale_inv).output(y);
-    b.i32(mi).i32(ni).i32(ki).i32(ri);
+    b.i32(mi).i32(ni).i32(ki).i32(ri).i32(il);
+    // SAFETY: shapes checked above; k % 16 == 0 keeps every fp8 row 16-byte aligned.
+    unsafe { b.launch(cfg(w.n)) }?;
+    Ok(())
+}
+
+/// Rows per group when gate|up are interleaved for the fused SwiGLU kernels (half the
+/// skinny GEMM's 16-row tile, so each tile holds 8 gate rows and their 8 up rows).
+pub const GATE_UP_GROUP: usize = 8;
+
+/// gate [inter, k] and up [inter, k] (row-major, HF layout) -> [2 * inter, k] with rows
+/// gate 0..8, up 0..8, gate 8..16, up 8..16, ...: the layout the `*_swiglu` kernels and
+/// `swiglu_into(.., tiled = true)` read. inter % 8 == 0.
+pub fn interleave_gate_up<T: Copy>(gate: &[T], up: &[T], k: usize) -> Vec<T> {
+    assert!(k > 0 && gate.len() == up.len() && gate.len().is_multiple_of(k));
+    let inter = gate.len() / k;
+    assert!(
+        inter.is_multiple_of(GATE_UP_GROUP),
+        "inter {inter} % {GATE_UP_GROUP} != 0"
+    );
+    let block = GATE_UP_GROUP * k;
+    let mut out = Vec::with_capacity(2 * gate.len());
+    for (g, u) in gate.chunks(block).zip(up.chunks(block)) {
+        out.extend_from_slice(g);
+        out.extend_from_slice(u);
+    }
+    out
+}
+
+/// act[m, c] = bf16(silu(gate) * up) of x [m, k] times interleaved gate|up weights w [2 *
+/// inter, k] (`interleave_gate_up`), in one kernel: gate|up GEMM and SwiGLU fused.
+pub fn skinny_gemm_swiglu_into(
+    gpu: &Gpu,
+    x: &CudaView<'_, bf16>,
+    w: &CudaView<'_, bf16>,
+    inter: usize,
+    k: usize,
+    act: &mut CudaViewMut<'_, bf16>,
+) -> Result<()> {
+    const OP: &str = "skinny_gemm_bf16_swiglu";
+    check(k > 0 && k.is_multiple_of(8), OP, || {
+        format!("k = {k} must be a positive multiple of 8")
+    })?;
+    check(inter > 0 && inter.is_multiple_of(GATE_UP_GROUP), OP, || {
+        format!("inter = {inter} must be a positive multiple of {GATE_UP_GROUP}")
+    })?;
+    let n = 2 * inter;
+    check(w.len() == n * k, OP, || {
+        format!("w {} != {n} x {k}", w.len())
+    })?;
+    let m = rows_of(OP, x.len(), k, act.len(), inter)?;
+    let (mi, ni, ki) = (m as i32, to_i32(OP, "n", n)?, to_i32(OP, "k", k)?);
+    let mut b = Launch::new(gpu, OP)?;
+    b.input(x).input(w).output(act).i32(mi).i32(ni).i32(ki);
+    // SAFETY: shapes checked above (as skinny_gemm_into; act holds m x inter).
+    unsafe { b.launch(cfg(n)) }?;
+    Ok(())
+}
+
+/// `skinny_gemm_swiglu_into` with FP8 weights: `w.interleave` must be `w.n / 2`.
+pub fn skinny_gemm_fp8_swiglu_into(
+    gpu: &Gpu,
+    x: &CudaView<'_, bf16>,
+    w: &Fp8Matrix<'_, '_>,
+    act: &mut CudaViewMut<'_, bf16>,
+) -> Result<()> {
+    const OP: &str = "skinny_gemm_fp8_swiglu";
+    let (ni, ki, ri) = w.check(OP, 16)?;
+    check(w.interleave > 0, OP, || {
+        "the matrix is not interleaved gate|up".to_string()
+    })?;
+    let m = rows_of(OP, x.len(), w.k, act.len(), w.interleave)?;
+    let (mi, il) = (m as i32, to_i32(OP, "interleave", w.interleave)?);
+    let mut b = Launch::new(gpu, OP)?;
+    b.input(x).input(w.codes).input(w.scale_inv).output(act);
+    b.i32(mi).i32(ni).i32(ki).i32(ri).i32(il);
     // SAFETY: shapes checked above; k % 16 == 0 keeps every fp8 row 16-byte aligned.
     unsafe { b.launch(cfg(w.n)) }?;
     Ok(())
@@ -131,12 +219,14 @@ pub fn fp8_dequant_into(
     })?;
     let groups = (w.n * w.k / 8) as u32;
     let mut b = Launch::new(gpu, OP)?;
+    let il = to_i32(OP, "interleave", w.interleave)?;
     b.input(w.codes)
         .input(w.scale_inv)
         .output(out)
         .i32(ni)
         .i32(ki)
-        .i32(ri);
+        .i32(ri)
+        .i32(il);
     let cfg = LaunchConfig {
         grid_dim: (groups.div_ceil(256), 1, 1),
         block_dim: (256, 1, 1),
@@ -145,4 +235,25 @@ pub fn fp8_dequant_into(
     // SAFETY: shapes checked above; k % 8 == 0 keeps every 8-code group aligned.
     unsafe { b.launch(cfg) }?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::interleave_gate_up;
+
+    #[test]
+    fn gate_up_interleave_alternates_blocks_of_8_rows() {
+        let k = 3;
+        let gate: Vec<u32> = (0..16 * k as u32).collect();
+        let up: Vec<u32> = (1000..1000 + 16 * k as u32).collect();
+        let out = interleave_gate_up(&gate, &up, k);
+        let row = |r: usize| &out[r * k..(r + 1) * k];
+        assert_eq!(out.len(), 32 * k);
+        assert_eq!(row(0), &gate[..k]);
+        assert_eq!(row(7), &gate[7 * k..8 * k]);
+        assert_eq!(row(8), &up[..k]);
+        assert_eq!(row(15), &up[7 * k..8 * k]);
+        assert_eq!(row(16), &gate[8 * k..9 * k]);
+        assert_eq!(row(31), &up[15 * k..16 * k]);
+    }
 }

@@ -5,7 +5,7 @@
 //! be captured in a CUDA graph (graph.rs).
 
 use super::meta::{HostMeta, StepMeta};
-use super::weights::{GpuLinear, GpuWeights};
+use super::weights::{GpuLayer, GpuLinear, GpuWeights};
 use super::{CudaBackend, GpuKvCache, driver_err, kernel_err};
 use crate::config::ModelConfig;
 use crate::error::Result;
@@ -108,6 +108,25 @@ fn in_row_chunks(
     Ok(())
 }
 
+/// An FP8 projection's kernel-side description.
+fn fp8_matrix<'a, 'b>(
+    codes: &'a CudaView<'b, u8>,
+    scale_inv: &'a CudaView<'b, f32>,
+    scale_rows: usize,
+    interleave: usize,
+    n: usize,
+    k: usize,
+) -> ops::Fp8Matrix<'a, 'b> {
+    ops::Fp8Matrix {
+        codes,
+        scale_inv,
+        scale_rows,
+        n,
+        k,
+        interleave,
+    }
+}
+
 /// `linear` for a layer projection, bf16 or FP8. FP8 runs the dequantizing skinny GEMM up
 /// to 8 rows (decode); above (prefill) it expands the matrix into `deq` and runs cuBLAS,
 /// which measured faster than 8-row passes over the codes (GPU.md: cuBLASLt FP8 buys
@@ -121,33 +140,79 @@ pub(super) fn linear_w(
     y: &mut CudaSlice<f32>,
     deq: Option<&mut CudaSlice<bf16>>,
 ) -> Result<()> {
-    let (codes, scale_inv, scale_rows) = match w {
+    let (codes, scale_inv, scale_rows, interleave) = match w {
         GpuLinear::Bf16(w) => return linear(gpu, x, w, n, k, y),
         GpuLinear::Fp8 {
             codes,
             scale_inv,
             scale_rows,
-        } => (codes, scale_inv, *scale_rows),
+            interleave,
+        } => (codes, scale_inv, *scale_rows, *interleave),
     };
-    let m8 = ops::Fp8Matrix {
-        codes: &codes.as_view(),
-        scale_inv: &scale_inv.as_view(),
-        scale_rows,
-        n,
-        k,
-    };
+    let (cv, sv) = (codes.as_view(), scale_inv.as_view());
+    let m8 = fp8_matrix(&cv, &sv, scale_rows, interleave, n, k);
     let rows = x.len() / k;
-    if rows > SKINNY_MAX_ROWS && ops::blas_available(gpu) {
-        if let Some(buf) = deq {
-            ops::fp8_dequant_into(gpu, &m8, &mut buf.slice_mut(..n * k)).map_err(kernel_err)?;
-            let wv = buf.slice(..n * k);
-            return ops::gemm_into(gpu, &x.as_view(), &wv, n, k, &mut y.as_view_mut())
-                .map_err(kernel_err);
-        }
+    if rows > SKINNY_MAX_ROWS
+        && ops::blas_available(gpu)
+        && let Some(buf) = deq
+    {
+        ops::fp8_dequant_into(gpu, &m8, &mut buf.slice_mut(..n * k)).map_err(kernel_err)?;
+        let wv = buf.slice(..n * k);
+        return ops::gemm_into(gpu, &x.as_view(), &wv, n, k, &mut y.as_view_mut())
+            .map_err(kernel_err);
     }
     in_row_chunks(x, y, n, k, |xs, ys| {
         ops::skinny_gemm_fp8_into(gpu, xs, &m8, ys)
     })
+}
+
+/// The MLP's first half: act = SwiGLU(x · gate|up). Decode (up to 8 rows) over interleaved
+/// weights runs it as one kernel; otherwise the GEMM writes `gu` and the swiglu kernel
+/// reads it (in the weights' layout).
+/// Reads `sc.h`, writes `sc.act` (and `sc.gu` on the unfused path).
+fn gate_up_act(
+    gpu: &Gpu,
+    lw: &GpuLayer,
+    inter: usize,
+    k: usize,
+    sc: &mut Scratch,
+    deq: Option<&mut CudaSlice<bf16>>,
+) -> Result<()> {
+    let Scratch {
+        h: x,
+        gu: sc_gu,
+        act,
+        ..
+    } = sc;
+    let rows = x.len() / k;
+    if lw.gu_tiled && rows <= SKINNY_MAX_ROWS {
+        let (xv, mut av) = (x.as_view(), act.as_view_mut());
+        return match &lw.wgu {
+            GpuLinear::Bf16(w) => {
+                ops::skinny_gemm_swiglu_into(gpu, &xv, &w.as_view(), inter, k, &mut av)
+            }
+            GpuLinear::Fp8 {
+                codes,
+                scale_inv,
+                scale_rows,
+                interleave,
+            } => {
+                let (cv, sv) = (codes.as_view(), scale_inv.as_view());
+                let m8 = fp8_matrix(&cv, &sv, *scale_rows, *interleave, 2 * inter, k);
+                ops::skinny_gemm_fp8_swiglu_into(gpu, &xv, &m8, &mut av)
+            }
+        }
+        .map_err(kernel_err);
+    }
+    linear_w(gpu, x, &lw.wgu, 2 * inter, k, sc_gu, deq)?;
+    ops::swiglu_into(
+        gpu,
+        &sc_gu.as_view(),
+        inter,
+        lw.gu_tiled,
+        &mut act.as_view_mut(),
+    )
+    .map_err(kernel_err)
 }
 
 /// Every layer for the step's tokens; leaves the final-normed hidden states in `sc.h`.
@@ -253,16 +318,7 @@ pub(super) fn forward_layers(
             &mut sc.h.as_view_mut(),
         )
         .map_err(ke)?;
-        linear_w(
-            gpu,
-            &sc.h,
-            &lw.wgu,
-            2 * inter,
-            hd,
-            &mut sc.gu,
-            deq.as_deref_mut(),
-        )?;
-        ops::swiglu_into(gpu, &sc.gu.as_view(), inter, &mut sc.act.as_view_mut()).map_err(ke)?;
+        gate_up_act(gpu, lw, inter, hd, sc, deq.as_deref_mut())?;
         linear_w(
             gpu,
             &sc.act,

@@ -5,23 +5,28 @@
 //! FP8 projections (`Mat::fp8`) upload their e4m3 codes and block scales instead; fusing
 //! keeps 128-row scale blocks when every part's rows are a multiple of 128 (Qwen3-8B), and
 //! expands to one scale row per weight row otherwise (tiny test models).
+//! gate|up rows are interleaved by 8 (`ops::interleave_gate_up`) when the intermediate size
+//! allows, so that decode runs gate|up and SwiGLU as one kernel (FP8 scales keep the
+//! checkpoint's gate-then-up order; the kernels map rows back).
 
 use crate::error::{EngineError, Result};
 use crate::weights::{Fp8Weight, Mat, ModelWeights};
 use kernels::Gpu;
 use kernels::bf16;
 use kernels::cudarc::driver::CudaSlice;
-use kernels::ops::FP8_BLOCK;
+use kernels::ops::{FP8_BLOCK, GATE_UP_GROUP, interleave_gate_up};
 use rayon::prelude::*;
 
 /// One (possibly fused) projection [n, k] on the device.
 pub enum GpuLinear {
     Bf16(CudaSlice<bf16>),
-    /// Codes [n, k] and scale_inv [ceil(n / scale_rows), ceil(k / 128)].
+    /// Codes [n, k] and scale_inv [ceil(n / scale_rows), ceil(k / 128)]; `interleave` as
+    /// `ops::Fp8Matrix` (gate|up interleaved: the intermediate size, else 0).
     Fp8 {
         codes: CudaSlice<u8>,
         scale_inv: CudaSlice<f32>,
         scale_rows: usize,
+        interleave: usize,
     },
 }
 
@@ -46,6 +51,8 @@ pub struct GpuLayer {
     pub wo: GpuLinear,
     pub post_norm: CudaSlice<f32>,
     pub wgu: GpuLinear,
+    /// `wgu`'s rows are gate|up interleaved by 8 (else gate rows, then up rows).
+    pub gu_tiled: bool,
     pub wdown: GpuLinear,
 }
 
@@ -103,11 +110,19 @@ fn upload_mats(gpu: &Gpu, what: &str, mats: &[&Mat]) -> Result<CudaSlice<bf16>> 
         .map_err(gpu_err(what))
 }
 
-/// Upload `mats` fused along rows, as FP8 when they all carry codes, else as bf16.
-fn upload_linear(gpu: &Gpu, what: &str, mats: &[&Mat]) -> Result<GpuLinear> {
+/// FP8 codes and scales of projections fused along rows, before upload.
+struct Fp8Parts {
+    codes: Vec<u8>,
+    scales: Vec<f32>,
+    /// Weight rows per scale row: 128, or 1 when a part's rows are not a multiple of 128.
+    scale_rows: usize,
+}
+
+/// `mats` fused along rows as FP8 (None when none of them is FP8).
+fn fp8_parts(what: &str, mats: &[&Mat]) -> Result<Option<Fp8Parts>> {
     let fp8: Vec<&Fp8Weight> = mats.iter().filter_map(|m| m.fp8.as_ref()).collect();
     if fp8.is_empty() {
-        return upload_mats(gpu, what, mats).map(GpuLinear::Bf16);
+        return Ok(None);
     }
     if fp8.len() != mats.len() {
         return Err(EngineError::Weights(format!(
@@ -135,12 +150,51 @@ fn upload_linear(gpu: &Gpu, what: &str, mats: &[&Mat]) -> Result<GpuLinear> {
             }
         }
     }
+    Ok(Some(Fp8Parts {
+        codes,
+        scales,
+        scale_rows: if aligned { FP8_BLOCK } else { 1 },
+    }))
+}
+
+fn upload_fp8(gpu: &Gpu, what: &str, p: Fp8Parts, interleave: usize) -> Result<GpuLinear> {
     let s = gpu.stream();
     Ok(GpuLinear::Fp8 {
-        codes: s.clone_htod(&codes).map_err(gpu_err(what))?,
-        scale_inv: s.clone_htod(&scales).map_err(gpu_err(what))?,
-        scale_rows: if aligned { FP8_BLOCK } else { 1 },
+        codes: s.clone_htod(&p.codes).map_err(gpu_err(what))?,
+        scale_inv: s.clone_htod(&p.scales).map_err(gpu_err(what))?,
+        scale_rows: p.scale_rows,
+        interleave,
     })
+}
+
+/// Upload `mats` fused along rows, as FP8 when they all carry codes, else as bf16.
+fn upload_linear(gpu: &Gpu, what: &str, mats: &[&Mat]) -> Result<GpuLinear> {
+    match fp8_parts(what, mats)? {
+        Some(parts) => upload_fp8(gpu, what, parts, 0),
+        None => upload_mats(gpu, what, mats).map(GpuLinear::Bf16),
+    }
+}
+
+/// gate|up fused, interleaved by 8 rows when the intermediate size is a multiple of 8
+/// (returns whether it was).
+fn upload_gate_up(gpu: &Gpu, what: &str, gate: &Mat, up: &Mat) -> Result<(GpuLinear, bool)> {
+    let (inter, k) = (gate.rows, gate.cols);
+    if !inter.is_multiple_of(GATE_UP_GROUP) || up.rows != inter || up.cols != k {
+        return Ok((upload_linear(gpu, what, &[gate, up])?, false));
+    }
+    let half = inter * k;
+    let w = match fp8_parts(what, &[gate, up])? {
+        Some(p) => {
+            let codes = interleave_gate_up(&p.codes[..half], &p.codes[half..], k);
+            upload_fp8(gpu, what, Fp8Parts { codes, ..p }, inter)?
+        }
+        None => {
+            let w = to_bf16(&[gate, up]);
+            let w = interleave_gate_up(&w[..half], &w[half..], k);
+            GpuLinear::Bf16(gpu.stream().clone_htod(&w).map_err(gpu_err(what))?)
+        }
+    };
+    Ok((w, true))
 }
 
 fn upload_f32(gpu: &Gpu, what: &str, v: &[f32]) -> Result<CudaSlice<f32>> {
@@ -152,6 +206,7 @@ impl GpuWeights {
         let mut layers = Vec::with_capacity(w.layers.len());
         for (i, l) in w.layers.iter().enumerate() {
             let name = |p: &str| format!("layer {i} {p}");
+            let (wgu, gu_tiled) = upload_gate_up(gpu, &name("gate_up"), &l.gate_proj, &l.up_proj)?;
             layers.push(GpuLayer {
                 input_norm: upload_f32(gpu, &name("input_norm"), &l.input_norm)?,
                 wqkv: upload_linear(gpu, &name("qkv"), &[&l.q_proj, &l.k_proj, &l.v_proj])?,
@@ -159,7 +214,8 @@ impl GpuWeights {
                 k_norm: upload_f32(gpu, &name("k_norm"), &l.k_norm)?,
                 wo: upload_linear(gpu, &name("o_proj"), &[&l.o_proj])?,
                 post_norm: upload_f32(gpu, &name("post_norm"), &l.post_norm)?,
-                wgu: upload_linear(gpu, &name("gate_up"), &[&l.gate_proj, &l.up_proj])?,
+                wgu,
+                gu_tiled,
                 wdown: upload_linear(gpu, &name("down_proj"), &[&l.down_proj])?,
             });
         }
