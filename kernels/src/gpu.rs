@@ -237,6 +237,9 @@ mod tests {
         assert!(!Tuning::from_vars(Some("0")).unwrap().pdl);
         assert!(Tuning::from_vars(Some("1")).unwrap().pdl);
         let e = Tuning::from_vars(Some("yes")).unwrap_err().to_string();
-        assert!(e.contains("LATLAB_PDL=\"yes\"") && e.contains("0 or 1"), "{e}");
+        assert!(
+            e.contains("LATLAB_PDL=\"yes\"") && e.contains("0 or 1"),
+            "{e}"
+        );
     }
 }

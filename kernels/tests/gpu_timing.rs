@@ -94,6 +94,7 @@ fn qwen3_8b_step_kernel_times() {
                     scale_rows: 128,
                     n,
                     k,
+                    interleave: 0,
                 };
                 ops::skinny_gemm_fp8_into(&g, &x.as_view(), &m8, &mut y.as_view_mut()).unwrap()
             });
@@ -165,26 +166,34 @@ fn qwen3_8b_step_kernel_times() {
             ctx_lens: &c.as_view(),
             block_size: bs,
         };
-        let splits = ops::attention_splits(r, d.kv_heads);
-        let (na, nm) = ops::attention_partials_len(r, d, splits);
+        // The engine's split count (attention_splits), then the others for comparison.
+        let auto = ops::attention_splits(r, d.kv_heads);
+        let mut options = vec![auto];
+        if r <= 8 {
+            options.extend([2, 4, 8, 16, 32].into_iter().filter(|&s| s != auto));
+        }
+        let (na, nm) = ops::attention_partials_len(r, d, ops::MAX_SPLITS);
         let mut pa: CudaSlice<f32> = s.alloc_zeros(na.max(1)).unwrap();
         let mut pm: CudaSlice<f32> = s.alloc_zeros(nm.max(1)).unwrap();
-        let new = time_us(&g, || {
-            ops::decode_attention_into(
-                &g,
-                d,
-                &a,
-                splits,
-                &mut pa.as_view_mut(),
-                &mut pm.as_view_mut(),
-                &mut out.as_view_mut(),
-            )
-            .unwrap()
-        });
-        println!(
-            "| attention ctx {ctx}, {splits} splits | {r} | {new:.1} | x36 = {:.0} us |",
-            new * 36.0
-        );
+        for splits in options {
+            let new = time_us(&g, || {
+                ops::decode_attention_into(
+                    &g,
+                    d,
+                    &a,
+                    splits,
+                    &mut pa.as_view_mut(),
+                    &mut pm.as_view_mut(),
+                    &mut out.as_view_mut(),
+                )
+                .unwrap()
+            });
+            let mark = if splits == auto { " (engine)" } else { "" };
+            println!(
+                "| attention ctx {ctx}, {splits} splits{mark} | {r} | {new:.1} | x36 = {:.0} us |",
+                new * 36.0
+            );
+        }
     }
     for r in [1usize, 8] {
         let mut x: CudaSlice<f32> = s.alloc_zeros(r * 4096).unwrap();
@@ -206,7 +215,7 @@ fn qwen3_8b_step_kernel_times() {
         let gu: CudaSlice<f32> = s.alloc_zeros(r * 24576).unwrap();
         let mut act: CudaSlice<bf16> = s.alloc_zeros(r * 12288).unwrap();
         let us = time_us(&g, || {
-            ops::swiglu_into(&g, &gu.as_view(), 12288, &mut act.as_view_mut()).unwrap()
+            ops::swiglu_into(&g, &gu.as_view(), 12288, true, &mut act.as_view_mut()).unwrap()
         });
         println!("| swiglu 12288 | {r} | {us:.1} | |");
         let logits: CudaSlice<f32> = s.alloc_zeros(r * 151_936).unwrap();
@@ -328,6 +337,7 @@ fn whole_model_linears(g: &Gpu, tunings: &[(String, Gpu)], quick: bool) {
                                     scale_rows: 128,
                                     n,
                                     k,
+                                    interleave: 0,
                                 },
                                 &mut ys,
                             ),

@@ -17,7 +17,7 @@ if has tests; then
 fi
 if has timing; then
   timeout 150 $T/gpu_timing --ignored --nocapture > "$OUT/timing.log" 2>&1; echo "timing rc=$?"
-  grep -E "whole model|attention ctx|argmax" "$OUT/timing.log"
+  grep -E "whole model|attention ctx|argmax|add_rmsnorm|swiglu" "$OUT/timing.log"
 fi
 if has bench; then
   B="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232 --gen-len 220 --rounds 2"
