@@ -235,3 +235,79 @@ fn decode_graphs_equal_eager_launches() {
     }
     eprintln!("decode graphs ~= eager over {steps} steps (batches 1, 2, 3, 5, 8)");
 }
+
+/// The tensor-core prefill attention (Tuning::prefill_attention) against the split kernel
+/// through the whole backend, on Qwen3-0.6B's head geometry (head_dim 128, 16 q / 8 kv
+/// heads; the tiny presets' head dims are below what the kernel takes), 2 layers of random
+/// weights. One step batches two fresh prompts with a chunk that continues a third
+/// sequence (start_pos 11), so 16-row blocks straddle sequences and cached positions.
+/// Logits within 2 % of the row's scale (the kernel rounds P to bf16), same argmax where
+/// the top two are further apart than the difference.
+#[test]
+#[ignore = "gpu"]
+fn prefill_attention_kernel_gives_the_split_kernels_logits() {
+    let mut cfg = engine::presets::preset("qwen3-0.6b").unwrap();
+    cfg.num_hidden_layers = 2;
+    let w = ModelWeights::random(&cfg, 9).unwrap();
+    let base = kernels::GpuOptions::from_env().unwrap();
+    let mut backends = [false, true].map(|on| {
+        let mut o = base.clone();
+        o.tuning.prefill_attention = on;
+        CudaBackend::new(cfg.clone(), &w, 64, 16, &o).unwrap()
+    });
+    let tables: [Vec<u32>; 3] = [vec![40, 3, 17], vec![9, 22], vec![5, 61]];
+    let seqs = [prompt(37, 1), prompt(20, 2), prompt(30, 3)];
+    let first = [SeqChunk {
+        tokens: &seqs[2][..11],
+        start_pos: 0,
+        block_table: &tables[2],
+        want_logits: true,
+    }];
+    let step = [
+        SeqChunk {
+            tokens: &seqs[0],
+            start_pos: 0,
+            block_table: &tables[0],
+            want_logits: true,
+        },
+        SeqChunk {
+            tokens: &seqs[1],
+            start_pos: 0,
+            block_table: &tables[1],
+            want_logits: true,
+        },
+        SeqChunk {
+            tokens: &seqs[2][11..],
+            start_pos: 11,
+            block_table: &tables[2],
+            want_logits: true,
+        },
+    ];
+    let [split, tc] = &mut backends;
+    for (what, chunks) in [("first chunk", &first[..]), ("mixed step", &step[..])] {
+        let (a, b) = (split.forward(chunks).unwrap(), tc.forward(chunks).unwrap());
+        assert_eq!(a.len(), b.len());
+        for (i, (ra, rb)) in a.iter().zip(&b).enumerate() {
+            let scale = ra.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let diff = ra
+                .iter()
+                .zip(rb)
+                .fold(0f32, |m, (p, q)| m.max((p - q).abs()));
+            assert!(
+                diff <= 0.02 * scale,
+                "{what} row {i}: prefill kernel vs split kernel {diff} (scale {scale})"
+            );
+            // The argmax must agree unless the top two are closer than the difference.
+            let top = argmax(ra) as usize;
+            let second = ra
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != top)
+                .fold(f32::NEG_INFINITY, |m, (_, &v)| m.max(v));
+            if ra[top] - second > 2.0 * diff {
+                assert_eq!(argmax(ra), argmax(rb), "{what} row {i}: argmax");
+            }
+        }
+        eprintln!("{what}: {} rows agree", a.len());
+    }
+}

@@ -358,5 +358,19 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                 5e-3,
             );
         }
+        // The tensor-core prefill kernel where it applies (head_dim 128). Its first block of
+        // 16 rows holds rows of all three sequences (three passes over three tables). P is
+        // rounded to bf16 for the P V product, hence the looser bound.
+        if ops::prefill_attention_supported(d) {
+            let mut o3 = g.stream().alloc_zeros::<bf16>(rows.len() * qd).unwrap();
+            ops::prefill_attention_into(&g, d, &pa, &mut o3.as_view_mut()).unwrap();
+            check(
+                &format!("prefill_attention ({tag}, bf16 P)"),
+                &down_bf16(&g, &o3),
+                &want,
+                5e-2,
+                1e-2,
+            );
+        }
     }
 }

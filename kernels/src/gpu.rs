@@ -22,41 +22,62 @@ pub struct GpuOptions {
     pub tuning: Tuning,
 }
 
-/// How kernels are launched; fixed for a `Gpu`'s life. The defaults are what measured
-/// fastest on the H200 (engine/PERF.md); the environment can override them for A/B runs.
+/// How kernels are launched and which variants run; fixed for a `Gpu`'s life. The
+/// defaults are what measured fastest and was verified on the H200 (engine/PERF.md); the
+/// environment can override them for A/B runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tuning {
     /// Programmatic dependent launch on every kernel (`launch.rs`). `LATLAB_PDL=0|1`.
     pub pdl: bool,
+    /// Prefill attention through the tensor-core kernel (prefill_attention.cu) where the
+    /// geometry allows, instead of decode_attention with one split. Off until it has run
+    /// on a GPU: written and compile-checked in session 3 (2026-11-30) without device time
+    /// left. `LATLAB_PREFILL_ATTENTION=0|1`.
+    pub prefill_attention: bool,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { pdl: true }
+        Tuning {
+            pdl: true,
+            prefill_attention: false,
+        }
+    }
+}
+
+/// "0" / "1" of a switch variable, or an error naming it.
+fn switch(name: &str, v: Option<&str>, default: bool) -> Result<bool> {
+    match v {
+        None => Ok(default),
+        Some("1") => Ok(true),
+        Some("0") => Ok(false),
+        Some(v) => Err(KernelError::Config(format!(
+            "{name}={v:?}: expected 0 or 1"
+        ))),
     }
 }
 
 impl Tuning {
-    /// The defaults, overridden by `LATLAB_PDL` when set.
+    /// The defaults, overridden by `LATLAB_PDL` and `LATLAB_PREFILL_ATTENTION` when set.
     pub fn from_env() -> Result<Self> {
-        Self::from_vars(std::env::var("LATLAB_PDL").ok().as_deref())
+        let var = |n: &str| std::env::var(n).ok();
+        Self::from_vars(
+            var("LATLAB_PDL").as_deref(),
+            var("LATLAB_PREFILL_ATTENTION").as_deref(),
+        )
     }
 
     /// `from_env` over given values (tests cannot set the process environment safely).
-    pub fn from_vars(pdl: Option<&str>) -> Result<Self> {
-        let mut t = Tuning::default();
-        if let Some(v) = pdl {
-            t.pdl = match v {
-                "1" => true,
-                "0" => false,
-                _ => {
-                    return Err(KernelError::Config(format!(
-                        "LATLAB_PDL={v:?}: expected 0 or 1"
-                    )));
-                }
-            };
-        }
-        Ok(t)
+    pub fn from_vars(pdl: Option<&str>, prefill_attention: Option<&str>) -> Result<Self> {
+        let d = Tuning::default();
+        Ok(Tuning {
+            pdl: switch("LATLAB_PDL", pdl, d.pdl)?,
+            prefill_attention: switch(
+                "LATLAB_PREFILL_ATTENTION",
+                prefill_attention,
+                d.prefill_attention,
+            )?,
+        })
     }
 }
 
@@ -231,15 +252,19 @@ mod tests {
     use super::Tuning;
 
     #[test]
-    fn tuning_reads_pdl_and_names_a_bad_value() {
-        assert_eq!(Tuning::from_vars(None).unwrap(), Tuning::default());
-        assert!(Tuning::default().pdl);
-        assert!(!Tuning::from_vars(Some("0")).unwrap().pdl);
-        assert!(Tuning::from_vars(Some("1")).unwrap().pdl);
-        let e = Tuning::from_vars(Some("yes")).unwrap_err().to_string();
+    fn tuning_reads_switches_and_names_a_bad_value() {
+        assert_eq!(Tuning::from_vars(None, None).unwrap(), Tuning::default());
+        assert!(Tuning::default().pdl && !Tuning::default().prefill_attention);
+        let t = Tuning::from_vars(Some("0"), Some("1")).unwrap();
+        assert!(!t.pdl && t.prefill_attention);
+        let e = Tuning::from_vars(Some("yes"), None)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("LATLAB_PDL=\"yes\"") && e.contains("0 or 1"),
             "{e}"
         );
+        let e = Tuning::from_vars(None, Some("2")).unwrap_err().to_string();
+        assert!(e.contains("LATLAB_PREFILL_ATTENTION=\"2\""), "{e}");
     }
 }

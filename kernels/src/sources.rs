@@ -58,6 +58,11 @@ pub const ALL: &[KernelSource] = &[
         kernels: &["decode_attention", "decode_attention_combine"],
     },
     KernelSource {
+        file: "prefill_attention.cu",
+        src: with_common!("prefill_attention.cu"),
+        kernels: &["prefill_attention"],
+    },
+    KernelSource {
         file: "argmax.cu",
         src: with_common!("argmax.cu"),
         kernels: &["argmax_partial", "argmax_final"],

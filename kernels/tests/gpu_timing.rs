@@ -194,6 +194,15 @@ fn qwen3_8b_step_kernel_times() {
                 new * 36.0
             );
         }
+        if r > 8 && ops::prefill_attention_supported(d) {
+            let us = time_us(&g, || {
+                ops::prefill_attention_into(&g, d, &a, &mut out.as_view_mut()).unwrap()
+            });
+            println!(
+                "| attention ctx {ctx}, prefill kernel (tensor cores) | {r} | {us:.1} | x36 = {:.0} us |",
+                us * 36.0
+            );
+        }
     }
     for r in [1usize, 8] {
         let mut x: CudaSlice<f32> = s.alloc_zeros(r * 4096).unwrap();
@@ -244,7 +253,7 @@ fn tuning_variants() -> Vec<(String, Gpu)> {
     let mut tunings = vec![base.tuning];
     if sweep {
         for pdl in [false, true] {
-            let t = Tuning { pdl };
+            let t = Tuning { pdl, ..base.tuning };
             if !tunings.contains(&t) {
                 tunings.push(t);
             }

@@ -8,6 +8,7 @@ mod attention;
 mod blas;
 mod decode_attention;
 mod elementwise;
+mod prefill_attention;
 mod skinny;
 
 pub use argmax::{ARGMAX_PARTS, argmax_into};
@@ -17,6 +18,9 @@ pub use decode_attention::{
     MAX_SPLITS, attention_partials_len, attention_splits, decode_attention_into,
 };
 pub use elementwise::{add_rmsnorm_into, embed_gather_into, rmsnorm_into, swiglu_into};
+pub use prefill_attention::{
+    PREFILL_HEAD_DIM, prefill_attention_into, prefill_attention_supported,
+};
 pub use skinny::{
     FP8_BLOCK, Fp8Matrix, GATE_UP_GROUP, SKINNY_MAX_ROWS, fp8_dequant_into, interleave_gate_up,
     skinny_gemm_fp8_into, skinny_gemm_fp8_swiglu_into, skinny_gemm_into, skinny_gemm_swiglu_into,

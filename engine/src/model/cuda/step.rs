@@ -215,6 +215,35 @@ fn gate_up_act(
     .map_err(kernel_err)
 }
 
+/// Attention of the step's rows into `out`: the tensor-core prefill kernel for more rows
+/// than a decode batch when `Tuning::prefill_attention` is on and the geometry fits, else
+/// the split-context kernel with `splits` and its partials.
+fn attention(
+    gpu: &Gpu,
+    dims: AttnDims,
+    pa: &PagedAttnArgs<'_, '_>,
+    splits: usize,
+    (part_acc, part_ml): (&mut CudaSlice<f32>, &mut CudaSlice<f32>),
+    out: &mut CudaSlice<bf16>,
+) -> kernels::Result<()> {
+    let rows = pa.ctx_lens.len();
+    if rows > SKINNY_MAX_ROWS
+        && gpu.tuning().prefill_attention
+        && ops::prefill_attention_supported(dims)
+    {
+        return ops::prefill_attention_into(gpu, dims, pa, &mut out.as_view_mut());
+    }
+    ops::decode_attention_into(
+        gpu,
+        dims,
+        pa,
+        splits,
+        &mut part_acc.as_view_mut(),
+        &mut part_ml.as_view_mut(),
+        &mut out.as_view_mut(),
+    )
+}
+
 /// Every layer for the step's tokens; leaves the final-normed hidden states in `sc.h`.
 /// `deq` is the FP8 prefill buffer (None in decode graphs, which never need it).
 pub(super) fn forward_layers(
@@ -298,14 +327,13 @@ pub(super) fn forward_layers(
             ctx_lens: &meta.ctx_lens.as_view(),
             block_size: cache.block_size,
         };
-        ops::decode_attention_into(
+        attention(
             gpu,
             dims,
             &pa,
             sc.attn_splits,
-            &mut sc.part_acc.as_view_mut(),
-            &mut sc.part_ml.as_view_mut(),
-            &mut sc.attn.as_view_mut(),
+            (&mut sc.part_acc, &mut sc.part_ml),
+            &mut sc.attn,
         )
         .map_err(ke)?;
         linear_w(gpu, &sc.attn, &lw.wo, hd, qd, &mut sc.o, deq.as_deref_mut())?;
