@@ -134,3 +134,36 @@ pub struct PagedAttnArgs<'a, 'b> {
     pub ctx_lens: &'a CudaView<'b, i32>,
     pub block_size: usize,
 }
+
+impl PagedAttnArgs<'_, '_> {
+    /// The checks every attention kernel needs: q and `out_len` hold rows x q_dim, one table
+    /// offset per row, equal caches of whole slots, a block size. Returns the row count.
+    pub(crate) fn check(&self, op: &'static str, d: AttnDims, out_len: usize) -> Result<usize> {
+        let r = self.ctx_lens.len();
+        let qd = d.q_dim();
+        check(self.q.len() == r * qd && out_len == r * qd, op, || {
+            format!("q {} / out {out_len} != {r} x {qd}", self.q.len())
+        })?;
+        check(self.table_offs.len() == r, op, || {
+            format!("{} table offsets for {r} rows", self.table_offs.len())
+        })?;
+        check(
+            self.k_cache.len() == self.v_cache.len() && self.k_cache.len() % d.kv_dim() == 0,
+            op,
+            || "k/v caches differ or are not slots x kv_dim".into(),
+        )?;
+        check(self.block_size > 0, op, || "block_size 0".into())?;
+        Ok(r)
+    }
+
+    /// Push q, the caches, tables, offsets and context lengths: the attention kernels'
+    /// first six parameters, in this order.
+    pub(crate) fn push(&self, b: &mut Launch<'_>) {
+        b.input(self.q)
+            .input(self.k_cache)
+            .input(self.v_cache)
+            .input(self.tables)
+            .input(self.table_offs)
+            .input(self.ctx_lens);
+    }
+}

@@ -60,20 +60,7 @@ pub fn decode_attention_into(
     check((1..=MAX_SPLITS).contains(&splits), OP, || {
         format!("{splits} splits; 1..={MAX_SPLITS}")
     })?;
-    let r = a.ctx_lens.len();
-    let qd = d.q_dim();
-    check(a.q.len() == r * qd && out.len() == r * qd, OP, || {
-        format!("q {} / out {} != {r} x {qd}", a.q.len(), out.len())
-    })?;
-    check(a.table_offs.len() == r, OP, || {
-        format!("{} table offsets for {r} rows", a.table_offs.len())
-    })?;
-    check(
-        a.k_cache.len() == a.v_cache.len() && a.k_cache.len() % d.kv_dim() == 0,
-        OP,
-        || "k/v caches differ or are not slots x kv_dim".into(),
-    )?;
-    check(a.block_size > 0, OP, || "block_size 0".into())?;
+    let r = a.check(OP, d, out.len())?;
     if splits > 1 {
         let (na, nm) = attention_partials_len(r, d, splits);
         check(part_acc.len() >= na && part_ml.len() >= nm, OP, || {
@@ -95,12 +82,7 @@ pub fn decode_attention_into(
     );
     let scale = 1.0f32 / (d.head_dim as f32).sqrt();
     let mut b = Launch::new(gpu, OP)?;
-    b.input(a.q)
-        .input(a.k_cache)
-        .input(a.v_cache)
-        .input(a.tables)
-        .input(a.table_offs)
-        .input(a.ctx_lens);
+    a.push(&mut b);
     b.output(&mut *part_acc)
         .output(&mut *part_ml)
         .output(&mut *out);

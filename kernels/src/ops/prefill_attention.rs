@@ -40,20 +40,7 @@ pub fn prefill_attention_into(
             d.heads / d.kv_heads
         )
     })?;
-    let r = a.ctx_lens.len();
-    let qd = d.q_dim();
-    check(a.q.len() == r * qd && out.len() == r * qd, OP, || {
-        format!("q {} / out {} != {r} x {qd}", a.q.len(), out.len())
-    })?;
-    check(a.table_offs.len() == r, OP, || {
-        format!("{} table offsets for {r} rows", a.table_offs.len())
-    })?;
-    check(
-        a.k_cache.len() == a.v_cache.len() && a.k_cache.len() % d.kv_dim() == 0,
-        OP,
-        || "k/v caches differ or are not slots x kv_dim".into(),
-    )?;
-    check(a.block_size > 0, OP, || "block_size 0".into())?;
+    let r = a.check(OP, d, out.len())?;
     if r == 0 {
         return Ok(());
     }
@@ -65,12 +52,7 @@ pub fn prefill_attention_into(
     );
     let scale = 1.0f32 / (d.head_dim as f32).sqrt();
     let mut b = Launch::new(gpu, OP)?;
-    b.input(a.q)
-        .input(a.k_cache)
-        .input(a.v_cache)
-        .input(a.tables)
-        .input(a.table_offs)
-        .input(a.ctx_lens);
+    a.push(&mut b);
     b.output(out).i32(t).i32(h).i32(kv).i32(bs).f32(scale);
     let cfg = LaunchConfig {
         grid_dim: (r.div_ceil(ROWS_PER_BLOCK) as u32, d.kv_heads as u32, 1),
