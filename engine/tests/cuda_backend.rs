@@ -74,6 +74,13 @@ fn compare(what: &str, gpu: &[f32], cpu: &[f32]) -> f32 {
     err
 }
 
+/// (max |a - b|, max |a|) of two logits rows.
+fn diff_and_scale(a: &[f32], b: &[f32]) -> (f32, f32) {
+    let scale = a.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let diff = a.iter().zip(b).fold(0f32, |m, (p, q)| m.max((p - q).abs()));
+    (diff, scale)
+}
+
 fn prompt(n: usize, salt: u32) -> Vec<u32> {
     (0..n as u32)
         .map(|i| (i * 7919 + salt * 104_729) % 151_000)
@@ -200,11 +207,7 @@ fn decode_graphs_equal_eager_launches() {
             // move a linear from the GEMV kernel to cuBLAS; 1e-4 of the row's scale is ~100x
             // that and far below any real difference.
             for (ra, rb) in a.iter().zip(&b) {
-                let scale = ra.iter().fold(0f32, |m, v| m.max(v.abs()));
-                let diff = ra
-                    .iter()
-                    .zip(rb)
-                    .fold(0f32, |m, (p, q)| m.max((p - q).abs()));
+                let (diff, scale) = diff_and_scale(ra, rb);
                 assert!(
                     diff <= 1e-4 * scale,
                     "batch {batch} phase {phase}: graph vs eager {diff} (scale {scale})"
@@ -288,11 +291,7 @@ fn prefill_attention_kernel_gives_the_split_kernels_logits() {
         let (a, b) = (split.forward(chunks).unwrap(), tc.forward(chunks).unwrap());
         assert_eq!(a.len(), b.len());
         for (i, (ra, rb)) in a.iter().zip(&b).enumerate() {
-            let scale = ra.iter().fold(0f32, |m, v| m.max(v.abs()));
-            let diff = ra
-                .iter()
-                .zip(rb)
-                .fold(0f32, |m, (p, q)| m.max((p - q).abs()));
+            let (diff, scale) = diff_and_scale(ra, rb);
             assert!(
                 diff <= 0.02 * scale,
                 "{what} row {i}: prefill kernel vs split kernel {diff} (scale {scale})"

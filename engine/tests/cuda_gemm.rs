@@ -69,6 +69,16 @@ fn e4m3_value(c: u8) -> f32 {
     }
 }
 
+/// `len` random e4m3fn codes over every value but NaN (0x7f / 0xff), subnormals included.
+fn random_e4m3_codes(r: &mut Rng, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|_| {
+            let c = ((r.next() + 1.0) * 127.99) as u8;
+            if c & 0x7f == 0x7f { c - 1 } else { c }
+        })
+        .collect()
+}
+
 /// Tensor-core skinny GEMM, bf16 and FP8 block-scaled weights, against f64 for every row
 /// count, including shapes whose n is not a multiple of the 16-row tile and k not of the
 /// 32/64-k chunk.
@@ -81,12 +91,7 @@ fn skinny_gemm_matches_f64_reference_for_every_row_count() {
         let w = r.vec(n * k);
         let dw = up_bf16(&g, &w);
         // FP8: random codes (no NaN: 0x7f / 0xff) and positive block scales.
-        let codes: Vec<u8> = (0..n * k)
-            .map(|_| {
-                let c = ((r.next() + 1.0) * 127.99) as u8;
-                if c & 0x7f == 0x7f { c - 1 } else { c }
-            })
-            .collect();
+        let codes = random_e4m3_codes(&mut r, n * k);
         // Scales per 128 rows (the checkpoint layout) and per row (fused tiny projections).
         let sc = k.div_ceil(128);
         let scaled = |rows_per: usize, r: &mut Rng| {
@@ -210,12 +215,7 @@ fn gate_up_swiglu_fused_matches_reference_and_unfused_path() {
         // Real weights [gate; up] per variant: bf16 values, or FP8 codes times scales kept in
         // gate-then-up order (as the engine uploads them).
         let wb: Vec<f32> = r.vec(n * k);
-        let codes: Vec<u8> = (0..n * k)
-            .map(|_| {
-                let c = ((r.next() + 1.0) * 127.99) as u8;
-                if c & 0x7f == 0x7f { c - 1 } else { c }
-            })
-            .collect();
+        let codes = random_e4m3_codes(&mut r, n * k);
         let scales: Vec<f32> = (0..n.div_ceil(scale_rows) * sc)
             .map(|_| (r.next().abs() + 0.1) / 64.0)
             .collect();

@@ -37,6 +37,15 @@ fn cfg(n: usize) -> LaunchConfig {
     }
 }
 
+/// A bf16 weight matrix of w_len elements is [n, k] with k a positive multiple of 8 (the
+/// kernels' 16-byte loads).
+fn check_bf16_weights(op: &'static str, w_len: usize, n: usize, k: usize) -> Result<()> {
+    check(k > 0 && k.is_multiple_of(8), op, || {
+        format!("k = {k} must be a positive multiple of 8")
+    })?;
+    check(w_len == n * k, op, || format!("w {w_len} != {n} x {k}"))
+}
+
 /// y[m, n] = sum_k x[m, k] w[n, k]: x [m, k] bf16 (1 <= m <= 8), w [n, k] bf16 (HF layout),
 /// y [m, n] f32; k % 8 == 0 (16-byte loads).
 pub fn skinny_gemm_into(
@@ -48,12 +57,7 @@ pub fn skinny_gemm_into(
     y: &mut CudaViewMut<'_, f32>,
 ) -> Result<()> {
     const OP: &str = "skinny_gemm_bf16";
-    check(k > 0 && k.is_multiple_of(8), OP, || {
-        format!("k = {k} must be a positive multiple of 8")
-    })?;
-    check(w.len() == n * k, OP, || {
-        format!("w {} != {n} x {k}", w.len())
-    })?;
+    check_bf16_weights(OP, w.len(), n, k)?;
     let m = rows_of(OP, x.len(), k, y.len(), n)?;
     let (mi, ni, ki) = (m as i32, to_i32(OP, "n", n)?, to_i32(OP, "k", k)?);
     let mut b = Launch::new(gpu, OP)?;
@@ -165,16 +169,11 @@ pub fn skinny_gemm_swiglu_into(
     act: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
     const OP: &str = "skinny_gemm_bf16_swiglu";
-    check(k > 0 && k.is_multiple_of(8), OP, || {
-        format!("k = {k} must be a positive multiple of 8")
-    })?;
     check(inter > 0 && inter.is_multiple_of(GATE_UP_GROUP), OP, || {
         format!("inter = {inter} must be a positive multiple of {GATE_UP_GROUP}")
     })?;
     let n = 2 * inter;
-    check(w.len() == n * k, OP, || {
-        format!("w {} != {n} x {k}", w.len())
-    })?;
+    check_bf16_weights(OP, w.len(), n, k)?;
     let m = rows_of(OP, x.len(), k, act.len(), inter)?;
     let (mi, ni, ki) = (m as i32, to_i32(OP, "n", n)?, to_i32(OP, "k", k)?);
     let mut b = Launch::new(gpu, OP)?;
@@ -239,7 +238,20 @@ pub fn fp8_dequant_into(
 
 #[cfg(test)]
 mod tests {
-    use super::interleave_gate_up;
+    use super::{check_bf16_weights, interleave_gate_up};
+
+    #[test]
+    fn bf16_weight_checks_name_the_bad_dimension() {
+        assert!(check_bf16_weights("op", 64 * 16, 64, 16).is_ok());
+        let e = check_bf16_weights("op", 60 * 12, 60, 12)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("op") && e.contains("k = 12"), "{e}");
+        let e = check_bf16_weights("op", 100, 64, 16)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("w 100 != 64 x 16"), "{e}");
+    }
 
     #[test]
     fn gate_up_interleave_alternates_blocks_of_8_rows() {
