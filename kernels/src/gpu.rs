@@ -30,9 +30,8 @@ pub struct Tuning {
     /// Programmatic dependent launch on every kernel (`launch.rs`). `LATLAB_PDL=0|1`.
     pub pdl: bool,
     /// Prefill attention through the tensor-core kernel (prefill_attention.cu) where the
-    /// geometry allows, instead of decode_attention with one split. Off until it has run
-    /// on a GPU: written and compile-checked in session 3 (2026-11-30) without device time
-    /// left. `LATLAB_PREFILL_ATTENTION=0|1`.
+    /// geometry allows, instead of decode_attention with one split (H200, Qwen3-8B, 232
+    /// tokens: 22 instead of 123 us per layer, TTFT 14 -> 10 ms). `LATLAB_PREFILL_ATTENTION=0|1`.
     pub prefill_attention: bool,
 }
 
@@ -40,7 +39,7 @@ impl Default for Tuning {
     fn default() -> Self {
         Tuning {
             pdl: true,
-            prefill_attention: false,
+            prefill_attention: true,
         }
     }
 }
@@ -254,9 +253,9 @@ mod tests {
     #[test]
     fn tuning_reads_switches_and_names_a_bad_value() {
         assert_eq!(Tuning::from_vars(None, None).unwrap(), Tuning::default());
-        assert!(Tuning::default().pdl && !Tuning::default().prefill_attention);
-        let t = Tuning::from_vars(Some("0"), Some("1")).unwrap();
-        assert!(!t.pdl && t.prefill_attention);
+        assert!(Tuning::default().pdl && Tuning::default().prefill_attention);
+        let t = Tuning::from_vars(Some("0"), Some("0")).unwrap();
+        assert!(!t.pdl && !t.prefill_attention);
         let e = Tuning::from_vars(Some("yes"), None)
             .unwrap_err()
             .to_string();

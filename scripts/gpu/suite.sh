@@ -3,8 +3,8 @@
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing bench prefill http
 # hf" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
-# TTFT with the tensor-core prefill attention switched on (LATLAB_PREFILL_ATTENTION=1; off
-# by default until verified; its correctness tests run in "tests").
+# TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
+# by default; its correctness tests run in "tests").
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} LATLAB_KERNEL_CACHE=/tmp/kc RUST_LOG=warn
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
