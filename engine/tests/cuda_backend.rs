@@ -144,9 +144,7 @@ fn tiny_presets_batched_chunked_decode_matches_cpu() {
                 total += 1;
                 agree += (argmax(&g[k]) == argmax(&c[k])) as usize;
             }
-            for i in 0..3 {
-                done[i] = ends[i];
-            }
+            done.copy_from_slice(&ends[..3]);
             // Both backends continue with the CPU's token so their caches stay comparable.
             for (k, &i) in want.iter().enumerate() {
                 seqs[i].push(argmax(&c[k]));
@@ -179,7 +177,7 @@ fn decode_graphs_equal_eager_launches() {
         .map(|i| (0..8).map(|j| (j * 8 + i) as u32).collect())
         .collect();
     let mut seqs: Vec<Vec<u32>> = (0..8).map(|i| prompt(5 + 3 * i, i as u32)).collect();
-    let mut done = vec![0usize; 8];
+    let mut done = [0usize; 8];
     let mut steps = 0;
     for &batch in &[8usize, 1, 2, 3, 5, 8, 8, 3] {
         // Prefill (eager in both) any sequence of this batch not yet run, then one decode.

@@ -6,9 +6,9 @@
 mod cuda_common;
 
 use cuda_common::{Rng, check, down, down_bf16, gpu, up, up_bf16};
-use kernels::bf16;
 use kernels::cudarc::driver::CudaSlice;
 use kernels::ops;
+use kernels::{Gpu, GpuOptions, Tuning, bf16};
 
 /// cuBLAS GEMM (decode at 4-8 rows and prefill) against the same f64 reference.
 #[test]
@@ -57,6 +57,39 @@ fn cublas_gemm_matches_f64_reference() {
     }
 }
 
+/// The skinny GEMMs' two pipelines, each on its own `Gpu`, bf16 and FP8 alike: register,
+/// and bulk-copy at the default ring depth and at the shallowest (every test shape here has
+/// fewer tiles than two per SM, so it runs with `bulk_stages_small`).
+fn skinny_gpus() -> Vec<Gpu> {
+    let base = GpuOptions::from_env().unwrap();
+    let small = base.tuning.bulk_stages_small;
+    [(false, small), (true, small), (true, 2)]
+        .into_iter()
+        .map(|(bulk, bulk_stages_small)| {
+            let tuning = Tuning {
+                skinny_bulk_bf16: bulk,
+                skinny_bulk_fp8: bulk,
+                bulk_stages_small,
+                ..base.tuning
+            };
+            Gpu::new(&GpuOptions {
+                tuning,
+                ..base.clone()
+            })
+            .expect("GPU with kernels")
+        })
+        .collect()
+}
+
+fn pipeline(g: &Gpu) -> String {
+    let t = g.tuning();
+    if t.skinny_bulk_bf16 {
+        format!("bulk x{}", t.bulk_stages_small)
+    } else {
+        "regs".to_string()
+    }
+}
+
 /// e4m3fn code -> value, written out from the format (sign, 4 exponent bits with bias 7,
 /// 3 mantissa bits; exponent 0 is subnormal): the reference the FP8 GEMM is held to.
 fn e4m3_value(c: u8) -> f32 {
@@ -85,7 +118,13 @@ fn random_e4m3_codes(r: &mut Rng, len: usize) -> Vec<u8> {
 #[test]
 #[ignore = "gpu"]
 fn skinny_gemm_matches_f64_reference_for_every_row_count() {
-    let g = gpu();
+    for g in skinny_gpus() {
+        skinny_cases(g);
+    }
+}
+
+fn skinny_cases(g: Gpu) {
+    let pipe = pipeline(&g);
     let mut r = Rng(11);
     for (n, k) in [(37, 64), (300, 208), (1000, 4096), (256, 12288)] {
         let w = r.vec(n * k);
@@ -180,7 +219,7 @@ fn skinny_gemm_matches_f64_reference_for_every_row_count() {
                     }
                 }
                 check(
-                    &format!("skinny {kind} m={m} n={n} k={k} (err / sum|xw|)"),
+                    &format!("skinny {pipe} {kind} m={m} n={n} k={k} (err / sum|xw|)"),
                     &err,
                     &vec![0.0; err.len()],
                     1.0,
@@ -204,7 +243,13 @@ fn swiglu_f64(g: f64, u: f64) -> f64 {
 #[test]
 #[ignore = "gpu"]
 fn gate_up_swiglu_fused_matches_reference_and_unfused_path() {
-    let g = gpu();
+    for g in skinny_gpus() {
+        gate_up_cases(g);
+    }
+}
+
+fn gate_up_cases(g: Gpu) {
+    let pipe = pipeline(&g);
     let mut r = Rng(23);
     // (inter, k): aligned FP8 scale blocks, per-row scales (inter % 128 != 0), Qwen3-8B's k.
     for (inter, k) in [(1024usize, 4096usize), (120, 208)] {
@@ -275,7 +320,7 @@ fn gate_up_swiglu_fused_matches_reference_and_unfused_path() {
                 }
                 ops::swiglu_into(&g, &gu.as_view(), inter, true, &mut act2.as_view_mut()).unwrap();
                 let got = down_bf16(&g, &act);
-                let what = format!("gate_up+swiglu {kind} m={m} inter={inter} k={k}");
+                let what = format!("gate_up+swiglu {pipe} {kind} m={m} inter={inter} k={k}");
                 check(
                     &format!("{what} vs unfused"),
                     &got,

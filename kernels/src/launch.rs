@@ -15,6 +15,9 @@ use crate::gpu::Gpu;
 use cudarc::driver::{CudaView, CudaViewMut, DevicePtr, DevicePtrMut, LaunchConfig, sys};
 use std::ffi::c_void;
 
+/// Dynamic shared memory a kernel gets without opting in.
+const STATIC_SMEM_LIMIT: u32 = 48 * 1024;
+
 pub(crate) struct Launch<'g> {
     gpu: &'g Gpu,
     op: &'static str,
@@ -46,6 +49,17 @@ impl<'g> Launch<'g> {
         self
     }
 
+    /// `input`, for a kernel that copies from the buffer with bulk copies: an error naming
+    /// the op unless the view starts 16-byte aligned.
+    pub fn input_aligned16<T>(&mut self, v: &CudaView<'_, T>) -> Result<&mut Self> {
+        self.input(v);
+        let p = *self.args.last().expect("just pushed");
+        crate::error::check(p.is_multiple_of(16), self.op, || {
+            format!("weights at {p:#x} are not 16-byte aligned (bulk copies need it)")
+        })?;
+        Ok(self)
+    }
+
     pub fn i32(&mut self, v: i32) -> &mut Self {
         self.args.push(v as u32 as u64);
         self
@@ -67,6 +81,20 @@ impl<'g> Launch<'g> {
         let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
         attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
         attr.value.programmaticStreamSerializationAllowed = 1;
+        if cfg.shared_mem_bytes > STATIC_SMEM_LIMIT {
+            // Above 48 KiB of dynamic shared memory a kernel must opt in; idempotent, and
+            // not a stream operation, so it is also fine during graph capture.
+            // SAFETY: a valid function handle and attribute.
+            unsafe {
+                sys::cuFuncSetAttribute(
+                    self.func,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    cfg.shared_mem_bytes as i32,
+                )
+            }
+            .result()
+            .ctx(self.op)?;
+        }
         let pdl = self.gpu.tuning().pdl;
         let config = sys::CUlaunchConfig {
             gridDimX: cfg.grid_dim.0,

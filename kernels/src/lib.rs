@@ -15,5 +15,5 @@ pub mod sources;
 
 pub use cudarc;
 pub use error::{KernelError, Result};
-pub use gpu::{Gpu, GpuOptions, Tuning};
+pub use gpu::{BULK_STAGES_RANGE, Gpu, GpuOptions, Tuning};
 pub use half::bf16;

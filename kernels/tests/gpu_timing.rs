@@ -244,18 +244,43 @@ fn qwen3_8b_step_kernel_times() {
     }
 }
 
-/// The launch tunings to compare (`Tuning`: PDL on/off), each on
-/// its own `Gpu` over the same buffers (one context). `LATLAB_TIMING_SWEEP=0` times only
-/// the defaults.
+/// The tunings to compare, each on its own `Gpu` over the same buffers (one context): the
+/// skinny GEMMs' register pipeline against the bulk-copy one (bf16 and FP8) at several
+/// ring depths (`Tuning::bulk_stages`); PDL off/on with `LATLAB_TIMING_SWEEP=pdl`;
+/// `LATLAB_TIMING_SWEEP=0` times only the defaults.
 fn tuning_variants() -> Vec<(String, Gpu)> {
     let base = GpuOptions::from_env().unwrap();
-    let sweep = std::env::var("LATLAB_TIMING_SWEEP").map_or(true, |v| v != "0");
-    let mut tunings = vec![base.tuning];
-    if sweep {
-        for pdl in [false, true] {
-            let t = Tuning { pdl, ..base.tuning };
-            if !tunings.contains(&t) {
-                tunings.push(t);
+    let d = base.tuning;
+    let mut tunings = vec![d];
+    let mut add = |t: Tuning| {
+        if !tunings.contains(&t) {
+            tunings.push(t);
+        }
+    };
+    match std::env::var("LATLAB_TIMING_SWEEP")
+        .unwrap_or_default()
+        .as_str()
+    {
+        "0" => {}
+        "pdl" => {
+            for pdl in [false, true] {
+                add(Tuning { pdl, ..d });
+            }
+        }
+        _ => {
+            add(Tuning {
+                skinny_bulk_bf16: false,
+                skinny_bulk_fp8: false,
+                ..d
+            });
+            for (bulk_stages, bulk_stages_small) in [(4, 4), (4, 6), (3, 6), (4, 8)] {
+                add(Tuning {
+                    skinny_bulk_bf16: true,
+                    skinny_bulk_fp8: true,
+                    bulk_stages,
+                    bulk_stages_small,
+                    ..d
+                });
             }
         }
     }
@@ -266,7 +291,19 @@ fn tuning_variants() -> Vec<(String, Gpu)> {
                 tuning: t,
                 ..base.clone()
             };
-            let label = format!("pdl {}", t.pdl as u8);
+            let pipe = |bulk: bool| {
+                if bulk {
+                    format!("bulk x{}/{}", t.bulk_stages, t.bulk_stages_small)
+                } else {
+                    "regs".to_string()
+                }
+            };
+            let label = format!(
+                "bf16 {}, fp8 {}, pdl {}",
+                pipe(t.skinny_bulk_bf16),
+                pipe(t.skinny_bulk_fp8),
+                t.pdl as u8
+            );
             (label, Gpu::new(&opts).unwrap())
         })
         .collect()

@@ -1,5 +1,6 @@
 //! Skinny GEMM on the tensor cores for decode batches (M <= 8 token rows): bf16 weights, or
-//! FP8 e4m3 weights with 128x128 block scales, dequantized in registers. f32 out.
+//! FP8 e4m3 weights with 128x128 block scales, dequantized in registers. f32 out. Each op
+//! has a register-pipeline kernel and a bulk-copy one (`Tuning::skinny_bulk_*`).
 
 use super::to_i32;
 use crate::error::{Result, check};
@@ -29,11 +30,69 @@ fn rows_of(op: &'static str, x_len: usize, k: usize, y_len: usize, n: usize) -> 
     Ok(m)
 }
 
-fn cfg(n: usize) -> LaunchConfig {
+/// The bulk-copy variants (`Tuning::skinny_bulk_*`): the 8 warps plus one producer warp,
+/// and `Tuning::bulk_stages` x 16 rows x TM_ROW_STRIDE bytes of shared memory
+/// (skinny_gemm.cu).
+const BULK_THREADS: u32 = THREADS + 32;
+const BULK_STAGE_BYTES: u32 = 16 * (1024 + 16);
+
+/// How a skinny launch runs: the register pipeline, or the bulk one with its ring depth.
+#[derive(Clone, Copy)]
+enum Pipe {
+    Regs,
+    Bulk { stages: u32 },
+}
+
+fn cfg(n: usize, pipe: Pipe) -> LaunchConfig {
+    let (threads, smem) = match pipe {
+        Pipe::Regs => (THREADS, 0),
+        Pipe::Bulk { stages } => (BULK_THREADS, stages * BULK_STAGE_BYTES),
+    };
     LaunchConfig {
         grid_dim: (n.div_ceil(TILE_N) as u32, 1, 1),
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: 0,
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: smem,
+    }
+}
+
+/// The kernel for `op` over n output rows under the GPU's tuning: the register pipeline or
+/// the bulk-copy one, with the deeper ring when the grid has fewer tiles than two per SM.
+fn start<'g>(gpu: &'g Gpu, op: &'static str, n: usize) -> Result<(Launch<'g>, Pipe)> {
+    let t = gpu.tuning();
+    let (bulk, name) = match op {
+        "skinny_gemm_bf16" => (t.skinny_bulk_bf16, "skinny_gemm_bf16_bulk"),
+        "skinny_gemm_bf16_swiglu" => (t.skinny_bulk_bf16, "skinny_gemm_bf16_swiglu_bulk"),
+        "skinny_gemm_fp8" => (t.skinny_bulk_fp8, "skinny_gemm_fp8_bulk"),
+        "skinny_gemm_fp8_swiglu" => (t.skinny_bulk_fp8, "skinny_gemm_fp8_swiglu_bulk"),
+        _ => unreachable!("{op} is not a skinny GEMM"),
+    };
+    if !bulk {
+        return Ok((Launch::new(gpu, op)?, Pipe::Regs));
+    }
+    let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
+    let stages = if small {
+        t.bulk_stages_small
+    } else {
+        t.bulk_stages
+    };
+    Ok((Launch::new(gpu, name)?, Pipe::Bulk { stages }))
+}
+
+/// The bulk kernels' trailing argument: their ring depth.
+fn bulk_args(b: &mut Launch<'_>, pipe: Pipe) {
+    if let Pipe::Bulk { stages } = pipe {
+        b.i32(stages as i32);
+    }
+}
+
+/// Weight argument: the bulk kernels copy from it and need 16-byte alignment.
+fn weights<T>(b: &mut Launch<'_>, w: &CudaView<'_, T>, pipe: Pipe) -> Result<()> {
+    match pipe {
+        Pipe::Bulk { .. } => b.input_aligned16(w).map(drop),
+        Pipe::Regs => {
+            b.input(w);
+            Ok(())
+        }
     }
 }
 
@@ -60,11 +119,14 @@ pub fn skinny_gemm_into(
     check_bf16_weights(OP, w.len(), n, k)?;
     let m = rows_of(OP, x.len(), k, y.len(), n)?;
     let (mi, ni, ki) = (m as i32, to_i32(OP, "n", n)?, to_i32(OP, "k", k)?);
-    let mut b = Launch::new(gpu, OP)?;
-    b.input(x).input(w).output(y).i32(mi).i32(ni).i32(ki);
+    let (mut b, pipe) = start(gpu, OP, n)?;
+    b.input(x);
+    weights(&mut b, w, pipe)?;
+    b.output(y).i32(mi).i32(ni).i32(ki);
+    bulk_args(&mut b, pipe);
     // SAFETY: shapes checked above; k % 8 == 0 keeps every row 16-byte aligned given
     // cudarc's 256-byte-aligned allocations (views at row offsets keep it too).
-    unsafe { b.launch(cfg(n)) }?;
+    unsafe { b.launch(cfg(n, pipe)) }?;
     Ok(())
 }
 
@@ -126,12 +188,15 @@ pub fn skinny_gemm_fp8_into(
     let (ni, ki, ri) = w.check(OP, 16)?;
     let m = rows_of(OP, x.len(), w.k, y.len(), w.n)?;
     let mi = m as i32;
-    let mut b = Launch::new(gpu, OP)?;
     let il = to_i32(OP, "interleave", w.interleave)?;
-    b.input(x).input(w.codes).input(w.scale_inv).output(y);
+    let (mut b, pipe) = start(gpu, OP, w.n)?;
+    b.input(x);
+    weights(&mut b, w.codes, pipe)?;
+    b.input(w.scale_inv).output(y);
     b.i32(mi).i32(ni).i32(ki).i32(ri).i32(il);
+    bulk_args(&mut b, pipe);
     // SAFETY: shapes checked above; k % 16 == 0 keeps every fp8 row 16-byte aligned.
-    unsafe { b.launch(cfg(w.n)) }?;
+    unsafe { b.launch(cfg(w.n, pipe)) }?;
     Ok(())
 }
 
@@ -176,10 +241,13 @@ pub fn skinny_gemm_swiglu_into(
     check_bf16_weights(OP, w.len(), n, k)?;
     let m = rows_of(OP, x.len(), k, act.len(), inter)?;
     let (mi, ni, ki) = (m as i32, to_i32(OP, "n", n)?, to_i32(OP, "k", k)?);
-    let mut b = Launch::new(gpu, OP)?;
-    b.input(x).input(w).output(act).i32(mi).i32(ni).i32(ki);
+    let (mut b, pipe) = start(gpu, OP, n)?;
+    b.input(x);
+    weights(&mut b, w, pipe)?;
+    b.output(act).i32(mi).i32(ni).i32(ki);
+    bulk_args(&mut b, pipe);
     // SAFETY: shapes checked above (as skinny_gemm_into; act holds m x inter).
-    unsafe { b.launch(cfg(n)) }?;
+    unsafe { b.launch(cfg(n, pipe)) }?;
     Ok(())
 }
 
@@ -197,11 +265,14 @@ pub fn skinny_gemm_fp8_swiglu_into(
     })?;
     let m = rows_of(OP, x.len(), w.k, act.len(), w.interleave)?;
     let (mi, il) = (m as i32, to_i32(OP, "interleave", w.interleave)?);
-    let mut b = Launch::new(gpu, OP)?;
-    b.input(x).input(w.codes).input(w.scale_inv).output(act);
+    let (mut b, pipe) = start(gpu, OP, w.n)?;
+    b.input(x);
+    weights(&mut b, w.codes, pipe)?;
+    b.input(w.scale_inv).output(act);
     b.i32(mi).i32(ni).i32(ki).i32(ri).i32(il);
+    bulk_args(&mut b, pipe);
     // SAFETY: shapes checked above; k % 16 == 0 keeps every fp8 row 16-byte aligned.
-    unsafe { b.launch(cfg(w.n)) }?;
+    unsafe { b.launch(cfg(w.n, pipe)) }?;
     Ok(())
 }
 
