@@ -308,3 +308,52 @@ fn prefill_attention_kernel_gives_the_split_kernels_logits() {
         eprintln!("{what}: {} rows agree", a.len());
     }
 }
+
+/// The split attention with its merge folded in (Tuning::attention_fused_combine) against
+/// the two-kernel path through the whole backend: decode graphs over growing contexts at
+/// batches 1 and 3 give the same logits, bit for bit (the merge does the same arithmetic).
+#[test]
+#[ignore = "gpu"]
+fn fused_attention_merge_gives_the_same_logits() {
+    let mut cfg = engine::presets::preset("qwen3-0.6b").unwrap();
+    cfg.num_hidden_layers = 2;
+    let w = ModelWeights::random(&cfg, 5).unwrap();
+    let base = kernels::GpuOptions::from_env().unwrap();
+    let mut backends = [false, true].map(|on| {
+        let mut o = base.clone();
+        o.tuning.attention_fused_combine = on;
+        CudaBackend::new(cfg.clone(), &w, 64, 16, &o).unwrap()
+    });
+    let tables: [Vec<u32>; 3] = [vec![40, 3, 17, 8], vec![9, 22, 30], vec![5, 61, 12]];
+    let seqs = [prompt(37, 1), prompt(20, 2), prompt(30, 3)];
+    for batch in [1usize, 3] {
+        let mut lens: Vec<usize> = vec![0; batch];
+        for step in 0..6 {
+            let chunks: Vec<SeqChunk> = (0..batch)
+                .map(|i| {
+                    // A prefill of the first 10 tokens, then one token per step.
+                    let (from, to) = if step == 0 {
+                        (0, 10)
+                    } else {
+                        (lens[i], lens[i] + 1)
+                    };
+                    SeqChunk {
+                        tokens: &seqs[i][from..to],
+                        start_pos: from,
+                        block_table: &tables[i],
+                        want_logits: true,
+                    }
+                })
+                .collect();
+            for (i, c) in chunks.iter().enumerate() {
+                lens[i] = c.start_pos + c.tokens.len();
+            }
+            let [two, one] = &mut backends;
+            let (a, b) = (two.forward(&chunks).unwrap(), one.forward(&chunks).unwrap());
+            assert_eq!(
+                a, b,
+                "batch {batch} step {step}: fused merge changed the logits"
+            );
+        }
+    }
+}

@@ -317,7 +317,41 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                 &mut o2.as_view_mut(),
             )
             .unwrap();
-            split_outs.push((splits, down_bf16(&g, &o2)));
+            let unfused = down_bf16(&g, &o2);
+            // The merge folded into the split kernel: the same bits. Twice, from a zeroed
+            // output, so a counter the first launch failed to reset would show.
+            let mut counters = g
+                .stream()
+                .alloc_zeros::<i32>(ops::attention_counters_len(rows.len(), d))
+                .unwrap();
+            for launch in 0..2 {
+                let mut o4 = g.stream().alloc_zeros::<bf16>(rows.len() * qd).unwrap();
+                ops::decode_attention_fused_into(
+                    &g,
+                    d,
+                    &pa,
+                    splits,
+                    &mut pacc.as_view_mut(),
+                    &mut pml.as_view_mut(),
+                    &mut counters.as_view_mut(),
+                    &mut o4.as_view_mut(),
+                )
+                .unwrap();
+                check(
+                    &format!(
+                        "decode_attention fused ({tag}, {splits} splits, launch {launch}) vs unfused (exact)"
+                    ),
+                    &down_bf16(&g, &o4),
+                    &unfused,
+                    1e-30,
+                    0.0,
+                );
+            }
+            assert!(
+                down(&g, &counters).iter().all(|&c| c == 0),
+                "the fused kernel leaves its counters at zero"
+            );
+            split_outs.push((splits, unfused));
         }
         let mut want = vec![0f32; rows.len() * qd];
         let scale = 1.0 / (head_dim as f64).sqrt();

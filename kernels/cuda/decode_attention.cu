@@ -21,13 +21,16 @@
 #define DA_THREADS 128
 #define DA_QSTRIDE (DA_MAXD + 1)
 
-extern "C" __global__ void __launch_bounds__(DA_THREADS)
-    decode_attention(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
-                     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
-                     const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
-                     float* __restrict__ part_acc, float* __restrict__ part_ml,
-                     __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D,
-                     int block_size, float scale) {
+#define DA_MAXSPLITS 32
+
+// The split kernel's body; kFused adds the merge (decode_attention_fused below).
+template <bool kFused>
+__device__ __forceinline__ void attention_split(
+    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
+    const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
+    const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
+    float* __restrict__ part_acc, float* __restrict__ part_ml, __nv_bfloat16* __restrict__ out,
+    int heads, int kv_heads, int D, int block_size, float scale, int* __restrict__ counters) {
     pdl_trigger();
     pdl_wait();
     // q of the G heads; the second half of each head sits one float further on, so the two
@@ -151,29 +154,124 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         }
         __syncthreads();
     }
-    if (tid >= D) return;
+    if constexpr (!kFused) {
+        if (tid >= D) return;
 #pragma unroll
-    for (int h = 0; h < DA_MAXG; ++h) {
-        if (h >= G) break;
-        const int head = kvh * G + h;
-        if (nsplit == 1) {
-            out[(size_t)r * heads * D + (size_t)head * D + tid] = __float2bfloat16(acc[h] / s_l[h]);
-        } else {
-            const size_t part = ((size_t)r * heads + head) * nsplit + split;
-            part_acc[part * D + tid] = acc[h];
-            if (tid == 0) {
-                part_ml[2 * part] = s_m[h];
-                part_ml[2 * part + 1] = s_l[h];
+        for (int h = 0; h < DA_MAXG; ++h) {
+            if (h >= G) break;
+            const int head = kvh * G + h;
+            if (nsplit == 1) {
+                out[(size_t)r * heads * D + (size_t)head * D + tid] =
+                    __float2bfloat16(acc[h] / s_l[h]);
+            } else {
+                const size_t part = ((size_t)r * heads + head) * nsplit + split;
+                part_acc[part * D + tid] = acc[h];
+                if (tid == 0) {
+                    part_ml[2 * part] = s_m[h];
+                    part_ml[2 * part + 1] = s_l[h];
+                }
+            }
+        }
+    } else {
+        // The same writes, without returning early: every thread meets the barriers below.
+        if (tid < D) {
+#pragma unroll
+            for (int h = 0; h < DA_MAXG; ++h) {
+                if (h >= G) break;
+                const int head = kvh * G + h;
+                if (nsplit == 1) {
+                    out[(size_t)r * heads * D + (size_t)head * D + tid] =
+                        __float2bfloat16(acc[h] / s_l[h]);
+                } else {
+                    const size_t part = ((size_t)r * heads + head) * nsplit + split;
+                    part_acc[part * D + tid] = acc[h];
+                    if (tid == 0) {
+                        part_ml[2 * part] = s_m[h];
+                        part_ml[2 * part + 1] = s_l[h];
+                    }
+                }
+            }
+        }
+        if (nsplit == 1) return;
+        // The last split of (row, kv head) to finish merges all of them for its G heads,
+        // exactly as decode_attention_combine does (same loads, same order, so the same
+        // bits), and resets the counter for the next launch.
+        __shared__ int s_last;
+        __threadfence();  // this split's partials are visible before the count says so
+        __syncthreads();
+        if (tid == 0) {
+            int* count = counters + r * kv_heads + kvh;
+            s_last = atomicAdd(count, 1) == nsplit - 1;
+            if (s_last) *count = 0;
+        }
+        __syncthreads();
+        if (!s_last) return;
+        __threadfence();
+        __shared__ float s_w[DA_MAXG][DA_MAXSPLITS];
+        __shared__ float s_inv_l[DA_MAXG];
+        for (int h = warp; h < G; h += DA_THREADS / 32) {
+            const size_t base = ((size_t)r * heads + kvh * G + h) * nsplit;
+            float m = __int_as_float(0xff800000), l = 0.f;
+            if (lane < nsplit) {
+                m = __ldcg(part_ml + 2 * (base + lane));
+                l = __ldcg(part_ml + 2 * (base + lane) + 1);
+            }
+            float gm = l > 0.f ? m : __int_as_float(0xff800000);
+            for (int o = 16; o > 0; o >>= 1) gm = fmaxf(gm, __shfl_xor_sync(0xffffffff, gm, o));
+            const float w = l > 0.f ? expf(m - gm) : 0.f;
+            float lw = l * w;
+            for (int o = 16; o > 0; o >>= 1) lw += __shfl_xor_sync(0xffffffff, lw, o);
+            s_w[h][lane] = w;
+            if (lane == 0) s_inv_l[h] = 1.f / lw;
+        }
+        __syncthreads();
+        for (int d = tid; d < D; d += DA_THREADS) {
+#pragma unroll
+            for (int h = 0; h < DA_MAXG; ++h) {
+                if (h >= G) break;
+                const int head = kvh * G + h;
+                const size_t base = ((size_t)r * heads + head) * nsplit;
+                float o = 0.f;
+#pragma unroll 8
+                for (int sp = 0; sp < nsplit; ++sp)
+                    o = fmaf(__ldcg(part_acc + (base + sp) * D + d), s_w[h][sp], o);
+                out[(size_t)r * heads * D + (size_t)head * D + d] = __float2bfloat16(o * s_inv_l[h]);
             }
         }
     }
+}
+
+extern "C" __global__ void __launch_bounds__(DA_THREADS)
+    decode_attention(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
+                     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
+                     const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
+                     float* __restrict__ part_acc, float* __restrict__ part_ml,
+                     __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D,
+                     int block_size, float scale) {
+    attention_split<false>(q, k_cache, v_cache, tables, table_offs, ctx_lens, part_acc, part_ml,
+                           out, heads, kv_heads, D, block_size, scale, nullptr);
+}
+
+// decode_attention with the merge folded in (Tuning::attention_fused_combine): no second
+// kernel, so no second launch and dependency wait per layer. counters [rows * kv_heads]
+// must be zero before the first launch; each launch leaves them zero.
+extern "C" __global__ void __launch_bounds__(DA_THREADS)
+    decode_attention_fused(const __nv_bfloat16* __restrict__ q,
+                           const __nv_bfloat16* __restrict__ k_cache,
+                           const __nv_bfloat16* __restrict__ v_cache,
+                           const int* __restrict__ tables, const int* __restrict__ table_offs,
+                           const int* __restrict__ ctx_lens, float* __restrict__ part_acc,
+                           float* __restrict__ part_ml, __nv_bfloat16* __restrict__ out,
+                           int heads, int kv_heads, int D, int block_size, float scale,
+                           int* __restrict__ counters) {
+    attention_split<true>(q, k_cache, v_cache, tables, table_offs, ctx_lens, part_acc, part_ml,
+                          out, heads, kv_heads, D, block_size, scale, counters);
 }
 
 // Merge the splits of (row, head): out = sum_s acc_s e^(m_s - m) / sum_s l_s e^(m_s - m).
 // A split past the row's context has l = 0 and is skipped. One block per (row, head).
 // Every split's (m, l) is loaded at once into shared memory (a loop over splits that
 // loaded them one by one paid an L2 round trip per split: ~16 us per layer at 32 splits).
-#define DA_MAXSPLITS 32
 extern "C" __global__ void __launch_bounds__(DA_THREADS)
     decode_attention_combine(const float* __restrict__ part_acc, const float* __restrict__ part_ml,
                              __nv_bfloat16* __restrict__ out, int heads, int D, int nsplit) {

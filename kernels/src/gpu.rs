@@ -52,6 +52,11 @@ pub struct Tuning {
     /// flight: down 31.1 -> 24.3 us (4 -> 6 stages); 8 stages fit one block per SM and lose
     /// (`BULK_STAGES_RANGE`). `LATLAB_BULK_STAGES_SMALL`.
     pub bulk_stages_small: u32,
+    /// Decode attention merges its splits in the attention kernel itself (the last split
+    /// of each row and kv head to finish does it) instead of a second kernel per layer.
+    /// Off until it has run on a GPU: written and compile-checked in session 4
+    /// (2026-11-30) after the device time ran out. `LATLAB_ATTENTION_FUSED=0|1`.
+    pub attention_fused_combine: bool,
 }
 
 /// The stage counts the bulk pipeline takes (TM_MAX_STAGES in skinny_gemm.cu).
@@ -66,6 +71,7 @@ impl Default for Tuning {
             skinny_bulk_fp8: false,
             bulk_stages: 4,
             bulk_stages_small: 6,
+            attention_fused_combine: false,
         }
     }
 }
@@ -84,8 +90,8 @@ fn switch(name: &str, v: Option<&str>, default: bool) -> Result<bool> {
 
 impl Tuning {
     /// The defaults, overridden by `LATLAB_PDL`, `LATLAB_PREFILL_ATTENTION`,
-    /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES` and
-    /// `LATLAB_BULK_STAGES_SMALL` when set.
+    /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
+    /// `LATLAB_BULK_STAGES_SMALL` and `LATLAB_ATTENTION_FUSED` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -111,6 +117,7 @@ impl Tuning {
             prefill_attention: get("LATLAB_PREFILL_ATTENTION", d.prefill_attention)?,
             skinny_bulk_bf16: get("LATLAB_SKINNY_BULK_BF16", d.skinny_bulk_bf16)?,
             skinny_bulk_fp8: get("LATLAB_SKINNY_BULK_FP8", d.skinny_bulk_fp8)?,
+            attention_fused_combine: get("LATLAB_ATTENTION_FUSED", d.attention_fused_combine)?,
             bulk_stages: stages("LATLAB_BULK_STAGES", d.bulk_stages)?,
             bulk_stages_small: stages("LATLAB_BULK_STAGES_SMALL", d.bulk_stages_small)?,
         })
@@ -317,10 +324,12 @@ mod tests {
             ("LATLAB_SKINNY_BULK_FP8", "1"),
             ("LATLAB_BULK_STAGES", "6"),
             ("LATLAB_BULK_STAGES_SMALL", "8"),
+            ("LATLAB_ATTENTION_FUSED", "1"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && t.skinny_bulk_fp8);
         assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
+        assert!(!d.attention_fused_combine && t.attention_fused_combine);
         assert_eq!(t.bulk_stages, 6);
         let e = with(&[("LATLAB_PDL", "yes")]).unwrap_err().to_string();
         assert!(

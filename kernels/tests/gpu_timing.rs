@@ -194,6 +194,26 @@ fn qwen3_8b_step_kernel_times() {
                 new * 36.0
             );
         }
+        // The engine's split count with the merge in the same kernel.
+        let mut counters: CudaSlice<i32> =
+            s.alloc_zeros(ops::attention_counters_len(r, d)).unwrap();
+        let fused = time_us(&g, || {
+            ops::decode_attention_fused_into(
+                &g,
+                d,
+                &a,
+                auto,
+                &mut pa.as_view_mut(),
+                &mut pm.as_view_mut(),
+                &mut counters.as_view_mut(),
+                &mut out.as_view_mut(),
+            )
+            .unwrap()
+        });
+        println!(
+            "| attention ctx {ctx}, {auto} splits, merge fused | {r} | {fused:.1} | x36 = {:.0} us |",
+            fused * 36.0
+        );
         if r > 8 && ops::prefill_attention_supported(d) {
             let us = time_us(&g, || {
                 ops::prefill_attention_into(&g, d, &a, &mut out.as_view_mut()).unwrap()

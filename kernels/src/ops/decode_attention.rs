@@ -1,6 +1,7 @@
 //! Split-context GQA attention over the paged KV cache (decode_attention.cu): the context
 //! of each row is cut into `splits` parts that run as separate blocks, and a second kernel
-//! merges their partial softmax states. With one split it writes the output directly.
+//! merges their partial softmax states (or, fused, the last block of each row and kv head
+//! does). With one split it writes the output directly.
 
 use super::attention::{AttnDims, PagedAttnArgs};
 use super::to_i32;
@@ -35,6 +36,70 @@ pub fn attention_partials_len(rows: usize, d: AttnDims, splits: usize) -> (usize
     (parts * d.head_dim, parts * 2)
 }
 
+/// The split kernels' shared checks, and their launch with the common arguments pushed
+/// (with the row count), or None when there are no rows.
+#[allow(clippy::too_many_arguments)]
+fn split_launch<'g>(
+    gpu: &'g Gpu,
+    op: &'static str,
+    d: AttnDims,
+    a: &PagedAttnArgs<'_, '_>,
+    splits: usize,
+    part_acc: &mut CudaViewMut<'_, f32>,
+    part_ml: &mut CudaViewMut<'_, f32>,
+    out: &mut CudaViewMut<'_, bf16>,
+) -> Result<Option<(usize, Launch<'g>)>> {
+    d.check(op)?;
+    check(d.heads / d.kv_heads <= MAX_GROUP, op, || {
+        format!(
+            "{} query heads per kv head; at most {MAX_GROUP}",
+            d.heads / d.kv_heads
+        )
+    })?;
+    check(d.head_dim <= MAX_HEAD_DIM, op, || {
+        format!("head_dim {} > {MAX_HEAD_DIM}", d.head_dim)
+    })?;
+    check((1..=MAX_SPLITS).contains(&splits), op, || {
+        format!("{splits} splits; 1..={MAX_SPLITS}")
+    })?;
+    let r = a.check(op, d, out.len())?;
+    if splits > 1 {
+        let (na, nm) = attention_partials_len(r, d, splits);
+        check(part_acc.len() >= na && part_ml.len() >= nm, op, || {
+            format!(
+                "partials {} / {} < {na} / {nm}",
+                part_acc.len(),
+                part_ml.len()
+            )
+        })?;
+    }
+    if r == 0 {
+        return Ok(None);
+    }
+    let (h, kv, hd, bs) = (
+        to_i32(op, "heads", d.heads)?,
+        to_i32(op, "kv_heads", d.kv_heads)?,
+        to_i32(op, "head_dim", d.head_dim)?,
+        to_i32(op, "block_size", a.block_size)?,
+    );
+    let scale = 1.0f32 / (d.head_dim as f32).sqrt();
+    let mut b = Launch::new(gpu, op)?;
+    a.push(&mut b);
+    b.output(&mut *part_acc)
+        .output(&mut *part_ml)
+        .output(&mut *out);
+    b.i32(h).i32(kv).i32(hd).i32(bs).f32(scale);
+    Ok(Some((r, b)))
+}
+
+fn split_cfg(rows: usize, d: AttnDims, splits: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (rows as u32, d.kv_heads as u32, splits as u32),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 /// out[r, head] = softmax(q k^T / sqrt(head_dim)) v over row r's context. `part_acc` and
 /// `part_ml` must hold `attention_partials_len(rows, d, splits)` floats when splits > 1.
 pub fn decode_attention_into(
@@ -47,66 +112,23 @@ pub fn decode_attention_into(
     out: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
     const OP: &str = "decode_attention";
-    d.check(OP)?;
-    check(d.heads / d.kv_heads <= MAX_GROUP, OP, || {
-        format!(
-            "{} query heads per kv head; at most {MAX_GROUP}",
-            d.heads / d.kv_heads
-        )
-    })?;
-    check(d.head_dim <= MAX_HEAD_DIM, OP, || {
-        format!("head_dim {} > {MAX_HEAD_DIM}", d.head_dim)
-    })?;
-    check((1..=MAX_SPLITS).contains(&splits), OP, || {
-        format!("{splits} splits; 1..={MAX_SPLITS}")
-    })?;
-    let r = a.check(OP, d, out.len())?;
-    if splits > 1 {
-        let (na, nm) = attention_partials_len(r, d, splits);
-        check(part_acc.len() >= na && part_ml.len() >= nm, OP, || {
-            format!(
-                "partials {} / {} < {na} / {nm}",
-                part_acc.len(),
-                part_ml.len()
-            )
-        })?;
-    }
-    if r == 0 {
+    let Some((r, mut b)) = split_launch(gpu, OP, d, a, splits, part_acc, part_ml, out)? else {
         return Ok(());
-    }
-    let (h, kv, hd, bs) = (
-        to_i32(OP, "heads", d.heads)?,
-        to_i32(OP, "kv_heads", d.kv_heads)?,
-        to_i32(OP, "head_dim", d.head_dim)?,
-        to_i32(OP, "block_size", a.block_size)?,
-    );
-    let scale = 1.0f32 / (d.head_dim as f32).sqrt();
-    let mut b = Launch::new(gpu, OP)?;
-    a.push(&mut b);
-    b.output(&mut *part_acc)
-        .output(&mut *part_ml)
-        .output(&mut *out);
-    b.i32(h).i32(kv).i32(hd).i32(bs).f32(scale);
-    let cfg = LaunchConfig {
-        grid_dim: (r as u32, d.kv_heads as u32, splits as u32),
-        block_dim: (128, 1, 1),
-        shared_mem_bytes: 0,
     };
-    // SAFETY: shapes checked above; tables/offsets/ctx_lens are validated by the caller,
-    // and the partials hold every (row, head, split) when splits > 1.
-    unsafe { b.launch(cfg) }?;
+    // SAFETY: shapes checked in split_launch; tables/offsets/ctx_lens are validated by the
+    // caller, and the partials hold every (row, head, split) when splits > 1.
+    unsafe { b.launch(split_cfg(r, d, splits)) }?;
     if splits == 1 {
         return Ok(());
     }
     const COMBINE: &str = "decode_attention_combine";
-    let s = splits as i32;
     let mut b = Launch::new(gpu, COMBINE)?;
     b.input(&part_acc.as_view())
         .input(&part_ml.as_view())
         .output(out)
-        .i32(h)
-        .i32(hd)
-        .i32(s);
+        .i32(to_i32(COMBINE, "heads", d.heads)?)
+        .i32(to_i32(COMBINE, "head_dim", d.head_dim)?)
+        .i32(splits as i32);
     let cfg = LaunchConfig {
         grid_dim: (r as u32, d.heads as u32, 1),
         block_dim: (128, 1, 1),
@@ -114,5 +136,39 @@ pub fn decode_attention_into(
     };
     // SAFETY: as above; the first kernel wrote every partial this one reads.
     unsafe { b.launch(cfg) }?;
+    Ok(())
+}
+
+/// Arrival counters `decode_attention_fused_into` needs: one per (row, kv head).
+pub fn attention_counters_len(rows: usize, d: AttnDims) -> usize {
+    rows * d.kv_heads
+}
+
+/// `decode_attention_into` in one kernel: the last split of each (row, kv head) to finish
+/// merges the partials itself (same arithmetic as the merge kernel, so the same bits).
+/// `counters` holds `attention_counters_len` zeros before the first call and is left zero.
+#[allow(clippy::too_many_arguments)]
+pub fn decode_attention_fused_into(
+    gpu: &Gpu,
+    d: AttnDims,
+    a: &PagedAttnArgs<'_, '_>,
+    splits: usize,
+    part_acc: &mut CudaViewMut<'_, f32>,
+    part_ml: &mut CudaViewMut<'_, f32>,
+    counters: &mut CudaViewMut<'_, i32>,
+    out: &mut CudaViewMut<'_, bf16>,
+) -> Result<()> {
+    const OP: &str = "decode_attention_fused";
+    let rows = a.ctx_lens.len();
+    let need = attention_counters_len(rows, d);
+    check(counters.len() >= need, OP, || {
+        format!("counters {} < {need}", counters.len())
+    })?;
+    let Some((r, mut b)) = split_launch(gpu, OP, d, a, splits, part_acc, part_ml, out)? else {
+        return Ok(());
+    };
+    b.output(counters);
+    // SAFETY: as decode_attention_into; counters hold one int per (row, kv head).
+    unsafe { b.launch(split_cfg(r, d, splits)) }?;
     Ok(())
 }

@@ -30,6 +30,8 @@ pub(super) struct Scratch {
     attn_splits: usize,
     part_acc: CudaSlice<f32>,
     part_ml: CudaSlice<f32>,
+    /// The fused split kernel's arrival counters (zero between launches).
+    attn_counters: CudaSlice<i32>,
 }
 
 impl Scratch {
@@ -46,6 +48,9 @@ impl Scratch {
                 .map_err(&a)?,
             part_ml: s
                 .alloc_zeros(if attn_splits > 1 { nm } else { 1 })
+                .map_err(&a)?,
+            attn_counters: s
+                .alloc_zeros(ops::attention_counters_len(rows, attn_dims(c)))
                 .map_err(&a)?,
             x: s.alloc_zeros(rows * hd).map_err(&a)?,
             h: s.alloc_zeros(rows * hd).map_err(&a)?,
@@ -217,13 +222,18 @@ fn gate_up_act(
 
 /// Attention of the step's rows into `out`: the tensor-core prefill kernel for more rows
 /// than a decode batch when `Tuning::prefill_attention` is on and the geometry fits, else
-/// the split-context kernel with `splits` and its partials.
+/// the split-context kernel with `splits` and its partials (merged in the same kernel when
+/// `Tuning::attention_fused_combine` is on).
 fn attention(
     gpu: &Gpu,
     dims: AttnDims,
     pa: &PagedAttnArgs<'_, '_>,
     splits: usize,
-    (part_acc, part_ml): (&mut CudaSlice<f32>, &mut CudaSlice<f32>),
+    (part_acc, part_ml, counters): (
+        &mut CudaSlice<f32>,
+        &mut CudaSlice<f32>,
+        &mut CudaSlice<i32>,
+    ),
     out: &mut CudaSlice<bf16>,
 ) -> kernels::Result<()> {
     let rows = pa.ctx_lens.len();
@@ -232,6 +242,18 @@ fn attention(
         && ops::prefill_attention_supported(dims)
     {
         return ops::prefill_attention_into(gpu, dims, pa, &mut out.as_view_mut());
+    }
+    if gpu.tuning().attention_fused_combine {
+        return ops::decode_attention_fused_into(
+            gpu,
+            dims,
+            pa,
+            splits,
+            &mut part_acc.as_view_mut(),
+            &mut part_ml.as_view_mut(),
+            &mut counters.as_view_mut(),
+            &mut out.as_view_mut(),
+        );
     }
     ops::decode_attention_into(
         gpu,
@@ -332,7 +354,7 @@ pub(super) fn forward_layers(
             dims,
             &pa,
             sc.attn_splits,
-            (&mut sc.part_acc, &mut sc.part_ml),
+            (&mut sc.part_acc, &mut sc.part_ml, &mut sc.attn_counters),
             &mut sc.attn,
         )
         .map_err(ke)?;
