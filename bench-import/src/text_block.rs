@@ -218,32 +218,8 @@ fn build(f: Fields, line: usize) -> Result<Parsed, ImportError> {
 mod tests {
     use super::*;
 
-    const BLOCK: &str = "\
-============ Serving Benchmark Result ============
-Successful requests:                     100
-Maximum request concurrency:             4
-Benchmark duration (s):                  44.40
-Total input tokens:                      23260
-Total generated tokens:                  22061
-Request throughput (req/s):              2.25
-Output token throughput (tok/s):         496.88
-Peak output token throughput (tok/s):    540.00
-Peak concurrent requests:                13.00
-Total Token throughput (tok/s):          1020.76
----------------Time to First Token----------------
-Mean TTFT (ms):                          64.00
-Median TTFT (ms):                        60.26
-P99 TTFT (ms):                           98.59
------Time per Output Token (excl. 1st token)------
-Mean TPOT (ms):                          7.38
-Median TPOT (ms):                        7.40
-P99 TPOT (ms):                           7.96
----------------Inter-token Latency----------------
-Mean ITL (ms):                           7.78
-Median ITL (ms):                         7.37
-P99 ITL (ms):                            40.98
-==================================================
-";
+    /// A full printed vLLM result block (TTFT, TPOT, ITL, the peak lines).
+    const BLOCK: &str = include_str!("../../data/fixtures/vllm_serving_result.txt");
 
     #[test]
     fn parses_a_block_and_prints_it_back_identically() {

@@ -110,32 +110,7 @@ mod tests {
             e2el: Stats::default(),
             token_itl: None,
         };
-        let expected = "\
-============ Serving Benchmark Result ============
-Successful requests:                     100
-Maximum request concurrency:             4
-Benchmark duration (s):                  44.40
-Total input tokens:                      23260
-Total generated tokens:                  22061
-Request throughput (req/s):              2.25
-Output token throughput (tok/s):         496.88
-Peak output token throughput (tok/s):    540.00
-Peak concurrent requests:                13.00
-Total Token throughput (tok/s):          1020.76
----------------Time to First Token----------------
-Mean TTFT (ms):                          64.00
-Median TTFT (ms):                        60.26
-P99 TTFT (ms):                           98.59
------Time per Output Token (excl. 1st token)------
-Mean TPOT (ms):                          7.38
-Median TPOT (ms):                        7.40
-P99 TPOT (ms):                           7.96
----------------Inter-token Latency----------------
-Mean ITL (ms):                           7.78
-Median ITL (ms):                         7.37
-P99 ITL (ms):                            40.98
-==================================================
-";
+        let expected = include_str!("../../data/fixtures/vllm_serving_result.txt");
         assert_eq!(serving_result(&s, &[MetricKind::Ttft, MetricKind::Tpot, MetricKind::Itl]), expected);
     }
 

@@ -3,6 +3,7 @@
 // lands on its page. (Without JavaScript: server/tests/pages.rs posts the same form.)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { startLatlab, launchBrowser } from '../harness.mjs';
 
 let app, browser, cleanup;
@@ -17,21 +18,8 @@ after(async () => {
   if (app) await app.stop();
 });
 
-const BLOCK = `============ Serving Benchmark Result ============
-Successful requests:                     100
-Maximum request concurrency:             4
-Benchmark duration (s):                  44.40
-Total input tokens:                      23260
-Total generated tokens:                  22061
-Request throughput (req/s):              2.25
-Output token throughput (tok/s):         496.88
-Total Token throughput (tok/s):          1020.76
----------------Time to First Token----------------
-Mean TTFT (ms):                          64.00
-Median TTFT (ms):                        60.26
-P99 TTFT (ms):                           98.59
-==================================================
-`;
+// A printed vLLM result block (data/fixtures, shared with the Rust tests).
+const BLOCK = readFileSync(new URL('../../data/fixtures/vllm_serving_result.txt', import.meta.url), 'utf8');
 
 const hydrated = page => page.waitForSelector('form[data-hydrated=true]', { state: 'attached', timeout: 30_000 });
 

@@ -64,23 +64,8 @@ async fn exports_carry_every_run_and_leave_missing_numbers_empty(pool: PgPool) {
     assert_eq!(json["runs"].as_array().unwrap().len(), 25);
 }
 
-const BLOCK: &str = "============ Serving Benchmark Result ============
-Successful requests:                     100
-Maximum request concurrency:             4
-Benchmark duration (s):                  44.40
-Total input tokens:                      23260
-Total generated tokens:                  22061
-Request throughput (req/s):              2.25
-Output token throughput (tok/s):         496.88
-Peak output token throughput (tok/s):    540.00
-Peak concurrent requests:                13.00
-Total Token throughput (tok/s):          1020.76
----------------Time to First Token----------------
-Mean TTFT (ms):                          64.00
-Median TTFT (ms):                        60.26
-P99 TTFT (ms):                           98.59
-==================================================
-";
+/// A printed vLLM result block (data/fixtures: the one the parser's own tests use).
+const BLOCK: &str = include_str!("../../data/fixtures/vllm_serving_result.txt");
 
 #[sqlx::test(migrator = "db::MIGRATOR")]
 async fn imports_store_runs_and_bad_files_store_nothing(pool: PgPool) {

@@ -132,22 +132,8 @@ async fn the_form_posts_native_weights_without_javascript(pool: PgPool) {
     assert!(list.body.contains("native random:tiny FP8"), "{}", list.body);
 }
 
-/// A printed vLLM result block, as pasted into the import form.
-const VLLM_BLOCK: &str = "============ Serving Benchmark Result ============
-Successful requests:                     100
-Maximum request concurrency:             4
-Benchmark duration (s):                  44.40
-Total input tokens:                      23260
-Total generated tokens:                  22061
-Request throughput (req/s):              2.25
-Output token throughput (tok/s):         496.88
-Total Token throughput (tok/s):          1020.76
----------------Time to First Token----------------
-Mean TTFT (ms):                          64.00
-Median TTFT (ms):                        60.26
-P99 TTFT (ms):                           98.59
-==================================================
-";
+/// A printed vLLM result block, as pasted into the import form (data/fixtures).
+const VLLM_BLOCK: &str = include_str!("../../data/fixtures/vllm_serving_result.txt");
 
 /// A `multipart/form-data` body as a browser sends the import form: text fields, then the
 /// file part (empty and nameless when no file was chosen).
