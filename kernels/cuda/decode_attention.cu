@@ -154,8 +154,12 @@ __device__ __forceinline__ void attention_split(
         }
         __syncthreads();
     }
+    // Threads d < D write this split's result: the output itself for one split, else the
+    // partial state. In the fused kernel the others stay for the merge's barriers.
     if constexpr (!kFused) {
         if (tid >= D) return;
+    }
+    if (tid < D) {
 #pragma unroll
         for (int h = 0; h < DA_MAXG; ++h) {
             if (h >= G) break;
@@ -172,26 +176,8 @@ __device__ __forceinline__ void attention_split(
                 }
             }
         }
-    } else {
-        // The same writes, without returning early: every thread meets the barriers below.
-        if (tid < D) {
-#pragma unroll
-            for (int h = 0; h < DA_MAXG; ++h) {
-                if (h >= G) break;
-                const int head = kvh * G + h;
-                if (nsplit == 1) {
-                    out[(size_t)r * heads * D + (size_t)head * D + tid] =
-                        __float2bfloat16(acc[h] / s_l[h]);
-                } else {
-                    const size_t part = ((size_t)r * heads + head) * nsplit + split;
-                    part_acc[part * D + tid] = acc[h];
-                    if (tid == 0) {
-                        part_ml[2 * part] = s_m[h];
-                        part_ml[2 * part + 1] = s_l[h];
-                    }
-                }
-            }
-        }
+    }
+    if constexpr (kFused) {
         if (nsplit == 1) return;
         // The last split of (row, kv head) to finish merges all of them for its G heads,
         // exactly as decode_attention_combine does (same loads, same order, so the same
