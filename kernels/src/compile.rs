@@ -45,6 +45,72 @@ pub fn nvrtc_version() -> (i32, i32) {
 
 /// Compile one source file to a cubin.
 pub fn compile_cubin(file: &str, src: &str, opts: &CompileOptions) -> Result<Vec<u8>> {
+    compile(file, src, opts, &[]).map(|(cubin, _log)| cubin)
+}
+
+/// What ptxas reports for one kernel of a cubin (`--ptxas-options=-v`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelUsage {
+    pub kernel: String,
+    pub registers: u32,
+    /// Bytes of registers spilled to local memory, stored and loaded.
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+}
+
+/// `compile_cubin`, plus each kernel's registers and spills as ptxas reports them: the
+/// same cubin (the report is only a log), for checks that need no GPU.
+pub fn compile_with_usage(
+    file: &str,
+    src: &str,
+    opts: &CompileOptions,
+) -> Result<(Vec<u8>, Vec<KernelUsage>)> {
+    let (cubin, log) = compile(file, src, opts, &["--ptxas-options=-v".to_string()])?;
+    Ok((cubin, parse_ptxas_usage(&log)))
+}
+
+/// The kernels of a `ptxas -v` log, in order. Lines look like
+/// `ptxas info    : Compiling entry function 'k' for 'sm_90a'`,
+/// `ptxas         .     8 bytes stack frame, 8 bytes spill stores, 24 bytes spill loads`,
+/// `ptxas info    : Used 80 registers, used 1 barriers, ... bytes smem`.
+pub fn parse_ptxas_usage(log: &str) -> Vec<KernelUsage> {
+    // The number just before `unit` in `line`, e.g. 80 in "Used 80 registers".
+    fn before(line: &str, unit: &str) -> Option<u32> {
+        let head = &line[..line.find(unit)?];
+        head.split_whitespace().last()?.parse().ok()
+    }
+    let mut out: Vec<KernelUsage> = vec![];
+    for line in log.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            let name = rest.split('\'').next().unwrap_or_default();
+            out.push(KernelUsage {
+                kernel: name.to_string(),
+                registers: 0,
+                spill_stores: 0,
+                spill_loads: 0,
+            });
+        } else if let Some(k) = out.last_mut() {
+            if let Some(n) = before(line, " bytes spill stores") {
+                k.spill_stores = n;
+            }
+            if let Some(n) = before(line, " bytes spill loads") {
+                k.spill_loads = n;
+            }
+            if line.contains(": Used ") {
+                k.registers = before(line, " registers").unwrap_or(0);
+            }
+        }
+    }
+    out
+}
+
+/// NVRTC with the crate's options plus `extra`: the cubin and the program log.
+fn compile(
+    file: &str,
+    src: &str,
+    opts: &CompileOptions,
+    extra: &[String],
+) -> Result<(Vec<u8>, String)> {
     let fail = |msg: String, log: String| KernelError::Compile {
         file: file.to_string(),
         arch: opts.arch.clone(),
@@ -55,10 +121,14 @@ pub fn compile_cubin(file: &str, src: &str, opts: &CompileOptions) -> Result<Vec
     let c_name = CString::new(file).map_err(|e| fail(e.to_string(), String::new()))?;
     let prog = result::create_program(&c_src, Some(&c_name))
         .map_err(|e| fail(e.to_string(), String::new()))?;
+    let mut args = opts.args();
+    args.extend_from_slice(extra);
     // SAFETY: `prog` was just created and is destroyed exactly once below.
     let out = unsafe {
-        match result::compile_program(prog, &opts.args()) {
-            Ok(()) => cubin_of(prog).map_err(|e| fail(e.to_string(), String::new())),
+        match result::compile_program(prog, &args) {
+            Ok(()) => cubin_of(prog)
+                .map(|c| (c, program_log(prog)))
+                .map_err(|e| fail(e.to_string(), String::new())),
             Err(e) => Err(fail(e.to_string(), program_log(prog))),
         }
     };
@@ -176,6 +246,35 @@ impl DiskCache {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ptxas_usage_is_read_per_kernel() {
+        let log = "ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'combine' for 'sm_90a'
+ptxas info    : Function properties for combine
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 32 registers, used 1 barriers, 132 bytes smem
+ptxas info    : Compile time = 18.672 ms
+ptxas info    : Compiling entry function 'fused' for 'sm_90a'
+ptxas info    : Function properties for fused
+ptxas         .     8 bytes stack frame, 8 bytes spill stores, 24 bytes spill loads
+ptxas info    : Used 80 registers, used 1 barriers, 8 bytes cumulative stack size, 7588 bytes smem
+";
+        let u = super::parse_ptxas_usage(log);
+        let got: Vec<(&str, u32, u32, u32)> = u
+            .iter()
+            .map(|k| {
+                (
+                    k.kernel.as_str(),
+                    k.registers,
+                    k.spill_stores,
+                    k.spill_loads,
+                )
+            })
+            .collect();
+        assert_eq!(got, [("combine", 32, 0, 0), ("fused", 80, 8, 24)]);
+        assert!(super::parse_ptxas_usage("no ptxas here").is_empty());
+    }
+
     use super::*;
 
     #[test]
