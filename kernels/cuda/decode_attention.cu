@@ -211,10 +211,10 @@ __device__ __forceinline__ void attention_split(
             if (lane == 0) s_inv_l[h] = 1.f / lw;
         }
         __syncthreads();
+        // Heads in a plain loop: unrolled over DA_MAXG, with the split loop unrolled inside,
+        // ptxas spilled (nvrtc_compile fails on spills).
         for (int d = tid; d < D; d += DA_THREADS) {
-#pragma unroll
-            for (int h = 0; h < DA_MAXG; ++h) {
-                if (h >= G) break;
+            for (int h = 0; h < G; ++h) {
                 const int head = kvh * G + h;
                 const size_t base = ((size_t)r * heads + head) * nsplit;
                 float o = 0.f;
