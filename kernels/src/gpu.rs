@@ -59,7 +59,7 @@ pub struct Tuning {
     pub attention_fused_combine: bool,
 }
 
-/// The stage counts the bulk pipeline takes (TM_MAX_STAGES in skinny_gemm.cu).
+/// The stage counts the bulk pipeline takes (TM_MAX_STAGES in skinny_bulk.cu).
 pub const BULK_STAGES_RANGE: std::ops::RangeInclusive<u32> = 2..=8;
 
 impl Default for Tuning {

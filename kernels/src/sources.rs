@@ -20,6 +20,19 @@ macro_rules! with_common {
     };
 }
 
+/// A skinny GEMM pipeline's file with common.cuh and the tiles it shares (skinny_tiles.cuh).
+macro_rules! with_tiles {
+    ($file:literal) => {
+        concat!(
+            include_str!("../cuda/common.cuh"),
+            "\n",
+            include_str!("../cuda/skinny_tiles.cuh"),
+            "\n",
+            include_str!(concat!("../cuda/", $file))
+        )
+    };
+}
+
 pub const ALL: &[KernelSource] = &[
     KernelSource {
         file: "embedding.cu",
@@ -43,17 +56,23 @@ pub const ALL: &[KernelSource] = &[
     },
     KernelSource {
         file: "skinny_gemm.cu",
-        src: with_common!("skinny_gemm.cu"),
+        src: with_tiles!("skinny_gemm.cu"),
         kernels: &[
             "skinny_gemm_bf16",
             "skinny_gemm_bf16_swiglu",
             "skinny_gemm_fp8",
             "skinny_gemm_fp8_swiglu",
+            "fp8_dequant_bf16",
+        ],
+    },
+    KernelSource {
+        file: "skinny_bulk.cu",
+        src: with_tiles!("skinny_bulk.cu"),
+        kernels: &[
             "skinny_gemm_bf16_bulk",
             "skinny_gemm_bf16_swiglu_bulk",
             "skinny_gemm_fp8_bulk",
             "skinny_gemm_fp8_swiglu_bulk",
-            "fp8_dequant_bf16",
         ],
     },
     KernelSource {

@@ -11,9 +11,9 @@ use half::bf16;
 
 /// Most token rows one launch takes (the MMA's n = 8).
 pub const SKINNY_MAX_ROWS: usize = 8;
-/// Output rows per block (the MMA's m = 16); must match skinny_gemm.cu.
+/// Output rows per block (the MMA's m = 16); must match skinny_tiles.cuh.
 const TILE_N: usize = 16;
-/// Threads per block: 8 warps splitting K (SG_WARPS in skinny_gemm.cu).
+/// Threads per block: 8 warps splitting K (SG_WARPS in skinny_tiles.cuh).
 const THREADS: u32 = 256;
 /// FP8 scale blocks (rows x cols), the only layout the kernel reads.
 pub const FP8_BLOCK: usize = 128;
@@ -32,7 +32,7 @@ fn rows_of(op: &'static str, x_len: usize, k: usize, y_len: usize, n: usize) -> 
 
 /// The bulk-copy variants (`Tuning::skinny_bulk_*`): the 8 warps plus one producer warp,
 /// and `Tuning::bulk_stages` x 16 rows x TM_ROW_STRIDE bytes of shared memory
-/// (skinny_gemm.cu).
+/// (skinny_bulk.cu).
 const BULK_THREADS: u32 = THREADS + 32;
 const BULK_STAGE_BYTES: u32 = 16 * (1024 + 16);
 

@@ -1,0 +1,168 @@
+// Skinny GEMM for decode, the bulk-copy (TMA) pipeline (the tiles and epilogues:
+// skinny_tiles.cuh). The register pipeline (skinny_gemm.cu) keeps at most two chunks per
+// warp in flight, 64-128 bytes per thread, and tops out at ~3.75 TB/s (bf16) of the 4.30
+// TB/s copy ceiling. Here one extra
+// producer warp streams the block's 16 weight rows into a ring of shared-memory stages with
+// cp.async.bulk (the copy engine moves the bytes; no thread issues a load per 16 bytes) and
+// mbarriers, so each block keeps `stages` x 16 KB in flight, and the 8 multiplying warps
+// only read shared memory. `stages` (2..TM_MAX_STAGES) is a kernel argument so that one
+// build serves a sweep: fewer stages fit more blocks per SM, and grids with under two
+// blocks per SM (o_proj, down) take a deeper ring (ops::skinny). H200, all linears of a
+// bf16 step: 4024 us (register pipeline), 3792 (bulk, 4 stages), 3692 (4, and 6 for the
+// small grids), i.e. 4.10 TB/s. A stage holds 1 KB of each row: 8 chunks of 128 bytes,
+// chunk i * 8 + w for warp w, the same chunk order and registers as the register pipeline,
+// so the tiles' mma and load_x serve both. The producer never waits on the previous kernel
+// (it reads only weights); the others wait before they read x.
+#define TM_MAX_STAGES 8
+#define TM_ROW_BYTES 1024
+// Rows 16 bytes apart from a multiple of 128: the 8 lanes of one 16-byte shared load phase
+// (rows g, g + 1; quads t = 0..3) then hit 8 different bank groups.
+#define TM_ROW_STRIDE (TM_ROW_BYTES + 16)
+#define TM_STAGE_BYTES (16 * TM_ROW_STRIDE)
+#define TM_THREADS ((SG_WARPS + 1) * 32)
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(b)), "r"(count)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long* b) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(b)) : "memory");
+}
+// Arrive and announce the bytes the stage's copies will deliver.
+__device__ __forceinline__ void mbar_arrive_tx(unsigned long long* b, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(b)),
+                 "r"(bytes)
+                 : "memory");
+}
+// Wait until the barrier's phase of this parity has completed.
+__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "retry:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra retry;\n"
+        "}\n" ::"r"(smem_addr(b)),
+        "r"(parity)
+        : "memory");
+}
+// bytes (a multiple of 16, both addresses 16-byte aligned) from global to shared memory,
+// completing on the barrier. Weights are read once per step: evict them from L2 first.
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes,
+                                          unsigned long long* bar, unsigned long long policy) {
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+        "[%0], [%1], %2, [%3], %4;" ::"r"(smem_addr(dst)),
+        "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+        : "memory");
+}
+
+// Chunk ch's weights from its stage into the registers load_w would fill: this thread's 32
+// bytes of rows g and g + 8 (chunks past the row end read zeros, as load_w).
+template <class Stage>
+__device__ __forceinline__ void load_w_stage(Stage& s, const unsigned char* stage, int ch,
+                                             int pieces) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const unsigned char* ra = stage + g * TM_ROW_STRIDE + warp * 128 + t * 32;
+    const uint4 z = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        const bool ok = (ch * 4 + t) * 2 + j < pieces;
+        s.a[j] = ok ? *reinterpret_cast<const uint4*>(ra + 16 * j) : z;
+        s.b[j] = ok ? *reinterpret_cast<const uint4*>(ra + 8 * TM_ROW_STRIDE + 16 * j) : z;
+    }
+}
+
+// Block = TM_THREADS: warps 0..7 multiply, warp 8 copies. Dynamic shared memory:
+// stages * TM_STAGE_BYTES (the launcher raises the kernel's limit). Rows past N are not
+// copied: their stale shared memory only reaches their own outputs, which are not stored.
+template <class Tile, class Out>
+__device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __restrict__ y, int M,
+                                                     int N, int n0, int stages) {
+    extern __shared__ __align__(128) unsigned char ring[];
+    __shared__ __align__(8) unsigned long long full[TM_MAX_STAGES], empty[TM_MAX_STAGES];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int row_bytes = tile.row_bytes();
+    const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], SG_WARPS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == SG_WARPS) {
+        unsigned long long policy;
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+        const int rows = min(16, N - n0);
+        const unsigned char* src = tile.bytes() + (size_t)(n0 + lane) * row_bytes;
+        for (int i = 0; i < nst; ++i) {
+            const int s = i % stages;
+            if (i >= stages) mbar_wait(&empty[s], (i / stages - 1) & 1);
+            const int off = i * TM_ROW_BYTES;
+            const int bytes = min(TM_ROW_BYTES, row_bytes - off);
+            if (lane == 0) mbar_arrive_tx(&full[s], bytes * rows);
+            __syncwarp();
+            if (lane < rows)
+                bulk_load(ring + s * TM_STAGE_BYTES + lane * TM_ROW_STRIDE, src + off, bytes,
+                          &full[s], policy);
+        }
+        return;
+    }
+    float c[4] = {0.f, 0.f, 0.f, 0.f};
+    typename Tile::Stage st;
+    pdl_wait();  // x comes from the previous kernel
+    for (int i = 0; i < nst; ++i) {
+        const int s = i % stages, ch = i * SG_WARPS + warp;
+        tile.load_x(st, ch);
+        mbar_wait(&full[s], (i / stages) & 1);
+        load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, tile.pieces());
+        __syncwarp();  // every lane's shared reads are done before the stage is handed back
+        if (lane == 0) mbar_arrive(&empty[s]);
+        tile.mma(c, st);
+    }
+    store_out(c, y, M, N, n0);
+}
+
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_bf16_bulk(const __nv_bfloat16* __restrict__ x,
+                          const __nv_bfloat16* __restrict__ w, float* __restrict__ y, int M,
+                          int N, int K, int stages) {
+    pdl_trigger();
+    const TileBf16 tile(x, w, M, N, K);
+    skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);
+}
+
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_bf16_swiglu_bulk(const __nv_bfloat16* __restrict__ x,
+                                 const __nv_bfloat16* __restrict__ w,
+                                 __nv_bfloat16* __restrict__ act, int M, int N, int K,
+                                 int stages) {
+    pdl_trigger();
+    const TileBf16 tile(x, w, M, N, K);
+    skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);
+}
+
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_fp8_bulk(const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,
+                         const float* __restrict__ scale_inv, float* __restrict__ y, int M,
+                         int N, int K, int R, int il, int stages) {
+    pdl_trigger();
+    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il);
+    skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);
+}
+
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_fp8_swiglu_bulk(const __nv_bfloat16* __restrict__ x,
+                                const unsigned char* __restrict__ w,
+                                const float* __restrict__ scale_inv,
+                                __nv_bfloat16* __restrict__ act, int M, int N, int K, int R,
+                                int il, int stages) {
+    pdl_trigger();
+    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il);
+    skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);
+}
