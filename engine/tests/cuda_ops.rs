@@ -314,6 +314,7 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                 splits,
                 &mut pacc.as_view_mut(),
                 &mut pml.as_view_mut(),
+                None,
                 &mut o2.as_view_mut(),
             )
             .unwrap();
@@ -326,14 +327,14 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                 .unwrap();
             for launch in 0..2 {
                 let mut o4 = g.stream().alloc_zeros::<bf16>(rows.len() * qd).unwrap();
-                ops::decode_attention_fused_into(
+                ops::decode_attention_into(
                     &g,
                     d,
                     &pa,
                     splits,
                     &mut pacc.as_view_mut(),
                     &mut pml.as_view_mut(),
-                    &mut counters.as_view_mut(),
+                    Some(&mut counters.as_view_mut()),
                     &mut o4.as_view_mut(),
                 )
                 .unwrap();

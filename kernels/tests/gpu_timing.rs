@@ -184,6 +184,7 @@ fn qwen3_8b_step_kernel_times() {
                     splits,
                     &mut pa.as_view_mut(),
                     &mut pm.as_view_mut(),
+                    None,
                     &mut out.as_view_mut(),
                 )
                 .unwrap()
@@ -198,14 +199,14 @@ fn qwen3_8b_step_kernel_times() {
         let mut counters: CudaSlice<i32> =
             s.alloc_zeros(ops::attention_counters_len(r, d)).unwrap();
         let fused = time_us(&g, || {
-            ops::decode_attention_fused_into(
+            ops::decode_attention_into(
                 &g,
                 d,
                 &a,
                 auto,
                 &mut pa.as_view_mut(),
                 &mut pm.as_view_mut(),
-                &mut counters.as_view_mut(),
+                Some(&mut counters.as_view_mut()),
                 &mut out.as_view_mut(),
             )
             .unwrap()

@@ -36,19 +36,27 @@ pub fn attention_partials_len(rows: usize, d: AttnDims, splits: usize) -> (usize
     (parts * d.head_dim, parts * 2)
 }
 
-/// The split kernels' shared checks, and their launch with the common arguments pushed
-/// (with the row count), or None when there are no rows.
+/// out[r, head] = softmax(q k^T / sqrt(head_dim)) v over row r's context. `part_acc` and
+/// `part_ml` must hold `attention_partials_len(rows, d, splits)` floats when splits > 1.
+/// The splits are merged by a second kernel, or with `fused_counters` (which must hold
+/// `attention_counters_len` zeros before the first call, and are left zero) by the last
+/// split of each (row, kv head) to finish, in the same kernel and with the same arithmetic,
+/// so the same bits (decode_attention_fused).
 #[allow(clippy::too_many_arguments)]
-fn split_launch<'g>(
-    gpu: &'g Gpu,
-    op: &'static str,
+pub fn decode_attention_into(
+    gpu: &Gpu,
     d: AttnDims,
     a: &PagedAttnArgs<'_, '_>,
     splits: usize,
     part_acc: &mut CudaViewMut<'_, f32>,
     part_ml: &mut CudaViewMut<'_, f32>,
+    fused_counters: Option<&mut CudaViewMut<'_, i32>>,
     out: &mut CudaViewMut<'_, bf16>,
-) -> Result<Option<(usize, Launch<'g>)>> {
+) -> Result<()> {
+    let op = match fused_counters {
+        Some(_) => "decode_attention_fused",
+        None => "decode_attention",
+    };
     d.check(op)?;
     check(d.heads / d.kv_heads <= MAX_GROUP, op, || {
         format!(
@@ -73,8 +81,14 @@ fn split_launch<'g>(
             )
         })?;
     }
+    if let Some(c) = &fused_counters {
+        let need = attention_counters_len(r, d);
+        check(c.len() >= need, op, || {
+            format!("counters {} < {need}", c.len())
+        })?;
+    }
     if r == 0 {
-        return Ok(None);
+        return Ok(());
     }
     let (h, kv, hd, bs) = (
         to_i32(op, "heads", d.heads)?,
@@ -89,36 +103,20 @@ fn split_launch<'g>(
         .output(&mut *part_ml)
         .output(&mut *out);
     b.i32(h).i32(kv).i32(hd).i32(bs).f32(scale);
-    Ok(Some((r, b)))
-}
-
-fn split_cfg(rows: usize, d: AttnDims, splits: usize) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (rows as u32, d.kv_heads as u32, splits as u32),
+    let fused = fused_counters.is_some();
+    if let Some(c) = fused_counters {
+        b.output(c);
+    }
+    let cfg = LaunchConfig {
+        grid_dim: (r as u32, d.kv_heads as u32, splits as u32),
         block_dim: (128, 1, 1),
         shared_mem_bytes: 0,
-    }
-}
-
-/// out[r, head] = softmax(q k^T / sqrt(head_dim)) v over row r's context. `part_acc` and
-/// `part_ml` must hold `attention_partials_len(rows, d, splits)` floats when splits > 1.
-pub fn decode_attention_into(
-    gpu: &Gpu,
-    d: AttnDims,
-    a: &PagedAttnArgs<'_, '_>,
-    splits: usize,
-    part_acc: &mut CudaViewMut<'_, f32>,
-    part_ml: &mut CudaViewMut<'_, f32>,
-    out: &mut CudaViewMut<'_, bf16>,
-) -> Result<()> {
-    const OP: &str = "decode_attention";
-    let Some((r, mut b)) = split_launch(gpu, OP, d, a, splits, part_acc, part_ml, out)? else {
-        return Ok(());
     };
-    // SAFETY: shapes checked in split_launch; tables/offsets/ctx_lens are validated by the
-    // caller, and the partials hold every (row, head, split) when splits > 1.
-    unsafe { b.launch(split_cfg(r, d, splits)) }?;
-    if splits == 1 {
+    // SAFETY: shapes checked above; tables/offsets/ctx_lens are validated by the caller,
+    // the partials hold every (row, head, split) when splits > 1, and the counters one int
+    // per (row, kv head).
+    unsafe { b.launch(cfg) }?;
+    if splits == 1 || fused {
         return Ok(());
     }
     const COMBINE: &str = "decode_attention_combine";
@@ -126,8 +124,8 @@ pub fn decode_attention_into(
     b.input(&part_acc.as_view())
         .input(&part_ml.as_view())
         .output(out)
-        .i32(to_i32(COMBINE, "heads", d.heads)?)
-        .i32(to_i32(COMBINE, "head_dim", d.head_dim)?)
+        .i32(h)
+        .i32(hd)
         .i32(splits as i32);
     let cfg = LaunchConfig {
         grid_dim: (r as u32, d.heads as u32, 1),
@@ -139,36 +137,8 @@ pub fn decode_attention_into(
     Ok(())
 }
 
-/// Arrival counters `decode_attention_fused_into` needs: one per (row, kv head).
+/// Arrival counters the fused merge needs (`decode_attention_into`'s `fused_counters`):
+/// one per (row, kv head).
 pub fn attention_counters_len(rows: usize, d: AttnDims) -> usize {
     rows * d.kv_heads
-}
-
-/// `decode_attention_into` in one kernel: the last split of each (row, kv head) to finish
-/// merges the partials itself (same arithmetic as the merge kernel, so the same bits).
-/// `counters` holds `attention_counters_len` zeros before the first call and is left zero.
-#[allow(clippy::too_many_arguments)]
-pub fn decode_attention_fused_into(
-    gpu: &Gpu,
-    d: AttnDims,
-    a: &PagedAttnArgs<'_, '_>,
-    splits: usize,
-    part_acc: &mut CudaViewMut<'_, f32>,
-    part_ml: &mut CudaViewMut<'_, f32>,
-    counters: &mut CudaViewMut<'_, i32>,
-    out: &mut CudaViewMut<'_, bf16>,
-) -> Result<()> {
-    const OP: &str = "decode_attention_fused";
-    let rows = a.ctx_lens.len();
-    let need = attention_counters_len(rows, d);
-    check(counters.len() >= need, OP, || {
-        format!("counters {} < {need}", counters.len())
-    })?;
-    let Some((r, mut b)) = split_launch(gpu, OP, d, a, splits, part_acc, part_ml, out)? else {
-        return Ok(());
-    };
-    b.output(counters);
-    // SAFETY: as decode_attention_into; counters hold one int per (row, kv head).
-    unsafe { b.launch(split_cfg(r, d, splits)) }?;
-    Ok(())
 }

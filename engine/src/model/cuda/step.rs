@@ -243,18 +243,7 @@ fn attention(
     {
         return ops::prefill_attention_into(gpu, dims, pa, &mut out.as_view_mut());
     }
-    if gpu.tuning().attention_fused_combine {
-        return ops::decode_attention_fused_into(
-            gpu,
-            dims,
-            pa,
-            splits,
-            &mut part_acc.as_view_mut(),
-            &mut part_ml.as_view_mut(),
-            &mut counters.as_view_mut(),
-            &mut out.as_view_mut(),
-        );
-    }
+    let mut counters = counters.as_view_mut();
     ops::decode_attention_into(
         gpu,
         dims,
@@ -262,6 +251,9 @@ fn attention(
         splits,
         &mut part_acc.as_view_mut(),
         &mut part_ml.as_view_mut(),
+        gpu.tuning()
+            .attention_fused_combine
+            .then_some(&mut counters),
         &mut out.as_view_mut(),
     )
 }
