@@ -46,7 +46,7 @@ pub fn run(a: BenchArgs, handle: engine::EngineHandle) -> anyhow::Result<()> {
         let decode = (end - first).as_secs_f64();
         let decode_tokens = tokens.saturating_sub(a.batch);
         println!(
-            "round {round}: batch {} prompt {} gen {}: TTFT {:.3} s, decode {} tokens in {:.3} s = {:.2} tok/s ({:.1} ms/step)",
+            "round {round}: batch {} prompt {} gen {}: TTFT {:.3} s, decode {} tokens in {:.3} s = {:.2} tok/s ({:.2} ms/step)",
             a.batch,
             a.prompt_len,
             a.gen_len,

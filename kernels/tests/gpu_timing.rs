@@ -5,49 +5,17 @@
 //! replayed 3 times to warm up, then 7 times timed with CUDA events: the median / 20.
 //! Inputs are zeros: timing does not depend on values here.
 
-use kernels::cudarc::driver::{CudaSlice, sys};
+mod timing_common;
+
+use kernels::cudarc::driver::CudaSlice;
 use kernels::ops::{self, AttnDims, PagedAttnArgs};
 use kernels::{Gpu, GpuOptions, Tuning, bf16};
+use timing_common::time_us_reps;
 
 const REPS: usize = 20;
 
 fn time_us(g: &Gpu, f: impl FnMut()) -> f32 {
     time_us_reps(g, REPS, f)
-}
-
-fn time_us_reps(g: &Gpu, reps: usize, mut f: impl FnMut()) -> f32 {
-    f(); // load the module and any lazily created handles outside the capture
-    g.stream().synchronize().unwrap();
-    let s = g.stream();
-    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        .unwrap();
-    for _ in 0..reps {
-        f();
-    }
-    let graph = s
-        .end_capture(sys::CUgraphInstantiate_flags(0))
-        .unwrap()
-        .expect("captured");
-    for _ in 0..3 {
-        graph.launch().unwrap();
-    }
-    let ev = || {
-        g.ctx()
-            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .unwrap()
-    };
-    let mut t: Vec<f32> = (0..7)
-        .map(|_| {
-            let (a, b) = (ev(), ev());
-            a.record(s).unwrap();
-            graph.launch().unwrap();
-            b.record(s).unwrap();
-            b.synchronize().unwrap();
-            a.elapsed_ms(&b).unwrap() * 1e3 / reps as f32
-        })
-        .collect();
-    t.sort_by(f32::total_cmp);
-    t[3]
 }
 
 /// (name, n, k) per layer, and lm_head once.

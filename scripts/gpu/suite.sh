@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
-# Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing bench prefill fused
-# http hf" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
+# Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain fp8bulk bench
+# prefill fused http hf" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
 # by default; its correctness tests run in "tests").
 set -uo pipefail
@@ -20,6 +20,22 @@ fi
 if has timing; then
   timeout 150 $T/gpu_timing --ignored --nocapture > "$OUT/timing.log" 2>&1; echo "timing rc=$?"
   grep -E "whole model|attention ctx|argmax|add_rmsnorm|swiglu" "$OUT/timing.log"
+fi
+if has chain; then
+  # A whole decode step built from the real ops, minus one kind of kernel at a time.
+  timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/chain.log" 2>&1; echo "chain rc=$?"
+  grep -E "^\|" "$OUT/chain.log"
+fi
+if has fp8bulk; then
+  # FP8 linears through the bulk-copy pipeline (LATLAB_SKINNY_BULK_FP8) at two ring depths.
+  B="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232 --gen-len 220 --rounds 2 --quantization fp8"
+  for v in "0 4" "1 3" "1 4"; do
+    set -- $v
+    for b in 1 8; do
+      LATLAB_SKINNY_BULK_FP8=$1 LATLAB_BULK_STAGES=$2 timeout 120 $B --batch $b > "$OUT/fp8bulk_$1_$2_$b.log" 2>&1
+      echo "fp8 bulk=$1 stages=$2 batch $b rc=$?"; grep -E "round 1|rror" "$OUT/fp8bulk_$1_$2_$b.log"
+    done
+  done
 fi
 if has bench; then
   B="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232 --gen-len 220 --rounds 2"
