@@ -10,9 +10,17 @@
 // Why: one block per (row, head) walking the whole context left 32 blocks on 132 SMs at
 // batch 1 and read each K/V row once per query head: 24 us per layer at ctx 452 for 1.4 MB.
 //
-// Inside a block (128 threads), positions go in tiles of 64: two threads score each
-// position (q in shared memory), an online softmax per head updates (max, sum), then
-// thread d accumulates dimension d of every head's output over the tile's V rows.
+// Inside a block (128 threads), positions go in tiles of 64, and every load a tile needs is
+// issued at once: each position's K into the registers of the two threads that score it, the
+// V rows into shared memory with cp.async. Then the scores (q in shared memory), an online
+// softmax per head (max, sum), and thread d accumulates dimension d of every head's output
+// from the V tile. The block's time is its chain of dependent memory round trips, not its
+// bytes (1.4 MB of K/V per layer at ctx 342 is 0.3 us of bandwidth; the kernel took 15 us
+// per layer in a step, gpu_step_chain), so the chain is kept short: the step metadata
+// (lengths, tables) is read before pdl_wait, since it is written before the step's first
+// kernel; and with `settled` (a decode step, where each row's only new token is its last
+// position) so are the K/V of every older position, written by earlier steps. Only q and
+// the new token's K/V, which the previous kernel (qk_norm_rope_kv) writes, wait.
 #include <cuda_bf16.h>
 
 #define DA_TILE 64
@@ -23,34 +31,73 @@
 
 #define DA_MAXSPLITS 32
 
-// The split kernel's body; kFused adds the merge (decode_attention_fused below).
-template <bool kFused>
-__device__ __forceinline__ void attention_split(
-    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
-    const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
-    const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
-    float* __restrict__ part_acc, float* __restrict__ part_ml, __nv_bfloat16* __restrict__ out,
-    int heads, int kv_heads, int D, int block_size, float scale, int* __restrict__ counters) {
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src)
+                 : "memory");
+}
+
+// V rows of the tile's positions [t0, t0 + n) into s_v, those below `fresh` (early) or the
+// others (!early). 16-byte copies when a row is whole pieces (D % 8 == 0), else elements.
+__device__ __forceinline__ void load_v_tile(__nv_bfloat16 (*s_v)[DA_MAXD],
+                                            const __nv_bfloat16* __restrict__ v_cache,
+                                            const int* s_slot, int t0, int n, int fresh,
+                                            bool early, int kvd, int kv_off, int D) {
+    if (D % 8 == 0) {
+        const int pieces = D / 8;
+        for (int idx = threadIdx.x; idx < n * pieces; idx += DA_THREADS) {
+            const int i = idx / pieces, c = idx % pieces;
+            if ((t0 + i < fresh) == early)
+                cp_async16(&s_v[i][c * 8], v_cache + (size_t)s_slot[i] * kvd + kv_off + c * 8);
+        }
+    } else {
+        for (int idx = threadIdx.x; idx < n * D; idx += DA_THREADS) {
+            const int i = idx / D, d = idx % D;
+            if ((t0 + i < fresh) == early)
+                s_v[i][d] = v_cache[(size_t)s_slot[i] * kvd + kv_off + d];
+        }
+    }
+}
+
+// This thread's half of a position's K row (hd = D / 2 values, hd % 8 == 0) into registers.
+__device__ __forceinline__ void load_k_half(uint4 (&kv)[DA_MAXD / 16],
+                                            const __nv_bfloat16* krow, int hd) {
+#pragma unroll
+    for (int j = 0; j < DA_MAXD / 16; ++j)
+        if (j * 8 < hd) kv[j] = *reinterpret_cast<const uint4*>(krow + j * 8);
+}
+
+// settled != 0: every row's positions before its last were written by earlier launches
+// (a decode step), so they are read before pdl_wait.
+extern "C" __global__ void __launch_bounds__(DA_THREADS)
+    decode_attention(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
+                     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
+                     const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
+                     float* __restrict__ part_acc, float* __restrict__ part_ml,
+                     __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D,
+                     int block_size, float scale, int settled) {
     pdl_trigger();
-    pdl_wait();
     // q of the G heads; the second half of each head sits one float further on, so the two
     // threads of a position (one per half) read different banks.
     __shared__ float s_q[DA_MAXG][DA_QSTRIDE];
     __shared__ float s_p[DA_MAXG][DA_TILE];
     __shared__ int s_slot[DA_TILE];
+    __shared__ __align__(16) __nv_bfloat16 s_v[DA_TILE][DA_MAXD];
     __shared__ float s_m[DA_MAXG], s_l[DA_MAXG], s_corr[DA_MAXG];
     const int r = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
-    const int G = heads / kv_heads, kvd = kv_heads * D;
+    const int G = heads / kv_heads, kvd = kv_heads * D, kv_off = kvh * D;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int ctx = ctx_lens[r];
     const int per = (ctx + nsplit - 1) / nsplit;
     const int start = split * per, end = min(ctx, start + per);
     const int* table = tables + table_offs[r];
-    const __nv_bfloat16* qrow = q + (size_t)r * heads * D + (size_t)kvh * G * D;
-    for (int i = tid; i < G * D; i += DA_THREADS) {
-        const int h = i / D, d = i % D;
-        s_q[h][d + (d >= D / 2)] = __bfloat162float(qrow[i]) * scale;
-    }
+    // Positions below `fresh` may be read before the wait.
+    const int fresh = settled ? ctx - 1 : 0;
+    // Scores: thread pair (2i, 2i+1) takes position i, each thread half of head_dim, so a
+    // thread has all its K loads (up to 8 x 16 bytes) in flight at once. (Warps walking
+    // positions one by one, with a shuffle reduction per position, paid a full memory
+    // latency per position: 17 us per layer at ctx 452, 139 us for a 232-token prefill.)
+    const int i = tid >> 1, half = tid & 1, hd = D / 2;
+    const bool vec_k = hd % 8 == 0;
     if (tid < G) {
         s_m[tid] = __int_as_float(0xff800000);
         s_l[tid] = 0.f;
@@ -58,33 +105,43 @@ __device__ __forceinline__ void attention_split(
     float acc[DA_MAXG];
 #pragma unroll
     for (int h = 0; h < DA_MAXG; ++h) acc[h] = 0.f;
-    __syncthreads();
+    bool waited = false;
     for (int t0 = start; t0 < end; t0 += DA_TILE) {
         const int n = min(DA_TILE, end - t0);
         if (tid < n) {
             const int p = t0 + tid;
             s_slot[tid] = table[p / block_size] * block_size + p % block_size;
         }
-        __syncthreads();
-        // Scores: thread pair (2i, 2i+1) takes position i, each thread half of head_dim,
-        // so a thread has all its K loads (up to 8 x 16 bytes) in flight at once. (Warps
-        // walking positions one by one, with a shuffle reduction per position, paid a full
-        // memory latency per position: 17 us per layer at ctx 452, 139 us for a 232-token
-        // prefill.)
+        __syncthreads();  // also: the previous tile's readers of s_p and s_v are done
+        const __nv_bfloat16* krow =
+            k_cache + (size_t)(i < n ? s_slot[i] : 0) * kvd + kv_off + half * hd;
+        const bool k_early = t0 + i < fresh;
+        uint4 kv[DA_MAXD / 16];
+        if (!waited) {
+            if (vec_k && i < n && k_early) load_k_half(kv, krow, hd);
+            load_v_tile(s_v, v_cache, s_slot, t0, n, fresh, true, kvd, kv_off, D);
+            pdl_wait();  // q and the new token's K/V come from the previous kernel
+            waited = true;
+            const __nv_bfloat16* qrow = q + (size_t)r * heads * D + (size_t)kvh * G * D;
+            for (int j = tid; j < G * D; j += DA_THREADS) {
+                const int h = j / D, d = j % D;
+                s_q[h][d + (d >= D / 2)] = __bfloat162float(qrow[j]) * scale;
+            }
+            if (vec_k && i < n && !k_early) load_k_half(kv, krow, hd);
+            load_v_tile(s_v, v_cache, s_slot, t0, n, fresh, false, kvd, kv_off, D);
+        } else {
+            if (vec_k && i < n) load_k_half(kv, krow, hd);
+            load_v_tile(s_v, v_cache, s_slot, t0, n, 0, false, kvd, kv_off, D);
+        }
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        __syncthreads();  // q and the V tile are in shared memory
         {
-            const int i = tid >> 1, half = tid & 1, hd = D / 2;
             float part[DA_MAXG];
 #pragma unroll
             for (int h = 0; h < DA_MAXG; ++h) part[h] = 0.f;
             if (i < n) {
-                const __nv_bfloat16* krow =
-                    k_cache + (size_t)s_slot[i] * kvd + kvh * D + half * hd;
                 const float* qh = &s_q[0][0] + half * (hd + 1);
-                if (hd % 8 == 0) {
-                    uint4 kv[DA_MAXD / 16];
-#pragma unroll
-                    for (int j = 0; j < DA_MAXD / 16; ++j)
-                        if (j * 8 < hd) kv[j] = *reinterpret_cast<const uint4*>(krow + j * 8);
+                if (vec_k) {
 #pragma unroll
                     for (int j = 0; j < DA_MAXD / 16; ++j) {
                         if (j * 8 >= hd) break;
@@ -121,13 +178,13 @@ __device__ __forceinline__ void attention_split(
         // Online softmax: warp w updates heads w, w + 4.
         for (int h = warp; h < G; h += DA_THREADS / 32) {
             float mx = __int_as_float(0xff800000);
-            for (int i = lane; i < n; i += 32) mx = fmaxf(mx, s_p[h][i]);
+            for (int j = lane; j < n; j += 32) mx = fmaxf(mx, s_p[h][j]);
             for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, o));
             const float m_old = s_m[h], m_new = fmaxf(m_old, mx);
             float sum = 0.f;
-            for (int i = lane; i < n; i += 32) {
-                const float e = expf(s_p[h][i] - m_new);
-                s_p[h][i] = e;
+            for (int j = lane; j < n; j += 32) {
+                const float e = expf(s_p[h][j] - m_new);
+                s_p[h][j] = e;
                 sum += e;
             }
             for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffff, sum, o);
@@ -143,115 +200,37 @@ __device__ __forceinline__ void attention_split(
 #pragma unroll
             for (int h = 0; h < DA_MAXG; ++h)
                 if (h < G) acc[h] *= s_corr[h];
-            // Unrolled so 16 V loads are in flight at once (one latency per 16 positions).
 #pragma unroll 16
-            for (int i = 0; i < n; ++i) {
-                const float v = __bfloat162float(v_cache[(size_t)s_slot[i] * kvd + kvh * D + tid]);
+            for (int j = 0; j < n; ++j) {
+                const float v = __bfloat162float(s_v[j][tid]);
 #pragma unroll
                 for (int h = 0; h < DA_MAXG; ++h)
-                    if (h < G) acc[h] = fmaf(s_p[h][i], v, acc[h]);
+                    if (h < G) acc[h] = fmaf(s_p[h][j], v, acc[h]);
             }
         }
-        __syncthreads();
+        __syncthreads();  // s_slot is rewritten by the next tile
     }
+    // A split past the row's context loaded nothing, but its (empty) partials overwrite
+    // buffers the previous layer's merge may still read.
+    if (!waited) pdl_wait();
+    if (tid >= D) return;
     // Threads d < D write this split's result: the output itself for one split, else the
-    // partial state. In the fused kernel the others stay for the merge's barriers.
-    if constexpr (!kFused) {
-        if (tid >= D) return;
-    }
-    if (tid < D) {
+    // partial state.
 #pragma unroll
-        for (int h = 0; h < DA_MAXG; ++h) {
-            if (h >= G) break;
-            const int head = kvh * G + h;
-            if (nsplit == 1) {
-                out[(size_t)r * heads * D + (size_t)head * D + tid] =
-                    __float2bfloat16(acc[h] / s_l[h]);
-            } else {
-                const size_t part = ((size_t)r * heads + head) * nsplit + split;
-                part_acc[part * D + tid] = acc[h];
-                if (tid == 0) {
-                    part_ml[2 * part] = s_m[h];
-                    part_ml[2 * part + 1] = s_l[h];
-                }
+    for (int h = 0; h < DA_MAXG; ++h) {
+        if (h >= G) break;
+        const int head = kvh * G + h;
+        if (nsplit == 1) {
+            out[(size_t)r * heads * D + (size_t)head * D + tid] = __float2bfloat16(acc[h] / s_l[h]);
+        } else {
+            const size_t part = ((size_t)r * heads + head) * nsplit + split;
+            part_acc[part * D + tid] = acc[h];
+            if (tid == 0) {
+                part_ml[2 * part] = s_m[h];
+                part_ml[2 * part + 1] = s_l[h];
             }
         }
     }
-    if constexpr (kFused) {
-        if (nsplit == 1) return;
-        // The last split of (row, kv head) to finish merges all of them for its G heads,
-        // exactly as decode_attention_combine does (same loads, same order, so the same
-        // bits), and resets the counter for the next launch.
-        __shared__ int s_last;
-        __threadfence();  // this split's partials are visible before the count says so
-        __syncthreads();
-        if (tid == 0) {
-            int* count = counters + r * kv_heads + kvh;
-            s_last = atomicAdd(count, 1) == nsplit - 1;
-            if (s_last) *count = 0;
-        }
-        __syncthreads();
-        if (!s_last) return;
-        __threadfence();
-        __shared__ float s_w[DA_MAXG][DA_MAXSPLITS];
-        __shared__ float s_inv_l[DA_MAXG];
-        for (int h = warp; h < G; h += DA_THREADS / 32) {
-            const size_t base = ((size_t)r * heads + kvh * G + h) * nsplit;
-            float m = __int_as_float(0xff800000), l = 0.f;
-            if (lane < nsplit) {
-                m = __ldcg(part_ml + 2 * (base + lane));
-                l = __ldcg(part_ml + 2 * (base + lane) + 1);
-            }
-            float gm = l > 0.f ? m : __int_as_float(0xff800000);
-            for (int o = 16; o > 0; o >>= 1) gm = fmaxf(gm, __shfl_xor_sync(0xffffffff, gm, o));
-            const float w = l > 0.f ? expf(m - gm) : 0.f;
-            float lw = l * w;
-            for (int o = 16; o > 0; o >>= 1) lw += __shfl_xor_sync(0xffffffff, lw, o);
-            s_w[h][lane] = w;
-            if (lane == 0) s_inv_l[h] = 1.f / lw;
-        }
-        __syncthreads();
-        // Heads in a plain loop: unrolled over DA_MAXG, with the split loop unrolled inside,
-        // ptxas spilled (nvrtc_compile fails on spills).
-        for (int d = tid; d < D; d += DA_THREADS) {
-            for (int h = 0; h < G; ++h) {
-                const int head = kvh * G + h;
-                const size_t base = ((size_t)r * heads + head) * nsplit;
-                float o = 0.f;
-#pragma unroll 8
-                for (int sp = 0; sp < nsplit; ++sp)
-                    o = fmaf(__ldcg(part_acc + (base + sp) * D + d), s_w[h][sp], o);
-                out[(size_t)r * heads * D + (size_t)head * D + d] = __float2bfloat16(o * s_inv_l[h]);
-            }
-        }
-    }
-}
-
-extern "C" __global__ void __launch_bounds__(DA_THREADS)
-    decode_attention(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
-                     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
-                     const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
-                     float* __restrict__ part_acc, float* __restrict__ part_ml,
-                     __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D,
-                     int block_size, float scale) {
-    attention_split<false>(q, k_cache, v_cache, tables, table_offs, ctx_lens, part_acc, part_ml,
-                           out, heads, kv_heads, D, block_size, scale, nullptr);
-}
-
-// decode_attention with the merge folded in (Tuning::attention_fused_combine): no second
-// kernel, so no second launch and dependency wait per layer. counters [rows * kv_heads]
-// must be zero before the first launch; each launch leaves them zero.
-extern "C" __global__ void __launch_bounds__(DA_THREADS)
-    decode_attention_fused(const __nv_bfloat16* __restrict__ q,
-                           const __nv_bfloat16* __restrict__ k_cache,
-                           const __nv_bfloat16* __restrict__ v_cache,
-                           const int* __restrict__ tables, const int* __restrict__ table_offs,
-                           const int* __restrict__ ctx_lens, float* __restrict__ part_acc,
-                           float* __restrict__ part_ml, __nv_bfloat16* __restrict__ out,
-                           int heads, int kv_heads, int D, int block_size, float scale,
-                           int* __restrict__ counters) {
-    attention_split<true>(q, k_cache, v_cache, tables, table_offs, ctx_lens, part_acc, part_ml,
-                          out, heads, kv_heads, D, block_size, scale, counters);
 }
 
 // Merge the splits of (row, head): out = sum_s acc_s e^(m_s - m) / sum_s l_s e^(m_s - m).

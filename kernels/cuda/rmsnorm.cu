@@ -17,8 +17,9 @@ __device__ __forceinline__ float block_sum(float v, float* shared) {
 
 // Each thread keeps its (at most RN_MAXV) elements in registers between the sum of squares
 // and the output, instead of reading the row back: at decode this kernel is one block per
-// token, so its time is its chain of dependent memory round trips. dim <= RN_MAXV * blockDim
-// (checked by the launcher).
+// token, so its time is its chain of dependent memory round trips. For the same reason the
+// norm weights (constant) are loaded before pdl_wait, and the wait is followed by a single
+// round trip. dim <= RN_MAXV * blockDim (checked by the launcher).
 #define RN_MAXV 32
 
 template <bool ADD>
@@ -26,6 +27,13 @@ __device__ void add_rmsnorm_impl(float* __restrict__ x, const float* __restrict_
                                  const float* __restrict__ w, __nv_bfloat16* __restrict__ out,
                                  int dim, float eps) {
     __shared__ float partial[32];
+    float wv[RN_MAXV];
+#pragma unroll
+    for (int j = 0; j < RN_MAXV; ++j) {
+        const int i = threadIdx.x + j * blockDim.x;
+        wv[j] = i < dim ? w[i] : 0.f;
+    }
+    pdl_wait();  // x and add come from earlier kernels
     float* row = x + (size_t)blockIdx.x * dim;
     const float* arow = ADD ? add + (size_t)blockIdx.x * dim : nullptr;
     float v[RN_MAXV];
@@ -50,19 +58,17 @@ __device__ void add_rmsnorm_impl(float* __restrict__ x, const float* __restrict_
 #pragma unroll
     for (int j = 0; j < RN_MAXV; ++j) {
         const int i = threadIdx.x + j * blockDim.x;
-        if (i < dim) orow[i] = __float2bfloat16(v[j] * r * w[i]);
+        if (i < dim) orow[i] = __float2bfloat16(v[j] * r * wv[j]);
     }
 }
 
 extern "C" __global__ void rmsnorm_rows(float* x, const float* w, __nv_bfloat16* out, int dim, float eps) {
     pdl_trigger();
-    pdl_wait();
     add_rmsnorm_impl<false>(x, nullptr, w, out, dim, eps);
 }
 
 extern "C" __global__ void add_rmsnorm_rows(float* x, const float* add, const float* w,
                                             __nv_bfloat16* out, int dim, float eps) {
     pdl_trigger();
-    pdl_wait();
     add_rmsnorm_impl<true>(x, add, w, out, dim, eps);
 }

@@ -21,9 +21,6 @@
 #define TM_STAGE_BYTES (16 * TM_ROW_STRIDE)
 #define TM_THREADS ((SG_WARPS + 1) * 32)
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
 __device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(b)), "r"(count)
                  : "memory");

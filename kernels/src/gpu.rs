@@ -38,10 +38,10 @@ pub struct Tuning {
     /// register pipeline. H200, all linears of a step at batch 1: 4024 -> 3692 us (4.10
     /// TB/s); decode 5.2 -> 4.9 ms/step. `LATLAB_SKINNY_BULK_BF16=0|1`.
     pub skinny_bulk_bf16: bool,
-    /// The same for FP8 weights. Off for now: the FP8 kernel is bound by conversion and MMA
-    /// issue, not loads; with the 4/6-stage rings its linears measured only 1-2 % faster
-    /// (2556 vs 2583 us at batch 1), and the engine has not run end to end with it on the
-    /// GPU yet. `LATLAB_SKINNY_BULK_FP8=0|1`.
+    /// The same for FP8 weights. Off: the FP8 kernel is bound by conversion and MMA issue,
+    /// not loads. Its linears alone were 1-3 % faster with bulk rings (2506 vs 2583 us at
+    /// batch 1, 3/6 stages), but whole decode steps were not (engine/PERF.md, session 5:
+    /// 0.838 vs 0.832 s for 219 steps). `LATLAB_SKINNY_BULK_FP8=0|1`.
     pub skinny_bulk_fp8: bool,
     /// Shared-memory stages of the bulk pipeline's ring, 16 KiB each
     /// (`BULK_STAGES_RANGE`); fewer stages fit more blocks per SM. `LATLAB_BULK_STAGES`.
@@ -52,11 +52,10 @@ pub struct Tuning {
     /// flight: down 31.1 -> 24.3 us (4 -> 6 stages); 8 stages fit one block per SM and lose
     /// (`BULK_STAGES_RANGE`). `LATLAB_BULK_STAGES_SMALL`.
     pub bulk_stages_small: u32,
-    /// Decode attention merges its splits in the attention kernel itself (the last split
-    /// of each row and kv head to finish does it) instead of a second kernel per layer.
-    /// Off until it has run on a GPU: written and compile-checked in session 4
-    /// (2026-11-30) after the device time ran out. `LATLAB_ATTENTION_FUSED=0|1`.
-    pub attention_fused_combine: bool,
+    /// Decode attention reads the K/V of a row's older positions before it waits on the
+    /// previous kernel, when the caller says they are settled (`PagedAttnArgs::settled`:
+    /// a decode step). `LATLAB_ATTENTION_EARLY=0|1`, for A/B runs.
+    pub attention_early_loads: bool,
 }
 
 /// The stage counts the bulk pipeline takes (TM_MAX_STAGES in skinny_bulk.cu).
@@ -71,7 +70,7 @@ impl Default for Tuning {
             skinny_bulk_fp8: false,
             bulk_stages: 4,
             bulk_stages_small: 6,
-            attention_fused_combine: false,
+            attention_early_loads: true,
         }
     }
 }
@@ -91,7 +90,7 @@ fn switch(name: &str, v: Option<&str>, default: bool) -> Result<bool> {
 impl Tuning {
     /// The defaults, overridden by `LATLAB_PDL`, `LATLAB_PREFILL_ATTENTION`,
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
-    /// `LATLAB_BULK_STAGES_SMALL` and `LATLAB_ATTENTION_FUSED` when set.
+    /// `LATLAB_BULK_STAGES_SMALL` and `LATLAB_ATTENTION_EARLY` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -117,7 +116,7 @@ impl Tuning {
             prefill_attention: get("LATLAB_PREFILL_ATTENTION", d.prefill_attention)?,
             skinny_bulk_bf16: get("LATLAB_SKINNY_BULK_BF16", d.skinny_bulk_bf16)?,
             skinny_bulk_fp8: get("LATLAB_SKINNY_BULK_FP8", d.skinny_bulk_fp8)?,
-            attention_fused_combine: get("LATLAB_ATTENTION_FUSED", d.attention_fused_combine)?,
+            attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
             bulk_stages: stages("LATLAB_BULK_STAGES", d.bulk_stages)?,
             bulk_stages_small: stages("LATLAB_BULK_STAGES_SMALL", d.bulk_stages_small)?,
         })
@@ -324,12 +323,12 @@ mod tests {
             ("LATLAB_SKINNY_BULK_FP8", "1"),
             ("LATLAB_BULK_STAGES", "6"),
             ("LATLAB_BULK_STAGES_SMALL", "8"),
-            ("LATLAB_ATTENTION_FUSED", "1"),
+            ("LATLAB_ATTENTION_EARLY", "0"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && t.skinny_bulk_fp8);
         assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
-        assert!(!d.attention_fused_combine && t.attention_fused_combine);
+        assert!(d.attention_early_loads && !t.attention_early_loads);
         assert_eq!(t.bulk_stages, 6);
         let e = with(&[("LATLAB_PDL", "yes")]).unwrap_err().to_string();
         assert!(

@@ -171,6 +171,7 @@ fn step(
                 table_offs: &meta.offs.as_view(),
                 ctx_lens: &meta.ctx.as_view(),
                 block_size: PAGE,
+                settled: true,
             };
             ops::decode_attention_into(
                 g,
@@ -179,7 +180,6 @@ fn step(
                 ops::attention_splits(m, d.kv_heads),
                 &mut b.part_acc.as_view_mut(),
                 &mut b.part_ml.as_view_mut(),
-                None,
                 &mut b.attn.as_view_mut(),
             )
             .unwrap();

@@ -133,6 +133,7 @@ fn qwen3_8b_step_kernel_times() {
             table_offs: &o.as_view(),
             ctx_lens: &c.as_view(),
             block_size: bs,
+            settled: r <= 8,
         };
         // The engine's split count (attention_splits), then the others for comparison.
         let auto = ops::attention_splits(r, d.kv_heads);
@@ -152,7 +153,6 @@ fn qwen3_8b_step_kernel_times() {
                     splits,
                     &mut pa.as_view_mut(),
                     &mut pm.as_view_mut(),
-                    None,
                     &mut out.as_view_mut(),
                 )
                 .unwrap()
@@ -163,26 +163,6 @@ fn qwen3_8b_step_kernel_times() {
                 new * 36.0
             );
         }
-        // The engine's split count with the merge in the same kernel.
-        let mut counters: CudaSlice<i32> =
-            s.alloc_zeros(ops::attention_counters_len(r, d)).unwrap();
-        let fused = time_us(&g, || {
-            ops::decode_attention_into(
-                &g,
-                d,
-                &a,
-                auto,
-                &mut pa.as_view_mut(),
-                &mut pm.as_view_mut(),
-                Some(&mut counters.as_view_mut()),
-                &mut out.as_view_mut(),
-            )
-            .unwrap()
-        });
-        println!(
-            "| attention ctx {ctx}, {auto} splits, merge fused | {r} | {fused:.1} | x36 = {:.0} us |",
-            fused * 36.0
-        );
         if r > 8 && ops::prefill_attention_supported(d) {
             let us = time_us(&g, || {
                 ops::prefill_attention_into(&g, d, &a, &mut out.as_view_mut()).unwrap()

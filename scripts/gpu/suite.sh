@@ -2,14 +2,14 @@
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain fp8bulk bench
-# prefill fused http hf" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
+# prefill early http hf" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
 # by default; its correctness tests run in "tests").
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} LATLAB_KERNEL_CACHE=/tmp/kc RUST_LOG=warn
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 T=.gpu/t
-SUITE=${SUITE:-tests timing bench prefill fused http}
+SUITE=${SUITE:-tests timing chain bench prefill early http}
 has() { [[ " $SUITE " == *" $1 "* ]]; }
 if has tests; then
   for b in cuda_ops cuda_gemm cuda_backend; do
@@ -54,14 +54,14 @@ if has prefill; then
     done
   done
 fi
-if has fused; then
-  # Decode attention with its split merge in the same kernel (LATLAB_ATTENTION_FUSED, off
-  # by default until verified; its correctness tests run in "tests").
+if has early; then
+  # Decode attention reading the older positions' K/V before its wait (LATLAB_ATTENTION_EARLY,
+  # on by default; its bit-exactness tests run in "tests").
   B="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232 --gen-len 220 --rounds 2"
   for b in 1 8; do
     for on in 0 1; do
-      LATLAB_ATTENTION_FUSED=$on timeout 120 $B --batch $b > "$OUT/fused_${b}_$on.log" 2>&1
-      echo "attention merge fused=$on batch $b rc=$?"; grep -E "round 1|rror" "$OUT/fused_${b}_$on.log"
+      LATLAB_ATTENTION_EARLY=$on timeout 120 $B --batch $b > "$OUT/early_${b}_$on.log" 2>&1
+      echo "attention early loads=$on batch $b rc=$?"; grep -E "round 1|rror" "$OUT/early_${b}_$on.log"
     done
   done
 fi

@@ -133,6 +133,11 @@ pub struct PagedAttnArgs<'a, 'b> {
     /// Row r attends to positions 0..ctx_lens[r] (>= 1).
     pub ctx_lens: &'a CudaView<'b, i32>,
     pub block_size: usize,
+    /// Every row's positions before its last were written by earlier launches (a decode
+    /// step: one new token per sequence), so the decode kernel may read them before the
+    /// previous kernel finishes (`Tuning::attention_early_loads`). False when a row's
+    /// earlier positions may be this step's tokens (prefill).
+    pub settled: bool,
 }
 
 impl PagedAttnArgs<'_, '_> {

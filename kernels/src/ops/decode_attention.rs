@@ -1,7 +1,6 @@
 //! Split-context GQA attention over the paged KV cache (decode_attention.cu): the context
 //! of each row is cut into `splits` parts that run as separate blocks, and a second kernel
-//! merges their partial softmax states (or, fused, the last block of each row and kv head
-//! does). With one split it writes the output directly.
+//! merges their partial softmax states. With one split it writes the output directly.
 
 use super::attention::{AttnDims, PagedAttnArgs};
 use super::to_i32;
@@ -37,12 +36,8 @@ pub fn attention_partials_len(rows: usize, d: AttnDims, splits: usize) -> (usize
 }
 
 /// out[r, head] = softmax(q k^T / sqrt(head_dim)) v over row r's context. `part_acc` and
-/// `part_ml` must hold `attention_partials_len(rows, d, splits)` floats when splits > 1.
-/// The splits are merged by a second kernel, or with `fused_counters` (which must hold
-/// `attention_counters_len` zeros before the first call, and are left zero) by the last
-/// split of each (row, kv head) to finish, in the same kernel and with the same arithmetic,
-/// so the same bits (decode_attention_fused).
-#[allow(clippy::too_many_arguments)]
+/// `part_ml` must hold `attention_partials_len(rows, d, splits)` floats when splits > 1;
+/// a second kernel merges the splits.
 pub fn decode_attention_into(
     gpu: &Gpu,
     d: AttnDims,
@@ -50,13 +45,9 @@ pub fn decode_attention_into(
     splits: usize,
     part_acc: &mut CudaViewMut<'_, f32>,
     part_ml: &mut CudaViewMut<'_, f32>,
-    fused_counters: Option<&mut CudaViewMut<'_, i32>>,
     out: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
-    let op = match fused_counters {
-        Some(_) => "decode_attention_fused",
-        None => "decode_attention",
-    };
+    let op = "decode_attention";
     d.check(op)?;
     check(d.heads / d.kv_heads <= MAX_GROUP, op, || {
         format!(
@@ -81,12 +72,6 @@ pub fn decode_attention_into(
             )
         })?;
     }
-    if let Some(c) = &fused_counters {
-        let need = attention_counters_len(r, d);
-        check(c.len() >= need, op, || {
-            format!("counters {} < {need}", c.len())
-        })?;
-    }
     if r == 0 {
         return Ok(());
     }
@@ -102,21 +87,22 @@ pub fn decode_attention_into(
     b.output(&mut *part_acc)
         .output(&mut *part_ml)
         .output(&mut *out);
-    b.i32(h).i32(kv).i32(hd).i32(bs).f32(scale);
-    let fused = fused_counters.is_some();
-    if let Some(c) = fused_counters {
-        b.output(c);
-    }
+    let early = a.settled && gpu.tuning().attention_early_loads;
+    b.i32(h)
+        .i32(kv)
+        .i32(hd)
+        .i32(bs)
+        .f32(scale)
+        .i32(early as i32);
     let cfg = LaunchConfig {
         grid_dim: (r as u32, d.kv_heads as u32, splits as u32),
         block_dim: (128, 1, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: shapes checked above; tables/offsets/ctx_lens are validated by the caller,
-    // the partials hold every (row, head, split) when splits > 1, and the counters one int
-    // per (row, kv head).
+    // and the partials hold every (row, head, split) when splits > 1.
     unsafe { b.launch(cfg) }?;
-    if splits == 1 || fused {
+    if splits == 1 {
         return Ok(());
     }
     const COMBINE: &str = "decode_attention_combine";
@@ -135,10 +121,4 @@ pub fn decode_attention_into(
     // SAFETY: as above; the first kernel wrote every partial this one reads.
     unsafe { b.launch(cfg) }?;
     Ok(())
-}
-
-/// Arrival counters the fused merge needs (`decode_attention_into`'s `fused_counters`):
-/// one per (row, kv head).
-pub fn attention_counters_len(rows: usize, d: AttnDims) -> usize {
-    rows * d.kv_heads
 }

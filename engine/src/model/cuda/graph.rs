@@ -81,7 +81,8 @@ impl CudaBackend {
         if g.graph.is_none() {
             s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
                 .map_err(driver_err("begin graph capture"))?;
-            let recorded = forward_layers(gpu, cfg, w, cache, &mut g.sc, &g.meta, None)
+            // One token per sequence (run() checks): the cache before it is settled.
+            let recorded = forward_layers(gpu, cfg, w, cache, &mut g.sc, &g.meta, None, true)
                 .and_then(|()| linear(gpu, &g.sc.h, w.lm_head(), vocab, hd, &mut g.logits))
                 .and_then(|()| {
                     ops::argmax_into(

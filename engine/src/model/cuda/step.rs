@@ -30,8 +30,6 @@ pub(super) struct Scratch {
     attn_splits: usize,
     part_acc: CudaSlice<f32>,
     part_ml: CudaSlice<f32>,
-    /// The fused split kernel's arrival counters (zero between launches).
-    attn_counters: CudaSlice<i32>,
 }
 
 impl Scratch {
@@ -48,9 +46,6 @@ impl Scratch {
                 .map_err(&a)?,
             part_ml: s
                 .alloc_zeros(if attn_splits > 1 { nm } else { 1 })
-                .map_err(&a)?,
-            attn_counters: s
-                .alloc_zeros(ops::attention_counters_len(rows, attn_dims(c)))
                 .map_err(&a)?,
             x: s.alloc_zeros(rows * hd).map_err(&a)?,
             h: s.alloc_zeros(rows * hd).map_err(&a)?,
@@ -222,18 +217,13 @@ fn gate_up_act(
 
 /// Attention of the step's rows into `out`: the tensor-core prefill kernel for more rows
 /// than a decode batch when `Tuning::prefill_attention` is on and the geometry fits, else
-/// the split-context kernel with `splits` and its partials (merged in the same kernel when
-/// `Tuning::attention_fused_combine` is on).
+/// the split-context kernel with `splits` and its partials.
 fn attention(
     gpu: &Gpu,
     dims: AttnDims,
     pa: &PagedAttnArgs<'_, '_>,
     splits: usize,
-    (part_acc, part_ml, counters): (
-        &mut CudaSlice<f32>,
-        &mut CudaSlice<f32>,
-        &mut CudaSlice<i32>,
-    ),
+    (part_acc, part_ml): (&mut CudaSlice<f32>, &mut CudaSlice<f32>),
     out: &mut CudaSlice<bf16>,
 ) -> kernels::Result<()> {
     let rows = pa.ctx_lens.len();
@@ -243,7 +233,6 @@ fn attention(
     {
         return ops::prefill_attention_into(gpu, dims, pa, &mut out.as_view_mut());
     }
-    let mut counters = counters.as_view_mut();
     ops::decode_attention_into(
         gpu,
         dims,
@@ -251,15 +240,15 @@ fn attention(
         splits,
         &mut part_acc.as_view_mut(),
         &mut part_ml.as_view_mut(),
-        gpu.tuning()
-            .attention_fused_combine
-            .then_some(&mut counters),
         &mut out.as_view_mut(),
     )
 }
 
 /// Every layer for the step's tokens; leaves the final-normed hidden states in `sc.h`.
 /// `deq` is the FP8 prefill buffer (None in decode graphs, which never need it).
+/// `settled`: every sequence has one token in the step, so the cache positions before it
+/// were written by earlier steps (`PagedAttnArgs::settled`).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn forward_layers(
     gpu: &Gpu,
     c: &ModelConfig,
@@ -268,6 +257,7 @@ pub(super) fn forward_layers(
     sc: &mut Scratch,
     meta: &StepMeta,
     mut deq: Option<&mut CudaSlice<bf16>>,
+    settled: bool,
 ) -> Result<()> {
     let (hd, inter) = (c.hidden_size, c.intermediate_size);
     let dims = attn_dims(c);
@@ -340,13 +330,14 @@ pub(super) fn forward_layers(
             table_offs: &meta.table_offs.as_view(),
             ctx_lens: &meta.ctx_lens.as_view(),
             block_size: cache.block_size,
+            settled,
         };
         attention(
             gpu,
             dims,
             &pa,
             sc.attn_splits,
-            (&mut sc.part_acc, &mut sc.part_ml, &mut sc.attn_counters),
+            (&mut sc.part_acc, &mut sc.part_ml),
             &mut sc.attn,
         )
         .map_err(ke)?;
@@ -401,8 +392,10 @@ impl CudaBackend {
         if t == 0 {
             return Ok(vec![]);
         }
+        // One token per sequence: the cache before each token is settled.
+        let settled = chunks.iter().all(|c| c.tokens.len() == 1);
         // Pure decode (one token per sequence, each wanting logits) replays a graph.
-        if self.graphs_enabled && rows.len() == t && t <= SKINNY_MAX_ROWS {
+        if self.graphs_enabled && settled && rows.len() == t && t <= SKINNY_MAX_ROWS {
             return self.decode_with_graph(host, all_greedy);
         }
         let (hd, vocab) = (self.cfg.hidden_size, self.cfg.vocab_size);
@@ -417,6 +410,7 @@ impl CudaBackend {
             &mut sc,
             &meta,
             self.deq.as_mut(),
+            settled,
         )?;
         if rows.is_empty() {
             self.gpu.sync().map_err(kernel_err)?;
