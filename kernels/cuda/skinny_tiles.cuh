@@ -182,15 +182,35 @@ struct TileBf16 : TileRows {
     }
 };
 
-// Two e4m3 codes -> two bf16 (exact: every e4m3 value, subnormals included, is a normal f16
-// and a bf16), through the hardware f16 conversion. An integer version (e4m3 bits placed
-// in bf16's, off by 2^-120, with x scaled by 2^64 to compensate) measured 6-9 % slower:
-// the kernel is bound by instruction issue, not by the conversions' throughput.
-__device__ __forceinline__ unsigned fp8x2_to_bf16x2(unsigned short v) {
+__device__ __forceinline__ void mma_f16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
+                                        unsigned a3, unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// FP8 weights meet the tokens on the f16 tensor cores, not the bf16 ones: two e4m3 codes
+// become two f16 in one conversion, exactly (every e4m3 value, subnormals included, is a
+// normal f16), where reaching bf16 took three more (f16 -> f32 -> bf16). The tokens are
+// converted instead, bf16 -> f16, which is exact for |x| in [2^-14, 65504] (f16 has 3 more
+// mantissa bits than bf16 and fewer exponent bits): smaller values lose low bits as f16
+// subnormals (a relative error that only touches terms below 6e-5), and larger ones
+// saturate to +-65504 instead of becoming infinite (decode inputs are normed activations
+// and SwiGLU outputs, far below that). Per 128-k chunk and thread: 32 code pairs at 1
+// instruction instead of 4, 16 token pairs at 3 instead of 0. Measured: FP8 linears 2583 ->
+// 2553 us, decode 3.50 -> 3.43 ms/step at batch 1 (engine/PERF.md, step 14). (An integer
+// e4m3 -> bf16 placement, off by 2^-120 with x scaled by 2^64 to compensate, measured 6-9 %
+// slower than the conversion chain this replaced.)
+__device__ __forceinline__ unsigned fp8x2_to_f16x2(unsigned short v) {
     const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(v, __NV_E4M3);
-    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
-    const __nv_bfloat162 b = __float22bfloat162_rn(f);
-    return *reinterpret_cast<const unsigned*>(&b);
+    return *reinterpret_cast<const unsigned*>(&h);
+}
+__device__ __forceinline__ unsigned bf16x2_to_f16x2(unsigned u) {
+    const float lo = __uint_as_float(u << 16), hi = __uint_as_float(u & 0xffff0000u);
+    unsigned r;
+    asm("cvt.rn.satfinite.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
 }
 
 // FP8 weights with block scales: w [N, K] e4m3 codes, scale_inv [ceil(N/R), ceil(K/128)]
@@ -263,10 +283,10 @@ struct TileFp8 : TileRows {
             const unsigned xw[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-                // Word i holds codes 4i..4i+3 = bf16 pairs 2i, 2i+1 = x words 2i, 2i+1.
-                mma_bf16(p, fp8x2_to_bf16x2(aw[i] & 0xffff), fp8x2_to_bf16x2(bw[i] & 0xffff),
-                         fp8x2_to_bf16x2(aw[i] >> 16), fp8x2_to_bf16x2(bw[i] >> 16), xw[2 * i],
-                         xw[2 * i + 1]);
+                // Word i holds codes 4i..4i+3 = f16 pairs 2i, 2i+1 = x words 2i, 2i+1.
+                mma_f16(p, fp8x2_to_f16x2(aw[i] & 0xffff), fp8x2_to_f16x2(bw[i] & 0xffff),
+                        fp8x2_to_f16x2(aw[i] >> 16), fp8x2_to_f16x2(bw[i] >> 16),
+                        bf16x2_to_f16x2(xw[2 * i]), bf16x2_to_f16x2(xw[2 * i + 1]));
             }
         }
         // c[0], c[1] are row g's outputs, c[2], c[3] row g + 8's.
