@@ -35,13 +35,18 @@ __device__ __forceinline__ uint4 ld_stream(const void* p) {
     return v;
 }
 
-__device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
-                                         unsigned a3, unsigned b0, unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
+// c += A B on the tensor cores (mma.sync m16n8k16, f32 accumulation): A is 16 x 16 in four
+// registers of two values, B 16 x 8 in two. mma_bf16 for bf16 operands, mma_f16 for f16.
+#define SG_MMA(name, type)                                                                 \
+    __device__ __forceinline__ void name(float (&c)[4], unsigned a0, unsigned a1,          \
+                                         unsigned a2, unsigned a3, unsigned b0, unsigned b1) { \
+        asm("mma.sync.aligned.m16n8k16.row.col.f32." type "." type                        \
+            ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"                   \
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                \
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));                       \
+    }
+SG_MMA(mma_bf16, "bf16")
+SG_MMA(mma_f16, "f16")
 
 // A barrier over the SG_WARPS warps that multiply (threads 0..255): the bulk-copy kernels'
 // extra producer warp has left by the time they reduce.
@@ -127,6 +132,23 @@ struct TileRows {
     __device__ int row_a() const { return va ? n0 + g : 0; }
     __device__ int row_b() const { return vb ? n0 + g + 8 : 0; }
     __device__ int row_x() const { return vx ? g : 0; }
+    // Chunk ch of rows g and g + 8 (from wa, wb: 16-byte pieces, `pieces` per row, `nch`
+    // chunks) into the stage's registers: this thread's two pieces (ch * 4 + t) * 2 + j of
+    // each row, a quad covering 128 contiguous bytes; zeros past the row's end or N. The
+    // tiles pass their members by reference: NVRTC's PTX is then identical to the two
+    // copies this replaced (checked), where by value it reordered the bounds checks.
+    template <class Stage>
+    __device__ void load_rows(Stage& s, int ch, const int& nch, const int& pieces,
+                              const uint4* const& wa, const uint4* const& wb) const {
+        const uint4 z = make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int p = (ch * 4 + t) * 2 + j;
+            const bool ok = ch < nch && p < pieces;
+            s.a[j] = ok && va ? ld_stream(wa + p) : z;
+            s.b[j] = ok && vb ? ld_stream(wb + p) : z;
+        }
+    }
 };
 
 // bf16 weights. A chunk is 64 k: thread t of a quad takes k 16t..16t+15 (two 16-byte
@@ -155,16 +177,7 @@ struct TileBf16 : TileRows {
         k8 = K / 8;             // 16-byte pieces per row
         nch = (k8 + 7) / 8;     // 64-k chunks = 128 bytes per row
     }
-    __device__ void load_w(Stage& s, int ch) const {
-        const uint4 z = make_uint4(0, 0, 0, 0);
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            const int p = (ch * 4 + t) * 2 + j;
-            const bool ok = ch < nch && p < k8;
-            s.a[j] = ok && va ? ld_stream(wa + p) : z;
-            s.b[j] = ok && vb ? ld_stream(wb + p) : z;
-        }
-    }
+    __device__ void load_w(Stage& s, int ch) const { load_rows(s, ch, nch, k8, wa, wb); }
     __device__ void load_x(Stage& s, int ch) const {
         const uint4 z = make_uint4(0, 0, 0, 0);
 #pragma unroll
@@ -181,14 +194,6 @@ struct TileBf16 : TileRows {
         }
     }
 };
-
-__device__ __forceinline__ void mma_f16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
-                                        unsigned a3, unsigned b0, unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 // FP8 weights meet the tokens on the f16 tensor cores, not the bf16 ones: two e4m3 codes
 // become two f16 in one conversion, exactly (every e4m3 value, subnormals included, is a
@@ -251,16 +256,8 @@ struct TileFp8 : TileRows {
         k16 = K / 16;           // 16-byte pieces of a weight row
         nch = (k16 + 7) / 8;    // 128-k chunks = 128 bytes per row
     }
-    __device__ void load_w(Stage& s, int ch) const {
-        const uint4 z = make_uint4(0, 0, 0, 0);
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            const int p = (ch * 4 + t) * 2 + j;  // piece of 16 codes = 2 x-pieces
-            const bool ok = ch < nch && p < k16;
-            s.a[j] = ok && va ? ld_stream(wa + p) : z;
-            s.b[j] = ok && vb ? ld_stream(wb + p) : z;
-        }
-    }
+    // A piece is 16 codes, i.e. 2 x-pieces.
+    __device__ void load_w(Stage& s, int ch) const { load_rows(s, ch, nch, k16, wa, wb); }
     __device__ void load_x(Stage& s, int ch) const {
         const uint4 z = make_uint4(0, 0, 0, 0);
 #pragma unroll
