@@ -81,6 +81,23 @@ fn diff_and_scale(a: &[f32], b: &[f32]) -> (f32, f32) {
     (diff, scale)
 }
 
+/// Two kernel paths' logits rows agree within 2 % of the row's largest magnitude, and in
+/// argmax unless the top two are closer than their difference. Returns the difference.
+fn close_logits(what: &str, a: &[f32], b: &[f32]) -> f32 {
+    let (diff, scale) = diff_and_scale(a, b);
+    assert!(diff <= 0.02 * scale, "{what}: {diff} apart (scale {scale})");
+    let top = argmax(a) as usize;
+    let second = a
+        .iter()
+        .enumerate()
+        .filter(|&(j, _)| j != top)
+        .fold(f32::NEG_INFINITY, |m, (_, &v)| m.max(v));
+    if a[top] - second > 2.0 * diff {
+        assert_eq!(argmax(a), argmax(b), "{what}: argmax");
+    }
+    diff
+}
+
 fn prompt(n: usize, salt: u32) -> Vec<u32> {
     (0..n as u32)
         .map(|i| (i * 7919 + salt * 104_729) % 151_000)
@@ -289,40 +306,35 @@ fn prefill_attention_kernel_gives_the_split_kernels_logits() {
         let (a, b) = (split.forward(chunks).unwrap(), tc.forward(chunks).unwrap());
         assert_eq!(a.len(), b.len());
         for (i, (ra, rb)) in a.iter().zip(&b).enumerate() {
-            let (diff, scale) = diff_and_scale(ra, rb);
-            assert!(
-                diff <= 0.02 * scale,
-                "{what} row {i}: prefill kernel vs split kernel {diff} (scale {scale})"
+            close_logits(
+                &format!("{what} row {i}: prefill kernel vs split kernel"),
+                ra,
+                rb,
             );
-            // The argmax must agree unless the top two are closer than the difference.
-            let top = argmax(ra) as usize;
-            let second = ra
-                .iter()
-                .enumerate()
-                .filter(|&(j, _)| j != top)
-                .fold(f32::NEG_INFINITY, |m, (_, &v)| m.max(v));
-            if ra[top] - second > 2.0 * diff {
-                assert_eq!(argmax(ra), argmax(rb), "{what} row {i}: argmax");
-            }
         }
         eprintln!("{what}: {} rows agree", a.len());
     }
 }
 
-/// Decode attention reading the settled K/V before its wait (Tuning::attention_early_loads)
-/// against waiting first, through the whole backend: a prefill, then decode graphs over
-/// growing contexts at batches 1 and 3 give the same logits, bit for bit (only the time of
-/// the loads moves).
-#[test]
-#[ignore = "gpu"]
-fn early_attention_loads_give_the_same_logits() {
+/// Two backends over the same random weights (qwen3-0.6b's shape, 2 layers; FP8 with
+/// `fp8`) that differ in one tuning switch (`set(tuning, false / true)`): a prefill of 10
+/// tokens, then 5 decode steps (graphs) over growing contexts, at batches 1 and 3. `judge`
+/// gets each step's logits from both, and a label.
+fn ab_steps(
+    fp8: bool,
+    set: impl Fn(&mut kernels::Tuning, bool),
+    mut judge: impl FnMut(&str, &[Vec<f32>], &[Vec<f32>]),
+) {
     let mut cfg = engine::presets::preset("qwen3-0.6b").unwrap();
     cfg.num_hidden_layers = 2;
-    let w = ModelWeights::random(&cfg, 5).unwrap();
+    let mut w = ModelWeights::random(&cfg, 5).unwrap();
+    if fp8 {
+        w.quantize_fp8().unwrap();
+    }
     let base = kernels::GpuOptions::from_env().unwrap();
     let mut backends = [false, true].map(|on| {
         let mut o = base.clone();
-        o.tuning.attention_early_loads = on;
+        set(&mut o.tuning, on);
         CudaBackend::new(cfg.clone(), &w, 64, 16, &o).unwrap()
     });
     let tables: [Vec<u32>; 3] = [vec![40, 3, 17, 8], vec![9, 22, 30], vec![5, 61, 12]];
@@ -332,7 +344,6 @@ fn early_attention_loads_give_the_same_logits() {
         for step in 0..6 {
             let chunks: Vec<SeqChunk> = (0..batch)
                 .map(|i| {
-                    // A prefill of the first 10 tokens, then one token per step.
                     let (from, to) = if step == 0 {
                         (0, 10)
                     } else {
@@ -349,15 +360,40 @@ fn early_attention_loads_give_the_same_logits() {
             for (i, c) in chunks.iter().enumerate() {
                 lens[i] = c.start_pos + c.tokens.len();
             }
-            let [waits, early] = &mut backends;
-            let (a, b) = (
-                waits.forward(&chunks).unwrap(),
-                early.forward(&chunks).unwrap(),
-            );
-            assert_eq!(
-                a, b,
-                "batch {batch} step {step}: early K/V loads changed the logits"
-            );
+            let [off, on] = &mut backends;
+            let (a, b) = (off.forward(&chunks).unwrap(), on.forward(&chunks).unwrap());
+            judge(&format!("batch {batch} step {step}"), &a, &b);
         }
+    }
+}
+
+/// Decode attention reading the settled K/V before its wait (Tuning::attention_early_loads)
+/// against waiting first: the same logits, bit for bit (only the time of the loads moves).
+#[test]
+#[ignore = "gpu"]
+fn early_attention_loads_give_the_same_logits() {
+    ab_steps(
+        false,
+        |t, on| t.attention_early_loads = on,
+        |what, a, b| assert_eq!(a, b, "{what}: early K/V loads changed the logits"),
+    );
+}
+
+/// The lean norm kernels (Tuning::norm_vec; hidden 1024 takes them) against the scalar
+/// ones, bf16 and FP8, prefill and decode: the same formula with the sum of squares in
+/// another order, so the logits agree to bf16 rounding.
+#[test]
+#[ignore = "gpu"]
+fn lean_norm_kernels_match_the_scalar_ones() {
+    for fp8 in [false, true] {
+        ab_steps(
+            fp8,
+            |t, on| t.norm_vec = on,
+            |what, a, b| {
+                for (i, (ra, rb)) in a.iter().zip(b).enumerate() {
+                    close_logits(&format!("fp8 {fp8} {what} row {i}: lean norms"), ra, rb);
+                }
+            },
+        );
     }
 }

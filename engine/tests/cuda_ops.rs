@@ -36,47 +36,13 @@ fn embed_norms_swiglu_argmax_match_cpu() {
         .collect();
     check("embed_gather (exact)", &down(&g, &x), &want, 1.0, 0.0);
 
-    // add + RMSNorm: residual updated in f32 exactly; normed output rounded to bf16 once.
-    let (xv, addv, w) = (r.vec(t * hd), r.vec(t * hd), r.vec(hd));
-    let (mut dx, dadd, dw) = (up(&g, &xv), up(&g, &addv), up(&g, &w));
-    let mut out = g.stream().alloc_zeros::<bf16>(t * hd).unwrap();
-    ops::add_rmsnorm_into(
-        &g,
-        &mut dx.as_view_mut(),
-        &dadd.as_view(),
-        &dw.as_view(),
-        1e-6,
-        &mut out.as_view_mut(),
-    )
-    .unwrap();
-    let mut sum: Vec<f32> = xv.iter().zip(&addv).map(|(a, b)| a + b).collect();
-    check("add_rmsnorm residual", &down(&g, &dx), &sum, 1e-6, 1e-6);
-    rms_norm(&mut sum, &w, 1e-6);
-    check(
-        "add_rmsnorm out (bf16)",
-        &down_bf16(&g, &out),
-        &sum,
-        1e-3,
-        5e-3,
-    );
-    let mut dx2 = up(&g, &xv);
-    ops::rmsnorm_into(
-        &g,
-        &mut dx2.as_view_mut(),
-        &dw.as_view(),
-        1e-6,
-        &mut out.as_view_mut(),
-    )
-    .unwrap();
-    let mut plain = xv.clone();
-    rms_norm(&mut plain, &w, 1e-6);
-    check(
-        "rmsnorm out (bf16)",
-        &down_bf16(&g, &out),
-        &plain,
-        1e-3,
-        5e-3,
-    );
+    // The norms on both kernels: the scalar rows and the lean float4 ones (Tuning::norm_vec).
+    for norm_vec in [false, true] {
+        let mut o = kernels::GpuOptions::from_env().unwrap();
+        o.tuning.norm_vec = norm_vec;
+        let gn = kernels::Gpu::new(&o).unwrap();
+        norms_match_cpu(&gn, &mut r, t, hd, if norm_vec { "vec" } else { "rows" });
+    }
 
     let inter = 12288;
     let gu: Vec<f32> = r.vec(t * 2 * inter).iter().map(|v| v * 4.0).collect();
@@ -403,4 +369,55 @@ fn rope_kv_write_and_split_attention_match_cpu() {
             );
         }
     }
+}
+
+/// add + RMSNorm and RMSNorm of t rows of hd on `g`'s kernels against the CPU: the residual
+/// updated in f32 exactly, the normed output rounded to bf16 once.
+fn norms_match_cpu(g: &kernels::Gpu, r: &mut Rng, t: usize, hd: usize, kind: &str) {
+    let (xv, addv, w) = (r.vec(t * hd), r.vec(t * hd), r.vec(hd));
+    let (mut dx, dadd, dw) = (up(g, &xv), up(g, &addv), up(g, &w));
+    let mut out = g.stream().alloc_zeros::<bf16>(t * hd).unwrap();
+    ops::add_rmsnorm_into(
+        g,
+        &mut dx.as_view_mut(),
+        &dadd.as_view(),
+        &dw.as_view(),
+        1e-6,
+        &mut out.as_view_mut(),
+    )
+    .unwrap();
+    let mut sum: Vec<f32> = xv.iter().zip(&addv).map(|(a, b)| a + b).collect();
+    check(
+        &format!("add_rmsnorm {kind} residual"),
+        &down(g, &dx),
+        &sum,
+        1e-6,
+        1e-6,
+    );
+    rms_norm(&mut sum, &w, 1e-6);
+    check(
+        &format!("add_rmsnorm {kind} out (bf16)"),
+        &down_bf16(g, &out),
+        &sum,
+        1e-3,
+        5e-3,
+    );
+    let mut dx2 = up(g, &xv);
+    ops::rmsnorm_into(
+        g,
+        &mut dx2.as_view_mut(),
+        &dw.as_view(),
+        1e-6,
+        &mut out.as_view_mut(),
+    )
+    .unwrap();
+    let mut plain = xv.clone();
+    rms_norm(&mut plain, &w, 1e-6);
+    check(
+        &format!("rmsnorm {kind} out (bf16)"),
+        &down_bf16(g, &out),
+        &plain,
+        1e-3,
+        5e-3,
+    );
 }

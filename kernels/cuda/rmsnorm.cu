@@ -72,3 +72,70 @@ extern "C" __global__ void add_rmsnorm_rows(float* x, const float* add, const fl
     pdl_trigger();
     add_rmsnorm_impl<true>(x, add, w, out, dim, eps);
 }
+
+// The decode form (Tuning::norm_vec, off until it has run on a GPU): one block of dim / 16
+// threads per row, each thread holding 4 float4 of it (16 values) in registers, ~50
+// registers where add_rmsnorm_rows takes 168 for its up-to-32 scalars. Why: in a decode
+// step each norm costs 5.5 us (gpu_step_chain) for 16 KB, and a 256 x 168-register block
+// (43K registers) cannot be resident beside two GEMM blocks, so it may only be placed as
+// the GEMM before it drains, where a small block waits at pdl_wait ahead of time (the rope
+// kernel, 64 x 32 registers, costs 2.3 us). Same formula and roundings as add_rmsnorm_impl;
+// the sum of squares runs in another order. dim % 16 == 0 and 32 <= dim / 16 <= 1024
+// (checked by the launcher, which also checks 16-byte alignment).
+template <bool ADD>
+__device__ void add_rmsnorm_vec_impl(float* __restrict__ x, const float* __restrict__ add,
+                                     const float* __restrict__ w,
+                                     __nv_bfloat16* __restrict__ out, int dim, float eps) {
+    __shared__ float partial[32];
+    float4 wv[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        wv[j] = reinterpret_cast<const float4*>(w)[threadIdx.x + j * blockDim.x];
+    pdl_wait();  // x and add come from earlier kernels
+    float4* row = reinterpret_cast<float4*>(x + (size_t)blockIdx.x * dim);
+    const float4* arow = ADD ? reinterpret_cast<const float4*>(add + (size_t)blockIdx.x * dim)
+                             : nullptr;
+    float4 v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const int q = threadIdx.x + j * blockDim.x;
+        v[j] = row[q];
+        if (ADD) {
+            const float4 a = arow[q];
+            v[j].x += a.x;
+            v[j].y += a.y;
+            v[j].z += a.z;
+            v[j].w += a.w;
+        }
+    }
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        if (ADD) row[threadIdx.x + j * blockDim.x] = v[j];
+        ss += v[j].x * v[j].x;
+        ss += v[j].y * v[j].y;
+        ss += v[j].z * v[j].z;
+        ss += v[j].w * v[j].w;
+    }
+    const float r = rsqrtf(block_sum(ss, partial) / (float)dim + eps);
+    uint2* orow = reinterpret_cast<uint2*>(out + (size_t)blockIdx.x * dim);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const __nv_bfloat162 lo = __floats2bfloat162_rn(v[j].x * r * wv[j].x, v[j].y * r * wv[j].y);
+        const __nv_bfloat162 hi = __floats2bfloat162_rn(v[j].z * r * wv[j].z, v[j].w * r * wv[j].w);
+        orow[threadIdx.x + j * blockDim.x] = make_uint2(*reinterpret_cast<const unsigned*>(&lo),
+                                                        *reinterpret_cast<const unsigned*>(&hi));
+    }
+}
+
+extern "C" __global__ void rmsnorm_vec(float* x, const float* w, __nv_bfloat16* out, int dim,
+                                       float eps) {
+    pdl_trigger();
+    add_rmsnorm_vec_impl<false>(x, nullptr, w, out, dim, eps);
+}
+
+extern "C" __global__ void add_rmsnorm_vec(float* x, const float* add, const float* w,
+                                           __nv_bfloat16* out, int dim, float eps) {
+    pdl_trigger();
+    add_rmsnorm_vec_impl<true>(x, add, w, out, dim, eps);
+}

@@ -56,6 +56,12 @@ pub struct Tuning {
     /// previous kernel, when the caller says they are settled (`PagedAttnArgs::settled`:
     /// a decode step). `LATLAB_ATTENTION_EARLY=0|1`, for A/B runs.
     pub attention_early_loads: bool,
+    /// RMSNorm rows of a multiple of 16 (4096 in Qwen3-8B) run on the lean kernels
+    /// (`add_rmsnorm_vec`: 4 float4 per thread, 56 registers, against 168), which may be
+    /// resident beside the GEMM blocks before them. Off until it has run on a GPU: written
+    /// and compile-checked in session 5 (2026-11-30) after the device time ran out.
+    /// `LATLAB_NORM_VEC=0|1`.
+    pub norm_vec: bool,
 }
 
 /// The stage counts the bulk pipeline takes (TM_MAX_STAGES in skinny_bulk.cu).
@@ -71,6 +77,7 @@ impl Default for Tuning {
             bulk_stages: 4,
             bulk_stages_small: 6,
             attention_early_loads: true,
+            norm_vec: false,
         }
     }
 }
@@ -90,7 +97,7 @@ fn switch(name: &str, v: Option<&str>, default: bool) -> Result<bool> {
 impl Tuning {
     /// The defaults, overridden by `LATLAB_PDL`, `LATLAB_PREFILL_ATTENTION`,
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
-    /// `LATLAB_BULK_STAGES_SMALL` and `LATLAB_ATTENTION_EARLY` when set.
+    /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_ATTENTION_EARLY` and `LATLAB_NORM_VEC` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -117,6 +124,7 @@ impl Tuning {
             skinny_bulk_bf16: get("LATLAB_SKINNY_BULK_BF16", d.skinny_bulk_bf16)?,
             skinny_bulk_fp8: get("LATLAB_SKINNY_BULK_FP8", d.skinny_bulk_fp8)?,
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
+            norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             bulk_stages: stages("LATLAB_BULK_STAGES", d.bulk_stages)?,
             bulk_stages_small: stages("LATLAB_BULK_STAGES_SMALL", d.bulk_stages_small)?,
         })
@@ -324,11 +332,13 @@ mod tests {
             ("LATLAB_BULK_STAGES", "6"),
             ("LATLAB_BULK_STAGES_SMALL", "8"),
             ("LATLAB_ATTENTION_EARLY", "0"),
+            ("LATLAB_NORM_VEC", "1"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && t.skinny_bulk_fp8);
         assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
         assert!(d.attention_early_loads && !t.attention_early_loads);
+        assert!(!d.norm_vec && t.norm_vec);
         assert_eq!(t.bulk_stages, 6);
         let e = with(&[("LATLAB_PDL", "yes")]).unwrap_err().to_string();
         assert!(

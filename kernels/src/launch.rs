@@ -49,13 +49,24 @@ impl<'g> Launch<'g> {
         self
     }
 
-    /// `input`, for a kernel that copies from the buffer with bulk copies: an error naming
-    /// the op unless the view starts 16-byte aligned.
-    pub fn input_aligned16<T>(&mut self, v: &CudaView<'_, T>) -> Result<&mut Self> {
+    /// `input`, for a kernel that reads the buffer in 16-byte pieces (vector loads, bulk
+    /// copies): an error naming the op and `what` unless the view starts 16-byte aligned.
+    pub fn input_aligned16<T>(&mut self, v: &CudaView<'_, T>, what: &str) -> Result<&mut Self> {
         self.input(v);
         let p = *self.args.last().expect("just pushed");
         crate::error::check(p.is_multiple_of(16), self.op, || {
-            format!("weights at {p:#x} are not 16-byte aligned (bulk copies need it)")
+            format!("{what} at {p:#x} is not 16-byte aligned (read in 16-byte pieces)")
+        })?;
+        Ok(self)
+    }
+
+    /// `output`, for a kernel that writes the buffer in 16-byte pieces: an error naming the
+    /// op unless the view starts 16-byte aligned.
+    pub fn output_aligned16<T>(&mut self, v: &mut CudaViewMut<'_, T>) -> Result<&mut Self> {
+        self.output(v);
+        let p = *self.args.last().expect("just pushed");
+        crate::error::check(p.is_multiple_of(16), self.op, || {
+            format!("buffer at {p:#x} is not 16-byte aligned (written in 16-byte pieces)")
         })?;
         Ok(self)
     }

@@ -42,7 +42,12 @@ pub const ALL: &[KernelSource] = &[
     KernelSource {
         file: "rmsnorm.cu",
         src: with_common!("rmsnorm.cu"),
-        kernels: &["rmsnorm_rows", "add_rmsnorm_rows"],
+        kernels: &[
+            "rmsnorm_rows",
+            "add_rmsnorm_rows",
+            "rmsnorm_vec",
+            "add_rmsnorm_vec",
+        ],
     },
     KernelSource {
         file: "qk_norm_rope_kv.cu",

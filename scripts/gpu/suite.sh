@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
-# Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain fp8bulk bench
-# prefill early http hf" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
+# Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
+# fp8bulk bench prefill early http hf" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
 # by default; its correctness tests run in "tests").
 set -uo pipefail
@@ -25,6 +25,13 @@ if has chain; then
   # A whole decode step built from the real ops, minus one kind of kernel at a time.
   timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/chain.log" 2>&1; echo "chain rc=$?"
   grep -E "^\|" "$OUT/chain.log"
+fi
+if has normvec; then
+  # The lean norm kernels (LATLAB_NORM_VEC, off until run): whole decode steps with 0 and 1.
+  for on in 0 1; do
+    LATLAB_NORM_VEC=$on timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/chain_norm$on.log" 2>&1
+    echo "chain norm_vec=$on rc=$?"; grep -E "whole step|without norms" "$OUT/chain_norm$on.log"
+  done
 fi
 if has fp8bulk; then
   # FP8 linears through the bulk-copy pipeline (LATLAB_SKINNY_BULK_FP8) at two ring depths.

@@ -62,6 +62,57 @@ fn norm_checks(op: &'static str, x: usize, w: usize, out: usize) -> Result<usize
     Ok(x / w)
 }
 
+/// The lean norm kernels' block (`Tuning::norm_vec`): dim / 16 threads when that is a
+/// whole number of warps within a block's limit, each holding 16 values; else None.
+fn vec_threads(gpu: &Gpu, dim: usize) -> Option<u32> {
+    let t = dim / 16;
+    (gpu.tuning().norm_vec && dim.is_multiple_of(16) && t.is_multiple_of(32) && t <= 1024)
+        .then_some(t as u32)
+}
+
+/// x += add (the residual, when given), then out = bf16(rmsnorm(x) * w), row by row: x is
+/// [rows, dim] f32, w is [dim]. The scalar kernels, or the lean ones (`vec_threads`).
+fn norm_into(
+    gpu: &Gpu,
+    ops: [&'static str; 2],
+    x: &mut CudaViewMut<'_, f32>,
+    add: Option<&CudaView<'_, f32>>,
+    w: &CudaView<'_, f32>,
+    eps: f32,
+    out: &mut CudaViewMut<'_, bf16>,
+) -> Result<()> {
+    let rows = norm_checks(ops[0], x.len(), w.len(), out.len())?;
+    if let Some(add) = add {
+        check(add.len() == x.len(), ops[0], || {
+            format!("add {} != x {}", add.len(), x.len())
+        })?;
+    }
+    if rows == 0 {
+        return Ok(());
+    }
+    let dim = to_i32(ops[0], "dim", w.len())?;
+    let vec = vec_threads(gpu, w.len());
+    let mut b = Launch::new(gpu, ops[vec.is_some() as usize])?;
+    if vec.is_some() {
+        b.output_aligned16(x)?;
+        if let Some(add) = add {
+            b.input_aligned16(add, "add")?;
+        }
+        b.input_aligned16(w, "norm weight")?;
+    } else {
+        b.output(x);
+        if let Some(add) = add {
+            b.input(add);
+        }
+        b.input(w);
+    }
+    b.output(out).i32(dim).f32(eps);
+    // SAFETY: shapes checked above; the lean kernels' float4 reads and 8-byte writes are
+    // aligned (starts checked, rows are dim % 16 == 0 elements long).
+    unsafe { b.launch(rows_cfg(rows, vec.unwrap_or(NORM_THREADS))) }?;
+    Ok(())
+}
+
 /// out = bf16(rmsnorm(x) * w) row by row; x is [rows, dim] f32, w is [dim].
 pub fn rmsnorm_into(
     gpu: &Gpu,
@@ -70,17 +121,7 @@ pub fn rmsnorm_into(
     eps: f32,
     out: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
-    const OP: &str = "rmsnorm_rows";
-    let rows = norm_checks(OP, x.len(), w.len(), out.len())?;
-    if rows == 0 {
-        return Ok(());
-    }
-    let dim = to_i32(OP, "dim", w.len())?;
-    let mut b = Launch::new(gpu, OP)?;
-    b.output(x).input(w).output(out).i32(dim).f32(eps);
-    // SAFETY: shapes checked above.
-    unsafe { b.launch(rows_cfg(rows, NORM_THREADS)) }?;
-    Ok(())
+    norm_into(gpu, ["rmsnorm_rows", "rmsnorm_vec"], x, None, w, eps, out)
 }
 
 /// x += add (the residual), then out = bf16(rmsnorm(x) * w), row by row.
@@ -92,25 +133,15 @@ pub fn add_rmsnorm_into(
     eps: f32,
     out: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
-    const OP: &str = "add_rmsnorm_rows";
-    let rows = norm_checks(OP, x.len(), w.len(), out.len())?;
-    check(add.len() == x.len(), OP, || {
-        format!("add {} != x {}", add.len(), x.len())
-    })?;
-    if rows == 0 {
-        return Ok(());
-    }
-    let dim = to_i32(OP, "dim", w.len())?;
-    let mut b = Launch::new(gpu, OP)?;
-    b.output(x)
-        .input(add)
-        .input(w)
-        .output(out)
-        .i32(dim)
-        .f32(eps);
-    // SAFETY: shapes checked above.
-    unsafe { b.launch(rows_cfg(rows, NORM_THREADS)) }?;
-    Ok(())
+    norm_into(
+        gpu,
+        ["add_rmsnorm_rows", "add_rmsnorm_vec"],
+        x,
+        Some(add),
+        w,
+        eps,
+        out,
+    )
 }
 
 /// out[r, c] = bf16(silu(gate) * up) over gu [rows, 2 * inter]: gate column c and up

@@ -88,7 +88,7 @@ fn bulk_args(b: &mut Launch<'_>, pipe: Pipe) {
 /// Weight argument: the bulk kernels copy from it and need 16-byte alignment.
 fn weights<T>(b: &mut Launch<'_>, w: &CudaView<'_, T>, pipe: Pipe) -> Result<()> {
     match pipe {
-        Pipe::Bulk { .. } => b.input_aligned16(w).map(drop),
+        Pipe::Bulk { .. } => b.input_aligned16(w, "weights").map(drop),
         Pipe::Regs => {
             b.input(w);
             Ok(())
