@@ -267,7 +267,7 @@ fn rope_kv_write_and_split_attention_match_cpu() {
         for splits in [
             1,
             3,
-            ops::attention_splits(rows.len(), kv_heads),
+            ops::attention_splits(&g, rows.len(), kv_heads),
             ops::MAX_SPLITS,
         ] {
             let (na, nm) = ops::attention_partials_len(rows.len(), d, splits);

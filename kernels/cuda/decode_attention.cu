@@ -236,7 +236,10 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
 // Merge the splits of (row, head): out = sum_s acc_s e^(m_s - m) / sum_s l_s e^(m_s - m).
 // A split past the row's context has l = 0 and is skipped. One block per (row, head).
 // Every split's (m, l) is loaded at once into shared memory (a loop over splits that
-// loaded them one by one paid an L2 round trip per split: ~16 us per layer at 32 splits).
+// loaded them one by one paid an L2 round trip per split: ~16 us per layer at 32 splits),
+// and each thread's acc of every split (head_dim <= DA_THREADS: one dimension per thread)
+// in the same round trip, into registers, before the weights exist: then the sum, in the
+// same order as before.
 extern "C" __global__ void __launch_bounds__(DA_THREADS)
     decode_attention_combine(const float* __restrict__ part_acc, const float* __restrict__ part_ml,
                              __nv_bfloat16* __restrict__ out, int heads, int D, int nsplit) {
@@ -246,6 +249,10 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
     __shared__ float s_inv_l;
     const int r = blockIdx.x, h = blockIdx.y, tid = threadIdx.x;
     const size_t base = ((size_t)r * heads + h) * nsplit;
+    float acc[DA_MAXSPLITS];
+#pragma unroll
+    for (int s = 0; s < DA_MAXSPLITS; ++s)
+        acc[s] = s < nsplit && tid < D ? part_acc[(base + s) * D + tid] : 0.f;
     if (tid < 32) {
         float m = __int_as_float(0xff800000), l = 0.f;
         if (tid < nsplit) {
@@ -261,10 +268,11 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         if (tid == 0) s_inv_l = 1.f / lw;
     }
     __syncthreads();
-    for (int d = tid; d < D; d += DA_THREADS) {
+    if (tid < D) {
         float o = 0.f;
-#pragma unroll 8
-        for (int s = 0; s < nsplit; ++s) o = fmaf(part_acc[(base + s) * D + d], s_w[s], o);
-        out[(size_t)r * heads * D + (size_t)h * D + d] = __float2bfloat16(o * s_inv_l);
+#pragma unroll
+        for (int s = 0; s < DA_MAXSPLITS; ++s)
+            if (s < nsplit) o = fmaf(acc[s], s_w[s], o);
+        out[(size_t)r * heads * D + (size_t)h * D + tid] = __float2bfloat16(o * s_inv_l);
     }
 }

@@ -62,7 +62,16 @@ pub struct Tuning {
     /// and compile-checked in session 5 (2026-11-30) after the device time ran out.
     /// `LATLAB_NORM_VEC=0|1`.
     pub norm_vec: bool,
+    /// Blocks the split decode attention aims for (`ops::attention_splits`: splits =
+    /// this / (rows x kv heads), 1..=32). 528 = four per SM of an H200 was best when each
+    /// split loaded its K/V after the wait (gpu_timing, session 2); with the loads before
+    /// the wait, fewer, longer splits may pay off, and the merge reads fewer partials.
+    /// `LATLAB_ATTENTION_BLOCKS` (`ATTENTION_BLOCKS_RANGE`), for sweeps.
+    pub attention_blocks: u32,
 }
+
+/// The block targets `Tuning::attention_blocks` takes.
+pub const ATTENTION_BLOCKS_RANGE: std::ops::RangeInclusive<u32> = 1..=4096;
 
 /// The stage counts the bulk pipeline takes (TM_MAX_STAGES in skinny_bulk.cu).
 pub const BULK_STAGES_RANGE: std::ops::RangeInclusive<u32> = 2..=8;
@@ -78,6 +87,7 @@ impl Default for Tuning {
             bulk_stages_small: 6,
             attention_early_loads: true,
             norm_vec: false,
+            attention_blocks: 528,
         }
     }
 }
@@ -97,7 +107,8 @@ fn switch(name: &str, v: Option<&str>, default: bool) -> Result<bool> {
 impl Tuning {
     /// The defaults, overridden by `LATLAB_PDL`, `LATLAB_PREFILL_ATTENTION`,
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
-    /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_ATTENTION_EARLY` and `LATLAB_NORM_VEC` when set.
+    /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
+    /// `LATLAB_ATTENTION_BLOCKS` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -106,18 +117,13 @@ impl Tuning {
     pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let d = Tuning::default();
         let get = |name: &str, default: bool| switch(name, var(name).as_deref(), default);
-        let stages = |name: &str, default: u32| match var(name) {
+        let int = |name: &str, default: u32, range: std::ops::RangeInclusive<u32>| match var(name) {
             None => Ok(default),
-            Some(v) => v
-                .parse()
-                .ok()
-                .filter(|n| BULK_STAGES_RANGE.contains(n))
-                .ok_or_else(|| {
-                    KernelError::Config(format!(
-                        "{name}={v:?}: expected an integer in {BULK_STAGES_RANGE:?}"
-                    ))
-                }),
+            Some(v) => v.parse().ok().filter(|n| range.contains(n)).ok_or_else(|| {
+                KernelError::Config(format!("{name}={v:?}: expected an integer in {range:?}"))
+            }),
         };
+        let stages = |name: &str, default: u32| int(name, default, BULK_STAGES_RANGE);
         Ok(Tuning {
             pdl: get("LATLAB_PDL", d.pdl)?,
             prefill_attention: get("LATLAB_PREFILL_ATTENTION", d.prefill_attention)?,
@@ -125,6 +131,11 @@ impl Tuning {
             skinny_bulk_fp8: get("LATLAB_SKINNY_BULK_FP8", d.skinny_bulk_fp8)?,
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
+            attention_blocks: int(
+                "LATLAB_ATTENTION_BLOCKS",
+                d.attention_blocks,
+                ATTENTION_BLOCKS_RANGE,
+            )?,
             bulk_stages: stages("LATLAB_BULK_STAGES", d.bulk_stages)?,
             bulk_stages_small: stages("LATLAB_BULK_STAGES_SMALL", d.bulk_stages_small)?,
         })
@@ -333,12 +344,14 @@ mod tests {
             ("LATLAB_BULK_STAGES_SMALL", "8"),
             ("LATLAB_ATTENTION_EARLY", "0"),
             ("LATLAB_NORM_VEC", "1"),
+            ("LATLAB_ATTENTION_BLOCKS", "132"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && t.skinny_bulk_fp8);
         assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
         assert!(d.attention_early_loads && !t.attention_early_loads);
         assert!(!d.norm_vec && t.norm_vec);
+        assert_eq!((d.attention_blocks, t.attention_blocks), (528, 132));
         assert_eq!(t.bulk_stages, 6);
         let e = with(&[("LATLAB_PDL", "yes")]).unwrap_err().to_string();
         assert!(

@@ -177,7 +177,7 @@ fn step(
                 g,
                 d,
                 &pa,
-                ops::attention_splits(m, d.kv_heads),
+                ops::attention_splits(g, m, d.kv_heads),
                 &mut b.part_acc.as_view_mut(),
                 &mut b.part_ml.as_view_mut(),
                 &mut b.attn.as_view_mut(),
@@ -275,7 +275,7 @@ impl Buffers {
         let s = g.stream();
         let d = dims();
         let (qd, kvd) = (d.q_dim(), d.kv_dim());
-        let (na, nm) = ops::attention_partials_len(m, d, ops::attention_splits(m, d.kv_heads));
+        let (na, nm) = ops::attention_partials_len(m, d, ops::attention_splits(g, m, d.kv_heads));
         Buffers {
             x: s.alloc_zeros(m * HIDDEN).unwrap(),
             h: s.alloc_zeros(m * HIDDEN).unwrap(),

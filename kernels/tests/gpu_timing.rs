@@ -136,7 +136,7 @@ fn qwen3_8b_step_kernel_times() {
             settled: r <= 8,
         };
         // The engine's split count (attention_splits), then the others for comparison.
-        let auto = ops::attention_splits(r, d.kv_heads);
+        let auto = ops::attention_splits(&g, r, d.kv_heads);
         let mut options = vec![auto];
         if r <= 8 {
             options.extend([2, 4, 8, 16, 32].into_iter().filter(|&s| s != auto));

@@ -15,16 +15,13 @@ const MAX_GROUP: usize = 8;
 const MAX_HEAD_DIM: usize = 128;
 /// Must match DA_MAXSPLITS in decode_attention.cu (the combine kernel's one warp).
 pub const MAX_SPLITS: usize = 32;
-/// Blocks to aim for: four per SM of an H100/H200 (132 SMs). Two per SM gave batch 8 only
-/// 5 splits of ~90 positions at ctx 452, and the split kernel lost to the one-block-per-head
-/// kernel there (27 vs 24 us); each block's work is a chain of dependent loads, so more,
-/// shorter blocks win.
-const TARGET_BLOCKS: usize = 528;
-
-/// Splits for `rows` rows: enough blocks to fill the GPU, at most MAX_SPLITS. The same
-/// count for every step of a given batch size, so a captured graph stays valid.
-pub fn attention_splits(rows: usize, kv_heads: usize) -> usize {
-    TARGET_BLOCKS
+/// Splits for `rows` rows: about `Tuning::attention_blocks` blocks (default four per SM of
+/// an H100/H200: two per SM gave batch 8 only 5 splits of ~90 positions at ctx 452, and the
+/// split kernel lost to the one-block-per-head kernel there, 27 vs 24 us), at most
+/// MAX_SPLITS. The same count for every step of a given batch size, so a captured graph
+/// stays valid.
+pub fn attention_splits(gpu: &Gpu, rows: usize, kv_heads: usize) -> usize {
+    (gpu.tuning().attention_blocks as usize)
         .div_ceil((rows * kv_heads).max(1))
         .clamp(1, MAX_SPLITS)
 }

@@ -56,7 +56,7 @@ impl CudaBackend {
             self.graphs[slot] = Some(DecodeGraph {
                 rows: b,
                 meta: StepMeta::alloc(&s, b, cap)?,
-                sc: Scratch::new(&s, &self.cfg, b)?,
+                sc: Scratch::new(&self.gpu, &self.cfg, b)?,
                 logits: s
                     .alloc_zeros(b * vocab)
                     .map_err(driver_err("alloc graph logits"))?,

@@ -12,9 +12,8 @@ use crate::error::Result;
 use crate::model::{Next, SeqChunk};
 use kernels::Gpu;
 use kernels::bf16;
-use kernels::cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut};
+use kernels::cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use kernels::ops::{self, AttnDims, PagedAttnArgs, RopeKvArgs, SKINNY_MAX_ROWS};
-use std::sync::Arc;
 
 /// Activation buffers for `rows` tokens.
 pub(super) struct Scratch {
@@ -33,10 +32,11 @@ pub(super) struct Scratch {
 }
 
 impl Scratch {
-    pub fn new(s: &Arc<CudaStream>, c: &ModelConfig, rows: usize) -> Result<Self> {
+    pub fn new(gpu: &Gpu, c: &ModelConfig, rows: usize) -> Result<Self> {
+        let s = gpu.stream();
         let a = driver_err("alloc step buffers");
         let (hd, qd, kvd, i) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
-        let attn_splits = ops::attention_splits(rows, c.num_key_value_heads);
+        let attn_splits = ops::attention_splits(gpu, rows, c.num_key_value_heads);
         let (na, nm) = ops::attention_partials_len(rows, attn_dims(c), attn_splits);
         Ok(Scratch {
             attn_splits,
@@ -401,7 +401,7 @@ impl CudaBackend {
         let (hd, vocab) = (self.cfg.hidden_size, self.cfg.vocab_size);
         let s = self.gpu.stream().clone();
         let meta = StepMeta::upload(&s, &host)?;
-        let mut sc = Scratch::new(&s, &self.cfg, t)?;
+        let mut sc = Scratch::new(&self.gpu, &self.cfg, t)?;
         forward_layers(
             &self.gpu,
             &self.cfg,
