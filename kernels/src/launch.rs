@@ -53,20 +53,21 @@ impl<'g> Launch<'g> {
     /// copies): an error naming the op and `what` unless the view starts 16-byte aligned.
     pub fn input_aligned16<T>(&mut self, v: &CudaView<'_, T>, what: &str) -> Result<&mut Self> {
         self.input(v);
-        let p = *self.args.last().expect("just pushed");
-        crate::error::check(p.is_multiple_of(16), self.op, || {
-            format!("{what} at {p:#x} is not 16-byte aligned (read in 16-byte pieces)")
-        })?;
-        Ok(self)
+        self.last_aligned16(what, "read")
     }
 
     /// `output`, for a kernel that writes the buffer in 16-byte pieces: an error naming the
     /// op unless the view starts 16-byte aligned.
     pub fn output_aligned16<T>(&mut self, v: &mut CudaViewMut<'_, T>) -> Result<&mut Self> {
         self.output(v);
+        self.last_aligned16("buffer", "written")
+    }
+
+    /// The pointer just pushed starts 16-byte aligned, or an error naming the op.
+    fn last_aligned16(&mut self, what: &str, how: &str) -> Result<&mut Self> {
         let p = *self.args.last().expect("just pushed");
         crate::error::check(p.is_multiple_of(16), self.op, || {
-            format!("buffer at {p:#x} is not 16-byte aligned (written in 16-byte pieces)")
+            format!("{what} at {p:#x} is not 16-byte aligned ({how} in 16-byte pieces)")
         })?;
         Ok(self)
     }

@@ -118,14 +118,26 @@ pub fn skinny_gemm_into(
     const OP: &str = "skinny_gemm_bf16";
     check_bf16_weights(OP, w.len(), n, k)?;
     let m = rows_of(OP, x.len(), k, y.len(), n)?;
-    let (mi, ni, ki) = (m as i32, to_i32(OP, "n", n)?, to_i32(OP, "k", k)?);
-    let (mut b, pipe) = start(gpu, OP, n)?;
+    launch_bf16(gpu, OP, x, w, (m, n, k), y)
+}
+
+/// Launch a bf16 skinny kernel whose shapes the caller checked: x [m, k], w [n, k], out.
+fn launch_bf16<O>(
+    gpu: &Gpu,
+    op: &'static str,
+    x: &CudaView<'_, bf16>,
+    w: &CudaView<'_, bf16>,
+    (m, n, k): (usize, usize, usize),
+    out: &mut CudaViewMut<'_, O>,
+) -> Result<()> {
+    let (mi, ni, ki) = (m as i32, to_i32(op, "n", n)?, to_i32(op, "k", k)?);
+    let (mut b, pipe) = start(gpu, op, n)?;
     b.input(x);
     weights(&mut b, w, pipe)?;
-    b.output(y).i32(mi).i32(ni).i32(ki);
+    b.output(out).i32(mi).i32(ni).i32(ki);
     bulk_args(&mut b, pipe);
-    // SAFETY: shapes checked above; k % 8 == 0 keeps every row 16-byte aligned given
-    // cudarc's 256-byte-aligned allocations (views at row offsets keep it too).
+    // SAFETY: the caller checked the shapes; k % 8 == 0 keeps every row 16-byte aligned
+    // given cudarc's 256-byte-aligned allocations (views at row offsets keep it too).
     unsafe { b.launch(cfg(n, pipe)) }?;
     Ok(())
 }
@@ -185,17 +197,31 @@ pub fn skinny_gemm_fp8_into(
     y: &mut CudaViewMut<'_, f32>,
 ) -> Result<()> {
     const OP: &str = "skinny_gemm_fp8";
-    let (ni, ki, ri) = w.check(OP, 16)?;
+    let sizes = w.check(OP, 16)?;
     let m = rows_of(OP, x.len(), w.k, y.len(), w.n)?;
-    let mi = m as i32;
-    let il = to_i32(OP, "interleave", w.interleave)?;
-    let (mut b, pipe) = start(gpu, OP, w.n)?;
+    launch_fp8(gpu, OP, x, w, m, sizes, y)
+}
+
+/// Launch an FP8 skinny kernel whose shapes the caller checked (`sizes` from
+/// `Fp8Matrix::check`): x [m, k], the matrix, out.
+fn launch_fp8<O>(
+    gpu: &Gpu,
+    op: &'static str,
+    x: &CudaView<'_, bf16>,
+    w: &Fp8Matrix<'_, '_>,
+    m: usize,
+    (ni, ki, ri): (i32, i32, i32),
+    out: &mut CudaViewMut<'_, O>,
+) -> Result<()> {
+    let il = to_i32(op, "interleave", w.interleave)?;
+    let (mut b, pipe) = start(gpu, op, w.n)?;
     b.input(x);
     weights(&mut b, w.codes, pipe)?;
-    b.input(w.scale_inv).output(y);
-    b.i32(mi).i32(ni).i32(ki).i32(ri).i32(il);
+    b.input(w.scale_inv).output(out);
+    b.i32(m as i32).i32(ni).i32(ki).i32(ri).i32(il);
     bulk_args(&mut b, pipe);
-    // SAFETY: shapes checked above; k % 16 == 0 keeps every fp8 row 16-byte aligned.
+    // SAFETY: the caller checked the shapes; k % 16 == 0 keeps every fp8 row 16-byte
+    // aligned.
     unsafe { b.launch(cfg(w.n, pipe)) }?;
     Ok(())
 }
@@ -240,15 +266,7 @@ pub fn skinny_gemm_swiglu_into(
     let n = 2 * inter;
     check_bf16_weights(OP, w.len(), n, k)?;
     let m = rows_of(OP, x.len(), k, act.len(), inter)?;
-    let (mi, ni, ki) = (m as i32, to_i32(OP, "n", n)?, to_i32(OP, "k", k)?);
-    let (mut b, pipe) = start(gpu, OP, n)?;
-    b.input(x);
-    weights(&mut b, w, pipe)?;
-    b.output(act).i32(mi).i32(ni).i32(ki);
-    bulk_args(&mut b, pipe);
-    // SAFETY: shapes checked above (as skinny_gemm_into; act holds m x inter).
-    unsafe { b.launch(cfg(n, pipe)) }?;
-    Ok(())
+    launch_bf16(gpu, OP, x, w, (m, n, k), act)
 }
 
 /// `skinny_gemm_swiglu_into` with FP8 weights: `w.interleave` must be `w.n / 2`.
@@ -259,21 +277,12 @@ pub fn skinny_gemm_fp8_swiglu_into(
     act: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
     const OP: &str = "skinny_gemm_fp8_swiglu";
-    let (ni, ki, ri) = w.check(OP, 16)?;
+    let sizes = w.check(OP, 16)?;
     check(w.interleave > 0, OP, || {
         "the matrix is not interleaved gate|up".to_string()
     })?;
     let m = rows_of(OP, x.len(), w.k, act.len(), w.interleave)?;
-    let (mi, il) = (m as i32, to_i32(OP, "interleave", w.interleave)?);
-    let (mut b, pipe) = start(gpu, OP, w.n)?;
-    b.input(x);
-    weights(&mut b, w.codes, pipe)?;
-    b.input(w.scale_inv).output(act);
-    b.i32(mi).i32(ni).i32(ki).i32(ri).i32(il);
-    bulk_args(&mut b, pipe);
-    // SAFETY: shapes checked above; k % 16 == 0 keeps every fp8 row 16-byte aligned.
-    unsafe { b.launch(cfg(w.n, pipe)) }?;
-    Ok(())
+    launch_fp8(gpu, OP, x, w, m, sizes, act)
 }
 
 /// out [n, k] bf16 = the FP8 matrix's values (prefill runs cuBLAS on them); k % 8 == 0.
