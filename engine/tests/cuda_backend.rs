@@ -385,6 +385,14 @@ fn early_attention_loads_give_the_same_logits() {
 #[test]
 #[ignore = "gpu"]
 fn lean_norm_kernels_match_the_scalar_ones() {
+    // The A/B compares two kernels at this model's width (qwen3-0.6b: hidden 1024).
+    let hidden = engine::presets::preset("qwen3-0.6b").unwrap().hidden_size;
+    for (on, want) in [(false, "add_rmsnorm_rows"), (true, "add_rmsnorm_vec")] {
+        let mut o = kernels::GpuOptions::from_env().unwrap();
+        o.tuning.norm_vec = on;
+        let g = kernels::Gpu::new(&o).unwrap();
+        assert_eq!(kernels::ops::add_rmsnorm_kernel(&g, hidden), want);
+    }
     for fp8 in [false, true] {
         ab_steps(
             fp8,

@@ -41,6 +41,12 @@ fn embed_norms_swiglu_argmax_match_cpu() {
         let mut o = kernels::GpuOptions::from_env().unwrap();
         o.tuning.norm_vec = norm_vec;
         let gn = kernels::Gpu::new(&o).unwrap();
+        let want = ["add_rmsnorm_rows", "add_rmsnorm_vec"][norm_vec as usize];
+        assert_eq!(
+            ops::add_rmsnorm_kernel(&gn, hd),
+            want,
+            "the kernel under test"
+        );
         norms_match_cpu(&gn, &mut r, t, hd, if norm_vec { "vec" } else { "rows" });
     }
 

@@ -2,7 +2,7 @@
 
 use super::to_i32;
 use crate::error::{Result, check};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, Tuning};
 use crate::launch::Launch;
 use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig};
 use half::bf16;
@@ -64,11 +64,23 @@ fn norm_checks(op: &'static str, x: usize, w: usize, out: usize) -> Result<usize
 
 /// The lean norm kernels' block (`Tuning::norm_vec`): dim / 16 threads when that is a
 /// whole number of warps within a block's limit, each holding 16 values; else None.
-fn vec_threads(gpu: &Gpu, dim: usize) -> Option<u32> {
+fn vec_threads(tuning: &Tuning, dim: usize) -> Option<u32> {
     let t = dim / 16;
-    (gpu.tuning().norm_vec && dim.is_multiple_of(16) && t.is_multiple_of(32) && t <= 1024)
+    (tuning.norm_vec && dim.is_multiple_of(16) && t.is_multiple_of(32) && t <= 1024)
         .then_some(t as u32)
 }
+
+/// The kernel `add_rmsnorm_into` runs for rows of `dim` under `gpu`'s tuning (tests check
+/// that an A/B really compares two kernels).
+pub fn add_rmsnorm_kernel(gpu: &Gpu, dim: usize) -> &'static str {
+    NORM_KERNELS[1][vec_threads(&gpu.tuning(), dim).is_some() as usize]
+}
+
+/// [plain, with the residual add][scalar rows, lean float4].
+const NORM_KERNELS: [[&str; 2]; 2] = [
+    ["rmsnorm_rows", "rmsnorm_vec"],
+    ["add_rmsnorm_rows", "add_rmsnorm_vec"],
+];
 
 /// x += add (the residual, when given), then out = bf16(rmsnorm(x) * w), row by row: x is
 /// [rows, dim] f32, w is [dim]. The scalar kernels, or the lean ones (`vec_threads`).
@@ -91,7 +103,7 @@ fn norm_into(
         return Ok(());
     }
     let dim = to_i32(ops[0], "dim", w.len())?;
-    let vec = vec_threads(gpu, w.len());
+    let vec = vec_threads(&gpu.tuning(), w.len());
     let mut b = Launch::new(gpu, ops[vec.is_some() as usize])?;
     if vec.is_some() {
         b.output_aligned16(x)?;
@@ -121,7 +133,7 @@ pub fn rmsnorm_into(
     eps: f32,
     out: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
-    norm_into(gpu, ["rmsnorm_rows", "rmsnorm_vec"], x, None, w, eps, out)
+    norm_into(gpu, NORM_KERNELS[0], x, None, w, eps, out)
 }
 
 /// x += add (the residual), then out = bf16(rmsnorm(x) * w), row by row.
@@ -133,15 +145,7 @@ pub fn add_rmsnorm_into(
     eps: f32,
     out: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
-    norm_into(
-        gpu,
-        ["add_rmsnorm_rows", "add_rmsnorm_vec"],
-        x,
-        Some(add),
-        w,
-        eps,
-        out,
-    )
+    norm_into(gpu, NORM_KERNELS[1], x, Some(add), w, eps, out)
 }
 
 /// out[r, c] = bf16(silu(gate) * up) over gu [rows, 2 * inter]: gate column c and up
@@ -181,4 +185,29 @@ pub fn swiglu_into(
     // SAFETY: shapes checked above.
     unsafe { b.launch(LaunchConfig::for_num_elems(total as u32)) }?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::vec_threads;
+    use crate::gpu::Tuning;
+
+    #[test]
+    fn lean_norm_takes_rows_of_whole_warps_only_when_switched_on() {
+        let on = Tuning {
+            norm_vec: true,
+            ..Tuning::default()
+        };
+        assert_eq!(vec_threads(&on, 4096), Some(256));
+        assert_eq!(vec_threads(&on, 1024), Some(64));
+        assert_eq!(vec_threads(&on, 16384), Some(1024));
+        assert_eq!(vec_threads(&on, 64), None, "4 threads: not a warp");
+        assert_eq!(vec_threads(&on, 4104), None, "not a multiple of 16");
+        assert_eq!(vec_threads(&on, 32768), None, "2048 threads");
+        assert_eq!(
+            vec_threads(&Tuning::default(), 4096),
+            None,
+            "off by default"
+        );
+    }
 }

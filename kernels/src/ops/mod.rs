@@ -17,7 +17,9 @@ pub use blas::{blas_available, gemm_into};
 pub use decode_attention::{
     MAX_SPLITS, attention_partials_len, attention_splits, decode_attention_into,
 };
-pub use elementwise::{add_rmsnorm_into, embed_gather_into, rmsnorm_into, swiglu_into};
+pub use elementwise::{
+    add_rmsnorm_into, add_rmsnorm_kernel, embed_gather_into, rmsnorm_into, swiglu_into,
+};
 pub use prefill_attention::{
     PREFILL_HEAD_DIM, prefill_attention_into, prefill_attention_supported,
 };
