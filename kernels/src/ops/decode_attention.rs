@@ -44,24 +44,24 @@ pub fn decode_attention_into(
     part_ml: &mut CudaViewMut<'_, f32>,
     out: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
-    let op = "decode_attention";
-    d.check(op)?;
-    check(d.heads / d.kv_heads <= MAX_GROUP, op, || {
+    const OP: &str = "decode_attention";
+    d.check(OP)?;
+    check(d.heads / d.kv_heads <= MAX_GROUP, OP, || {
         format!(
             "{} query heads per kv head; at most {MAX_GROUP}",
             d.heads / d.kv_heads
         )
     })?;
-    check(d.head_dim <= MAX_HEAD_DIM, op, || {
+    check(d.head_dim <= MAX_HEAD_DIM, OP, || {
         format!("head_dim {} > {MAX_HEAD_DIM}", d.head_dim)
     })?;
-    check((1..=MAX_SPLITS).contains(&splits), op, || {
+    check((1..=MAX_SPLITS).contains(&splits), OP, || {
         format!("{splits} splits; 1..={MAX_SPLITS}")
     })?;
-    let r = a.check(op, d, out.len())?;
+    let r = a.check(OP, d, out.len())?;
     if splits > 1 {
         let (na, nm) = attention_partials_len(r, d, splits);
-        check(part_acc.len() >= na && part_ml.len() >= nm, op, || {
+        check(part_acc.len() >= na && part_ml.len() >= nm, OP, || {
             format!(
                 "partials {} / {} < {na} / {nm}",
                 part_acc.len(),
@@ -73,13 +73,13 @@ pub fn decode_attention_into(
         return Ok(());
     }
     let (h, kv, hd, bs) = (
-        to_i32(op, "heads", d.heads)?,
-        to_i32(op, "kv_heads", d.kv_heads)?,
-        to_i32(op, "head_dim", d.head_dim)?,
-        to_i32(op, "block_size", a.block_size)?,
+        to_i32(OP, "heads", d.heads)?,
+        to_i32(OP, "kv_heads", d.kv_heads)?,
+        to_i32(OP, "head_dim", d.head_dim)?,
+        to_i32(OP, "block_size", a.block_size)?,
     );
     let scale = 1.0f32 / (d.head_dim as f32).sqrt();
-    let mut b = Launch::new(gpu, op)?;
+    let mut b = Launch::new(gpu, OP)?;
     a.push(&mut b);
     b.output(&mut *part_acc)
         .output(&mut *part_ml)
