@@ -58,9 +58,9 @@ pub struct Tuning {
     pub attention_early_loads: bool,
     /// RMSNorm rows of a multiple of 16 (4096 in Qwen3-8B) run on the lean kernels
     /// (`add_rmsnorm_vec`: 4 float4 per thread, 56 registers, against 168), which may be
-    /// resident beside the GEMM blocks before them. Off until it has run on a GPU: written
-    /// and compile-checked in session 5 (2026-11-30) after the device time ran out.
-    /// `LATLAB_NORM_VEC=0|1`.
+    /// resident beside the GEMM blocks before them. On: whole decode steps (gpu_step_chain,
+    /// H200, session 6) went 4594 -> 4309 us at bf16 batch 1, 5084 -> 4854 at batch 8,
+    /// 3360 -> 3140 / 4085 -> 3956 with FP8 weights. `LATLAB_NORM_VEC=0|1`.
     pub norm_vec: bool,
     /// Blocks the split decode attention aims for (`ops::attention_splits`: splits =
     /// this / (rows x kv heads), 1..=32). 528 = four per SM of an H200 was best when each
@@ -86,7 +86,7 @@ impl Default for Tuning {
             bulk_stages: 4,
             bulk_stages_small: 6,
             attention_early_loads: true,
-            norm_vec: false,
+            norm_vec: true,
             attention_blocks: 528,
         }
     }
@@ -343,14 +343,14 @@ mod tests {
             ("LATLAB_BULK_STAGES", "6"),
             ("LATLAB_BULK_STAGES_SMALL", "8"),
             ("LATLAB_ATTENTION_EARLY", "0"),
-            ("LATLAB_NORM_VEC", "1"),
+            ("LATLAB_NORM_VEC", "0"),
             ("LATLAB_ATTENTION_BLOCKS", "132"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && t.skinny_bulk_fp8);
         assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
         assert!(d.attention_early_loads && !t.attention_early_loads);
-        assert!(!d.norm_vec && t.norm_vec);
+        assert!(d.norm_vec && !t.norm_vec);
         assert_eq!((d.attention_blocks, t.attention_blocks), (528, 132));
         assert_eq!(t.bulk_stages, 6);
         let e = with(&[("LATLAB_PDL", "yes")]).unwrap_err().to_string();

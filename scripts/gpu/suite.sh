@@ -27,7 +27,7 @@ if has chain; then
   grep -E "^\|" "$OUT/chain.log"
 fi
 if has normvec; then
-  # The lean norm kernels (LATLAB_NORM_VEC, off until run): whole decode steps with 0 and 1.
+  # The lean norm kernels (LATLAB_NORM_VEC, on by default): whole decode steps with 0 and 1.
   for on in 0 1; do
     LATLAB_NORM_VEC=$on timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/chain_norm$on.log" 2>&1
     echo "chain norm_vec=$on rc=$?"; grep -E "whole step|without norms" "$OUT/chain_norm$on.log"
@@ -35,7 +35,7 @@ if has normvec; then
 fi
 if has splits; then
   # Decode attention's block target (LATLAB_ATTENTION_BLOCKS, default 528): whole steps.
-  for nb in 132 264 528; do
+  for nb in 264 528 1056 2048; do
     LATLAB_ATTENTION_BLOCKS=$nb timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/chain_blocks$nb.log" 2>&1
     echo "chain attention_blocks=$nb rc=$?"; grep -E "whole step|without attention" "$OUT/chain_blocks$nb.log"
   done
