@@ -204,10 +204,10 @@ mod tests {
         assert_eq!(vec_threads(&on, 64), None, "4 threads: not a warp");
         assert_eq!(vec_threads(&on, 4104), None, "not a multiple of 16");
         assert_eq!(vec_threads(&on, 32768), None, "2048 threads");
-        assert_eq!(
-            vec_threads(&Tuning::default(), 4096),
-            None,
-            "off by default"
-        );
+        let off = Tuning {
+            norm_vec: false,
+            ..Tuning::default()
+        };
+        assert_eq!(vec_threads(&off, 4096), None, "switched off");
     }
 }
