@@ -11,7 +11,7 @@ mod cuda_common;
 use cuda_common::{Rng, check, down, down_bf16, gpu, up, up_bf16};
 use engine::model::cpu::ops::{rms_norm, rope};
 use kernels::bf16;
-use kernels::ops::{self, AttnDims, PagedAttnArgs, RopeKvArgs};
+use kernels::ops::{self, AttnDims, DecodeRopeArgs, PagedAttnArgs, RopeKvArgs};
 
 #[test]
 #[ignore = "gpu"]
@@ -426,4 +426,159 @@ fn norms_match_cpu(g: &kernels::Gpu, r: &mut Rng, t: usize, hd: usize, kind: &st
         1e-3,
         5e-3,
     );
+}
+
+/// The bits of two bf16 buffers are equal, or a panic naming the first difference.
+fn same_bits(what: &str, a: &[bf16], b: &[bf16]) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    let diff = a
+        .iter()
+        .zip(b)
+        .filter(|(x, y)| x.to_bits() != y.to_bits())
+        .count();
+    if let Some(i) = (0..a.len()).find(|&i| a[i].to_bits() != b[i].to_bits()) {
+        panic!(
+            "{what}: {diff} of {} differ; first at {i}: {} vs {}",
+            a.len(),
+            a[i],
+            b[i]
+        );
+    }
+}
+
+/// A decode step's attention with q/k-norm + RoPE folded in (decode_attention_rope_into)
+/// against the two kernels it replaces (qk_norm_rope_kv_into, then decode_attention_into
+/// on a settled step): the same output and the same caches, bit for bit, for group sizes
+/// 2, 4, 6 and 8, head_dim 8 to 128, and splits whose new token sits in a later tile.
+#[test]
+#[ignore = "gpu"]
+fn attention_with_rope_matches_the_two_kernels() {
+    let g = gpu();
+    for (heads, kv_heads, head_dim) in [(32, 8, 128), (16, 2, 64), (6, 1, 8), (4, 2, 32)] {
+        let d = AttnDims {
+            heads,
+            kv_heads,
+            head_dim,
+        };
+        let (qd, kvd) = (d.q_dim(), d.kv_dim());
+        let tag = format!("h{heads}/kv{kv_heads}/d{head_dim}");
+        let mut r = Rng(11 + heads as u64 + head_dim as u64);
+        let (bs, pages) = (16, 48);
+        // Four sequences on disjoint, scattered pages, one new token each (the last
+        // position): contexts 1, 37, 300 and 129.
+        let tables: Vec<Vec<i32>> = vec![
+            vec![47],
+            (0..3).map(|i| 30 - i).collect(),
+            (0..19).map(|i| i * 7 % 19).collect(),
+            (0..9).map(|i| 46 - i).collect(),
+        ];
+        let lens = [1i32, 37, 300, 129];
+        let rows = lens.len();
+        let (mut flat, mut offs) = (vec![], vec![]);
+        for tb in &tables {
+            offs.push(flat.len() as i32);
+            flat.extend(tb);
+        }
+        let positions: Vec<i32> = lens.iter().map(|&n| n - 1).collect();
+        let slots: Vec<i32> = tables
+            .iter()
+            .zip(&positions)
+            .map(|(tb, &p)| tb[p as usize / bs] * bs as i32 + p % bs as i32)
+            .collect();
+        // The older positions: random caches (the new slots get overwritten).
+        let (k0, v0) = (r.vec(pages * bs * kvd), r.vec(pages * bs * kvd));
+        let qkv = r.vec(rows * (qd + 2 * kvd));
+        let (qn, kn) = (r.vec(head_dim), r.vec(head_dim));
+        let (dqkv, dqn, dkn, dpos, dslots) = (
+            up(&g, &qkv),
+            up(&g, &qn),
+            up(&g, &kn),
+            up(&g, &positions),
+            up(&g, &slots),
+        );
+        let (dt, dof, dctx) = (up(&g, &flat), up(&g, &offs), up(&g, &lens));
+        let rope = RopeKvArgs {
+            qkv: &dqkv.as_view(),
+            q_norm: &dqn.as_view(),
+            k_norm: &dkn.as_view(),
+            positions: &dpos.as_view(),
+            slots: &dslots.as_view(),
+            theta: 1e6,
+            eps: 1e-6,
+        };
+        for splits in [
+            1,
+            3,
+            ops::attention_splits(&g, rows, kv_heads),
+            ops::MAX_SPLITS,
+        ] {
+            let (na, nm) = ops::attention_partials_len(rows, d, splits);
+            let mut pacc = g.stream().alloc_zeros::<f32>(na.max(1)).unwrap();
+            let mut pml = g.stream().alloc_zeros::<f32>(nm.max(1)).unwrap();
+            // The two kernels.
+            let (mut ka, mut va) = (up_bf16(&g, &k0), up_bf16(&g, &v0));
+            let mut q = g.stream().alloc_zeros::<bf16>(rows * qd).unwrap();
+            let mut out_a = g.stream().alloc_zeros::<bf16>(rows * qd).unwrap();
+            ops::qk_norm_rope_kv_into(
+                &g,
+                d,
+                &rope,
+                &mut q.as_view_mut(),
+                &mut ka.as_view_mut(),
+                &mut va.as_view_mut(),
+            )
+            .unwrap();
+            let pa = PagedAttnArgs {
+                q: &q.as_view(),
+                k_cache: &ka.as_view(),
+                v_cache: &va.as_view(),
+                tables: &dt.as_view(),
+                table_offs: &dof.as_view(),
+                ctx_lens: &dctx.as_view(),
+                block_size: bs,
+                settled: true,
+            };
+            ops::decode_attention_into(
+                &g,
+                d,
+                &pa,
+                splits,
+                &mut pacc.as_view_mut(),
+                &mut pml.as_view_mut(),
+                &mut out_a.as_view_mut(),
+            )
+            .unwrap();
+            // The one kernel, from the same caches.
+            let (mut kb, mut vb) = (up_bf16(&g, &k0), up_bf16(&g, &v0));
+            let mut out_b = g.stream().alloc_zeros::<bf16>(rows * qd).unwrap();
+            let a = DecodeRopeArgs {
+                rope: &rope,
+                tables: &dt.as_view(),
+                table_offs: &dof.as_view(),
+                ctx_lens: &dctx.as_view(),
+                block_size: bs,
+            };
+            ops::decode_attention_rope_into(
+                &g,
+                d,
+                &a,
+                splits,
+                &mut kb.as_view_mut(),
+                &mut vb.as_view_mut(),
+                &mut pacc.as_view_mut(),
+                &mut pml.as_view_mut(),
+                &mut out_b.as_view_mut(),
+            )
+            .unwrap();
+            let what = format!("{tag}, {splits} splits");
+            let (oa, ob) = (down(&g, &out_a), down(&g, &out_b));
+            assert!(
+                oa.iter().any(|x| x.to_f32() != 0.0),
+                "{what}: the reference output is all zeros"
+            );
+            same_bits(&format!("attention output ({what})"), &ob, &oa);
+            same_bits(&format!("k cache ({what})"), &down(&g, &kb), &down(&g, &ka));
+            same_bits(&format!("v cache ({what})"), &down(&g, &vb), &down(&g, &va));
+        }
+    }
 }
