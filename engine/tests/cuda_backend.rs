@@ -379,32 +379,6 @@ fn early_attention_loads_give_the_same_logits() {
     );
 }
 
-/// Decode steps with q/k-norm + RoPE folded into the attention kernel
-/// (Tuning::attention_rope) against the two kernels: the same logits, bit for bit, bf16
-/// and FP8, through the decode graphs (batch 1 and 3, the latter padded to 4).
-#[test]
-#[ignore = "gpu"]
-fn rope_in_attention_gives_the_same_logits() {
-    // The switch reaches the engine's decision (else the A/B compares a path with itself).
-    let mut t = kernels::Tuning::default();
-    for on in [false, true] {
-        t.attention_rope = on;
-        assert_eq!(kernels::ops::fold_rope(&t, 3, true), on);
-    }
-    for fp8 in [false, true] {
-        ab_steps(
-            fp8,
-            |t, on| t.attention_rope = on,
-            |what, a, b| {
-                assert_eq!(
-                    a, b,
-                    "fp8 {fp8} {what}: rope in attention changed the logits"
-                )
-            },
-        );
-    }
-}
-
 /// The lean norm kernels (Tuning::norm_vec; hidden 1024 takes them) against the scalar
 /// ones, bf16 and FP8, prefill and decode: the same formula with the sum of squares in
 /// another order, so the logits agree to bf16 rounding.

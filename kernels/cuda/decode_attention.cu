@@ -30,8 +30,6 @@
 #define DA_QSTRIDE (DA_MAXD + 1)
 
 #define DA_MAXSPLITS 32
-// Rounds of rope_new_token: G + 1 heads (q heads and the k head), two at a time.
-#define DA_ROPE_ROUNDS ((DA_MAXG + 2) / 2)
 
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src)
@@ -68,83 +66,15 @@ __device__ __forceinline__ void load_k_half(uint4 (&kv)[DA_MAXD / 16],
         if (j * 8 < hd) kv[j] = *reinterpret_cast<const uint4*>(krow + j * 8);
 }
 
-// The rope variant's inputs (decode_attention_rope): the projection output, the norm
-// weights, the step's positions and slots, and the caches the new token's K/V go to.
-struct AttnRope {
-    const float* qkv;
-    const float* q_norm;
-    const float* k_norm;
-    const int* positions;
-    const int* slots;
-    __nv_bfloat16* k_cache;
-    __nv_bfloat16* v_cache;
-    float theta, eps;
-};
-
-// After the wait, in decode_attention_rope: the block's G query heads and its KV head's new
-// k, normed and rotated (rope.cuh) by two groups of 64 threads taking turns (tasks 0..G-1
-// are the q heads, task G the k head), into s_q (scaled, as the q load does) and s_knew;
-// the new v into s_vnew. The block whose split holds the row's last position also writes
-// the new K/V to the caches, as qk_norm_rope_kv would. Ends with a barrier: everything it
-// wrote to shared memory is visible.
-__device__ __forceinline__ void rope_new_token(
-    const AttnRope& rp, int r, int kvh, int G, int heads, int kvd, int D, float scale,
-    bool owner, const float2* s_rot, const float* s_wq, const float* s_wk,
-    float (*s_q)[DA_QSTRIDE],
-    __nv_bfloat16* s_knew, __nv_bfloat16* s_vnew, float (*s_norm)[2][ROPE_GROUP / 32]) {
-    const int tid = threadIdx.x, g = tid / ROPE_GROUP, t = tid % ROPE_GROUP, half = D / 2;
-    const float* row = rp.qkv + (size_t)r * (heads * D + 2 * kvd);
-    const size_t slot = owner ? (size_t)rp.slots[r] : 0;
-    // Thread t's pair (rope_pair's values, computed before the wait).
-    RopePair pq = {0.f, 0.f, 0.f, 0.f}, pk = pq;
-    if (t < half) {
-        pq = {s_rot[t].x, s_rot[t].y, s_wq[t], s_wq[t + half]};
-        pk = {s_rot[t].x, s_rot[t].y, s_wk[t], s_wk[t + half]};
-    }
-    for (int d = tid; d < D; d += DA_THREADS) {
-        const __nv_bfloat16 v = __float2bfloat16(row[heads * D + kvd + kvh * D + d]);
-        s_vnew[d] = v;
-        if (owner) rp.v_cache[slot * kvd + kvh * D + d] = v;
-    }
-#pragma unroll 1
-    for (int round = 0; round < DA_ROPE_ROUNDS; ++round) {
-        const int task = 2 * round + g;
-        if (2 * round > G) break;  // uniform: both groups leave together
-        const bool is_k = task == G;
-        const float* src = is_k ? row + heads * D + kvh * D : row + (kvh * G + task) * D;
-        norm_rope_head(src, task <= G, t, D, rp.eps, is_k ? pk : pq, s_norm[round][g],
-                       [&](int i, __nv_bfloat16 lo, __nv_bfloat16 hi) {
-                           if (is_k) {
-                               s_knew[i] = lo;
-                               s_knew[i + half] = hi;
-                               if (owner) {
-                                   rp.k_cache[slot * kvd + kvh * D + i] = lo;
-                                   rp.k_cache[slot * kvd + kvh * D + i + half] = hi;
-                               }
-                           } else {
-                               s_q[task][i] = __bfloat162float(lo) * scale;
-                               s_q[task][i + half + 1] = __bfloat162float(hi) * scale;
-                           }
-                       });
-    }
-    __syncthreads();
-}
-
 // settled != 0: every row's positions before its last were written by earlier launches
 // (a decode step), so they are read before pdl_wait.
-//
-// ROPE (decode_attention_rope, a decode step: settled != 0): no qk_norm_rope_kv runs
-// before this kernel. After the wait each block norms and rotates what it needs itself
-// (rope_new_token) and takes the new token's K/V from shared memory; the older positions
-// come from the caches as always. One dependent kernel and its hand-off fewer per layer.
-template <bool ROPE>
-__device__ __forceinline__ void decode_attention_body(
-    const __nv_bfloat16* __restrict__ q, const AttnRope& rp,
-    const __nv_bfloat16* __restrict__ k_cache, const __nv_bfloat16* __restrict__ v_cache,
-    const int* __restrict__ tables, const int* __restrict__ table_offs,
-    const int* __restrict__ ctx_lens, float* __restrict__ part_acc, float* __restrict__ part_ml,
-    __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D, int block_size,
-    float scale, int settled) {
+extern "C" __global__ void __launch_bounds__(DA_THREADS)
+    decode_attention(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
+                     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
+                     const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
+                     float* __restrict__ part_acc, float* __restrict__ part_ml,
+                     __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D,
+                     int block_size, float scale, int settled) {
     pdl_trigger();
     // q of the G heads; the second half of each head sits one float further on, so the two
     // threads of a position (one per half) read different banks.
@@ -153,12 +83,6 @@ __device__ __forceinline__ void decode_attention_body(
     __shared__ int s_slot[DA_TILE];
     __shared__ __align__(16) __nv_bfloat16 s_v[DA_TILE][DA_MAXD];
     __shared__ float s_m[DA_MAXG], s_l[DA_MAXG], s_corr[DA_MAXG];
-    // ROPE: the new token's k and v; the norms' partial sums, one pair per round and group.
-    __shared__ __align__(16) __nv_bfloat16 s_knew[ROPE ? DA_MAXD : 1];
-    __shared__ __nv_bfloat16 s_vnew[ROPE ? DA_MAXD : 1];
-    __shared__ float s_norm[ROPE ? DA_ROPE_ROUNDS : 1][2][ROPE_GROUP / 32];
-    __shared__ float2 s_rot[ROPE ? DA_MAXD / 2 : 1];
-    __shared__ float s_wq[ROPE ? DA_MAXD : 1], s_wk[ROPE ? DA_MAXD : 1];
     const int r = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
     const int G = heads / kv_heads, kvd = kv_heads * D, kv_off = kvh * D;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -168,22 +92,6 @@ __device__ __forceinline__ void decode_attention_body(
     const int* table = tables + table_offs[r];
     // Positions below `fresh` may be read before the wait.
     const int fresh = settled ? ctx - 1 : 0;
-    // ROPE: the rotations and norm weights into shared memory before the wait (in registers
-    // they lived across the early K loads: 127 registers against 95); the first tile's
-    // barrier publishes them. And whether this block holds the new token (it writes the
-    // token to the caches).
-    const bool owner = ROPE && start <= ctx - 1 && ctx - 1 < end;
-    if (ROPE && start < end) {
-        if (tid < D / 2) {
-            float sn, cs;
-            rope_angle((float)rp.positions[r], tid, D, rp.theta, &sn, &cs);
-            s_rot[tid] = make_float2(sn, cs);
-        }
-        if (tid < D) {
-            s_wq[tid] = rp.q_norm[tid];
-            s_wk[tid] = rp.k_norm[tid];
-        }
-    }
     // Scores: thread pair (2i, 2i+1) takes position i, each thread half of head_dim, so a
     // thread has all its K loads (up to 8 x 16 bytes) in flight at once. (Warps walking
     // positions one by one, with a shuffle reduction per position, paid a full memory
@@ -205,11 +113,8 @@ __device__ __forceinline__ void decode_attention_body(
             s_slot[tid] = table[p / block_size] * block_size + p % block_size;
         }
         __syncthreads();  // also: the previous tile's readers of s_p and s_v are done
-        // ROPE: the new token's K row is in shared memory (a generic pointer reads it).
         const __nv_bfloat16* krow =
-            ROPE && t0 + i == ctx - 1
-                ? s_knew + half * hd
-                : k_cache + (size_t)(i < n ? s_slot[i] : 0) * kvd + kv_off + half * hd;
+            k_cache + (size_t)(i < n ? s_slot[i] : 0) * kvd + kv_off + half * hd;
         const bool k_early = t0 + i < fresh;
         uint4 kv[DA_MAXD / 16];
         if (!waited) {
@@ -217,26 +122,17 @@ __device__ __forceinline__ void decode_attention_body(
             load_v_tile(s_v, v_cache, s_slot, t0, n, fresh, true, kvd, kv_off, D);
             pdl_wait();  // q and the new token's K/V come from the previous kernel
             waited = true;
-            if (ROPE) {
-                rope_new_token(rp, r, kvh, G, heads, kvd, D, scale, owner, s_rot, s_wq, s_wk,
-                               s_q, s_knew, s_vnew, s_norm);
-            } else {
-                const __nv_bfloat16* qrow = q + (size_t)r * heads * D + (size_t)kvh * G * D;
-                for (int j = tid; j < G * D; j += DA_THREADS) {
-                    const int h = j / D, d = j % D;
-                    s_q[h][d + (d >= D / 2)] = __bfloat162float(qrow[j]) * scale;
-                }
+            const __nv_bfloat16* qrow = q + (size_t)r * heads * D + (size_t)kvh * G * D;
+            for (int j = tid; j < G * D; j += DA_THREADS) {
+                const int h = j / D, d = j % D;
+                s_q[h][d + (d >= D / 2)] = __bfloat162float(qrow[j]) * scale;
             }
             if (vec_k && i < n && !k_early) load_k_half(kv, krow, hd);
-            if (!ROPE) load_v_tile(s_v, v_cache, s_slot, t0, n, fresh, false, kvd, kv_off, D);
+            load_v_tile(s_v, v_cache, s_slot, t0, n, fresh, false, kvd, kv_off, D);
         } else {
             if (vec_k && i < n) load_k_half(kv, krow, hd);
-            // ROPE: all but the new token are in the cache (its row follows).
-            load_v_tile(s_v, v_cache, s_slot, t0, n, ROPE ? ctx - 1 : 0, ROPE, kvd, kv_off, D);
+            load_v_tile(s_v, v_cache, s_slot, t0, n, 0, false, kvd, kv_off, D);
         }
-        // ROPE: the new token's V row, from shared memory (rope_new_token ended in a barrier).
-        if (ROPE && t0 <= ctx - 1 && ctx - 1 < t0 + n)
-            for (int d = tid; d < D; d += DA_THREADS) s_v[ctx - 1 - t0][d] = s_vnew[d];
         asm volatile("cp.async.wait_all;" ::: "memory");
         __syncthreads();  // q and the V tile are in shared memory
         {
@@ -335,39 +231,6 @@ __device__ __forceinline__ void decode_attention_body(
             }
         }
     }
-}
-
-extern "C" __global__ void __launch_bounds__(DA_THREADS)
-    decode_attention(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
-                     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
-                     const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
-                     float* __restrict__ part_acc, float* __restrict__ part_ml,
-                     __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D,
-                     int block_size, float scale, int settled) {
-    const AttnRope none = {};
-    decode_attention_body<false>(q, none, k_cache, v_cache, tables, table_offs, ctx_lens,
-                                 part_acc, part_ml, out, heads, kv_heads, D, block_size, scale,
-                                 settled);
-}
-
-// A decode step's attention with qk_norm_rope_kv folded in (ROPE above). The caches are
-// read (older positions) and written (the new token's slot, which no block reads from
-// memory): two parameters each, the same buffers.
-extern "C" __global__ void __launch_bounds__(DA_THREADS, 5)
-    decode_attention_rope(const float* __restrict__ qkv, const float* __restrict__ q_norm,
-                          const float* __restrict__ k_norm, const int* __restrict__ positions,
-                          const int* __restrict__ slots, const __nv_bfloat16* k_cache,
-                          const __nv_bfloat16* v_cache, __nv_bfloat16* k_cache_out,
-                          __nv_bfloat16* v_cache_out, const int* __restrict__ tables,
-                          const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
-                          float* __restrict__ part_acc, float* __restrict__ part_ml,
-                          __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D,
-                          int block_size, float scale, float theta, float eps) {
-    const AttnRope rp = {qkv, q_norm, k_norm, positions, slots, k_cache_out, v_cache_out,
-                         theta, eps};
-    decode_attention_body<true>(nullptr, rp, k_cache, v_cache, tables, table_offs, ctx_lens,
-                                part_acc, part_ml, out, heads, kv_heads, D, block_size, scale,
-                                1);
 }
 
 // Merge the splits of (row, head): out = sum_s acc_s e^(m_s - m) / sum_s l_s e^(m_s - m).

@@ -68,11 +68,6 @@ pub struct Tuning {
     /// the wait, fewer, longer splits may pay off, and the merge reads fewer partials.
     /// `LATLAB_ATTENTION_BLOCKS` (`ATTENTION_BLOCKS_RANGE`), for sweeps.
     pub attention_blocks: u32,
-    /// Decode steps fold qk_norm_rope_kv into the attention kernel
-    /// (`ops::decode_attention_rope_into`: one kernel and hand-off fewer per layer; same
-    /// bits). Needs `attention_early_loads` (the fused kernel always reads ahead). Off until
-    /// it has run on a GPU (written in session 6). `LATLAB_ATTENTION_ROPE=0|1`.
-    pub attention_rope: bool,
 }
 
 /// The block targets `Tuning::attention_blocks` takes.
@@ -93,7 +88,6 @@ impl Default for Tuning {
             attention_early_loads: true,
             norm_vec: true,
             attention_blocks: 528,
-            attention_rope: false,
         }
     }
 }
@@ -113,8 +107,8 @@ fn switch(name: &str, v: Option<&str>, default: bool) -> Result<bool> {
 impl Tuning {
     /// The defaults, overridden by `LATLAB_PDL`, `LATLAB_PREFILL_ATTENTION`,
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
-    /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC`,
-    /// `LATLAB_ATTENTION_BLOCKS` and `LATLAB_ATTENTION_ROPE` when set.
+    /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
+    /// `LATLAB_ATTENTION_BLOCKS` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -137,7 +131,6 @@ impl Tuning {
             skinny_bulk_fp8: get("LATLAB_SKINNY_BULK_FP8", d.skinny_bulk_fp8)?,
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
-            attention_rope: get("LATLAB_ATTENTION_ROPE", d.attention_rope)?,
             attention_blocks: int(
                 "LATLAB_ATTENTION_BLOCKS",
                 d.attention_blocks,
@@ -352,14 +345,12 @@ mod tests {
             ("LATLAB_ATTENTION_EARLY", "0"),
             ("LATLAB_NORM_VEC", "0"),
             ("LATLAB_ATTENTION_BLOCKS", "132"),
-            ("LATLAB_ATTENTION_ROPE", "1"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && t.skinny_bulk_fp8);
         assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
         assert!(d.attention_early_loads && !t.attention_early_loads);
         assert!(d.norm_vec && !t.norm_vec);
-        assert!(!d.attention_rope && t.attention_rope);
         assert_eq!((d.attention_blocks, t.attention_blocks), (528, 132));
         assert_eq!(t.bulk_stages, 6);
         let e = with(&[("LATLAB_PDL", "yes")]).unwrap_err().to_string();

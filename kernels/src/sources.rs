@@ -20,19 +20,6 @@ macro_rules! with_common {
     };
 }
 
-/// An attention file with common.cuh and the per-head q/k norm + RoPE (rope.cuh).
-macro_rules! with_rope {
-    ($file:literal) => {
-        concat!(
-            include_str!("../cuda/common.cuh"),
-            "\n",
-            include_str!("../cuda/rope.cuh"),
-            "\n",
-            include_str!(concat!("../cuda/", $file))
-        )
-    };
-}
-
 /// A skinny GEMM pipeline's file with common.cuh and the tiles it shares (skinny_tiles.cuh).
 macro_rules! with_tiles {
     ($file:literal) => {
@@ -64,7 +51,7 @@ pub const ALL: &[KernelSource] = &[
     },
     KernelSource {
         file: "qk_norm_rope_kv.cu",
-        src: with_rope!("qk_norm_rope_kv.cu"),
+        src: with_common!("qk_norm_rope_kv.cu"),
         kernels: &["qk_norm_rope_kv"],
     },
     KernelSource {
@@ -95,12 +82,8 @@ pub const ALL: &[KernelSource] = &[
     },
     KernelSource {
         file: "decode_attention.cu",
-        src: with_rope!("decode_attention.cu"),
-        kernels: &[
-            "decode_attention",
-            "decode_attention_rope",
-            "decode_attention_combine",
-        ],
+        src: with_common!("decode_attention.cu"),
+        kernels: &["decode_attention", "decode_attention_combine"],
     },
     KernelSource {
         file: "prefill_attention.cu",

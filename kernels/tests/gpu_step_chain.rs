@@ -12,7 +12,7 @@
 mod timing_common;
 
 use kernels::cudarc::driver::CudaSlice;
-use kernels::ops::{self, AttnDims, DecodeRopeArgs, PagedAttnArgs, RopeKvArgs};
+use kernels::ops::{self, AttnDims, PagedAttnArgs, RopeKvArgs};
 use kernels::{Gpu, GpuOptions, bf16};
 use timing_common::time_us_reps;
 
@@ -142,51 +142,27 @@ fn step(
     for (li, l) in layers.iter_mut().enumerate() {
         norm(b, li == 0);
         l.qkv.run(g, &b.h, qd + 2 * kvd, HIDDEN, &mut b.qkv);
-        let rope = RopeKvArgs {
-            qkv: &b.qkv.as_view(),
-            q_norm: &b.head_norm.as_view(),
-            k_norm: &b.head_norm.as_view(),
-            positions: &meta.positions.as_view(),
-            slots: &meta.slots.as_view(),
-            theta: 1e6,
-            eps: 1e-6,
-        };
-        let splits = ops::attention_splits(g, m, d.kv_heads);
-        // With both kinds in, one kernel where the engine folds them (Tuning::attention_rope).
-        let fold = !omit.rope && !omit.attention && ops::fold_rope(&g.tuning(), m, true);
-        if fold {
-            let a = DecodeRopeArgs {
-                rope: &rope,
-                tables: &meta.tables.as_view(),
-                table_offs: &meta.offs.as_view(),
-                ctx_lens: &meta.ctx.as_view(),
-                block_size: PAGE,
+        if !omit.rope {
+            let a = RopeKvArgs {
+                qkv: &b.qkv.as_view(),
+                q_norm: &b.head_norm.as_view(),
+                k_norm: &b.head_norm.as_view(),
+                positions: &meta.positions.as_view(),
+                slots: &meta.slots.as_view(),
+                theta: 1e6,
+                eps: 1e-6,
             };
-            ops::decode_attention_rope_into(
-                g,
-                d,
-                &a,
-                splits,
-                &mut l.k_cache.as_view_mut(),
-                &mut l.v_cache.as_view_mut(),
-                &mut b.part_acc.as_view_mut(),
-                &mut b.part_ml.as_view_mut(),
-                &mut b.attn.as_view_mut(),
-            )
-            .unwrap();
-        }
-        if !omit.rope && !fold {
             ops::qk_norm_rope_kv_into(
                 g,
                 d,
-                &rope,
+                &a,
                 &mut b.q.as_view_mut(),
                 &mut l.k_cache.as_view_mut(),
                 &mut l.v_cache.as_view_mut(),
             )
             .unwrap();
         }
-        if !omit.attention && !fold {
+        if !omit.attention {
             let pa = PagedAttnArgs {
                 q: &b.q.as_view(),
                 k_cache: &l.k_cache.as_view(),
@@ -201,7 +177,7 @@ fn step(
                 g,
                 d,
                 &pa,
-                splits,
+                ops::attention_splits(g, m, d.kv_heads),
                 &mut b.part_acc.as_view_mut(),
                 &mut b.part_ml.as_view_mut(),
                 &mut b.attn.as_view_mut(),

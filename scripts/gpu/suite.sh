@@ -2,7 +2,7 @@
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
-# rope splits fp8bulk bench prefill early http hf" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
+# splits fp8bulk bench prefill early http hf" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
 # by default; its correctness tests run in "tests").
 set -uo pipefail
@@ -31,13 +31,6 @@ if has normvec; then
   for on in 0 1; do
     LATLAB_NORM_VEC=$on timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/chain_norm$on.log" 2>&1
     echo "chain norm_vec=$on rc=$?"; grep -E "whole step|without norms" "$OUT/chain_norm$on.log"
-  done
-fi
-if has rope; then
-  # q/k-norm + RoPE folded into decode attention (LATLAB_ATTENTION_ROPE): whole steps.
-  for on in 0 1; do
-    LATLAB_ATTENTION_ROPE=$on timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/chain_rope$on.log" 2>&1
-    echo "chain attention_rope=$on rc=$?"; grep -E "whole step|without qk" "$OUT/chain_rope$on.log"
   done
 fi
 if has splits; then

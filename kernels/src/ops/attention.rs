@@ -56,46 +56,6 @@ pub struct RopeKvArgs<'a, 'b> {
     pub eps: f32,
 }
 
-impl RopeKvArgs<'_, '_> {
-    /// The projection output holds `t` tokens, with a position and a slot each, and the
-    /// norm weights one head each.
-    pub(crate) fn check(&self, op: &'static str, d: AttnDims, t: usize) -> Result<()> {
-        let (qd, kvd) = (d.q_dim(), d.kv_dim());
-        check(self.qkv.len() == t * (qd + 2 * kvd), op, || {
-            format!("qkv {} != {t} x ({qd} + 2 x {kvd})", self.qkv.len())
-        })?;
-        check(
-            self.positions.len() == t && self.slots.len() == t,
-            op,
-            || {
-                format!(
-                    "{} positions / {} slots for {t} tokens",
-                    self.positions.len(),
-                    self.slots.len()
-                )
-            },
-        )?;
-        check(
-            self.q_norm.len() == d.head_dim && self.k_norm.len() == d.head_dim,
-            op,
-            || "q_norm/k_norm must have head_dim entries".into(),
-        )
-    }
-}
-
-/// Equal K and V caches of whole slots (kv_dim values each).
-pub(crate) fn check_caches(
-    op: &'static str,
-    d: AttnDims,
-    k_len: usize,
-    v_len: usize,
-) -> Result<()> {
-    let kvd = d.kv_dim();
-    check(k_len == v_len && k_len.is_multiple_of(kvd), op, || {
-        format!("caches {k_len} / {v_len} not slots x {kvd}")
-    })
-}
-
 /// q_out = rope(rmsnorm(q) * q_norm); k_cache[slot] = rope(rmsnorm(k) * k_norm);
 /// v_cache[slot] = v; all bf16.
 pub fn qk_norm_rope_kv_into(
@@ -109,12 +69,32 @@ pub fn qk_norm_rope_kv_into(
     const OP: &str = "qk_norm_rope_kv";
     d.check(OP)?;
     let t = a.positions.len();
-    a.check(OP, d, t)?;
-    let qd = d.q_dim();
+    let (qd, kvd) = (d.q_dim(), d.kv_dim());
+    check(a.qkv.len() == t * (qd + 2 * kvd), OP, || {
+        format!("qkv {} != {t} x ({qd} + 2 x {kvd})", a.qkv.len())
+    })?;
+    check(a.slots.len() == t, OP, || {
+        format!("{} slots for {t} tokens", a.slots.len())
+    })?;
+    check(
+        a.q_norm.len() == d.head_dim && a.k_norm.len() == d.head_dim,
+        OP,
+        || "q_norm/k_norm must have head_dim entries".into(),
+    )?;
     check(q_out.len() == t * qd, OP, || {
         format!("q_out {} != {t} x {qd}", q_out.len())
     })?;
-    check_caches(OP, d, k_cache.len(), v_cache.len())?;
+    check(
+        k_cache.len() == v_cache.len() && k_cache.len() % kvd == 0,
+        OP,
+        || {
+            format!(
+                "caches {} / {} not slots x {kvd}",
+                k_cache.len(),
+                v_cache.len()
+            )
+        },
+    )?;
     if t == 0 {
         return Ok(());
     }
@@ -169,8 +149,15 @@ impl PagedAttnArgs<'_, '_> {
         check(self.q.len() == r * qd && out_len == r * qd, op, || {
             format!("q {} / out {out_len} != {r} x {qd}", self.q.len())
         })?;
-        check_paging(op, r, self.table_offs.len(), self.block_size)?;
-        check_caches(op, d, self.k_cache.len(), self.v_cache.len())?;
+        check(self.table_offs.len() == r, op, || {
+            format!("{} table offsets for {r} rows", self.table_offs.len())
+        })?;
+        check(
+            self.k_cache.len() == self.v_cache.len() && self.k_cache.len() % d.kv_dim() == 0,
+            op,
+            || "k/v caches differ or are not slots x kv_dim".into(),
+        )?;
+        check(self.block_size > 0, op, || "block_size 0".into())?;
         Ok(r)
     }
 
@@ -184,17 +171,4 @@ impl PagedAttnArgs<'_, '_> {
             .input(self.table_offs)
             .input(self.ctx_lens);
     }
-}
-
-/// One block-table offset per row, and a block size.
-pub(crate) fn check_paging(
-    op: &'static str,
-    rows: usize,
-    table_offs: usize,
-    block_size: usize,
-) -> Result<()> {
-    check(table_offs == rows, op, || {
-        format!("{table_offs} table offsets for {rows} rows")
-    })?;
-    check(block_size > 0, op, || "block_size 0".into())
 }

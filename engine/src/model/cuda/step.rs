@@ -13,7 +13,7 @@ use crate::model::{Next, SeqChunk};
 use kernels::Gpu;
 use kernels::bf16;
 use kernels::cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
-use kernels::ops::{self, AttnDims, DecodeRopeArgs, PagedAttnArgs, RopeKvArgs, SKINNY_MAX_ROWS};
+use kernels::ops::{self, AttnDims, PagedAttnArgs, RopeKvArgs, SKINNY_MAX_ROWS};
 
 /// Activation buffers for `rows` tokens.
 pub(super) struct Scratch {
@@ -264,8 +264,6 @@ pub(super) fn forward_layers(
     let (qd, kvd) = (dims.q_dim(), dims.kv_dim());
     let (eps, theta) = (c.rms_norm_eps as f32, c.rope_theta as f32);
     let ke = kernel_err;
-    // A decode step on the split kernel may fold q/k-norm + RoPE into it (same bits).
-    let rope_in_attention = ops::fold_rope(&gpu.tuning(), meta.ctx_lens.len(), settled);
     ops::embed_gather_into(
         gpu,
         &meta.ids.as_view(),
@@ -315,56 +313,34 @@ pub(super) fn forward_layers(
             eps,
         };
         let (kc, vc) = (&mut cache.k[li], &mut cache.v[li]);
-        if rope_in_attention {
-            let a = DecodeRopeArgs {
-                rope: &rope,
-                tables: &meta.tables.as_view(),
-                table_offs: &meta.table_offs.as_view(),
-                ctx_lens: &meta.ctx_lens.as_view(),
-                block_size: cache.block_size,
-            };
-            ops::decode_attention_rope_into(
-                gpu,
-                dims,
-                &a,
-                sc.attn_splits,
-                &mut kc.as_view_mut(),
-                &mut vc.as_view_mut(),
-                &mut sc.part_acc.as_view_mut(),
-                &mut sc.part_ml.as_view_mut(),
-                &mut sc.attn.as_view_mut(),
-            )
-            .map_err(ke)?;
-        } else {
-            ops::qk_norm_rope_kv_into(
-                gpu,
-                dims,
-                &rope,
-                &mut sc.q.as_view_mut(),
-                &mut kc.as_view_mut(),
-                &mut vc.as_view_mut(),
-            )
-            .map_err(ke)?;
-            let pa = PagedAttnArgs {
-                q: &sc.q.as_view(),
-                k_cache: &kc.as_view(),
-                v_cache: &vc.as_view(),
-                tables: &meta.tables.as_view(),
-                table_offs: &meta.table_offs.as_view(),
-                ctx_lens: &meta.ctx_lens.as_view(),
-                block_size: cache.block_size,
-                settled,
-            };
-            attention(
-                gpu,
-                dims,
-                &pa,
-                sc.attn_splits,
-                (&mut sc.part_acc, &mut sc.part_ml),
-                &mut sc.attn,
-            )
-            .map_err(ke)?;
-        }
+        ops::qk_norm_rope_kv_into(
+            gpu,
+            dims,
+            &rope,
+            &mut sc.q.as_view_mut(),
+            &mut kc.as_view_mut(),
+            &mut vc.as_view_mut(),
+        )
+        .map_err(ke)?;
+        let pa = PagedAttnArgs {
+            q: &sc.q.as_view(),
+            k_cache: &kc.as_view(),
+            v_cache: &vc.as_view(),
+            tables: &meta.tables.as_view(),
+            table_offs: &meta.table_offs.as_view(),
+            ctx_lens: &meta.ctx_lens.as_view(),
+            block_size: cache.block_size,
+            settled,
+        };
+        attention(
+            gpu,
+            dims,
+            &pa,
+            sc.attn_splits,
+            (&mut sc.part_acc, &mut sc.part_ml),
+            &mut sc.attn,
+        )
+        .map_err(ke)?;
         linear_w(gpu, &sc.attn, &lw.wo, hd, qd, &mut sc.o, deq.as_deref_mut())?;
         ops::add_rmsnorm_into(
             gpu,
