@@ -2,7 +2,7 @@
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
-# splits fp8bulk bench prefill early http hf" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
+# sweep splits fp8bulk bench prefill early http hf" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
 # by default; its correctness tests run in "tests").
 set -uo pipefail
@@ -31,6 +31,17 @@ if has normvec; then
   for on in 0 1; do
     LATLAB_NORM_VEC=$on timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/chain_norm$on.log" 2>&1
     echo "chain norm_vec=$on rc=$?"; grep -E "whole step|without norms" "$OUT/chain_norm$on.log"
+  done
+fi
+if has sweep; then
+  # Whole decode steps under tuning variants: SWEEP holds ;-separated sets of VAR=value
+  # (an empty set is the defaults).
+  IFS=';' read -ra SETS <<< "${SWEEP:-}"
+  i=0
+  for v in "${SETS[@]}"; do
+    i=$((i + 1))
+    env $v timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/sweep$i.log" 2>&1
+    echo "sweep $i [$v] rc=$?"; grep -E "whole step" "$OUT/sweep$i.log"
   done
 fi
 if has splits; then
