@@ -59,17 +59,22 @@ fn cublas_gemm_matches_f64_reference() {
 
 /// The skinny GEMMs' two pipelines, each on its own `Gpu`, bf16 and FP8 alike: register,
 /// and bulk-copy at the default ring depth and at the shallowest (every test shape here has
-/// fewer tiles than two per SM, so it runs with `bulk_stages_small`).
+/// fewer tiles than two per SM, so it runs with `bulk_stages_small` /
+/// `fp8_bulk_stages_small`; the label names the bf16 depth, FP8 follows the same).
 fn skinny_gpus() -> Vec<Gpu> {
     let base = GpuOptions::from_env().unwrap();
-    let small = base.tuning.bulk_stages_small;
-    [(false, small), (true, small), (true, 2)]
+    let (small, small8) = (
+        base.tuning.bulk_stages_small,
+        base.tuning.fp8_bulk_stages_small,
+    );
+    [(false, small, small8), (true, small, small8), (true, 2, 2)]
         .into_iter()
-        .map(|(bulk, bulk_stages_small)| {
+        .map(|(bulk, bulk_stages_small, fp8_bulk_stages_small)| {
             let tuning = Tuning {
                 skinny_bulk_bf16: bulk,
                 skinny_bulk_fp8: bulk,
                 bulk_stages_small,
+                fp8_bulk_stages_small,
                 ..base.tuning
             };
             Gpu::new(&GpuOptions {

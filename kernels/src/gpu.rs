@@ -38,10 +38,11 @@ pub struct Tuning {
     /// register pipeline. H200, all linears of a step at batch 1: 4024 -> 3692 us (4.10
     /// TB/s); decode 5.2 -> 4.9 ms/step. `LATLAB_SKINNY_BULK_BF16=0|1`.
     pub skinny_bulk_bf16: bool,
-    /// The same for FP8 weights. Off: the FP8 kernel is bound by conversion and MMA issue,
-    /// not loads. Its linears alone were 1-3 % faster with bulk rings (2506 vs 2583 us at
-    /// batch 1, 3/6 stages), but whole decode steps were not (engine/PERF.md, session 5:
-    /// 0.838 vs 0.832 s for 219 steps). `LATLAB_SKINNY_BULK_FP8=0|1`.
+    /// The same for FP8 weights, on since session 6. Off until then: linears alone were
+    /// 1-3 % faster with bulk rings, but whole decode steps were not (0.838 vs 0.832 s for
+    /// 219 steps, session 5). With the lean norms, and the FP8 rings set apart from bf16's
+    /// (`fp8_bulk_stages*`), whole steps (gpu_step_chain, H200) went 3126 -> 2966 us at
+    /// batch 1 and 3958 -> 3565 at batch 8. `LATLAB_SKINNY_BULK_FP8=0|1`.
     pub skinny_bulk_fp8: bool,
     /// Shared-memory stages of the bulk pipeline's ring, 16 KiB each
     /// (`BULK_STAGES_RANGE`); fewer stages fit more blocks per SM. `LATLAB_BULK_STAGES`.
@@ -52,6 +53,15 @@ pub struct Tuning {
     /// flight: down 31.1 -> 24.3 us (4 -> 6 stages); 8 stages fit one block per SM and lose
     /// (`BULK_STAGES_RANGE`). `LATLAB_BULK_STAGES_SMALL`.
     pub bulk_stages_small: u32,
+    /// `bulk_stages` for FP8 weights (`LATLAB_FP8_BULK_STAGES`). Whole steps at FP8 batch
+    /// 1 / 8 (us, session 6) with small rings of 6: 3 stages 3108 / 3786, 2 stages 3010 /
+    /// 3663, 4 stages 3191 / 3851. Fewer, shallower rings leave shared memory to the
+    /// kernels around the GEMM.
+    pub fp8_bulk_stages: u32,
+    /// `bulk_stages_small` for FP8 weights (`LATLAB_FP8_BULK_STAGES_SMALL`). With 2 main
+    /// stages, whole steps at batch 1 / 8 (us): 3 small stages 3131 / 3609, 5: 2966 /
+    /// 3565, 6: 3010 / 3663, 7: 3266 / 3837, 8: 3250 / 3822.
+    pub fp8_bulk_stages_small: u32,
     /// Decode attention reads the K/V of a row's older positions before it waits on the
     /// previous kernel, when the caller says they are settled (`PagedAttnArgs::settled`:
     /// a decode step). `LATLAB_ATTENTION_EARLY=0|1`, for A/B runs.
@@ -82,9 +92,11 @@ impl Default for Tuning {
             pdl: true,
             prefill_attention: true,
             skinny_bulk_bf16: true,
-            skinny_bulk_fp8: false,
+            skinny_bulk_fp8: true,
             bulk_stages: 4,
             bulk_stages_small: 6,
+            fp8_bulk_stages: 2,
+            fp8_bulk_stages_small: 5,
             attention_early_loads: true,
             norm_vec: true,
             attention_blocks: 528,
@@ -107,7 +119,8 @@ fn switch(name: &str, v: Option<&str>, default: bool) -> Result<bool> {
 impl Tuning {
     /// The defaults, overridden by `LATLAB_PDL`, `LATLAB_PREFILL_ATTENTION`,
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
-    /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
+    /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
+    /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
@@ -138,6 +151,11 @@ impl Tuning {
             )?,
             bulk_stages: stages("LATLAB_BULK_STAGES", d.bulk_stages)?,
             bulk_stages_small: stages("LATLAB_BULK_STAGES_SMALL", d.bulk_stages_small)?,
+            fp8_bulk_stages: stages("LATLAB_FP8_BULK_STAGES", d.fp8_bulk_stages)?,
+            fp8_bulk_stages_small: stages(
+                "LATLAB_FP8_BULK_STAGES_SMALL",
+                d.fp8_bulk_stages_small,
+            )?,
         })
     }
 }
@@ -333,22 +351,26 @@ mod tests {
         };
         assert_eq!(with(&[]).unwrap(), Tuning::default());
         let d = Tuning::default();
-        assert!(d.pdl && d.prefill_attention && d.skinny_bulk_bf16 && !d.skinny_bulk_fp8);
+        assert!(d.pdl && d.prefill_attention && d.skinny_bulk_bf16 && d.skinny_bulk_fp8);
         assert_eq!(d.bulk_stages, 4);
         let t = with(&[
             ("LATLAB_PDL", "0"),
             ("LATLAB_PREFILL_ATTENTION", "0"),
             ("LATLAB_SKINNY_BULK_BF16", "0"),
-            ("LATLAB_SKINNY_BULK_FP8", "1"),
+            ("LATLAB_SKINNY_BULK_FP8", "0"),
             ("LATLAB_BULK_STAGES", "6"),
             ("LATLAB_BULK_STAGES_SMALL", "8"),
+            ("LATLAB_FP8_BULK_STAGES", "3"),
+            ("LATLAB_FP8_BULK_STAGES_SMALL", "6"),
             ("LATLAB_ATTENTION_EARLY", "0"),
             ("LATLAB_NORM_VEC", "0"),
             ("LATLAB_ATTENTION_BLOCKS", "132"),
         ])
         .unwrap();
-        assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && t.skinny_bulk_fp8);
+        assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
         assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
+        assert_eq!((d.fp8_bulk_stages, t.fp8_bulk_stages), (2, 3));
+        assert_eq!((d.fp8_bulk_stages_small, t.fp8_bulk_stages_small), (5, 6));
         assert!(d.attention_early_loads && !t.attention_early_loads);
         assert!(d.norm_vec && !t.norm_vec);
         assert_eq!((d.attention_blocks, t.attention_blocks), (528, 132));

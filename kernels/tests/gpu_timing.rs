@@ -248,6 +248,8 @@ fn tuning_variants() -> Vec<(String, Gpu)> {
                     skinny_bulk_fp8: true,
                     bulk_stages,
                     bulk_stages_small,
+                    fp8_bulk_stages: bulk_stages,
+                    fp8_bulk_stages_small: bulk_stages_small,
                     ..d
                 });
             }

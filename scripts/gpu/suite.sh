@@ -52,13 +52,13 @@ if has splits; then
   done
 fi
 if has fp8bulk; then
-  # FP8 linears through the bulk-copy pipeline (LATLAB_SKINNY_BULK_FP8) at two ring depths.
+  # FP8 linears on the register pipeline (LATLAB_SKINNY_BULK_FP8=0) against the bulk one
+  # (default since session 6), end to end.
   B="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232 --gen-len 220 --rounds 2 --quantization fp8"
-  for v in "0 4" "1 3" "1 4"; do
-    set -- $v
+  for on in 0 1; do
     for b in 1 8; do
-      LATLAB_SKINNY_BULK_FP8=$1 LATLAB_BULK_STAGES=$2 timeout 120 $B --batch $b > "$OUT/fp8bulk_$1_$2_$b.log" 2>&1
-      echo "fp8 bulk=$1 stages=$2 batch $b rc=$?"; grep -E "round 1|rror" "$OUT/fp8bulk_$1_$2_$b.log"
+      LATLAB_SKINNY_BULK_FP8=$on timeout 120 $B --batch $b > "$OUT/fp8bulk_${on}_$b.log" 2>&1
+      echo "fp8 bulk=$on batch $b rc=$?"; grep -E "round 1|rror" "$OUT/fp8bulk_${on}_$b.log"
     done
   done
 fi

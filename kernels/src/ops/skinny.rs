@@ -70,10 +70,12 @@ fn start<'g>(gpu: &'g Gpu, op: &'static str, n: usize) -> Result<(Launch<'g>, Pi
         return Ok((Launch::new(gpu, op)?, Pipe::Regs));
     }
     let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
-    let stages = if small {
-        t.bulk_stages_small
-    } else {
-        t.bulk_stages
+    let fp8 = op.starts_with("skinny_gemm_fp8");
+    let stages = match (fp8, small) {
+        (false, false) => t.bulk_stages,
+        (false, true) => t.bulk_stages_small,
+        (true, false) => t.fp8_bulk_stages,
+        (true, true) => t.fp8_bulk_stages_small,
     };
     Ok((Launch::new(gpu, name)?, Pipe::Bulk { stages }))
 }
