@@ -1,10 +1,49 @@
 //! `latlab-engine bench`: engine speed without HTTP. Submits `batch` identical-length greedy
-//! requests with ignore_eos and reports prefill time and decode tokens/s.
+//! requests with ignore_eos and reports the batch's time to first token and its decode time
+//! per step.
+//!
+//! What the numbers mean: every prompt is prefilled in the first step (main.rs sizes the
+//! step's token budget for it), so all sequences then decode in lockstep and the decode
+//! window holds decode steps only. (With a 512-token budget, batch 8 of 232-token prompts
+//! prefilled over four steps, the later ones inside the first sequence's decode window:
+//! ~0.3 ms per step of prefill time counted as decode.) Each sequence's events are
+//! timestamped as they arrive, by a thread per sequence.
 
 use crate::cli::BenchArgs;
 use engine::request::{GenerateRequest, TokenEvent};
 use engine::sampling::SamplingParams;
 use std::time::Instant;
+use tokio::sync::mpsc::Receiver;
+
+/// One sequence's stream: when its first and last tokens arrived, and how many there were.
+struct Arrivals {
+    first: Instant,
+    last: Instant,
+    tokens: usize,
+}
+
+fn drain(mut rx: Receiver<TokenEvent>) -> anyhow::Result<Arrivals> {
+    let mut first = None;
+    let mut tokens = 0usize;
+    while let Some(ev) = rx.blocking_recv() {
+        match ev {
+            TokenEvent::Token { finished, .. } => {
+                let now = Instant::now();
+                tokens += 1;
+                let first = *first.get_or_insert(now);
+                if finished.is_some() {
+                    return Ok(Arrivals {
+                        first,
+                        last: now,
+                        tokens,
+                    });
+                }
+            }
+            TokenEvent::Error(e) => anyhow::bail!(e),
+        }
+    }
+    anyhow::bail!("the engine closed a stream before its last token")
+}
 
 pub fn run(a: BenchArgs, handle: engine::EngineHandle) -> anyhow::Result<()> {
     let vocab = 151_000u32.min(handle.shared().config.vocab_size as u32);
@@ -24,27 +63,22 @@ pub fn run(a: BenchArgs, handle: engine::EngineHandle) -> anyhow::Result<()> {
                 handle.submit(GenerateRequest { prompt, params })
             })
             .collect::<Result<_, _>>()?;
-        let mut first = None;
-        let mut tokens = 0usize;
-        for mut rx in rxs {
-            while let Some(ev) = rx.blocking_recv() {
-                match ev {
-                    TokenEvent::Token { finished, .. } => {
-                        tokens += 1;
-                        first.get_or_insert_with(Instant::now);
-                        if finished.is_some() {
-                            break;
-                        }
-                    }
-                    TokenEvent::Error(e) => anyhow::bail!(e),
-                }
-            }
-        }
-        let end = Instant::now();
-        let first = first.unwrap_or(end);
+        let seqs = std::thread::scope(|s| {
+            let joins: Vec<_> = rxs.into_iter().map(|rx| s.spawn(|| drain(rx))).collect();
+            joins
+                .into_iter()
+                .map(|j| j.join().expect("bench reader thread panicked"))
+                .collect::<anyhow::Result<Vec<_>>>()
+        })?;
+        // The batch's first token: when every sequence has one. Decode: from there to the
+        // last token of all, gen_len - 1 steps.
+        let first = seqs.iter().map(|s| s.first).max().unwrap_or(t0);
+        let end = seqs.iter().map(|s| s.last).max().unwrap_or(first);
+        let tokens: usize = seqs.iter().map(|s| s.tokens).sum();
         let ttft = (first - t0).as_secs_f64();
         let decode = (end - first).as_secs_f64();
         let decode_tokens = tokens.saturating_sub(a.batch);
+        let steps = a.gen_len.saturating_sub(1).max(1);
         println!(
             "round {round}: batch {} prompt {} gen {}: TTFT {:.3} s, decode {} tokens in {:.3} s = {:.2} tok/s ({:.2} ms/step)",
             a.batch,
@@ -54,7 +88,7 @@ pub fn run(a: BenchArgs, handle: engine::EngineHandle) -> anyhow::Result<()> {
             decode_tokens,
             decode,
             decode_tokens as f64 / decode,
-            decode * 1e3 / (a.gen_len.saturating_sub(1)).max(1) as f64
+            decode * 1e3 / steps as f64
         );
     }
     Ok(())

@@ -68,6 +68,9 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let args = EngineArgs {
         max_batch: a.batch.max(1),
         max_model_len: a.max_model_len,
+        // Every prompt in the first step: the decode window then holds decode steps only
+        // (bench_cmd.rs).
+        max_batched_tokens: (a.batch * a.prompt_len).max(EngineArgs::default().max_batched_tokens),
         seed: a.seed,
         device: match a.device {
             DeviceArg::Auto => Device::Auto,
