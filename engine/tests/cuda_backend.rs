@@ -379,33 +379,6 @@ fn early_attention_loads_give_the_same_logits() {
     );
 }
 
-/// The bulk GEMMs capped at 56 registers (Tuning::bulk_lean) against the plain ones: the
-/// same arithmetic in the same order, so the same logits, bit for bit, bf16 and FP8.
-#[test]
-#[ignore = "gpu"]
-fn lean_bulk_gemms_give_the_same_logits() {
-    // The switch changes the kernel (else the A/B compares a kernel with itself).
-    for (on, want) in [
-        (false, "skinny_gemm_fp8_bulk"),
-        (true, "skinny_gemm_fp8_bulk_lean"),
-    ] {
-        let mut o = kernels::GpuOptions::from_env().unwrap();
-        o.tuning.bulk_lean = on;
-        let g = kernels::Gpu::new(&o).unwrap();
-        assert_eq!(
-            kernels::ops::skinny_kernel(&g, "skinny_gemm_fp8", 4096),
-            want
-        );
-    }
-    for fp8 in [false, true] {
-        ab_steps(
-            fp8,
-            |t, on| t.bulk_lean = on,
-            |what, a, b| assert_eq!(a, b, "fp8 {fp8} {what}: lean bulk GEMMs changed the logits"),
-        );
-    }
-}
-
 /// The lean norm kernels (Tuning::norm_vec; hidden 1024 takes them) against the scalar
 /// ones, bf16 and FP8, prefill and decode: the same formula with the sum of squares in
 /// another order, so the logits agree to bf16 rounding.

@@ -58,30 +58,23 @@ fn cublas_gemm_matches_f64_reference() {
 }
 
 /// The skinny GEMMs' two pipelines, each on its own `Gpu`, bf16 and FP8 alike: register,
-/// and bulk-copy at the default ring depth (also with the register cap of `bulk_lean`) and
-/// at the shallowest. Every test shape here has fewer tiles than two per SM, so it runs
-/// with `bulk_stages_small` / `fp8_bulk_stages_small` (the label names the bf16 depth).
+/// and bulk-copy at the default ring depth and at the shallowest (every test shape here has
+/// fewer tiles than two per SM, so it runs with `bulk_stages_small` /
+/// `fp8_bulk_stages_small`; the label names the bf16 depth, FP8 follows the same).
 fn skinny_gpus() -> Vec<Gpu> {
     let base = GpuOptions::from_env().unwrap();
     let (small, small8) = (
         base.tuning.bulk_stages_small,
         base.tuning.fp8_bulk_stages_small,
     );
-    [
-        (false, small, small8, false),
-        (true, small, small8, false),
-        (true, small, small8, true),
-        (true, 2, 2, false),
-    ]
-    .into_iter()
-    .map(
-        |(bulk, bulk_stages_small, fp8_bulk_stages_small, bulk_lean)| {
+    [(false, small, small8), (true, small, small8), (true, 2, 2)]
+        .into_iter()
+        .map(|(bulk, bulk_stages_small, fp8_bulk_stages_small)| {
             let tuning = Tuning {
                 skinny_bulk_bf16: bulk,
                 skinny_bulk_fp8: bulk,
                 bulk_stages_small,
                 fp8_bulk_stages_small,
-                bulk_lean,
                 ..base.tuning
             };
             Gpu::new(&GpuOptions {
@@ -89,16 +82,14 @@ fn skinny_gpus() -> Vec<Gpu> {
                 ..base.clone()
             })
             .expect("GPU with kernels")
-        },
-    )
-    .collect()
+        })
+        .collect()
 }
 
 fn pipeline(g: &Gpu) -> String {
     let t = g.tuning();
     if t.skinny_bulk_bf16 {
-        let lean = if t.bulk_lean { " lean" } else { "" };
-        format!("bulk x{}{lean}", t.bulk_stages_small)
+        format!("bulk x{}", t.bulk_stages_small)
     } else {
         "regs".to_string()
     }

@@ -125,34 +125,41 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
     store_out(c, y, M, N, n0);
 }
 
-// The entry points, each twice: at least 3 blocks per SM (up to 72 registers a thread), and
-// `_lean` with at least 4 (up to 56; `Tuning::bulk_lean`). Shared memory holds 3 blocks with
-// 4 stages either way; the lean form leaves 17K registers of an SM free next to them
-// instead of 3K, room for a norm or attention block to be placed (and start its loads)
-// while the GEMM still runs. y is f32, or the SwiGLU activations in bf16.
-#define BULK_BF16(name, Out, min_blocks)                                                   \
-    extern "C" __global__ void __launch_bounds__(TM_THREADS, min_blocks)                   \
-        name(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,     \
-             Out* __restrict__ y, int M, int N, int K, int stages) {                       \
-        pdl_trigger();                                                                     \
-        const TileBf16 tile(x, w, M, N, K);                                                \
-        skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);                              \
-    }
-BULK_BF16(skinny_gemm_bf16_bulk, float, 3)
-BULK_BF16(skinny_gemm_bf16_swiglu_bulk, __nv_bfloat16, 3)
-BULK_BF16(skinny_gemm_bf16_bulk_lean, float, 4)
-BULK_BF16(skinny_gemm_bf16_swiglu_bulk_lean, __nv_bfloat16, 4)
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_bf16_bulk(const __nv_bfloat16* __restrict__ x,
+                          const __nv_bfloat16* __restrict__ w, float* __restrict__ y, int M,
+                          int N, int K, int stages) {
+    pdl_trigger();
+    const TileBf16 tile(x, w, M, N, K);
+    skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);
+}
 
-#define BULK_FP8(name, Out, min_blocks)                                                    \
-    extern "C" __global__ void __launch_bounds__(TM_THREADS, min_blocks)                   \
-        name(const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,     \
-             const float* __restrict__ scale_inv, Out* __restrict__ y, int M, int N, int K, \
-             int R, int il, int stages) {                                                  \
-        pdl_trigger();                                                                     \
-        const TileFp8 tile(x, w, scale_inv, M, N, K, R, il);                               \
-        skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);                              \
-    }
-BULK_FP8(skinny_gemm_fp8_bulk, float, 3)
-BULK_FP8(skinny_gemm_fp8_swiglu_bulk, __nv_bfloat16, 3)
-BULK_FP8(skinny_gemm_fp8_bulk_lean, float, 4)
-BULK_FP8(skinny_gemm_fp8_swiglu_bulk_lean, __nv_bfloat16, 4)
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_bf16_swiglu_bulk(const __nv_bfloat16* __restrict__ x,
+                                 const __nv_bfloat16* __restrict__ w,
+                                 __nv_bfloat16* __restrict__ act, int M, int N, int K,
+                                 int stages) {
+    pdl_trigger();
+    const TileBf16 tile(x, w, M, N, K);
+    skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);
+}
+
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_fp8_bulk(const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,
+                         const float* __restrict__ scale_inv, float* __restrict__ y, int M,
+                         int N, int K, int R, int il, int stages) {
+    pdl_trigger();
+    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il);
+    skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);
+}
+
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_fp8_swiglu_bulk(const __nv_bfloat16* __restrict__ x,
+                                const unsigned char* __restrict__ w,
+                                const float* __restrict__ scale_inv,
+                                __nv_bfloat16* __restrict__ act, int M, int N, int K, int R,
+                                int il, int stages) {
+    pdl_trigger();
+    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il);
+    skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);
+}

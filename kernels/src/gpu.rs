@@ -62,12 +62,6 @@ pub struct Tuning {
     /// stages, whole steps at batch 1 / 8 (us): 3 small stages 3131 / 3609, 5: 2966 /
     /// 3565, 6: 3010 / 3663, 7: 3266 / 3837, 8: 3250 / 3822.
     pub fp8_bulk_stages_small: u32,
-    /// The bulk GEMMs' `_lean` entry points (skinny_bulk.cu): at most 56 registers a thread
-    /// instead of 72 (bf16) or 64 (FP8; its plain GEMM then spills 8 B), so an SM holding
-    /// three GEMM blocks keeps 17K registers free for the norm or attention block that
-    /// follows, instead of 3K (bf16) or 10K (FP8). Off until run (written in session 6).
-    /// `LATLAB_BULK_LEAN=0|1`.
-    pub bulk_lean: bool,
     /// Decode attention reads the K/V of a row's older positions before it waits on the
     /// previous kernel, when the caller says they are settled (`PagedAttnArgs::settled`:
     /// a decode step). `LATLAB_ATTENTION_EARLY=0|1`, for A/B runs.
@@ -103,7 +97,6 @@ impl Default for Tuning {
             bulk_stages_small: 6,
             fp8_bulk_stages: 2,
             fp8_bulk_stages_small: 5,
-            bulk_lean: false,
             attention_early_loads: true,
             norm_vec: true,
             attention_blocks: 528,
@@ -127,7 +120,7 @@ impl Tuning {
     /// The defaults, overridden by `LATLAB_PDL`, `LATLAB_PREFILL_ATTENTION`,
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
     /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
-    /// `LATLAB_BULK_LEAN`, `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
+    /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
@@ -150,7 +143,6 @@ impl Tuning {
             skinny_bulk_bf16: get("LATLAB_SKINNY_BULK_BF16", d.skinny_bulk_bf16)?,
             skinny_bulk_fp8: get("LATLAB_SKINNY_BULK_FP8", d.skinny_bulk_fp8)?,
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
-            bulk_lean: get("LATLAB_BULK_LEAN", d.bulk_lean)?,
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_blocks: int(
                 "LATLAB_ATTENTION_BLOCKS",
@@ -160,7 +152,10 @@ impl Tuning {
             bulk_stages: stages("LATLAB_BULK_STAGES", d.bulk_stages)?,
             bulk_stages_small: stages("LATLAB_BULK_STAGES_SMALL", d.bulk_stages_small)?,
             fp8_bulk_stages: stages("LATLAB_FP8_BULK_STAGES", d.fp8_bulk_stages)?,
-            fp8_bulk_stages_small: stages("LATLAB_FP8_BULK_STAGES_SMALL", d.fp8_bulk_stages_small)?,
+            fp8_bulk_stages_small: stages(
+                "LATLAB_FP8_BULK_STAGES_SMALL",
+                d.fp8_bulk_stages_small,
+            )?,
         })
     }
 }
@@ -368,7 +363,6 @@ mod tests {
             ("LATLAB_FP8_BULK_STAGES", "3"),
             ("LATLAB_FP8_BULK_STAGES_SMALL", "6"),
             ("LATLAB_ATTENTION_EARLY", "0"),
-            ("LATLAB_BULK_LEAN", "1"),
             ("LATLAB_NORM_VEC", "0"),
             ("LATLAB_ATTENTION_BLOCKS", "132"),
         ])
@@ -378,7 +372,6 @@ mod tests {
         assert_eq!((d.fp8_bulk_stages, t.fp8_bulk_stages), (2, 3));
         assert_eq!((d.fp8_bulk_stages_small, t.fp8_bulk_stages_small), (5, 6));
         assert!(d.attention_early_loads && !t.attention_early_loads);
-        assert!(!d.bulk_lean && t.bulk_lean);
         assert!(d.norm_vec && !t.norm_vec);
         assert_eq!((d.attention_blocks, t.attention_blocks), (528, 132));
         assert_eq!(t.bulk_stages, 6);

@@ -78,10 +78,6 @@ pub const ALL: &[KernelSource] = &[
             "skinny_gemm_bf16_swiglu_bulk",
             "skinny_gemm_fp8_bulk",
             "skinny_gemm_fp8_swiglu_bulk",
-            "skinny_gemm_bf16_bulk_lean",
-            "skinny_gemm_bf16_swiglu_bulk_lean",
-            "skinny_gemm_fp8_bulk_lean",
-            "skinny_gemm_fp8_swiglu_bulk_lean",
         ],
     },
     KernelSource {

@@ -39,11 +39,7 @@ fn pip_cuda_root() -> Option<PathBuf> {
 /// Kernels allowed to spill registers to local memory, and why. Every other kernel must
 /// not: a spill in the decode path (GEMMs, attention, norms) costs a memory round trip per
 /// use, and ptxas says so at compile time, so CI can catch it without a GPU.
-const MAY_SPILL: &[(&str, &str)] = &[(
-    "skinny_gemm_fp8_bulk_lean",
-    "8 B under the 56-register cap of Tuning::bulk_lean (off by default), an A/B candidate \
-     whose whole-step time decides whether it stays",
-)];
+const MAY_SPILL: &[(&str, &str)] = &[];
 
 fn compile_all(include: PathBuf) {
     let opts = CompileOptions {

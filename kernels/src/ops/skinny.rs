@@ -55,45 +55,19 @@ fn cfg(n: usize, pipe: Pipe) -> LaunchConfig {
     }
 }
 
-/// The kernel a skinny op (`"skinny_gemm_bf16"`, `"skinny_gemm_fp8_swiglu"`, ...) runs
-/// under the GPU's tuning, and how: the register pipeline (the op's own kernel), or a bulk
-/// one, `_lean` with `Tuning::bulk_lean`, with the deeper ring when the grid of n output
-/// rows has fewer tiles than two per SM. Public so that tests can check an A/B switch really
-/// changes the kernel.
-pub fn skinny_kernel(gpu: &Gpu, op: &'static str, n: usize) -> &'static str {
-    kernel_and_pipe(gpu, op, n).0
-}
-
-fn kernel_and_pipe(gpu: &Gpu, op: &'static str, n: usize) -> (&'static str, Pipe) {
+/// The kernel for `op` over n output rows under the GPU's tuning: the register pipeline or
+/// the bulk-copy one, with the deeper ring when the grid has fewer tiles than two per SM.
+fn start<'g>(gpu: &'g Gpu, op: &'static str, n: usize) -> Result<(Launch<'g>, Pipe)> {
     let t = gpu.tuning();
-    // The bulk kernels' names: plain, and register-capped.
-    let (bulk, names) = match op {
-        "skinny_gemm_bf16" => (
-            t.skinny_bulk_bf16,
-            ["skinny_gemm_bf16_bulk", "skinny_gemm_bf16_bulk_lean"],
-        ),
-        "skinny_gemm_bf16_swiglu" => (
-            t.skinny_bulk_bf16,
-            [
-                "skinny_gemm_bf16_swiglu_bulk",
-                "skinny_gemm_bf16_swiglu_bulk_lean",
-            ],
-        ),
-        "skinny_gemm_fp8" => (
-            t.skinny_bulk_fp8,
-            ["skinny_gemm_fp8_bulk", "skinny_gemm_fp8_bulk_lean"],
-        ),
-        "skinny_gemm_fp8_swiglu" => (
-            t.skinny_bulk_fp8,
-            [
-                "skinny_gemm_fp8_swiglu_bulk",
-                "skinny_gemm_fp8_swiglu_bulk_lean",
-            ],
-        ),
+    let (bulk, name) = match op {
+        "skinny_gemm_bf16" => (t.skinny_bulk_bf16, "skinny_gemm_bf16_bulk"),
+        "skinny_gemm_bf16_swiglu" => (t.skinny_bulk_bf16, "skinny_gemm_bf16_swiglu_bulk"),
+        "skinny_gemm_fp8" => (t.skinny_bulk_fp8, "skinny_gemm_fp8_bulk"),
+        "skinny_gemm_fp8_swiglu" => (t.skinny_bulk_fp8, "skinny_gemm_fp8_swiglu_bulk"),
         _ => unreachable!("{op} is not a skinny GEMM"),
     };
     if !bulk {
-        return (op, Pipe::Regs);
+        return Ok((Launch::new(gpu, op)?, Pipe::Regs));
     }
     let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
     let fp8 = op.starts_with("skinny_gemm_fp8");
@@ -103,13 +77,7 @@ fn kernel_and_pipe(gpu: &Gpu, op: &'static str, n: usize) -> (&'static str, Pipe
         (true, false) => t.fp8_bulk_stages,
         (true, true) => t.fp8_bulk_stages_small,
     };
-    (names[t.bulk_lean as usize], Pipe::Bulk { stages })
-}
-
-/// The launch of `op` over n output rows and how it runs (`kernel_and_pipe`).
-fn start<'g>(gpu: &'g Gpu, op: &'static str, n: usize) -> Result<(Launch<'g>, Pipe)> {
-    let (name, pipe) = kernel_and_pipe(gpu, op, n);
-    Ok((Launch::new(gpu, name)?, pipe))
+    Ok((Launch::new(gpu, name)?, Pipe::Bulk { stages }))
 }
 
 /// The bulk kernels' trailing argument: their ring depth.
