@@ -379,6 +379,34 @@ fn early_attention_loads_give_the_same_logits() {
     );
 }
 
+/// Decode attention merging its splits inside thread block clusters
+/// (Tuning::attention_cluster, at most 8 splits) against the merge kernel (32 splits at
+/// batch 1 here): other split points, so the logits agree to rounding.
+#[test]
+#[ignore = "gpu"]
+fn cluster_merged_attention_matches_the_merge_kernel() {
+    // The switch changes the split count, and every split count above 1 then takes the
+    // cluster kernel (else the A/B compares a path with itself).
+    use kernels::ops;
+    for (on, want) in [(false, ops::MAX_SPLITS), (true, ops::MAX_CLUSTER_SPLITS)] {
+        let mut o = kernels::GpuOptions::from_env().unwrap();
+        o.tuning.attention_cluster = on;
+        let g = kernels::Gpu::new(&o).unwrap();
+        assert_eq!(ops::attention_splits(&g, 1, 8), want);
+    }
+    for fp8 in [false, true] {
+        ab_steps(
+            fp8,
+            |t, on| t.attention_cluster = on,
+            |what, a, b| {
+                for (i, (ra, rb)) in a.iter().zip(b).enumerate() {
+                    close_logits(&format!("fp8 {fp8} {what} row {i}: cluster merge"), ra, rb);
+                }
+            },
+        );
+    }
+}
+
 /// The lean norm kernels (Tuning::norm_vec; hidden 1024 takes them) against the scalar
 /// ones, bf16 and FP8, prefill and decode: the same formula with the sum of squares in
 /// another order, so the logits agree to bf16 rounding.

@@ -122,6 +122,12 @@ fn embed_norms_swiglu_argmax_match_cpu() {
 #[ignore = "gpu"]
 fn rope_kv_write_and_split_attention_match_cpu() {
     let g = gpu();
+    // The same kernels with the splits merged inside thread block clusters.
+    let gc = {
+        let mut o = kernels::GpuOptions::from_env().unwrap();
+        o.tuning.attention_cluster = true;
+        kernels::Gpu::new(&o).unwrap()
+    };
     for (heads, kv_heads, head_dim, theta) in
         [(32, 8, 128, 1e6f32), (6, 1, 8, 1e6), (4, 2, 32, 1e4)]
     {
@@ -270,9 +276,11 @@ fn rope_kv_write_and_split_attention_match_cpu() {
         // The split-context kernel over the same inputs, with one split (direct write), a
         // few, the count decode picks, and the most (splits longer than short contexts).
         let mut split_outs = vec![];
+        let mut cluster_checked = 0;
         for splits in [
             1,
             3,
+            ops::MAX_CLUSTER_SPLITS,
             ops::attention_splits(&g, rows.len(), kv_heads),
             ops::MAX_SPLITS,
         ] {
@@ -316,8 +324,37 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                 1e-30,
                 0.0,
             );
+            // Merged in a cluster instead of the second kernel: the same operations in the
+            // same order, so the same bits (partials zeroed: the cluster never reads them).
+            if (2..=ops::MAX_CLUSTER_SPLITS).contains(&splits) {
+                let mut o5 = g.stream().alloc_zeros::<bf16>(rows.len() * qd).unwrap();
+                let mut pacc0 = g.stream().alloc_zeros::<f32>(na.max(1)).unwrap();
+                let mut pml0 = g.stream().alloc_zeros::<f32>(nm.max(1)).unwrap();
+                ops::decode_attention_into(
+                    &gc,
+                    d,
+                    &settled,
+                    splits,
+                    &mut pacc0.as_view_mut(),
+                    &mut pml0.as_view_mut(),
+                    &mut o5.as_view_mut(),
+                )
+                .unwrap();
+                check(
+                    &format!("decode_attention cluster merge ({tag}, {splits} splits) (exact)"),
+                    &down_bf16(&g, &o5),
+                    &out,
+                    1e-30,
+                    0.0,
+                );
+                cluster_checked += 1;
+            }
             split_outs.push((splits, out));
         }
+        assert!(
+            cluster_checked >= 2,
+            "{tag}: the cluster merge ran {cluster_checked} times"
+        );
         let mut want = vec![0f32; rows.len() * qd];
         let scale = 1.0 / (head_dim as f64).sqrt();
         for (ri, &i) in rows.iter().enumerate() {

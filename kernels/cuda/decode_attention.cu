@@ -30,6 +30,8 @@
 #define DA_QSTRIDE (DA_MAXD + 1)
 
 #define DA_MAXSPLITS 32
+// Splits of one (row, kv head) merged in a cluster: the portable cluster size.
+#define DA_MAXCLUSTER 8
 
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src)
@@ -66,15 +68,74 @@ __device__ __forceinline__ void load_k_half(uint4 (&kv)[DA_MAXD / 16],
         if (j * 8 < hd) kv[j] = *reinterpret_cast<const uint4*>(krow + j * 8);
 }
 
+// Thread block clusters (decode_attention_cluster): the splits of one (row, kv head) are one
+// cluster, and they merge through distributed shared memory instead of a second kernel.
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// Every thread of every block of the cluster arrives; on return, what the cluster's blocks
+// wrote to shared memory before it is visible to all of them.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
+                 ::: "memory");
+}
+
+// The generic address of `p` (this block's shared memory) in the cluster's block `rank`.
+template <class T>
+__device__ __forceinline__ const T* peer(const T* p, unsigned rank) {
+    unsigned long long out;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(out) : "l"(p), "r"(rank));
+    return reinterpret_cast<const T*>(out);
+}
+
+// The merge of decode_attention_combine for head h of this (row, kv head), over the
+// cluster's nsplit blocks: each one's (m, l) from s_m / s_l and its acc from s_acc
+// ([G][D] floats), read from the peer's shared memory. The same operations in the same
+// order as the combine kernel, so the same bits.
+__device__ __forceinline__ void cluster_merge_head(const float* s_m, const float* s_l,
+                                                   const float* s_acc, float* s_w,
+                                                   float* s_inv_l, int h, int D, int nsplit,
+                                                   __nv_bfloat16* __restrict__ dst) {
+    const int tid = threadIdx.x;
+    if (tid < 32) {
+        float m = __int_as_float(0xff800000), l = 0.f;
+        if (tid < nsplit) {
+            m = peer(s_m, tid)[h];
+            l = peer(s_l, tid)[h];
+        }
+        float gm = l > 0.f ? m : __int_as_float(0xff800000);
+        for (int o = 16; o > 0; o >>= 1) gm = fmaxf(gm, __shfl_xor_sync(0xffffffff, gm, o));
+        const float w = l > 0.f ? expf(m - gm) : 0.f;
+        float lw = l * w;
+        for (int o = 16; o > 0; o >>= 1) lw += __shfl_xor_sync(0xffffffff, lw, o);
+        s_w[tid] = w;
+        if (tid == 0) *s_inv_l = 1.f / lw;
+    }
+    __syncthreads();
+    if (tid < D) {
+        float o = 0.f;
+        for (int s = 0; s < nsplit; ++s) o = fmaf(peer(s_acc, s)[h * D + tid], s_w[s], o);
+        dst[tid] = __float2bfloat16(o * *s_inv_l);
+    }
+    __syncthreads();  // s_w and s_inv_l are rewritten for the next head
+}
+
 // settled != 0: every row's positions before its last were written by earlier launches
 // (a decode step), so they are read before pdl_wait.
-extern "C" __global__ void __launch_bounds__(DA_THREADS)
-    decode_attention(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
-                     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
-                     const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
-                     float* __restrict__ part_acc, float* __restrict__ part_ml,
-                     __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D,
-                     int block_size, float scale, int settled) {
+//
+// CLUSTER: the grid's z (splits, 2..8) is one thread block cluster; the blocks merge their
+// partial states through distributed shared memory (cluster_merge_head), block `rank`
+// taking heads rank, rank + nsplit, ...: no partials in global memory, no second kernel.
+template <bool CLUSTER>
+__device__ __forceinline__ void decode_attention_body(
+    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
+    const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
+    const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
+    float* __restrict__ part_acc, float* __restrict__ part_ml, __nv_bfloat16* __restrict__ out,
+    int heads, int kv_heads, int D, int block_size, float scale, int settled) {
     pdl_trigger();
     // q of the G heads; the second half of each head sits one float further on, so the two
     // threads of a position (one per half) read different banks.
@@ -213,6 +274,22 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
     // A split past the row's context loaded nothing, but its (empty) partials overwrite
     // buffers the previous layer's merge may still read.
     if (!waited) pdl_wait();
+    if (CLUSTER) {
+        // The V tile is done with (the loop ends in a barrier): it holds this split's acc.
+        __shared__ float s_w[CLUSTER ? 32 : 1], s_inv_l;
+        float* s_acc = reinterpret_cast<float*>(&s_v[0][0]);
+        if (tid < D)
+#pragma unroll
+            for (int h = 0; h < DA_MAXG; ++h)
+                if (h < G) s_acc[h * D + tid] = acc[h];
+        cluster_sync();
+        const int rank = (int)cluster_rank();
+        for (int h = rank; h < G; h += nsplit)
+            cluster_merge_head(s_m, s_l, s_acc, s_w, &s_inv_l, h, D, nsplit,
+                               out + (size_t)r * heads * D + (size_t)(kvh * G + h) * D);
+        cluster_sync();  // no block leaves while a peer still reads its shared memory
+        return;
+    }
     if (tid >= D) return;
     // Threads d < D write this split's result: the output itself for one split, else the
     // partial state.
@@ -231,6 +308,33 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
             }
         }
     }
+}
+
+extern "C" __global__ void __launch_bounds__(DA_THREADS)
+    decode_attention(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
+                     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
+                     const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
+                     float* __restrict__ part_acc, float* __restrict__ part_ml,
+                     __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D,
+                     int block_size, float scale, int settled) {
+    decode_attention_body<false>(q, k_cache, v_cache, tables, table_offs, ctx_lens, part_acc,
+                                 part_ml, out, heads, kv_heads, D, block_size, scale, settled);
+}
+
+// The split kernel launched in clusters of its splits (launch.rs), merging in place: the
+// same output as decode_attention + decode_attention_combine, bit for bit. part_acc and
+// part_ml are not touched.
+extern "C" __global__ void __launch_bounds__(DA_THREADS)
+    decode_attention_cluster(const __nv_bfloat16* __restrict__ q,
+                             const __nv_bfloat16* __restrict__ k_cache,
+                             const __nv_bfloat16* __restrict__ v_cache,
+                             const int* __restrict__ tables, const int* __restrict__ table_offs,
+                             const int* __restrict__ ctx_lens, float* __restrict__ part_acc,
+                             float* __restrict__ part_ml, __nv_bfloat16* __restrict__ out,
+                             int heads, int kv_heads, int D, int block_size, float scale,
+                             int settled) {
+    decode_attention_body<true>(q, k_cache, v_cache, tables, table_offs, ctx_lens, part_acc,
+                                part_ml, out, heads, kv_heads, D, block_size, scale, settled);
 }
 
 // Merge the splits of (row, head): out = sum_s acc_s e^(m_s - m) / sum_s l_s e^(m_s - m).

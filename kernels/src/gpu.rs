@@ -78,6 +78,12 @@ pub struct Tuning {
     /// the wait, fewer, longer splits may pay off, and the merge reads fewer partials.
     /// `LATLAB_ATTENTION_BLOCKS` (`ATTENTION_BLOCKS_RANGE`), for sweeps.
     pub attention_blocks: u32,
+    /// The split decode attention merges its splits inside thread block clusters
+    /// (`decode_attention_cluster`: the splits of a (row, kv head) read each other's partial
+    /// states from distributed shared memory) instead of a second kernel; splits are then
+    /// capped at 8, the portable cluster size. Same bits. Off until run (written in session
+    /// 6). `LATLAB_ATTENTION_CLUSTER=0|1`.
+    pub attention_cluster: bool,
 }
 
 /// The block targets `Tuning::attention_blocks` takes.
@@ -100,6 +106,7 @@ impl Default for Tuning {
             attention_early_loads: true,
             norm_vec: true,
             attention_blocks: 528,
+            attention_cluster: false,
         }
     }
 }
@@ -121,7 +128,7 @@ impl Tuning {
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
     /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
-    /// `LATLAB_ATTENTION_BLOCKS` when set.
+    /// `LATLAB_ATTENTION_BLOCKS` and `LATLAB_ATTENTION_CLUSTER` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -144,6 +151,7 @@ impl Tuning {
             skinny_bulk_fp8: get("LATLAB_SKINNY_BULK_FP8", d.skinny_bulk_fp8)?,
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
+            attention_cluster: get("LATLAB_ATTENTION_CLUSTER", d.attention_cluster)?,
             attention_blocks: int(
                 "LATLAB_ATTENTION_BLOCKS",
                 d.attention_blocks,
@@ -152,10 +160,7 @@ impl Tuning {
             bulk_stages: stages("LATLAB_BULK_STAGES", d.bulk_stages)?,
             bulk_stages_small: stages("LATLAB_BULK_STAGES_SMALL", d.bulk_stages_small)?,
             fp8_bulk_stages: stages("LATLAB_FP8_BULK_STAGES", d.fp8_bulk_stages)?,
-            fp8_bulk_stages_small: stages(
-                "LATLAB_FP8_BULK_STAGES_SMALL",
-                d.fp8_bulk_stages_small,
-            )?,
+            fp8_bulk_stages_small: stages("LATLAB_FP8_BULK_STAGES_SMALL", d.fp8_bulk_stages_small)?,
         })
     }
 }
@@ -365,6 +370,7 @@ mod tests {
             ("LATLAB_ATTENTION_EARLY", "0"),
             ("LATLAB_NORM_VEC", "0"),
             ("LATLAB_ATTENTION_BLOCKS", "132"),
+            ("LATLAB_ATTENTION_CLUSTER", "1"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
@@ -373,6 +379,7 @@ mod tests {
         assert_eq!((d.fp8_bulk_stages_small, t.fp8_bulk_stages_small), (5, 6));
         assert!(d.attention_early_loads && !t.attention_early_loads);
         assert!(d.norm_vec && !t.norm_vec);
+        assert!(!d.attention_cluster && t.attention_cluster);
         assert_eq!((d.attention_blocks, t.attention_blocks), (528, 132));
         assert_eq!(t.bulk_stages, 6);
         let e = with(&[("LATLAB_PDL", "yes")]).unwrap_err().to_string();

@@ -23,6 +23,9 @@ pub(crate) struct Launch<'g> {
     op: &'static str,
     func: sys::CUfunction,
     args: Vec<u64>,
+    /// Thread block cluster shape (blocks), when the kernel merges through distributed
+    /// shared memory.
+    cluster: Option<(u32, u32, u32)>,
 }
 
 impl<'g> Launch<'g> {
@@ -32,6 +35,7 @@ impl<'g> Launch<'g> {
             op,
             func: gpu.func(op)?.cu_function(),
             args: Vec::with_capacity(16),
+            cluster: None,
         })
     }
 
@@ -72,6 +76,13 @@ impl<'g> Launch<'g> {
         Ok(self)
     }
 
+    /// Launch in thread block clusters of this shape (the grid must divide by it; at most 8
+    /// blocks, the portable size).
+    pub fn cluster(&mut self, dims: (u32, u32, u32)) -> &mut Self {
+        self.cluster = Some(dims);
+        self
+    }
+
     pub fn i32(&mut self, v: i32) -> &mut Self {
         self.args.push(v as u32 as u64);
         self
@@ -90,9 +101,22 @@ impl<'g> Launch<'g> {
         let stream = self.gpu.stream();
         self.gpu.ctx().bind_to_thread().ctx(self.op)?;
         // SAFETY: an all-zero attribute value is valid for every variant of the union.
-        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        attr.value.programmaticStreamSerializationAllowed = 1;
+        let mut attrs: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
+        let mut n_attrs = 0;
+        if self.gpu.tuning().pdl {
+            let a = &mut attrs[n_attrs];
+            a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            a.value.programmaticStreamSerializationAllowed = 1;
+            n_attrs += 1;
+        }
+        if let Some((x, y, z)) = self.cluster {
+            let a = &mut attrs[n_attrs];
+            a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            a.value.clusterDim.x = x;
+            a.value.clusterDim.y = y;
+            a.value.clusterDim.z = z;
+            n_attrs += 1;
+        }
         if cfg.shared_mem_bytes > STATIC_SMEM_LIMIT {
             // Above 48 KiB of dynamic shared memory a kernel must opt in; idempotent, and
             // not a stream operation, so it is also fine during graph capture.
@@ -107,7 +131,6 @@ impl<'g> Launch<'g> {
             .result()
             .ctx(self.op)?;
         }
-        let pdl = self.gpu.tuning().pdl;
         let config = sys::CUlaunchConfig {
             gridDimX: cfg.grid_dim.0,
             gridDimY: cfg.grid_dim.1,
@@ -117,15 +140,15 @@ impl<'g> Launch<'g> {
             blockDimZ: cfg.block_dim.2,
             sharedMemBytes: cfg.shared_mem_bytes,
             hStream: stream.cu_stream(),
-            attrs: if pdl { &mut attr } else { std::ptr::null_mut() },
-            numAttrs: pdl as u32,
+            attrs: attrs.as_mut_ptr(),
+            numAttrs: n_attrs as u32,
         };
         let mut ptrs: Vec<*mut c_void> = self
             .args
             .iter_mut()
             .map(|a| a as *mut u64 as *mut c_void)
             .collect();
-        // SAFETY: `config`, `attr` and the argument storage outlive the call (the driver
+        // SAFETY: `config`, `attrs` and the argument storage outlive the call (the driver
         // copies the parameters before returning); the caller vouches for the arguments.
         unsafe {
             sys::cuLaunchKernelEx(&config, self.func, ptrs.as_mut_ptr(), std::ptr::null_mut())

@@ -83,7 +83,11 @@ pub const ALL: &[KernelSource] = &[
     KernelSource {
         file: "decode_attention.cu",
         src: with_common!("decode_attention.cu"),
-        kernels: &["decode_attention", "decode_attention_combine"],
+        kernels: &[
+            "decode_attention",
+            "decode_attention_cluster",
+            "decode_attention_combine",
+        ],
     },
     KernelSource {
         file: "prefill_attention.cu",

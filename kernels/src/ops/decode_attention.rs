@@ -15,15 +15,24 @@ const MAX_GROUP: usize = 8;
 const MAX_HEAD_DIM: usize = 128;
 /// Must match DA_MAXSPLITS in decode_attention.cu (the combine kernel's one warp).
 pub const MAX_SPLITS: usize = 32;
+/// Splits merged inside one thread block cluster (`Tuning::attention_cluster`): the
+/// portable cluster size (DA_MAXCLUSTER).
+pub const MAX_CLUSTER_SPLITS: usize = 8;
 /// Splits for `rows` rows: about `Tuning::attention_blocks` blocks (default four per SM of
 /// an H100/H200: two per SM gave batch 8 only 5 splits of ~90 positions at ctx 452, and the
 /// split kernel lost to the one-block-per-head kernel there, 27 vs 24 us), at most
-/// MAX_SPLITS. The same count for every step of a given batch size, so a captured graph
-/// stays valid.
+/// MAX_SPLITS (MAX_CLUSTER_SPLITS when the splits merge in a cluster). The same count for
+/// every step of a given batch size, so a captured graph stays valid.
 pub fn attention_splits(gpu: &Gpu, rows: usize, kv_heads: usize) -> usize {
-    (gpu.tuning().attention_blocks as usize)
+    let t = gpu.tuning();
+    let max = if t.attention_cluster {
+        MAX_CLUSTER_SPLITS
+    } else {
+        MAX_SPLITS
+    };
+    (t.attention_blocks as usize)
         .div_ceil((rows * kv_heads).max(1))
-        .clamp(1, MAX_SPLITS)
+        .clamp(1, max)
 }
 
 /// Scratch the split path needs: (acc floats, max/sum floats).
@@ -45,6 +54,7 @@ pub fn decode_attention_into(
     out: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
     const OP: &str = "decode_attention";
+    const CLUSTER_OP: &str = "decode_attention_cluster";
     d.check(OP)?;
     check(d.heads / d.kv_heads <= MAX_GROUP, OP, || {
         format!(
@@ -79,7 +89,12 @@ pub fn decode_attention_into(
         to_i32(OP, "block_size", a.block_size)?,
     );
     let scale = 1.0f32 / (d.head_dim as f32).sqrt();
-    let mut b = Launch::new(gpu, OP)?;
+    // Several splits merge in a cluster, or in the second kernel below.
+    let cluster = splits > 1 && gpu.tuning().attention_cluster;
+    check(!cluster || splits <= MAX_CLUSTER_SPLITS, OP, || {
+        format!("{splits} splits in one cluster; at most {MAX_CLUSTER_SPLITS}")
+    })?;
+    let mut b = Launch::new(gpu, if cluster { CLUSTER_OP } else { OP })?;
     a.push(&mut b);
     b.output(&mut *part_acc)
         .output(&mut *part_ml)
@@ -96,10 +111,13 @@ pub fn decode_attention_into(
         block_dim: (128, 1, 1),
         shared_mem_bytes: 0,
     };
+    if cluster {
+        b.cluster((1, 1, splits as u32));
+    }
     // SAFETY: shapes checked above; tables/offsets/ctx_lens are validated by the caller,
     // and the partials hold every (row, head, split) when splits > 1.
     unsafe { b.launch(cfg) }?;
-    if splits == 1 {
+    if splits == 1 || cluster {
         return Ok(());
     }
     const COMBINE: &str = "decode_attention_combine";
