@@ -326,10 +326,13 @@ fn rope_kv_write_and_split_attention_match_cpu() {
             );
             // Merged in a cluster instead of the second kernel: the same operations in the
             // same order, so the same bits (partials zeroed: the cluster never reads them).
+            // gc has its own stream: its buffers are allocated and read back through it (a
+            // read on g's stream does not wait for gc's kernel); the inputs were last written
+            // on g's stream, which the check above synchronised.
             if (2..=ops::MAX_CLUSTER_SPLITS).contains(&splits) {
-                let mut o5 = g.stream().alloc_zeros::<bf16>(rows.len() * qd).unwrap();
-                let mut pacc0 = g.stream().alloc_zeros::<f32>(na.max(1)).unwrap();
-                let mut pml0 = g.stream().alloc_zeros::<f32>(nm.max(1)).unwrap();
+                let mut o5 = gc.stream().alloc_zeros::<bf16>(rows.len() * qd).unwrap();
+                let mut pacc0 = gc.stream().alloc_zeros::<f32>(na.max(1)).unwrap();
+                let mut pml0 = gc.stream().alloc_zeros::<f32>(nm.max(1)).unwrap();
                 ops::decode_attention_into(
                     &gc,
                     d,
@@ -342,7 +345,7 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                 .unwrap();
                 check(
                     &format!("decode_attention cluster merge ({tag}, {splits} splits) (exact)"),
-                    &down_bf16(&g, &o5),
+                    &down_bf16(&gc, &o5),
                     &out,
                     1e-30,
                     0.0,

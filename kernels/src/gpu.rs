@@ -81,8 +81,10 @@ pub struct Tuning {
     /// The split decode attention merges its splits inside thread block clusters
     /// (`decode_attention_cluster`: the splits of a (row, kv head) read each other's partial
     /// states from distributed shared memory) instead of a second kernel; splits are then
-    /// capped at 8, the portable cluster size. Same bits. Off until run (written in session
-    /// 6). `LATLAB_ATTENTION_CLUSTER=0|1`.
+    /// capped at 8, the portable cluster size. Same bits. Off: whole steps (H200, session 6)
+    /// were faster at batch 8 (bf16 4849 -> 4798 us, FP8 3587 -> 3519) and slower at batch
+    /// 1 (4305 -> 4421, 2966 -> 3045; 8 splits instead of 32), and its bit check has yet to
+    /// pass (engine/PERF.md, step 19). `LATLAB_ATTENTION_CLUSTER=0|1`.
     pub attention_cluster: bool,
 }
 
