@@ -140,7 +140,12 @@ impl<'g> Launch<'g> {
             blockDimZ: cfg.block_dim.2,
             sharedMemBytes: cfg.shared_mem_bytes,
             hStream: stream.cu_stream(),
-            attrs: attrs.as_mut_ptr(),
+            // Null without attributes, as before clusters came (PDL off).
+            attrs: if n_attrs == 0 {
+                std::ptr::null_mut()
+            } else {
+                attrs.as_mut_ptr()
+            },
             numAttrs: n_attrs as u32,
         };
         let mut ptrs: Vec<*mut c_void> = self
