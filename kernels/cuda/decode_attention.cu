@@ -91,6 +91,20 @@ __device__ __forceinline__ const T* peer(const T* p, unsigned rank) {
     return reinterpret_cast<const T*>(out);
 }
 
+// The merge weights, by warp 0, whose lane s holds split s's (m, l) (-inf, 0 past the
+// splits): w_s = e^(m_s - m) over the splits with l > 0 (m their max) into s_w[lane], and
+// 1 / sum_s l_s w_s into *s_inv_l. Shared by both merges, which must give the same bits.
+__device__ __forceinline__ void merge_weights(float m, float l, float* s_w, float* s_inv_l) {
+    const int lane = threadIdx.x;
+    float gm = l > 0.f ? m : __int_as_float(0xff800000);
+    for (int o = 16; o > 0; o >>= 1) gm = fmaxf(gm, __shfl_xor_sync(0xffffffff, gm, o));
+    const float w = l > 0.f ? expf(m - gm) : 0.f;
+    float lw = l * w;
+    for (int o = 16; o > 0; o >>= 1) lw += __shfl_xor_sync(0xffffffff, lw, o);
+    s_w[lane] = w;
+    if (lane == 0) *s_inv_l = 1.f / lw;
+}
+
 // The merge of decode_attention_combine for head h of this (row, kv head), over the
 // cluster's nsplit blocks: each one's (m, l) from s_m / s_l and its acc from s_acc
 // ([G][D] floats), read from the peer's shared memory. The same operations in the same
@@ -106,13 +120,7 @@ __device__ __forceinline__ void cluster_merge_head(const float* s_m, const float
             m = peer(s_m, tid)[h];
             l = peer(s_l, tid)[h];
         }
-        float gm = l > 0.f ? m : __int_as_float(0xff800000);
-        for (int o = 16; o > 0; o >>= 1) gm = fmaxf(gm, __shfl_xor_sync(0xffffffff, gm, o));
-        const float w = l > 0.f ? expf(m - gm) : 0.f;
-        float lw = l * w;
-        for (int o = 16; o > 0; o >>= 1) lw += __shfl_xor_sync(0xffffffff, lw, o);
-        s_w[tid] = w;
-        if (tid == 0) *s_inv_l = 1.f / lw;
+        merge_weights(m, l, s_w, s_inv_l);
     }
     __syncthreads();
     if (tid < D) {
@@ -363,13 +371,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
             m = part_ml[2 * (base + tid)];
             l = part_ml[2 * (base + tid) + 1];
         }
-        float gm = l > 0.f ? m : __int_as_float(0xff800000);
-        for (int o = 16; o > 0; o >>= 1) gm = fmaxf(gm, __shfl_xor_sync(0xffffffff, gm, o));
-        const float w = l > 0.f ? expf(m - gm) : 0.f;
-        float lw = l * w;
-        for (int o = 16; o > 0; o >>= 1) lw += __shfl_xor_sync(0xffffffff, lw, o);
-        s_w[tid] = w;
-        if (tid == 0) s_inv_l = 1.f / lw;
+        merge_weights(m, l, s_w, &s_inv_l);
     }
     __syncthreads();
     if (tid < D) {
