@@ -58,23 +58,31 @@ fn cublas_gemm_matches_f64_reference() {
 }
 
 /// The skinny GEMMs' two pipelines, each on its own `Gpu`, bf16 and FP8 alike: register,
-/// and bulk-copy at the default ring depth and at the shallowest (every test shape here has
-/// fewer tiles than two per SM, so it runs with `bulk_stages_small` /
-/// `fp8_bulk_stages_small`; the label names the bf16 depth, FP8 follows the same).
+/// and bulk-copy at the default ring depth, at the shallowest, and persistent
+/// (`bulk_persistent`). Most test shapes have fewer tiles than two per SM, so they run with
+/// `bulk_stages_small` / `fp8_bulk_stages_small` (the label names the bf16 depth); the
+/// largest have more tiles than the persistent grid has blocks, so its blocks loop.
 fn skinny_gpus() -> Vec<Gpu> {
     let base = GpuOptions::from_env().unwrap();
     let (small, small8) = (
         base.tuning.bulk_stages_small,
         base.tuning.fp8_bulk_stages_small,
     );
-    [(false, small, small8), (true, small, small8), (true, 2, 2)]
-        .into_iter()
-        .map(|(bulk, bulk_stages_small, fp8_bulk_stages_small)| {
+    [
+        (false, small, small8, false),
+        (true, small, small8, false),
+        (true, 2, 2, false),
+        (true, small, small8, true),
+    ]
+    .into_iter()
+    .map(
+        |(bulk, bulk_stages_small, fp8_bulk_stages_small, bulk_persistent)| {
             let tuning = Tuning {
                 skinny_bulk_bf16: bulk,
                 skinny_bulk_fp8: bulk,
                 bulk_stages_small,
                 fp8_bulk_stages_small,
+                bulk_persistent,
                 ..base.tuning
             };
             Gpu::new(&GpuOptions {
@@ -82,14 +90,16 @@ fn skinny_gpus() -> Vec<Gpu> {
                 ..base.clone()
             })
             .expect("GPU with kernels")
-        })
-        .collect()
+        },
+    )
+    .collect()
 }
 
 fn pipeline(g: &Gpu) -> String {
     let t = g.tuning();
     if t.skinny_bulk_bf16 {
-        format!("bulk x{}", t.bulk_stages_small)
+        let persistent = if t.bulk_persistent { " persistent" } else { "" };
+        format!("bulk x{}{persistent}", t.bulk_stages_small)
     } else {
         "regs".to_string()
     }
@@ -131,7 +141,8 @@ fn skinny_gemm_matches_f64_reference_for_every_row_count() {
 fn skinny_cases(g: Gpu) {
     let pipe = pipeline(&g);
     let mut r = Rng(11);
-    for (n, k) in [(37, 64), (300, 208), (1000, 4096), (256, 12288)] {
+    // 9000 rows: 563 tiles, more than an H200's resident bulk blocks (3 per SM).
+    for (n, k) in [(37, 64), (300, 208), (1000, 4096), (256, 12288), (9000, 64)] {
         let w = r.vec(n * k);
         let dw = up_bf16(&g, &w);
         // FP8: random codes (no NaN: 0x7f / 0xff) and positive block scales.
@@ -256,8 +267,9 @@ fn gate_up_swiglu_fused_matches_reference_and_unfused_path() {
 fn gate_up_cases(g: Gpu) {
     let pipe = pipeline(&g);
     let mut r = Rng(23);
-    // (inter, k): aligned FP8 scale blocks, per-row scales (inter % 128 != 0), Qwen3-8B's k.
-    for (inter, k) in [(1024usize, 4096usize), (120, 208)] {
+    // (inter, k): aligned FP8 scale blocks, per-row scales (inter % 128 != 0), Qwen3-8B's k;
+    // 4600: 575 tiles, more than the persistent grid's blocks.
+    for (inter, k) in [(1024usize, 4096usize), (120, 208), (4600, 64)] {
         let n = 2 * inter;
         let sc = k.div_ceil(128);
         let aligned = inter % 128 == 0;

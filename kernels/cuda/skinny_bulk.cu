@@ -125,12 +125,81 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
     store_out(c, y, M, N, n0);
 }
 
+// The persistent form (`_persistent` entry points, `Tuning::bulk_persistent`): a grid of at
+// most the blocks that fit at once, block b taking tiles b, b + gridDim.x, ... The ring and
+// its barriers run on across the block's tiles (the stage counter i counts all of them), so
+// the producer streams the next tile's first stages while the warps finish and store this
+// one: no ring refill and no block launch per tile. make(t) builds tile t's Tile. (Kept
+// apart from skinny_pipeline_bulk while the two are compared; with a grid of one block per
+// tile this does what that does.)
+template <class MakeTile, class Out>
+__device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
+                                                           Out* __restrict__ y, int M, int N,
+                                                           int stages) {
+    using Tile = decltype(make(0u));
+    extern __shared__ __align__(128) unsigned char ring[];
+    __shared__ __align__(8) unsigned long long full[TM_MAX_STAGES], empty[TM_MAX_STAGES];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned ntiles = (N + 15) / 16;
+    const Tile first = make(blockIdx.x);
+    const int row_bytes = first.row_bytes();
+    const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], SG_WARPS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == SG_WARPS) {
+        unsigned long long policy;
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+        int i = 0;
+        for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+            const int n0 = (int)tile * 16, rows = min(16, N - n0);
+            const unsigned char* src = first.bytes() + (size_t)(n0 + lane) * row_bytes;
+            for (int k = 0; k < nst; ++k, ++i) {
+                const int s = i % stages;
+                if (i >= stages) mbar_wait(&empty[s], (i / stages - 1) & 1);
+                const int off = k * TM_ROW_BYTES;
+                const int bytes = min(TM_ROW_BYTES, row_bytes - off);
+                if (lane == 0) mbar_arrive_tx(&full[s], bytes * rows);
+                __syncwarp();
+                if (lane < rows)
+                    bulk_load(ring + s * TM_STAGE_BYTES + lane * TM_ROW_STRIDE, src + off,
+                              bytes, &full[s], policy);
+            }
+        }
+        return;
+    }
+    typename Tile::Stage st;
+    pdl_wait();  // x comes from the previous kernel
+    int i = 0;
+    for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        const Tile t = make(tile);
+        float c[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int k = 0; k < nst; ++k, ++i) {
+            const int s = i % stages, ch = k * SG_WARPS + warp;
+            t.load_x(st, ch);
+            mbar_wait(&full[s], (i / stages) & 1);
+            load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, t.pieces());
+            __syncwarp();  // every lane's shared reads are done before the stage is handed back
+            if (lane == 0) mbar_arrive(&empty[s]);
+            t.mma(c, st);
+        }
+        store_out(c, y, M, N, t.n0);
+        // The next tile's fragments go where this one's store still reads.
+        if (tile + gridDim.x < ntiles) consumers_sync();
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
     skinny_gemm_bf16_bulk(const __nv_bfloat16* __restrict__ x,
                           const __nv_bfloat16* __restrict__ w, float* __restrict__ y, int M,
                           int N, int K, int stages) {
     pdl_trigger();
-    const TileBf16 tile(x, w, M, N, K);
+    const TileBf16 tile(x, w, M, N, K, blockIdx.x);
     skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);
 }
 
@@ -140,7 +209,7 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
                                  __nv_bfloat16* __restrict__ act, int M, int N, int K,
                                  int stages) {
     pdl_trigger();
-    const TileBf16 tile(x, w, M, N, K);
+    const TileBf16 tile(x, w, M, N, K, blockIdx.x);
     skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);
 }
 
@@ -149,7 +218,7 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
                          const float* __restrict__ scale_inv, float* __restrict__ y, int M,
                          int N, int K, int R, int il, int stages) {
     pdl_trigger();
-    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il);
+    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x);
     skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);
 }
 
@@ -160,6 +229,48 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
                                 __nv_bfloat16* __restrict__ act, int M, int N, int K, int R,
                                 int il, int stages) {
     pdl_trigger();
-    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il);
+    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x);
     skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);
+}
+
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_bf16_bulk_persistent(const __nv_bfloat16* __restrict__ x,
+                                     const __nv_bfloat16* __restrict__ w, float* __restrict__ y,
+                                     int M, int N, int K, int stages) {
+    pdl_trigger();
+    skinny_pipeline_bulk_tiles([&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, y, M, N,
+                               stages);
+}
+
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_bf16_swiglu_bulk_persistent(const __nv_bfloat16* __restrict__ x,
+                                            const __nv_bfloat16* __restrict__ w,
+                                            __nv_bfloat16* __restrict__ act, int M, int N, int K,
+                                            int stages) {
+    pdl_trigger();
+    skinny_pipeline_bulk_tiles([&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, act, M,
+                               N, stages);
+}
+
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_fp8_bulk_persistent(const __nv_bfloat16* __restrict__ x,
+                                    const unsigned char* __restrict__ w,
+                                    const float* __restrict__ scale_inv, float* __restrict__ y,
+                                    int M, int N, int K, int R, int il, int stages) {
+    pdl_trigger();
+    skinny_pipeline_bulk_tiles(
+        [&](unsigned t) { return TileFp8(x, w, scale_inv, M, N, K, R, il, t); }, y, M, N,
+        stages);
+}
+
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_fp8_swiglu_bulk_persistent(const __nv_bfloat16* __restrict__ x,
+                                           const unsigned char* __restrict__ w,
+                                           const float* __restrict__ scale_inv,
+                                           __nv_bfloat16* __restrict__ act, int M, int N, int K,
+                                           int R, int il, int stages) {
+    pdl_trigger();
+    skinny_pipeline_bulk_tiles(
+        [&](unsigned t) { return TileFp8(x, w, scale_inv, M, N, K, R, il, t); }, act, M, N,
+        stages);
 }

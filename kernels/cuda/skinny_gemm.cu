@@ -43,7 +43,7 @@ extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
     skinny_gemm_bf16(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
                      float* __restrict__ y, int M, int N, int K) {
     pdl_trigger();
-    const TileBf16 tile(x, w, M, N, K);
+    const TileBf16 tile(x, w, M, N, K, blockIdx.x);
     skinny_pipeline(tile, y, M, N, tile.n0);
 }
 
@@ -53,7 +53,7 @@ extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
                             const __nv_bfloat16* __restrict__ w,
                             __nv_bfloat16* __restrict__ act, int M, int N, int K) {
     pdl_trigger();
-    const TileBf16 tile(x, w, M, N, K);
+    const TileBf16 tile(x, w, M, N, K, blockIdx.x);
     skinny_pipeline(tile, act, M, N, tile.n0);
 }
 
@@ -62,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
                     const float* __restrict__ scale_inv, float* __restrict__ y, int M, int N,
                     int K, int R, int il) {
     pdl_trigger();
-    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il);
+    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x);
     skinny_pipeline(tile, y, M, N, tile.n0);
 }
 
@@ -73,7 +73,7 @@ extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
                            const float* __restrict__ scale_inv,
                            __nv_bfloat16* __restrict__ act, int M, int N, int K, int R, int il) {
     pdl_trigger();
-    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il);
+    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x);
     skinny_pipeline(tile, act, M, N, tile.n0);
 }
 

@@ -120,11 +120,13 @@ __device__ __forceinline__ void store_out(const float (&c)[4], __nv_bfloat16* ac
 struct TileRows {
     int n0, N, K, g, t;
     bool va, vb, vx;
-    __device__ TileRows(int M, int N_, int K_) : N(N_), K(K_) {
+    // `tile`: which 16-row tile (one per block, or several per block in the persistent
+    // bulk kernels).
+    __device__ TileRows(int M, int N_, int K_, unsigned tile) : N(N_), K(K_) {
         const int lane = threadIdx.x & 31;
         g = lane >> 2;
         t = lane & 3;
-        n0 = blockIdx.x * 16;
+        n0 = tile * 16;
         va = n0 + g < N;
         vb = n0 + g + 8 < N;
         vx = g < M;
@@ -169,8 +171,9 @@ struct TileBf16 : TileRows {
     __device__ int row_bytes() const { return K * 2; }
     __device__ int pieces() const { return k8; }
 
-    __device__ TileBf16(const __nv_bfloat16* x, const __nv_bfloat16* w_, int M, int N_, int K_)
-        : TileRows(M, N_, K_), w(w_) {
+    __device__ TileBf16(const __nv_bfloat16* x, const __nv_bfloat16* w_, int M, int N_, int K_,
+                        unsigned tile)
+        : TileRows(M, N_, K_, tile), w(w_) {
         wa = reinterpret_cast<const uint4*>(w + (size_t)row_a() * K);
         wb = reinterpret_cast<const uint4*>(w + (size_t)row_b() * K);
         xr = reinterpret_cast<const uint4*>(x + (size_t)row_x() * K);
@@ -245,8 +248,8 @@ struct TileFp8 : TileRows {
     __device__ int pieces() const { return k16; }
 
     __device__ TileFp8(const __nv_bfloat16* x, const unsigned char* w_, const float* scale_inv,
-                       int M, int N_, int K_, int R, int il)
-        : TileRows(M, N_, K_), w(w_) {
+                       int M, int N_, int K_, int R, int il, unsigned tile)
+        : TileRows(M, N_, K_, tile), w(w_) {
         wa = reinterpret_cast<const uint4*>(w + (size_t)row_a() * K);
         wb = reinterpret_cast<const uint4*>(w + (size_t)row_b() * K);
         xr = reinterpret_cast<const uint4*>(x + (size_t)row_x() * K);

@@ -78,6 +78,11 @@ pub struct Tuning {
     /// the wait, fewer, longer splits may pay off, and the merge reads fewer partials.
     /// `LATLAB_ATTENTION_BLOCKS` (`ATTENTION_BLOCKS_RANGE`), for sweeps.
     pub attention_blocks: u32,
+    /// The bulk GEMMs run persistent (`*_bulk_persistent`, skinny_bulk.cu): a grid of the
+    /// blocks that fit at once, each looping over tiles with its ring running on, instead of
+    /// a block per 16-row tile. Off until run (written in session 6).
+    /// `LATLAB_BULK_PERSISTENT=0|1`.
+    pub bulk_persistent: bool,
     /// The split decode attention merges its splits inside thread block clusters
     /// (`decode_attention_cluster`: the splits of a (row, kv head) read each other's partial
     /// states from distributed shared memory) instead of a second kernel; splits are then
@@ -108,6 +113,7 @@ impl Default for Tuning {
             attention_early_loads: true,
             norm_vec: true,
             attention_blocks: 528,
+            bulk_persistent: false,
             attention_cluster: false,
         }
     }
@@ -130,7 +136,8 @@ impl Tuning {
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
     /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
-    /// `LATLAB_ATTENTION_BLOCKS` and `LATLAB_ATTENTION_CLUSTER` when set.
+    /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER` and `LATLAB_BULK_PERSISTENT` when
+    /// set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -154,6 +161,7 @@ impl Tuning {
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_cluster: get("LATLAB_ATTENTION_CLUSTER", d.attention_cluster)?,
+            bulk_persistent: get("LATLAB_BULK_PERSISTENT", d.bulk_persistent)?,
             attention_blocks: int(
                 "LATLAB_ATTENTION_BLOCKS",
                 d.attention_blocks,
@@ -337,6 +345,22 @@ impl Gpu {
             .ok_or_else(|| KernelError::MissingKernel(name.to_string()))
     }
 
+    /// Blocks of kernel `name` (threads each, `smem` bytes of dynamic shared memory) that one
+    /// SM holds at once: the grid of a persistent kernel is this times the SMs.
+    pub(crate) fn resident_blocks(&self, name: &str, threads: u32, smem: u32) -> Result<u32> {
+        let f = self.func(name)?;
+        crate::launch::allow_dynamic_smem(f.cu_function(), smem, "occupancy query")?;
+        let n = f
+            .occupancy_max_active_blocks_per_multiprocessor(threads, smem as usize, None)
+            .ctx("occupancy query")?;
+        if n == 0 {
+            return Err(KernelError::Config(format!(
+                "{name}: no block of {threads} threads and {smem} B of shared memory fits an SM"
+            )));
+        }
+        Ok(n)
+    }
+
     /// Wait for all queued work; surfaces asynchronous kernel errors.
     pub fn sync(&self) -> Result<()> {
         self.stream.synchronize().ctx("stream synchronize")
@@ -373,6 +397,7 @@ mod tests {
             ("LATLAB_NORM_VEC", "0"),
             ("LATLAB_ATTENTION_BLOCKS", "132"),
             ("LATLAB_ATTENTION_CLUSTER", "1"),
+            ("LATLAB_BULK_PERSISTENT", "1"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
@@ -382,6 +407,7 @@ mod tests {
         assert!(d.attention_early_loads && !t.attention_early_loads);
         assert!(d.norm_vec && !t.norm_vec);
         assert!(!d.attention_cluster && t.attention_cluster);
+        assert!(!d.bulk_persistent && t.bulk_persistent);
         assert_eq!((d.attention_blocks, t.attention_blocks), (528, 132));
         assert_eq!(t.bulk_stages, 6);
         let e = with(&[("LATLAB_PDL", "yes")]).unwrap_err().to_string();

@@ -18,6 +18,25 @@ use std::ffi::c_void;
 /// Dynamic shared memory a kernel gets without opting in.
 const STATIC_SMEM_LIMIT: u32 = 48 * 1024;
 
+/// Above 48 KiB of dynamic shared memory a kernel must opt in (before a launch, and before
+/// an occupancy query counts blocks of that size); idempotent, and not a stream operation,
+/// so it is also fine during graph capture.
+pub(crate) fn allow_dynamic_smem(func: sys::CUfunction, bytes: u32, op: &str) -> Result<()> {
+    if bytes <= STATIC_SMEM_LIMIT {
+        return Ok(());
+    }
+    // SAFETY: a valid function handle and attribute.
+    unsafe {
+        sys::cuFuncSetAttribute(
+            func,
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+    }
+    .result()
+    .ctx(op)
+}
+
 pub(crate) struct Launch<'g> {
     gpu: &'g Gpu,
     op: &'static str,
@@ -117,20 +136,7 @@ impl<'g> Launch<'g> {
             a.value.clusterDim.z = z;
             n_attrs += 1;
         }
-        if cfg.shared_mem_bytes > STATIC_SMEM_LIMIT {
-            // Above 48 KiB of dynamic shared memory a kernel must opt in; idempotent, and
-            // not a stream operation, so it is also fine during graph capture.
-            // SAFETY: a valid function handle and attribute.
-            unsafe {
-                sys::cuFuncSetAttribute(
-                    self.func,
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    cfg.shared_mem_bytes as i32,
-                )
-            }
-            .result()
-            .ctx(self.op)?;
-        }
+        allow_dynamic_smem(self.func, cfg.shared_mem_bytes, self.op)?;
         let config = sys::CUlaunchConfig {
             gridDimX: cfg.grid_dim.0,
             gridDimY: cfg.grid_dim.1,

@@ -78,6 +78,10 @@ pub const ALL: &[KernelSource] = &[
             "skinny_gemm_bf16_swiglu_bulk",
             "skinny_gemm_fp8_bulk",
             "skinny_gemm_fp8_swiglu_bulk",
+            "skinny_gemm_bf16_bulk_persistent",
+            "skinny_gemm_bf16_swiglu_bulk_persistent",
+            "skinny_gemm_fp8_bulk_persistent",
+            "skinny_gemm_fp8_swiglu_bulk_persistent",
         ],
     },
     KernelSource {

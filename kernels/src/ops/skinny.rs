@@ -36,34 +36,55 @@ fn rows_of(op: &'static str, x_len: usize, k: usize, y_len: usize, n: usize) -> 
 const BULK_THREADS: u32 = THREADS + 32;
 const BULK_STAGE_BYTES: u32 = 16 * (1024 + 16);
 
-/// How a skinny launch runs: the register pipeline, or the bulk one with its ring depth.
+/// How a skinny launch runs: the register pipeline (a block per 16-row tile), or the bulk
+/// one with its ring depth and grid (a block per tile, or fewer persistent blocks).
 #[derive(Clone, Copy)]
 enum Pipe {
     Regs,
-    Bulk { stages: u32 },
+    Bulk { stages: u32, blocks: u32 },
 }
 
 fn cfg(n: usize, pipe: Pipe) -> LaunchConfig {
-    let (threads, smem) = match pipe {
-        Pipe::Regs => (THREADS, 0),
-        Pipe::Bulk { stages } => (BULK_THREADS, stages * BULK_STAGE_BYTES),
+    let (threads, smem, blocks) = match pipe {
+        Pipe::Regs => (THREADS, 0, n.div_ceil(TILE_N) as u32),
+        Pipe::Bulk { stages, blocks } => (BULK_THREADS, stages * BULK_STAGE_BYTES, blocks),
     };
     LaunchConfig {
-        grid_dim: (n.div_ceil(TILE_N) as u32, 1, 1),
+        grid_dim: (blocks, 1, 1),
         block_dim: (threads, 1, 1),
         shared_mem_bytes: smem,
     }
 }
 
 /// The kernel for `op` over n output rows under the GPU's tuning: the register pipeline or
-/// the bulk-copy one, with the deeper ring when the grid has fewer tiles than two per SM.
+/// the bulk-copy one, with the deeper ring when the grid has fewer tiles than two per SM,
+/// and persistent blocks with `Tuning::bulk_persistent`.
 fn start<'g>(gpu: &'g Gpu, op: &'static str, n: usize) -> Result<(Launch<'g>, Pipe)> {
     let t = gpu.tuning();
-    let (bulk, name) = match op {
-        "skinny_gemm_bf16" => (t.skinny_bulk_bf16, "skinny_gemm_bf16_bulk"),
-        "skinny_gemm_bf16_swiglu" => (t.skinny_bulk_bf16, "skinny_gemm_bf16_swiglu_bulk"),
-        "skinny_gemm_fp8" => (t.skinny_bulk_fp8, "skinny_gemm_fp8_bulk"),
-        "skinny_gemm_fp8_swiglu" => (t.skinny_bulk_fp8, "skinny_gemm_fp8_swiglu_bulk"),
+    // The bulk kernels: a block per tile, and persistent.
+    let (bulk, names) = match op {
+        "skinny_gemm_bf16" => (
+            t.skinny_bulk_bf16,
+            ["skinny_gemm_bf16_bulk", "skinny_gemm_bf16_bulk_persistent"],
+        ),
+        "skinny_gemm_bf16_swiglu" => (
+            t.skinny_bulk_bf16,
+            [
+                "skinny_gemm_bf16_swiglu_bulk",
+                "skinny_gemm_bf16_swiglu_bulk_persistent",
+            ],
+        ),
+        "skinny_gemm_fp8" => (
+            t.skinny_bulk_fp8,
+            ["skinny_gemm_fp8_bulk", "skinny_gemm_fp8_bulk_persistent"],
+        ),
+        "skinny_gemm_fp8_swiglu" => (
+            t.skinny_bulk_fp8,
+            [
+                "skinny_gemm_fp8_swiglu_bulk",
+                "skinny_gemm_fp8_swiglu_bulk_persistent",
+            ],
+        ),
         _ => unreachable!("{op} is not a skinny GEMM"),
     };
     if !bulk {
@@ -77,12 +98,20 @@ fn start<'g>(gpu: &'g Gpu, op: &'static str, n: usize) -> Result<(Launch<'g>, Pi
         (true, false) => t.fp8_bulk_stages,
         (true, true) => t.fp8_bulk_stages_small,
     };
-    Ok((Launch::new(gpu, name)?, Pipe::Bulk { stages }))
+    let name = names[t.bulk_persistent as usize];
+    let tiles = n.div_ceil(TILE_N) as u32;
+    let blocks = if t.bulk_persistent {
+        let per_sm = gpu.resident_blocks(name, BULK_THREADS, stages * BULK_STAGE_BYTES)?;
+        tiles.min(per_sm * gpu.sms() as u32)
+    } else {
+        tiles
+    };
+    Ok((Launch::new(gpu, name)?, Pipe::Bulk { stages, blocks }))
 }
 
 /// The bulk kernels' trailing argument: their ring depth.
 fn bulk_args(b: &mut Launch<'_>, pipe: Pipe) {
-    if let Pipe::Bulk { stages } = pipe {
+    if let Pipe::Bulk { stages, .. } = pipe {
         b.i32(stages as i32);
     }
 }
