@@ -73,6 +73,59 @@ __device__ __forceinline__ void load_w_stage(Stage& s, const unsigned char* stag
     }
 }
 
+// The ring's barriers: full[s] completes when stage s's copies land (one arrival, the
+// producer's, with the byte count), empty[s] when the 8 multiplying warps have read it.
+// Ends in a block barrier, after which every thread may use them.
+__device__ __forceinline__ void ring_init(unsigned long long* full, unsigned long long* empty,
+                                          int stages) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], SG_WARPS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+}
+
+// The producer warp's stage i of the ring's life (k: the stage's place in its tile's rows):
+// wait until the warps have emptied the slot, then copy bytes k * TM_ROW_BYTES.. of the
+// tile's `rows` rows (src: this lane's row) into it.
+__device__ __forceinline__ void produce_stage(unsigned char* ring, unsigned long long* full,
+                                              unsigned long long* empty, int i, int k,
+                                              int stages, int row_bytes, int rows,
+                                              const unsigned char* src,
+                                              unsigned long long policy) {
+    const int lane = threadIdx.x & 31;
+    const int s = i % stages;
+    if (i >= stages) mbar_wait(&empty[s], (i / stages - 1) & 1);
+    const int off = k * TM_ROW_BYTES;
+    const int bytes = min(TM_ROW_BYTES, row_bytes - off);
+    if (lane == 0) mbar_arrive_tx(&full[s], bytes * rows);
+    __syncwarp();
+    if (lane < rows)
+        bulk_load(ring + s * TM_STAGE_BYTES + lane * TM_ROW_STRIDE, src + off, bytes, &full[s],
+                  policy);
+}
+
+// A multiplying warp's stage i (k: its place in the tile): x of chunk k * 8 + warp, the
+// weights from the ring once they have landed, the slot handed back, the MMAs.
+template <class Tile>
+__device__ __forceinline__ void consume_stage(const Tile& tile, typename Tile::Stage& st,
+                                              float (&c)[4], const unsigned char* ring,
+                                              unsigned long long* full,
+                                              unsigned long long* empty, int i, int k,
+                                              int stages) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int s = i % stages, ch = k * SG_WARPS + warp;
+    tile.load_x(st, ch);
+    mbar_wait(&full[s], (i / stages) & 1);
+    load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, tile.pieces());
+    __syncwarp();  // every lane's shared reads are done before the stage is handed back
+    if (lane == 0) mbar_arrive(&empty[s]);
+    tile.mma(c, st);
+}
+
 // Block = TM_THREADS: warps 0..7 multiply, warp 8 copies. Dynamic shared memory:
 // stages * TM_STAGE_BYTES (the launcher raises the kernel's limit). Rows past N are not
 // copied: their stale shared memory only reaches their own outputs, which are not stored.
@@ -84,44 +137,20 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int row_bytes = tile.row_bytes();
     const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < stages; ++s) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], SG_WARPS);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
+    ring_init(full, empty, stages);
     if (warp == SG_WARPS) {
         unsigned long long policy;
         asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
         const int rows = min(16, N - n0);
         const unsigned char* src = tile.bytes() + (size_t)(n0 + lane) * row_bytes;
-        for (int i = 0; i < nst; ++i) {
-            const int s = i % stages;
-            if (i >= stages) mbar_wait(&empty[s], (i / stages - 1) & 1);
-            const int off = i * TM_ROW_BYTES;
-            const int bytes = min(TM_ROW_BYTES, row_bytes - off);
-            if (lane == 0) mbar_arrive_tx(&full[s], bytes * rows);
-            __syncwarp();
-            if (lane < rows)
-                bulk_load(ring + s * TM_STAGE_BYTES + lane * TM_ROW_STRIDE, src + off, bytes,
-                          &full[s], policy);
-        }
+        for (int i = 0; i < nst; ++i)
+            produce_stage(ring, full, empty, i, i, stages, row_bytes, rows, src, policy);
         return;
     }
     float c[4] = {0.f, 0.f, 0.f, 0.f};
     typename Tile::Stage st;
     pdl_wait();  // x comes from the previous kernel
-    for (int i = 0; i < nst; ++i) {
-        const int s = i % stages, ch = i * SG_WARPS + warp;
-        tile.load_x(st, ch);
-        mbar_wait(&full[s], (i / stages) & 1);
-        load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, tile.pieces());
-        __syncwarp();  // every lane's shared reads are done before the stage is handed back
-        if (lane == 0) mbar_arrive(&empty[s]);
-        tile.mma(c, st);
-    }
+    for (int i = 0; i < nst; ++i) consume_stage(tile, st, c, ring, full, empty, i, i, stages);
     store_out(c, y, M, N, n0);
 }
 
@@ -144,14 +173,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
     const Tile first = make(blockIdx.x);
     const int row_bytes = first.row_bytes();
     const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < stages; ++s) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], SG_WARPS);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
+    ring_init(full, empty, stages);
     if (warp == SG_WARPS) {
         unsigned long long policy;
         asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
@@ -159,17 +181,8 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
         for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
             const int n0 = (int)tile * 16, rows = min(16, N - n0);
             const unsigned char* src = first.bytes() + (size_t)(n0 + lane) * row_bytes;
-            for (int k = 0; k < nst; ++k, ++i) {
-                const int s = i % stages;
-                if (i >= stages) mbar_wait(&empty[s], (i / stages - 1) & 1);
-                const int off = k * TM_ROW_BYTES;
-                const int bytes = min(TM_ROW_BYTES, row_bytes - off);
-                if (lane == 0) mbar_arrive_tx(&full[s], bytes * rows);
-                __syncwarp();
-                if (lane < rows)
-                    bulk_load(ring + s * TM_STAGE_BYTES + lane * TM_ROW_STRIDE, src + off,
-                              bytes, &full[s], policy);
-            }
+            for (int k = 0; k < nst; ++k, ++i)
+                produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, src, policy);
         }
         return;
     }
@@ -179,15 +192,8 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
     for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const Tile t = make(tile);
         float c[4] = {0.f, 0.f, 0.f, 0.f};
-        for (int k = 0; k < nst; ++k, ++i) {
-            const int s = i % stages, ch = k * SG_WARPS + warp;
-            t.load_x(st, ch);
-            mbar_wait(&full[s], (i / stages) & 1);
-            load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, t.pieces());
-            __syncwarp();  // every lane's shared reads are done before the stage is handed back
-            if (lane == 0) mbar_arrive(&empty[s]);
-            t.mma(c, st);
-        }
+        for (int k = 0; k < nst; ++k, ++i)
+            consume_stage(t, st, c, ring, full, empty, i, k, stages);
         store_out(c, y, M, N, t.n0);
         // The next tile's fragments go where this one's store still reads.
         if (tile + gridDim.x < ntiles) consumers_sync();
