@@ -11,6 +11,8 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 T=.gpu/t
 SUITE=${SUITE:-tests timing chain bench prefill early http}
 has() { [[ " $SUITE " == *" $1 "* ]]; }
+# The engine bench on random Qwen3-8B weights with a 232-token prompt; parts add the rest.
+BENCH="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232"
 if has tests; then
   for b in cuda_ops cuda_gemm cuda_backend; do
     timeout 150 $T/$b --include-ignored --nocapture --test-threads=1 > "$OUT/$b.log" 2>&1
@@ -54,7 +56,7 @@ fi
 if has fp8bulk; then
   # FP8 linears on the register pipeline (LATLAB_SKINNY_BULK_FP8=0) against the bulk one
   # (default since session 6), end to end.
-  B="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232 --gen-len 220 --rounds 2 --quantization fp8"
+  B="$BENCH --gen-len 220 --rounds 2 --quantization fp8"
   for on in 0 1; do
     for b in 1 8; do
       LATLAB_SKINNY_BULK_FP8=$on timeout 120 $B --batch $b > "$OUT/fp8bulk_${on}_$b.log" 2>&1
@@ -63,7 +65,7 @@ if has fp8bulk; then
   done
 fi
 if has bench; then
-  B="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232 --gen-len 220 --rounds 2"
+  B="$BENCH --gen-len 220 --rounds 2"
   for qb in "none 1" "none 8" "fp8 1" "fp8 8"; do
     set -- $qb
     timeout 120 $B --batch "$2" --quantization "$1" > "$OUT/bench_$1_$2.log" 2>&1
@@ -71,7 +73,7 @@ if has bench; then
   done
 fi
 if has prefill; then
-  B="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232 --gen-len 8 --rounds 3"
+  B="$BENCH --gen-len 8 --rounds 3"
   for q in none fp8; do
     for on in 0 1; do
       LATLAB_PREFILL_ATTENTION=$on timeout 120 $B --batch 1 --quantization $q > "$OUT/prefill_${q}_$on.log" 2>&1
@@ -82,7 +84,7 @@ fi
 if has early; then
   # Decode attention reading the older positions' K/V before its wait (LATLAB_ATTENTION_EARLY,
   # on by default; its bit-exactness tests run in "tests").
-  B="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232 --gen-len 220 --rounds 2"
+  B="$BENCH --gen-len 220 --rounds 2"
   for b in 1 8; do
     for on in 0 1; do
       LATLAB_ATTENTION_EARLY=$on timeout 120 $B --batch $b > "$OUT/early_${b}_$on.log" 2>&1
