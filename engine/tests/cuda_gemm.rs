@@ -83,6 +83,8 @@ fn skinny_gpus() -> Vec<Gpu> {
                 bulk_stages_small,
                 fp8_bulk_stages_small,
                 bulk_persistent,
+                // FP8 persistent at every row count, not only from the default's 2.
+                fp8_persistent_rows: 1,
                 ..base.tuning
             };
             Gpu::new(&GpuOptions {

@@ -122,10 +122,11 @@ fn embed_norms_swiglu_argmax_match_cpu() {
 #[ignore = "gpu"]
 fn rope_kv_write_and_split_attention_match_cpu() {
     let g = gpu();
-    // The same kernels with the splits merged inside thread block clusters.
-    let gc = {
+    // The default GPU merges 2..=8 splits inside thread block clusters
+    // (Tuning::attention_cluster); gm merges them in the second kernel.
+    let gm = {
         let mut o = kernels::GpuOptions::from_env().unwrap();
-        o.tuning.attention_cluster = true;
+        o.tuning.attention_cluster = false;
         kernels::Gpu::new(&o).unwrap()
     };
     for (heads, kv_heads, head_dim, theta) in
@@ -324,17 +325,19 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                 1e-30,
                 0.0,
             );
-            // Merged in a cluster instead of the second kernel: the same operations in the
-            // same order, so the same bits (partials zeroed: the cluster never reads them).
-            // gc has its own stream: its buffers are allocated and read back through it (a
-            // read on g's stream does not wait for gc's kernel); the inputs were last written
-            // on g's stream, which the check above synchronised.
-            if (2..=ops::MAX_CLUSTER_SPLITS).contains(&splits) {
-                let mut o5 = gc.stream().alloc_zeros::<bf16>(rows.len() * qd).unwrap();
-                let mut pacc0 = gc.stream().alloc_zeros::<f32>(na.max(1)).unwrap();
-                let mut pml0 = gc.stream().alloc_zeros::<f32>(nm.max(1)).unwrap();
+            // Merged in the second kernel instead of a cluster (g's default for 2..=8
+            // splits, which `out` took and the CPU check above judged): the same operations
+            // in the same order, so the same bits. gm has its own stream: its buffers are
+            // allocated and read back through it (a read on g's stream does not wait for
+            // gm's kernel); the inputs were last written on g's stream, which the check
+            // above synchronised.
+            if ops::uses_cluster(&g.tuning(), splits) {
+                assert!(!ops::uses_cluster(&gm.tuning(), splits));
+                let mut o5 = gm.stream().alloc_zeros::<bf16>(rows.len() * qd).unwrap();
+                let mut pacc0 = gm.stream().alloc_zeros::<f32>(na.max(1)).unwrap();
+                let mut pml0 = gm.stream().alloc_zeros::<f32>(nm.max(1)).unwrap();
                 ops::decode_attention_into(
-                    &gc,
+                    &gm,
                     d,
                     &settled,
                     splits,
@@ -344,8 +347,10 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                 )
                 .unwrap();
                 check(
-                    &format!("decode_attention cluster merge ({tag}, {splits} splits) (exact)"),
-                    &down_bf16(&gc, &o5),
+                    &format!(
+                        "decode_attention merge kernel vs cluster ({tag}, {splits} splits) (exact)"
+                    ),
+                    &down_bf16(&gm, &o5),
                     &out,
                     1e-30,
                     0.0,

@@ -158,9 +158,10 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
 // most the blocks that fit at once, block b taking tiles b, b + gridDim.x, ... The ring and
 // its barriers run on across the block's tiles (the stage counter i counts all of them), so
 // the producer streams the next tile's first stages while the warps finish and store this
-// one: no ring refill and no block launch per tile. make(t) builds tile t's Tile. (Kept
-// apart from skinny_pipeline_bulk while the two are compared; with a grid of one block per
-// tile this does what that does.)
+// one: no ring refill and no block launch per tile. make(t) builds tile t's Tile. The
+// default since session 7, except FP8 at batch 1, where the one-tile form measured faster
+// (Tuning::fp8_persistent_rows); with a grid of one block per tile this does what
+// skinny_pipeline_bulk does.
 template <class MakeTile, class Out>
 __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
                                                            Out* __restrict__ y, int M, int N,

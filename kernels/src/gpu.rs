@@ -10,7 +10,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone)]
 pub struct GpuOptions {
@@ -80,16 +80,23 @@ pub struct Tuning {
     pub attention_blocks: u32,
     /// The bulk GEMMs run persistent (`*_bulk_persistent`, skinny_bulk.cu): a grid of the
     /// blocks that fit at once, each looping over tiles with its ring running on, instead of
-    /// a block per 16-row tile. Off until run (written in session 6).
+    /// a block per 16-row tile. Whole steps (gpu_step_chain, H200, session 7, us), one-tile
+    /// -> persistent: bf16 batch 1 4269 -> 4254, batch 8 4829 -> 4662; FP8 batch 1 2948 ->
+    /// 3040 (slower: `fp8_persistent_rows`), batch 8 3592 -> 3535.
     /// `LATLAB_BULK_PERSISTENT=0|1`.
     pub bulk_persistent: bool,
+    /// FP8 bulk GEMMs run persistent (with `bulk_persistent`) from this many rows on; below,
+    /// a block per tile (see `bulk_persistent`: FP8 batch 1 lost 90 us per step).
+    /// `LATLAB_FP8_PERSISTENT_ROWS` (`PERSISTENT_ROWS_RANGE`; 9: never).
+    pub fp8_persistent_rows: u32,
     /// The split decode attention merges its splits inside thread block clusters
     /// (`decode_attention_cluster`: the splits of a (row, kv head) read each other's partial
-    /// states from distributed shared memory) instead of a second kernel; splits are then
-    /// capped at 8, the portable cluster size. Same bits. Off: whole steps (H200, session 6)
-    /// were faster at batch 8 (bf16 4849 -> 4798 us, FP8 3587 -> 3519) and slower at batch
-    /// 1 (4305 -> 4421, 2966 -> 3045; 8 splits instead of 32), and its bit check has yet to
-    /// pass (engine/PERF.md, step 19). `LATLAB_ATTENTION_CLUSTER=0|1`.
+    /// states from distributed shared memory) instead of a second kernel, where that costs
+    /// at most half the splits: a cluster holds at most 8 (the portable size), so counts of
+    /// 9..=16 are capped at 8 and larger ones keep the merge kernel (`ops::attention_splits`).
+    /// Same bits at the same split count (cuda_ops). Whole steps (H200, session 6-7, us):
+    /// batch 8 (9 -> 8 splits) bf16 4849 -> 4798, FP8 3587 -> 3519; batch 1 (32 -> 8)
+    /// slower, 4305 -> 4421. `LATLAB_ATTENTION_CLUSTER=0|1`.
     pub attention_cluster: bool,
 }
 
@@ -98,6 +105,9 @@ pub const ATTENTION_BLOCKS_RANGE: std::ops::RangeInclusive<u32> = 1..=4096;
 
 /// The stage counts the bulk pipeline takes (TM_MAX_STAGES in skinny_bulk.cu).
 pub const BULK_STAGES_RANGE: std::ops::RangeInclusive<u32> = 2..=8;
+
+/// The row counts `Tuning::fp8_persistent_rows` takes (9: past the skinny GEMM's 8, never).
+pub const PERSISTENT_ROWS_RANGE: std::ops::RangeInclusive<u32> = 1..=9;
 
 impl Default for Tuning {
     fn default() -> Self {
@@ -113,8 +123,9 @@ impl Default for Tuning {
             attention_early_loads: true,
             norm_vec: true,
             attention_blocks: 528,
-            bulk_persistent: false,
-            attention_cluster: false,
+            bulk_persistent: true,
+            fp8_persistent_rows: 2,
+            attention_cluster: true,
         }
     }
 }
@@ -136,8 +147,8 @@ impl Tuning {
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
     /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
-    /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER` and `LATLAB_BULK_PERSISTENT` when
-    /// set.
+    /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT` and
+    /// `LATLAB_FP8_PERSISTENT_ROWS` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -162,6 +173,11 @@ impl Tuning {
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_cluster: get("LATLAB_ATTENTION_CLUSTER", d.attention_cluster)?,
             bulk_persistent: get("LATLAB_BULK_PERSISTENT", d.bulk_persistent)?,
+            fp8_persistent_rows: int(
+                "LATLAB_FP8_PERSISTENT_ROWS",
+                d.fp8_persistent_rows,
+                PERSISTENT_ROWS_RANGE,
+            )?,
             attention_blocks: int(
                 "LATLAB_ATTENTION_BLOCKS",
                 d.attention_blocks,
@@ -204,6 +220,9 @@ pub struct Gpu {
     /// libcublas can be loaded.
     blas: Option<(CudaBlas, CudaSlice<u8>)>,
     sms: usize,
+    /// `resident_blocks` answers by (kernel, threads, shared memory): persistent GEMMs ask
+    /// at every launch, and an eager step would otherwise pay two driver calls per GEMM.
+    resident: Mutex<HashMap<(&'static str, u32, u32), u32>>,
 }
 
 /// cuBLAS workspace: NVIDIA recommends 32 MiB on Hopper.
@@ -305,6 +324,7 @@ impl Gpu {
             tuning: opts.tuning,
             blas,
             sms,
+            resident: Mutex::new(HashMap::new()),
         })
     }
 
@@ -347,7 +367,22 @@ impl Gpu {
 
     /// Blocks of kernel `name` (threads each, `smem` bytes of dynamic shared memory) that one
     /// SM holds at once: the grid of a persistent kernel is this times the SMs.
-    pub(crate) fn resident_blocks(&self, name: &str, threads: u32, smem: u32) -> Result<u32> {
+    pub(crate) fn resident_blocks(
+        &self,
+        name: &'static str,
+        threads: u32,
+        smem: u32,
+    ) -> Result<u32> {
+        let key = (name, threads, smem);
+        // A poisoned lock only means another query panicked; the answers stay valid.
+        if let Some(&n) = self
+            .resident
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(n);
+        }
         let f = self.func(name)?;
         crate::launch::allow_dynamic_smem(f.cu_function(), smem, "occupancy query")?;
         let n = f
@@ -358,6 +393,10 @@ impl Gpu {
                 "{name}: no block of {threads} threads and {smem} B of shared memory fits an SM"
             )));
         }
+        self.resident
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, n);
         Ok(n)
     }
 
@@ -396,8 +435,9 @@ mod tests {
             ("LATLAB_ATTENTION_EARLY", "0"),
             ("LATLAB_NORM_VEC", "0"),
             ("LATLAB_ATTENTION_BLOCKS", "132"),
-            ("LATLAB_ATTENTION_CLUSTER", "1"),
-            ("LATLAB_BULK_PERSISTENT", "1"),
+            ("LATLAB_ATTENTION_CLUSTER", "0"),
+            ("LATLAB_BULK_PERSISTENT", "0"),
+            ("LATLAB_FP8_PERSISTENT_ROWS", "9"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
@@ -406,8 +446,10 @@ mod tests {
         assert_eq!((d.fp8_bulk_stages_small, t.fp8_bulk_stages_small), (5, 6));
         assert!(d.attention_early_loads && !t.attention_early_loads);
         assert!(d.norm_vec && !t.norm_vec);
-        assert!(!d.attention_cluster && t.attention_cluster);
-        assert!(!d.bulk_persistent && t.bulk_persistent);
+        assert!(d.attention_cluster && !t.attention_cluster);
+        assert!(d.bulk_persistent && !t.bulk_persistent);
+        assert_eq!((d.fp8_persistent_rows, t.fp8_persistent_rows), (2, 9));
+
         assert_eq!((d.attention_blocks, t.attention_blocks), (528, 132));
         assert_eq!(t.bulk_stages, 6);
         let e = with(&[("LATLAB_PDL", "yes")]).unwrap_err().to_string();
@@ -432,5 +474,12 @@ mod tests {
                 "{e}"
             );
         }
+        let e = with(&[("LATLAB_FP8_PERSISTENT_ROWS", "0")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("LATLAB_FP8_PERSISTENT_ROWS=\"0\"") && e.contains("1..=9"),
+            "{e}"
+        );
     }
 }

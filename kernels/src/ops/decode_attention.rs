@@ -1,11 +1,12 @@
 //! Split-context GQA attention over the paged KV cache (decode_attention.cu): the context
-//! of each row is cut into `splits` parts that run as separate blocks, and a second kernel
-//! merges their partial softmax states. With one split it writes the output directly.
+//! of each row is cut into `splits` parts that run as separate blocks, whose partial
+//! softmax states a second kernel merges, or the blocks themselves inside a thread block
+//! cluster (`uses_cluster`). With one split it writes the output directly.
 
 use super::attention::{AttnDims, PagedAttnArgs};
 use super::to_i32;
 use crate::error::{Result, check};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, Tuning};
 use crate::launch::Launch;
 use cudarc::driver::{CudaViewMut, LaunchConfig};
 use half::bf16;
@@ -21,18 +22,30 @@ pub const MAX_CLUSTER_SPLITS: usize = 8;
 /// Splits for `rows` rows: about `Tuning::attention_blocks` blocks (default four per SM of
 /// an H100/H200: two per SM gave batch 8 only 5 splits of ~90 positions at ctx 452, and the
 /// split kernel lost to the one-block-per-head kernel there, 27 vs 24 us), at most
-/// MAX_SPLITS (MAX_CLUSTER_SPLITS when the splits merge in a cluster). The same count for
-/// every step of a given batch size, so a captured graph stays valid.
+/// MAX_SPLITS. With `Tuning::attention_cluster`, counts up to twice MAX_CLUSTER_SPLITS are
+/// capped at MAX_CLUSTER_SPLITS and merge in a cluster (`uses_cluster`); larger ones keep
+/// the merge kernel, since a cluster would cut their parallelism by more than half (batch
+/// 1: 32 -> 8 splits measured slower). The same count for every step of a given batch
+/// size, so a captured graph stays valid.
 pub fn attention_splits(gpu: &Gpu, rows: usize, kv_heads: usize) -> usize {
-    let t = gpu.tuning();
-    let max = if t.attention_cluster {
-        MAX_CLUSTER_SPLITS
-    } else {
-        MAX_SPLITS
-    };
-    (t.attention_blocks as usize)
+    split_count(&gpu.tuning(), rows, kv_heads)
+}
+
+/// `attention_splits` for a tuning (no GPU needed).
+pub fn split_count(t: &Tuning, rows: usize, kv_heads: usize) -> usize {
+    let s = (t.attention_blocks as usize)
         .div_ceil((rows * kv_heads).max(1))
-        .clamp(1, max)
+        .clamp(1, MAX_SPLITS);
+    if t.attention_cluster && s <= 2 * MAX_CLUSTER_SPLITS {
+        s.min(MAX_CLUSTER_SPLITS)
+    } else {
+        s
+    }
+}
+
+/// Whether `splits` merge inside a thread block cluster rather than in the merge kernel.
+pub fn uses_cluster(t: &Tuning, splits: usize) -> bool {
+    t.attention_cluster && (2..=MAX_CLUSTER_SPLITS).contains(&splits)
 }
 
 /// Scratch the split path needs: (acc floats, max/sum floats).
@@ -43,7 +56,7 @@ pub fn attention_partials_len(rows: usize, d: AttnDims, splits: usize) -> (usize
 
 /// out[r, head] = softmax(q k^T / sqrt(head_dim)) v over row r's context. `part_acc` and
 /// `part_ml` must hold `attention_partials_len(rows, d, splits)` floats when splits > 1;
-/// a second kernel merges the splits.
+/// the splits merge in a cluster (`uses_cluster`) or in a second kernel.
 pub fn decode_attention_into(
     gpu: &Gpu,
     d: AttnDims,
@@ -90,10 +103,7 @@ pub fn decode_attention_into(
     );
     let scale = 1.0f32 / (d.head_dim as f32).sqrt();
     // Several splits merge in a cluster, or in the second kernel below.
-    let cluster = splits > 1 && gpu.tuning().attention_cluster;
-    check(!cluster || splits <= MAX_CLUSTER_SPLITS, OP, || {
-        format!("{splits} splits in one cluster; at most {MAX_CLUSTER_SPLITS}")
-    })?;
+    let cluster = uses_cluster(&gpu.tuning(), splits);
     let mut b = Launch::new(gpu, if cluster { CLUSTER_OP } else { OP })?;
     a.push(&mut b);
     b.output(&mut *part_acc)
@@ -136,4 +146,37 @@ pub fn decode_attention_into(
     // SAFETY: as above; the first kernel wrote every partial this one reads.
     unsafe { b.launch(cfg) }?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_CLUSTER_SPLITS, MAX_SPLITS, split_count, uses_cluster};
+    use crate::gpu::Tuning;
+
+    #[test]
+    fn clusters_take_only_split_counts_they_at_least_halve() {
+        let on = Tuning::default();
+        let off = Tuning {
+            attention_cluster: false,
+            ..Tuning::default()
+        };
+        assert!(on.attention_cluster && on.attention_blocks == 528);
+        // Qwen3-8B (8 kv heads): batch 1 wants 66 splits (32 at most), batch 4 17, batch 8
+        // 9; batch 16 5.
+        for (rows, want_off, want_on) in [(1, 32, 32), (4, 17, 17), (8, 9, 8), (16, 5, 5)] {
+            assert_eq!(split_count(&off, rows, 8), want_off, "rows {rows}");
+            assert_eq!(split_count(&on, rows, 8), want_on, "rows {rows}");
+            assert!(!uses_cluster(&off, want_off));
+        }
+        assert!(!uses_cluster(&on, 32) && !uses_cluster(&on, 17) && !uses_cluster(&on, 1));
+        assert!(uses_cluster(&on, 8) && uses_cluster(&on, 5) && uses_cluster(&on, 2));
+        // 16 splits are capped at 8, 17 are not.
+        let at = |blocks| Tuning {
+            attention_blocks: blocks,
+            ..Tuning::default()
+        };
+        assert_eq!(split_count(&at(128), 1, 8), MAX_CLUSTER_SPLITS);
+        assert_eq!(split_count(&at(129), 1, 8), 17);
+        assert_eq!(split_count(&at(4096), 1, 8), MAX_SPLITS);
+    }
 }

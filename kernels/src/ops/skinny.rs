@@ -58,8 +58,9 @@ fn cfg(n: usize, pipe: Pipe) -> LaunchConfig {
 
 /// The kernel for `op` over n output rows under the GPU's tuning: the register pipeline or
 /// the bulk-copy one, with the deeper ring when the grid has fewer tiles than two per SM,
-/// and persistent blocks with `Tuning::bulk_persistent`.
-fn start<'g>(gpu: &'g Gpu, op: &'static str, n: usize) -> Result<(Launch<'g>, Pipe)> {
+/// and persistent blocks with `Tuning::bulk_persistent` (FP8 from `fp8_persistent_rows`
+/// rows of x on).
+fn start<'g>(gpu: &'g Gpu, op: &'static str, m: usize, n: usize) -> Result<(Launch<'g>, Pipe)> {
     let t = gpu.tuning();
     // The bulk kernels: a block per tile, and persistent.
     let (bulk, names) = match op {
@@ -98,9 +99,10 @@ fn start<'g>(gpu: &'g Gpu, op: &'static str, n: usize) -> Result<(Launch<'g>, Pi
         (true, false) => t.fp8_bulk_stages,
         (true, true) => t.fp8_bulk_stages_small,
     };
-    let name = names[t.bulk_persistent as usize];
+    let persistent = t.bulk_persistent && (!fp8 || m >= t.fp8_persistent_rows as usize);
+    let name = names[persistent as usize];
     let tiles = n.div_ceil(TILE_N) as u32;
-    let blocks = if t.bulk_persistent {
+    let blocks = if persistent {
         let per_sm = gpu.resident_blocks(name, BULK_THREADS, stages * BULK_STAGE_BYTES)?;
         tiles.min(per_sm * gpu.sms() as u32)
     } else {
@@ -162,7 +164,7 @@ fn launch_bf16<O>(
     out: &mut CudaViewMut<'_, O>,
 ) -> Result<()> {
     let (mi, ni, ki) = (m as i32, to_i32(op, "n", n)?, to_i32(op, "k", k)?);
-    let (mut b, pipe) = start(gpu, op, n)?;
+    let (mut b, pipe) = start(gpu, op, m, n)?;
     b.input(x);
     weights(&mut b, w, pipe)?;
     b.output(out).i32(mi).i32(ni).i32(ki);
@@ -245,7 +247,7 @@ fn launch_fp8<O>(
     out: &mut CudaViewMut<'_, O>,
 ) -> Result<()> {
     let il = to_i32(op, "interleave", w.interleave)?;
-    let (mut b, pipe) = start(gpu, op, w.n)?;
+    let (mut b, pipe) = start(gpu, op, m, w.n)?;
     b.input(x);
     weights(&mut b, w.codes, pipe)?;
     b.input(w.scale_inv).output(out);
