@@ -2,7 +2,7 @@
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
-# sweep splits fp8bulk bench prefill early http hf" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
+# sweep splits fp8bulk bench prefill early http hf stream" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
 # by default; its correctness tests run in "tests").
 set -uo pipefail
@@ -27,6 +27,12 @@ if has chain; then
   # A whole decode step built from the real ops, minus one kind of kernel at a time.
   timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/chain.log" 2>&1; echo "chain rc=$?"
   grep -E "^\|" "$OUT/chain.log"
+fi
+if has stream; then
+  # The step's linears as launches against one kernel streaming weights across GEMMs
+  # (experiment: kernels/tests/gpu_stream_chain.rs).
+  timeout 300 $T/gpu_stream_chain --ignored --nocapture > "$OUT/stream.log" 2>&1; echo "stream rc=$?"
+  grep -E "^\||panicked" "$OUT/stream.log"
 fi
 if has normvec; then
   # The lean norm kernels (LATLAB_NORM_VEC, on by default): whole decode steps with 0 and 1.
