@@ -89,6 +89,15 @@ pub struct Tuning {
     /// a block per tile (see `bulk_persistent`: FP8 batch 1 lost 90 us per step).
     /// `LATLAB_FP8_PERSISTENT_ROWS` (`PERSISTENT_ROWS_RANGE`; 9: never).
     pub fp8_persistent_rows: u32,
+    /// Which kernels ask for the largest shared-memory carveout (the rest of the 256 KB
+    /// stays L1). An SM changes its L1/shared split only when idle, so a kernel whose
+    /// carveout differs from the one running cannot place blocks beside it, which is what
+    /// PDL needs: ncu showed the FP8 GEMMs at a 135 KB carveout, the bf16 ones need 228.
+    /// Whole steps (H200, session 7, us; driver -> max-outside-gemms / max): bf16 batch 1
+    /// 4299 -> 4236 / 4235 (the norms cost 35 us instead of ~105), batch 8 4627 -> 4657 /
+    /// 4661, FP8 batch 1 2969 -> 2971 / 2989, batch 8 3446 -> 3565 / 3639 (a smaller L1 for
+    /// the 8 rows of x). Mixed, so off. `LATLAB_SMEM_CARVEOUT=driver|max|max-outside-gemms`.
+    pub smem_carveout: Carveout,
     /// The split decode attention merges its splits inside thread block clusters
     /// (`decode_attention_cluster`: the splits of a (row, kv head) read each other's partial
     /// states from distributed shared memory) instead of a second kernel, where that costs
@@ -105,6 +114,17 @@ pub const ATTENTION_BLOCKS_RANGE: std::ops::RangeInclusive<u32> = 1..=4096;
 
 /// The stage counts the bulk pipeline takes (TM_MAX_STAGES in skinny_bulk.cu).
 pub const BULK_STAGES_RANGE: std::ops::RangeInclusive<u32> = 2..=8;
+
+/// `Tuning::smem_carveout`: which kernels ask for the largest shared-memory carveout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carveout {
+    /// None: the driver picks per kernel from its shared memory.
+    Driver,
+    /// Every kernel.
+    Max,
+    /// All but the skinny GEMMs.
+    MaxOutsideGemms,
+}
 
 /// The row counts `Tuning::fp8_persistent_rows` takes (9: past the skinny GEMM's 8, never).
 pub const PERSISTENT_ROWS_RANGE: std::ops::RangeInclusive<u32> = 1..=9;
@@ -125,6 +145,7 @@ impl Default for Tuning {
             attention_blocks: 528,
             bulk_persistent: true,
             fp8_persistent_rows: 2,
+            smem_carveout: Carveout::Driver,
             attention_cluster: true,
         }
     }
@@ -147,8 +168,8 @@ impl Tuning {
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
     /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
-    /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT` and
-    /// `LATLAB_FP8_PERSISTENT_ROWS` when set.
+    /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
+    /// `LATLAB_FP8_PERSISTENT_ROWS` and `LATLAB_SMEM_CARVEOUT` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -173,6 +194,17 @@ impl Tuning {
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_cluster: get("LATLAB_ATTENTION_CLUSTER", d.attention_cluster)?,
             bulk_persistent: get("LATLAB_BULK_PERSISTENT", d.bulk_persistent)?,
+            smem_carveout: match var("LATLAB_SMEM_CARVEOUT").as_deref() {
+                None => d.smem_carveout,
+                Some("driver") => Carveout::Driver,
+                Some("max") => Carveout::Max,
+                Some("max-outside-gemms") => Carveout::MaxOutsideGemms,
+                Some(v) => {
+                    return Err(KernelError::Config(format!(
+                        "LATLAB_SMEM_CARVEOUT={v:?}: expected driver, max or max-outside-gemms"
+                    )));
+                }
+            },
             fp8_persistent_rows: int(
                 "LATLAB_FP8_PERSISTENT_ROWS",
                 d.fp8_persistent_rows,
@@ -308,6 +340,19 @@ impl Gpu {
                 .ctx(format!("load module {}", s.file))?;
             for &k in s.kernels {
                 let f = module.load_function(k).ctx(format!("load kernel {k}"))?;
+                let gemm = k.starts_with("skinny_gemm");
+                let max = match opts.tuning.smem_carveout {
+                    Carveout::Driver => false,
+                    Carveout::Max => true,
+                    Carveout::MaxOutsideGemms => !gemm,
+                };
+                if max {
+                    f.set_attribute(
+                        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                        100,
+                    )
+                    .ctx(format!("shared memory carveout of {k}"))?;
+                }
                 kernels.insert(k, f);
             }
         }
@@ -408,7 +453,7 @@ impl Gpu {
 
 #[cfg(test)]
 mod tests {
-    use super::Tuning;
+    use super::{Carveout, Tuning};
 
     #[test]
     fn tuning_reads_switches_and_names_a_bad_value() {
@@ -438,6 +483,7 @@ mod tests {
             ("LATLAB_ATTENTION_CLUSTER", "0"),
             ("LATLAB_BULK_PERSISTENT", "0"),
             ("LATLAB_FP8_PERSISTENT_ROWS", "9"),
+            ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
@@ -449,6 +495,14 @@ mod tests {
         assert!(d.attention_cluster && !t.attention_cluster);
         assert!(d.bulk_persistent && !t.bulk_persistent);
         assert_eq!((d.fp8_persistent_rows, t.fp8_persistent_rows), (2, 9));
+        assert_eq!(
+            (d.smem_carveout, t.smem_carveout),
+            (Carveout::Driver, Carveout::MaxOutsideGemms)
+        );
+        let e = with(&[("LATLAB_SMEM_CARVEOUT", "1")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("LATLAB_SMEM_CARVEOUT=\"1\""), "{e}");
 
         assert_eq!((d.attention_blocks, t.attention_blocks), (528, 132));
         assert_eq!(t.bulk_stages, 6);
