@@ -379,6 +379,20 @@ fn early_attention_loads_give_the_same_logits() {
     );
 }
 
+/// The bulk GEMMs loading x a stage ahead (Tuning::x_ahead) against loading it at each
+/// stage: the same values into the same MMAs, so the same logits bit for bit.
+#[test]
+#[ignore = "gpu"]
+fn x_ahead_gives_the_same_logits() {
+    for fp8 in [false, true] {
+        ab_steps(
+            fp8,
+            |t, on| t.x_ahead = on,
+            |what, a, b| assert_eq!(a, b, "fp8 {fp8} {what}: x ahead changed the logits"),
+        );
+    }
+}
+
 /// Decode attention merging its splits inside thread block clusters
 /// (Tuning::attention_cluster) against the merge kernel, at the same split counts (a block
 /// target of 64: 8 splits at batch 1, 3 at batch 3, both taken by the cluster when on): the

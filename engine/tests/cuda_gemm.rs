@@ -58,8 +58,9 @@ fn cublas_gemm_matches_f64_reference() {
 }
 
 /// The skinny GEMMs' two pipelines, each on its own `Gpu`, bf16 and FP8 alike: register,
-/// and bulk-copy at the default ring depth, at the shallowest, and persistent
-/// (`bulk_persistent`). Most test shapes have fewer tiles than two per SM, so they run with
+/// and bulk-copy at the default ring depth, at the shallowest, persistent
+/// (`bulk_persistent`), and with x loaded a stage ahead (`x_ahead`), one-tile and
+/// persistent. Most test shapes have fewer tiles than two per SM, so they run with
 /// `bulk_stages_small` / `fp8_bulk_stages_small` (the label names the bf16 depth); the
 /// largest have more tiles than the persistent grid has blocks, so its blocks loop.
 fn skinny_gpus() -> Vec<Gpu> {
@@ -69,20 +70,23 @@ fn skinny_gpus() -> Vec<Gpu> {
         base.tuning.fp8_bulk_stages_small,
     );
     [
-        (false, small, small8, false),
-        (true, small, small8, false),
-        (true, 2, 2, false),
-        (true, small, small8, true),
+        (false, small, small8, false, false),
+        (true, small, small8, false, false),
+        (true, 2, 2, false, false),
+        (true, small, small8, true, false),
+        (true, small, small8, false, true),
+        (true, small, small8, true, true),
     ]
     .into_iter()
     .map(
-        |(bulk, bulk_stages_small, fp8_bulk_stages_small, bulk_persistent)| {
+        |(bulk, bulk_stages_small, fp8_bulk_stages_small, bulk_persistent, x_ahead)| {
             let tuning = Tuning {
                 skinny_bulk_bf16: bulk,
                 skinny_bulk_fp8: bulk,
                 bulk_stages_small,
                 fp8_bulk_stages_small,
                 bulk_persistent,
+                x_ahead,
                 // FP8 persistent at every row count, not only from the default's 2.
                 fp8_persistent_rows: 1,
                 ..base.tuning
@@ -101,7 +105,8 @@ fn pipeline(g: &Gpu) -> String {
     let t = g.tuning();
     if t.skinny_bulk_bf16 {
         let persistent = if t.bulk_persistent { " persistent" } else { "" };
-        format!("bulk x{}{persistent}", t.bulk_stages_small)
+        let ahead = if t.x_ahead { " x-ahead" } else { "" };
+        format!("bulk x{}{persistent}{ahead}", t.bulk_stages_small)
     } else {
         "regs".to_string()
     }

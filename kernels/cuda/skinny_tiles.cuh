@@ -189,6 +189,14 @@ struct TileBf16 : TileRows {
             s.x[j] = ch < nch && p < k8 && vx ? __ldg(xr + p) : z;
         }
     }
+    // What load_x filled, from one stage's registers to another's (the bulk pipeline's
+    // x-ahead form loads the next stage's x while this one multiplies).
+    __device__ static void move_x(Stage& d, const Stage& s) {
+        d.x[0] = s.x[0];
+        d.x[1] = s.x[1];
+    }
+    // x is the same for every tile of a GEMM; bf16 tiles have nothing else per chunk.
+    __device__ void load_scales(Stage&, int) const {}
     __device__ void mma(float (&c)[4], const Stage& s) const {
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
@@ -270,8 +278,20 @@ struct TileFp8 : TileRows {
             s.x[2 * j] = ok ? __ldg(xr + 2 * p) : z;
             s.x[2 * j + 1] = ok ? __ldg(xr + 2 * p + 1) : z;
         }
+        load_scales(s, ch);
+    }
+    // The chunk's scales of rows g and g + 8 (part of load_x; the persistent x-ahead
+    // pipeline reloads them alone when a block moves to its next tile, where x is the same).
+    __device__ void load_scales(Stage& s, int ch) const {
         s.sa = ch < nch ? __ldg(sra + ch) : 0.f;
         s.sb = ch < nch ? __ldg(srb + ch) : 0.f;
+    }
+    // As TileBf16::move_x: the tokens and the chunk's scales.
+    __device__ static void move_x(Stage& d, const Stage& s) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) d.x[j] = s.x[j];
+        d.sa = s.sa;
+        d.sb = s.sb;
     }
     __device__ void mma(float (&c)[4], const Stage& s) const {
         float p[4] = {0.f, 0.f, 0.f, 0.f};

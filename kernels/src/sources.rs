@@ -82,6 +82,12 @@ pub const ALL: &[KernelSource] = &[
             "skinny_gemm_bf16_swiglu_bulk_persistent",
             "skinny_gemm_fp8_bulk_persistent",
             "skinny_gemm_fp8_swiglu_bulk_persistent",
+            "skinny_gemm_bf16_bulk_xa",
+            "skinny_gemm_bf16_swiglu_bulk_xa",
+            "skinny_gemm_fp8_bulk_xa",
+            "skinny_gemm_fp8_swiglu_bulk_xa",
+            "skinny_gemm_bf16_bulk_persistent_xa",
+            "skinny_gemm_bf16_swiglu_bulk_persistent_xa",
         ],
     },
     KernelSource {

@@ -36,6 +36,41 @@ fn rows_of(op: &'static str, x_len: usize, k: usize, y_len: usize, n: usize) -> 
 const BULK_THREADS: u32 = THREADS + 32;
 const BULK_STAGE_BYTES: u32 = 16 * (1024 + 16);
 
+/// A bulk op's kernels: [plain, x ahead (`Tuning::x_ahead`)][a block per tile, persistent].
+/// FP8's persistent kernels have no x-ahead form (skinny_bulk.cu: it spilled).
+type BulkNames = [[&'static str; 2]; 2];
+const BULK_BF16: BulkNames = [
+    ["skinny_gemm_bf16_bulk", "skinny_gemm_bf16_bulk_persistent"],
+    [
+        "skinny_gemm_bf16_bulk_xa",
+        "skinny_gemm_bf16_bulk_persistent_xa",
+    ],
+];
+const BULK_BF16_SWIGLU: BulkNames = [
+    [
+        "skinny_gemm_bf16_swiglu_bulk",
+        "skinny_gemm_bf16_swiglu_bulk_persistent",
+    ],
+    [
+        "skinny_gemm_bf16_swiglu_bulk_xa",
+        "skinny_gemm_bf16_swiglu_bulk_persistent_xa",
+    ],
+];
+const BULK_FP8: BulkNames = [
+    ["skinny_gemm_fp8_bulk", "skinny_gemm_fp8_bulk_persistent"],
+    ["skinny_gemm_fp8_bulk_xa", "skinny_gemm_fp8_bulk_persistent"],
+];
+const BULK_FP8_SWIGLU: BulkNames = [
+    [
+        "skinny_gemm_fp8_swiglu_bulk",
+        "skinny_gemm_fp8_swiglu_bulk_persistent",
+    ],
+    [
+        "skinny_gemm_fp8_swiglu_bulk_xa",
+        "skinny_gemm_fp8_swiglu_bulk_persistent",
+    ],
+];
+
 /// How a skinny launch runs: the register pipeline (a block per 16-row tile), or the bulk
 /// one with its ring depth and grid (a block per tile, or fewer persistent blocks).
 #[derive(Clone, Copy)]
@@ -62,30 +97,12 @@ fn cfg(n: usize, pipe: Pipe) -> LaunchConfig {
 /// rows of x on).
 fn start<'g>(gpu: &'g Gpu, op: &'static str, m: usize, n: usize) -> Result<(Launch<'g>, Pipe)> {
     let t = gpu.tuning();
-    // The bulk kernels: a block per tile, and persistent.
+    // The bulk kernels: [plain, x ahead][a block per tile, persistent].
     let (bulk, names) = match op {
-        "skinny_gemm_bf16" => (
-            t.skinny_bulk_bf16,
-            ["skinny_gemm_bf16_bulk", "skinny_gemm_bf16_bulk_persistent"],
-        ),
-        "skinny_gemm_bf16_swiglu" => (
-            t.skinny_bulk_bf16,
-            [
-                "skinny_gemm_bf16_swiglu_bulk",
-                "skinny_gemm_bf16_swiglu_bulk_persistent",
-            ],
-        ),
-        "skinny_gemm_fp8" => (
-            t.skinny_bulk_fp8,
-            ["skinny_gemm_fp8_bulk", "skinny_gemm_fp8_bulk_persistent"],
-        ),
-        "skinny_gemm_fp8_swiglu" => (
-            t.skinny_bulk_fp8,
-            [
-                "skinny_gemm_fp8_swiglu_bulk",
-                "skinny_gemm_fp8_swiglu_bulk_persistent",
-            ],
-        ),
+        "skinny_gemm_bf16" => (t.skinny_bulk_bf16, BULK_BF16),
+        "skinny_gemm_bf16_swiglu" => (t.skinny_bulk_bf16, BULK_BF16_SWIGLU),
+        "skinny_gemm_fp8" => (t.skinny_bulk_fp8, BULK_FP8),
+        "skinny_gemm_fp8_swiglu" => (t.skinny_bulk_fp8, BULK_FP8_SWIGLU),
         _ => unreachable!("{op} is not a skinny GEMM"),
     };
     if !bulk {
@@ -100,7 +117,7 @@ fn start<'g>(gpu: &'g Gpu, op: &'static str, m: usize, n: usize) -> Result<(Laun
         (true, true) => t.fp8_bulk_stages_small,
     };
     let persistent = t.bulk_persistent && (!fp8 || m >= t.fp8_persistent_rows as usize);
-    let name = names[persistent as usize];
+    let name = names[t.x_ahead as usize][persistent as usize];
     let tiles = n.div_ceil(TILE_N) as u32;
     let blocks = if persistent {
         let per_sm = gpu.resident_blocks(name, BULK_THREADS, stages * BULK_STAGE_BYTES)?;
