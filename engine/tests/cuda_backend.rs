@@ -379,6 +379,37 @@ fn early_attention_loads_give_the_same_logits() {
     );
 }
 
+/// The split attention merged by its last block per (row, kv head)
+/// (Tuning::attention_last_merge; batch 1 and 3 here take 32 and 22 splits, past the
+/// clusters) against the merge kernel: the same operations, so the same logits bit for bit,
+/// step after step over the same counts.
+#[test]
+#[ignore = "gpu"]
+fn last_block_merge_gives_the_same_logits() {
+    let t = kernels::Tuning {
+        attention_last_merge: true,
+        ..Default::default()
+    };
+    for rows in [1, 3] {
+        assert!(kernels::ops::uses_last_merge(
+            &t,
+            kernels::ops::split_count(&t, rows, 8)
+        ));
+    }
+    for fp8 in [false, true] {
+        ab_steps(
+            fp8,
+            |t, on| t.attention_last_merge = on,
+            |what, a, b| {
+                assert_eq!(
+                    a, b,
+                    "fp8 {fp8} {what}: the last-block merge changed the logits"
+                )
+            },
+        );
+    }
+}
+
 /// The bulk GEMMs loading x a stage ahead (Tuning::x_ahead) against loading it at each
 /// stage: the same values into the same MMAs, so the same logits bit for bit.
 #[test]

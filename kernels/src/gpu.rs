@@ -114,6 +114,14 @@ pub struct Tuning {
     /// batch 8 (9 -> 8 splits) bf16 4849 -> 4798, FP8 3587 -> 3519; batch 1 (32 -> 8)
     /// slower, 4305 -> 4421. `LATLAB_ATTENTION_CLUSTER=0|1`.
     pub attention_cluster: bool,
+    /// Where the splits do not merge in a cluster, the split kernel's last block per (row,
+    /// kv head) to finish merges them (`decode_attention_last`: a count per (row, kv head),
+    /// the threadfence-reduction pattern), instead of the merge kernel: one launch and one
+    /// PDL hand-off less per layer, at every split count. Same bits. The kernel holds 125
+    /// registers where the plain one holds 95 (the merge loads 32 splits' acc at once), so
+    /// 4 blocks fit an SM, not 5. Written in session 7 without GPU time; off until
+    /// measured. `LATLAB_ATTENTION_LAST_MERGE=0|1`.
+    pub attention_last_merge: bool,
 }
 
 /// The block targets `Tuning::attention_blocks` takes.
@@ -155,6 +163,7 @@ impl Default for Tuning {
             smem_carveout: Carveout::Driver,
             x_ahead: false,
             attention_cluster: true,
+            attention_last_merge: false,
         }
     }
 }
@@ -177,7 +186,8 @@ impl Tuning {
     /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
-    /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT` and `LATLAB_X_AHEAD` when set.
+    /// `LATLAB_ATTENTION_LAST_MERGE`, `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT` and
+    /// `LATLAB_X_AHEAD` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -201,6 +211,7 @@ impl Tuning {
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_cluster: get("LATLAB_ATTENTION_CLUSTER", d.attention_cluster)?,
+            attention_last_merge: get("LATLAB_ATTENTION_LAST_MERGE", d.attention_last_merge)?,
             bulk_persistent: get("LATLAB_BULK_PERSISTENT", d.bulk_persistent)?,
             x_ahead: get("LATLAB_X_AHEAD", d.x_ahead)?,
             smem_carveout: match var("LATLAB_SMEM_CARVEOUT").as_deref() {
@@ -494,6 +505,7 @@ mod tests {
             ("LATLAB_FP8_PERSISTENT_ROWS", "9"),
             ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
             ("LATLAB_X_AHEAD", "1"),
+            ("LATLAB_ATTENTION_LAST_MERGE", "1"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
@@ -510,6 +522,7 @@ mod tests {
             (Carveout::Driver, Carveout::MaxOutsideGemms)
         );
         assert!(!d.x_ahead && t.x_ahead);
+        assert!(!d.attention_last_merge && t.attention_last_merge);
         let e = with(&[("LATLAB_SMEM_CARVEOUT", "1")])
             .unwrap_err()
             .to_string();

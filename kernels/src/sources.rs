@@ -96,6 +96,7 @@ pub const ALL: &[KernelSource] = &[
         kernels: &[
             "decode_attention",
             "decode_attention_cluster",
+            "decode_attention_last",
             "decode_attention_combine",
         ],
     },

@@ -178,8 +178,11 @@ fn step(
                 d,
                 &pa,
                 ops::attention_splits(g, m, d.kv_heads),
-                &mut b.part_acc.as_view_mut(),
-                &mut b.part_ml.as_view_mut(),
+                &mut ops::SplitScratch {
+                    acc: b.part_acc.as_view_mut(),
+                    ml: b.part_ml.as_view_mut(),
+                    counts: b.part_counts.as_view_mut(),
+                },
                 &mut b.attn.as_view_mut(),
             )
             .unwrap();
@@ -265,6 +268,7 @@ struct Buffers {
     act: CudaSlice<bf16>,
     part_acc: CudaSlice<f32>,
     part_ml: CudaSlice<f32>,
+    part_counts: CudaSlice<u32>,
     logits: CudaSlice<f32>,
     keys: CudaSlice<u64>,
     next: CudaSlice<u32>,
@@ -288,6 +292,7 @@ impl Buffers {
             act: s.alloc_zeros(m * INTER).unwrap(),
             part_acc: s.alloc_zeros(na.max(1)).unwrap(),
             part_ml: s.alloc_zeros(nm.max(1)).unwrap(),
+            part_counts: s.alloc_zeros(ops::attention_counts_len(m, d)).unwrap(),
             logits: s.alloc_zeros(m * VOCAB).unwrap(),
             keys: s.alloc_zeros(m * ops::ARGMAX_PARTS).unwrap(),
             next: s.alloc_zeros(m).unwrap(),

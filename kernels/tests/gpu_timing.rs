@@ -144,6 +144,7 @@ fn qwen3_8b_step_kernel_times() {
         let (na, nm) = ops::attention_partials_len(r, d, ops::MAX_SPLITS);
         let mut pa: CudaSlice<f32> = s.alloc_zeros(na.max(1)).unwrap();
         let mut pm: CudaSlice<f32> = s.alloc_zeros(nm.max(1)).unwrap();
+        let mut pc: CudaSlice<u32> = s.alloc_zeros(ops::attention_counts_len(r, d)).unwrap();
         for splits in options {
             let new = time_us(&g, || {
                 ops::decode_attention_into(
@@ -151,8 +152,11 @@ fn qwen3_8b_step_kernel_times() {
                     d,
                     &a,
                     splits,
-                    &mut pa.as_view_mut(),
-                    &mut pm.as_view_mut(),
+                    &mut ops::SplitScratch {
+                        acc: pa.as_view_mut(),
+                        ml: pm.as_view_mut(),
+                        counts: pc.as_view_mut(),
+                    },
                     &mut out.as_view_mut(),
                 )
                 .unwrap()
