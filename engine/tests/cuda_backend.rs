@@ -367,16 +367,21 @@ fn ab_steps(
     }
 }
 
+/// `ab_steps` for a switch that must not change a bit: bf16 and FP8 weights.
+fn same_logits(set: impl Fn(&mut kernels::Tuning, bool) + Copy, change: &str) {
+    for fp8 in [false, true] {
+        ab_steps(fp8, set, |what, a, b| {
+            assert_eq!(a, b, "fp8 {fp8} {what}: {change} changed the logits")
+        });
+    }
+}
+
 /// Decode attention reading the settled K/V before its wait (Tuning::attention_early_loads)
 /// against waiting first: the same logits, bit for bit (only the time of the loads moves).
 #[test]
 #[ignore = "gpu"]
 fn early_attention_loads_give_the_same_logits() {
-    ab_steps(
-        false,
-        |t, on| t.attention_early_loads = on,
-        |what, a, b| assert_eq!(a, b, "{what}: early K/V loads changed the logits"),
-    );
+    same_logits(|t, on| t.attention_early_loads = on, "early K/V loads");
 }
 
 /// The split attention merged by its last block per (row, kv head)
@@ -396,18 +401,7 @@ fn last_block_merge_gives_the_same_logits() {
             kernels::ops::split_count(&t, rows, 8)
         ));
     }
-    for fp8 in [false, true] {
-        ab_steps(
-            fp8,
-            |t, on| t.attention_last_merge = on,
-            |what, a, b| {
-                assert_eq!(
-                    a, b,
-                    "fp8 {fp8} {what}: the last-block merge changed the logits"
-                )
-            },
-        );
-    }
+    same_logits(|t, on| t.attention_last_merge = on, "the last-block merge");
 }
 
 /// The bulk GEMMs loading x a stage ahead (Tuning::x_ahead) against loading it at each
@@ -415,13 +409,7 @@ fn last_block_merge_gives_the_same_logits() {
 #[test]
 #[ignore = "gpu"]
 fn x_ahead_gives_the_same_logits() {
-    for fp8 in [false, true] {
-        ab_steps(
-            fp8,
-            |t, on| t.x_ahead = on,
-            |what, a, b| assert_eq!(a, b, "fp8 {fp8} {what}: x ahead changed the logits"),
-        );
-    }
+    same_logits(|t, on| t.x_ahead = on, "x ahead");
 }
 
 /// Decode attention merging its splits inside thread block clusters
@@ -446,14 +434,7 @@ fn cluster_merged_attention_matches_the_merge_kernel() {
         assert_eq!(ops::split_count(&t, rows, 8), want);
         assert!(!ops::uses_cluster(&t, want));
     }
-    for fp8 in [false, true] {
-        ab_steps(fp8, set, |what, a, b| {
-            assert_eq!(
-                a, b,
-                "fp8 {fp8} {what}: the cluster merge changed the logits"
-            )
-        });
-    }
+    same_logits(set, "the cluster merge");
 }
 
 /// The lean norm kernels (Tuning::norm_vec; hidden 1024 takes them) against the scalar

@@ -288,7 +288,7 @@ fn rope_kv_write_and_split_attention_match_cpu() {
             ops::attention_splits(&g, rows.len(), kv_heads),
             ops::MAX_SPLITS,
         ] {
-            let out = attend(&g, d, &pa, splits, qd);
+            let out = attend(&g, d, &pa, splits, qd, 1);
             // The decode form, which reads the older positions' K/V before waiting on the
             // previous kernel (true here: the caches were written and downloaded above):
             // the same arithmetic, so the same bits.
@@ -298,7 +298,7 @@ fn rope_kv_write_and_split_attention_match_cpu() {
             };
             check(
                 &format!("decode_attention settled ({tag}, {splits} splits) vs not (exact)"),
-                &attend(&g, d, &settled, splits, qd),
+                &attend(&g, d, &settled, splits, qd, 1),
                 &out,
                 1e-30,
                 0.0,
@@ -313,7 +313,7 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                     &format!(
                         "decode_attention merge kernel vs cluster ({tag}, {splits} splits) (exact)"
                     ),
-                    &attend(&gm, d, &settled, splits, qd),
+                    &attend(&gm, d, &settled, splits, qd, 1),
                     &out,
                     1e-30,
                     0.0,
@@ -330,7 +330,7 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                         &format!(
                             "decode_attention last-block merge, {launches} launches ({tag}, {splits} splits) (exact)"
                         ),
-                        &attend_n(&gl, d, &settled, splits, qd, launches),
+                        &attend(&gl, d, &settled, splits, qd, launches),
                         &out,
                         1e-30,
                         0.0,
@@ -402,12 +402,10 @@ fn rope_kv_write_and_split_attention_match_cpu() {
     }
 }
 
-/// add + RMSNorm and RMSNorm of t rows of hd on `g`'s kernels against the CPU: the residual
-/// updated in f32 exactly, the normed output rounded to bf16 once.
 /// decode_attention_into on `g`, `launches` times over one fresh zeroed scratch (so a
 /// later launch finds the counts an earlier one left), the last launch's output: allocated
 /// and read back through g's own stream (a read on another GPU's stream would not wait).
-fn attend_n(
+fn attend(
     g: &kernels::Gpu,
     d: AttnDims,
     pa: &PagedAttnArgs<'_, '_>,
@@ -436,16 +434,8 @@ fn attend_n(
     down_bf16(g, &o)
 }
 
-fn attend(
-    g: &kernels::Gpu,
-    d: AttnDims,
-    pa: &PagedAttnArgs<'_, '_>,
-    splits: usize,
-    qd: usize,
-) -> Vec<f32> {
-    attend_n(g, d, pa, splits, qd, 1)
-}
-
+/// add + RMSNorm and RMSNorm of t rows of hd on `g`'s kernels against the CPU: the residual
+/// updated in f32 exactly, the normed output rounded to bf16 once.
 fn norms_match_cpu(g: &kernels::Gpu, r: &mut Rng, t: usize, hd: usize, kind: &str) {
     let (xv, addv, w) = (r.vec(t * hd), r.vec(t * hd), r.vec(hd));
     let (mut dx, dadd, dw) = (up(g, &xv), up(g, &addv), up(g, &w));
