@@ -137,19 +137,38 @@ __device__ __forceinline__ void cluster_merge_head(const float* s_m, const float
 // round trip per split: ~16 us per layer at 32 splits), and each thread's acc of every
 // split (head_dim <= DA_THREADS: one dimension per thread) in the same round trip, into
 // registers, before the weights exist: then the sum, in the same order as before. base:
-// the (row, head)'s first partial; dst: its output row. CG: the partials were written by
-// other blocks of the same launch (the last-block merge), so they are read past L1.
+// the (row, head)'s first partial; dst: its output row.
+// CG (the last-block merge): the partials were written by other blocks of the same launch,
+// so they are read past L1, and into `stage` (nsplit x D floats of shared memory, with
+// 16-byte cp.async.cg copies when D % 4 == 0) instead of registers: the split kernel has no
+// 32 registers to spare (125 against 95 with them). The sum reads the same values in the
+// same order, so the same bits.
 template <bool CG>
 __device__ __forceinline__ void combine_head(const float* __restrict__ part_acc,
                                              const float* __restrict__ part_ml,
                                              __nv_bfloat16* __restrict__ dst, size_t base,
-                                             int D, int nsplit, float* s_w, float* s_inv_l) {
+                                             int D, int nsplit, float* s_w, float* s_inv_l,
+                                             float* stage = nullptr) {
     const int tid = threadIdx.x;
-    float acc[DA_MAXSPLITS];
+    float acc[CG ? 1 : DA_MAXSPLITS];
+    if (CG) {
+        // The (row, head)'s partials are nsplit x D contiguous floats.
+        const float* src = part_acc + base * D;
+        if (D % 4 == 0) {
+            for (int j = tid; j < nsplit * D / 4; j += DA_THREADS)
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
+                                 smem_addr(stage + 4 * j)),
+                             "l"(src + 4 * j)
+                             : "memory");
+        } else {
+            for (int j = tid; j < nsplit * D; j += DA_THREADS) stage[j] = __ldcg(src + j);
+        }
+    } else {
 #pragma unroll
-    for (int s = 0; s < DA_MAXSPLITS; ++s) {
-        const float* p = part_acc + (base + s) * D + tid;
-        acc[s] = s < nsplit && tid < D ? (CG ? __ldcg(p) : *p) : 0.f;
+        for (int s = 0; s < DA_MAXSPLITS; ++s) {
+            const float* p = part_acc + (base + s) * D + tid;
+            acc[s] = s < nsplit && tid < D ? *p : 0.f;
+        }
     }
     if (tid < 32) {
         float m = __int_as_float(0xff800000), l = 0.f;
@@ -160,12 +179,13 @@ __device__ __forceinline__ void combine_head(const float* __restrict__ part_acc,
         }
         merge_weights(m, l, s_w, s_inv_l);
     }
+    if (CG) asm volatile("cp.async.wait_all;" ::: "memory");
     __syncthreads();
     if (tid < D) {
         float o = 0.f;
 #pragma unroll
         for (int s = 0; s < DA_MAXSPLITS; ++s)
-            if (s < nsplit) o = fmaf(acc[s], s_w[s], o);
+            if (s < nsplit) o = fmaf(CG ? stage[s * D + tid] : acc[s], s_w[s], o);
         dst[tid] = __float2bfloat16(o * *s_inv_l);
     }
 }
@@ -372,10 +392,12 @@ __device__ __forceinline__ void decode_attention_body(
         __threadfence();  // and the other blocks' partials are seen after their count
         for (int h = 0; h < G; ++h) {
             const int head = kvh * G + h;
+            // The V tile is done with (the loop ends in a barrier): it stages the partials.
             combine_head<true>(part_acc, part_ml,
                                out + (size_t)r * heads * D + (size_t)head * D,
-                               ((size_t)r * heads + head) * nsplit, D, nsplit, s_w, &s_inv_l);
-            __syncthreads();  // s_w and s_inv_l are rewritten for the next head
+                               ((size_t)r * heads + head) * nsplit, D, nsplit, s_w, &s_inv_l,
+                               reinterpret_cast<float*>(&s_v[0][0]));
+            __syncthreads();  // s_w, s_inv_l and the stage are rewritten for the next head
         }
         if (tid == 0) *count = 0;
     }

@@ -117,10 +117,10 @@ pub struct Tuning {
     /// Where the splits do not merge in a cluster, the split kernel's last block per (row,
     /// kv head) to finish merges them (`decode_attention_last`: a count per (row, kv head),
     /// the threadfence-reduction pattern), instead of the merge kernel: one launch and one
-    /// PDL hand-off less per layer, at every split count. Same bits. The kernel holds 125
-    /// registers where the plain one holds 95 (the merge loads 32 splits' acc at once), so
-    /// 4 blocks fit an SM, not 5. Written in session 7 without GPU time; off until
-    /// measured. `LATLAB_ATTENTION_LAST_MERGE=0|1`.
+    /// PDL hand-off less per layer, at every split count. Same bits. 96 registers, as the
+    /// plain kernel's 95: the merge stages the partials in the spent V tile's shared memory
+    /// (cp.async), not in 32 registers (125 with them). Written in session 7 without GPU
+    /// time; off until measured. `LATLAB_ATTENTION_LAST_MERGE=0|1`.
     pub attention_last_merge: bool,
 }
 
