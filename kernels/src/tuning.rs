@@ -1,0 +1,317 @@
+//! `Tuning`: which kernel variants run and how they launch, fixed for a `Gpu`'s life; the
+//! defaults with the measurements behind them, and the `LATLAB_*` variables that override
+//! them for A/B runs.
+
+use crate::error::{KernelError, Result};
+
+/// How kernels are launched and which variants run; fixed for a `Gpu`'s life. The
+/// defaults are what measured fastest and was verified on the H200 (engine/PERF.md); the
+/// environment can override them for A/B runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// Programmatic dependent launch on every kernel (`launch.rs`). `LATLAB_PDL=0|1`.
+    pub pdl: bool,
+    /// Prefill attention through the tensor-core kernel (prefill_attention.cu) where the
+    /// geometry allows, instead of decode_attention with one split (H200, Qwen3-8B, 232
+    /// tokens: 22 instead of 123 us per layer, TTFT 14 -> 10 ms). `LATLAB_PREFILL_ATTENTION=0|1`.
+    pub prefill_attention: bool,
+    /// bf16 decode GEMMs (M <= 8) through the bulk-copy pipeline (`skinny_*_bulk`: a
+    /// producer warp streams weights into shared memory with cp.async.bulk) instead of the
+    /// register pipeline. H200, all linears of a step at batch 1: 4024 -> 3692 us (4.10
+    /// TB/s); decode 5.2 -> 4.9 ms/step. `LATLAB_SKINNY_BULK_BF16=0|1`.
+    pub skinny_bulk_bf16: bool,
+    /// The same for FP8 weights, on since session 6. Off until then: linears alone were
+    /// 1-3 % faster with bulk rings, but whole decode steps were not (0.838 vs 0.832 s for
+    /// 219 steps, session 5). With the lean norms, and the FP8 rings set apart from bf16's
+    /// (`fp8_bulk_stages*`), whole steps (gpu_step_chain, H200) went 3126 -> 2966 us at
+    /// batch 1 and 3958 -> 3565 at batch 8. `LATLAB_SKINNY_BULK_FP8=0|1`.
+    pub skinny_bulk_fp8: bool,
+    /// Shared-memory stages of the bulk pipeline's ring, 16 KiB each
+    /// (`BULK_STAGES_RANGE`); fewer stages fit more blocks per SM. `LATLAB_BULK_STAGES`.
+    pub bulk_stages: u32,
+    /// The ring depth for bulk GEMMs with fewer 16-row tiles than two per SM (o_proj and
+    /// down at Qwen3-8B's size: 256 tiles on 132 SMs). Up to 6 stages two blocks still fit
+    /// per SM, all the grid is resident at once, and the deeper ring only adds bytes in
+    /// flight: down 31.1 -> 24.3 us (4 -> 6 stages); 8 stages fit one block per SM and lose
+    /// (`BULK_STAGES_RANGE`). `LATLAB_BULK_STAGES_SMALL`.
+    pub bulk_stages_small: u32,
+    /// `bulk_stages` for FP8 weights (`LATLAB_FP8_BULK_STAGES`). Whole steps at FP8 batch
+    /// 1 / 8 (us, session 6) with small rings of 6: 3 stages 3108 / 3786, 2 stages 3010 /
+    /// 3663, 4 stages 3191 / 3851. Fewer, shallower rings leave shared memory to the
+    /// kernels around the GEMM.
+    pub fp8_bulk_stages: u32,
+    /// `bulk_stages_small` for FP8 weights (`LATLAB_FP8_BULK_STAGES_SMALL`). With 2 main
+    /// stages, whole steps at batch 1 / 8 (us): 3 small stages 3131 / 3609, 5: 2966 /
+    /// 3565, 6: 3010 / 3663, 7: 3266 / 3837, 8: 3250 / 3822.
+    pub fp8_bulk_stages_small: u32,
+    /// Decode attention reads the K/V of a row's older positions before it waits on the
+    /// previous kernel, when the caller says they are settled (`PagedAttnArgs::settled`:
+    /// a decode step). `LATLAB_ATTENTION_EARLY=0|1`, for A/B runs.
+    pub attention_early_loads: bool,
+    /// RMSNorm rows of a multiple of 16 (4096 in Qwen3-8B) run on the lean kernels
+    /// (`add_rmsnorm_vec`: 4 float4 per thread, 56 registers, against 168), which may be
+    /// resident beside the GEMM blocks before them. On: whole decode steps (gpu_step_chain,
+    /// H200, session 6) went 4594 -> 4309 us at bf16 batch 1, 5084 -> 4854 at batch 8,
+    /// 3360 -> 3140 / 4085 -> 3956 with FP8 weights. `LATLAB_NORM_VEC=0|1`.
+    pub norm_vec: bool,
+    /// Blocks the split decode attention aims for (`ops::attention_splits`: splits =
+    /// this / (rows x kv heads), 1..=32). 528 = four per SM of an H200 was best when each
+    /// split loaded its K/V after the wait (gpu_timing, session 2); with the loads before
+    /// the wait, fewer, longer splits may pay off, and the merge reads fewer partials.
+    /// `LATLAB_ATTENTION_BLOCKS` (`ATTENTION_BLOCKS_RANGE`), for sweeps.
+    pub attention_blocks: u32,
+    /// The bulk GEMMs run persistent (`*_bulk_persistent`, skinny_bulk.cu): a grid of the
+    /// blocks that fit at once, each looping over tiles with its ring running on, instead of
+    /// a block per 16-row tile. Whole steps (gpu_step_chain, H200, session 7, us), one-tile
+    /// -> persistent: bf16 batch 1 4269 -> 4254, batch 8 4829 -> 4662; FP8 batch 1 2948 ->
+    /// 3040 (slower: `fp8_persistent_rows`), batch 8 3592 -> 3535.
+    /// `LATLAB_BULK_PERSISTENT=0|1`.
+    pub bulk_persistent: bool,
+    /// FP8 bulk GEMMs run persistent (with `bulk_persistent`) from this many rows on; below,
+    /// a block per tile (see `bulk_persistent`: FP8 batch 1 lost 90 us per step).
+    /// `LATLAB_FP8_PERSISTENT_ROWS` (`PERSISTENT_ROWS_RANGE`; 9: never).
+    pub fp8_persistent_rows: u32,
+    /// Which kernels ask for the largest shared-memory carveout (the rest of the 256 KB
+    /// stays L1). An SM changes its L1/shared split only when idle, so a kernel whose
+    /// carveout differs from the one running cannot place blocks beside it, which is what
+    /// PDL needs: ncu showed the FP8 GEMMs at a 135 KB carveout, the bf16 ones need 228.
+    /// Whole steps (H200, session 7, us; driver -> max-outside-gemms / max): bf16 batch 1
+    /// 4299 -> 4236 / 4235 (the norms cost 35 us instead of ~105), batch 8 4627 -> 4657 /
+    /// 4661, FP8 batch 1 2969 -> 2971 / 2989, batch 8 3446 -> 3565 / 3639 (a smaller L1 for
+    /// the 8 rows of x). Mixed, so off. `LATLAB_SMEM_CARVEOUT=driver|max|max-outside-gemms`.
+    pub smem_carveout: Carveout,
+    /// The bulk GEMMs' multiplying warps load the next stage's x (and FP8 scales) before
+    /// this stage's MMAs (the `*_xa` kernels), instead of at the start of each stage, where
+    /// its latency stood in front of every stage: ncu put 47 % of the FP8 GEMM's stall
+    /// cycles on L1TEX loads (session 7). FP8 persistent GEMMs stay plain (their x-ahead
+    /// form spilled). Written in session 7 without GPU time; off until measured.
+    /// `LATLAB_X_AHEAD=0|1`.
+    pub x_ahead: bool,
+    /// The split decode attention merges its splits inside thread block clusters
+    /// (`decode_attention_cluster`: the splits of a (row, kv head) read each other's partial
+    /// states from distributed shared memory) instead of a second kernel, where that costs
+    /// at most half the splits: a cluster holds at most 8 (the portable size), so counts of
+    /// 9..=16 are capped at 8 and larger ones keep the merge kernel (`ops::attention_splits`).
+    /// Same bits at the same split count (cuda_ops). Whole steps (H200, session 6-7, us):
+    /// batch 8 (9 -> 8 splits) bf16 4849 -> 4798, FP8 3587 -> 3519; batch 1 (32 -> 8)
+    /// slower, 4305 -> 4421. `LATLAB_ATTENTION_CLUSTER=0|1`.
+    pub attention_cluster: bool,
+    /// Where the splits do not merge in a cluster, the split kernel's last block per (row,
+    /// kv head) to finish merges them (`decode_attention_last`: a count per (row, kv head),
+    /// the threadfence-reduction pattern), instead of the merge kernel: one launch and one
+    /// PDL hand-off less per layer, at every split count. Same bits. 96 registers, as the
+    /// plain kernel's 95: the merge stages the partials in the spent V tile's shared memory
+    /// (cp.async), not in 32 registers (125 with them). Written in session 7 without GPU
+    /// time; off until measured. `LATLAB_ATTENTION_LAST_MERGE=0|1`.
+    pub attention_last_merge: bool,
+}
+
+/// The block targets `Tuning::attention_blocks` takes.
+pub const ATTENTION_BLOCKS_RANGE: std::ops::RangeInclusive<u32> = 1..=4096;
+
+/// The stage counts the bulk pipeline takes (TM_MAX_STAGES in skinny_bulk.cu).
+pub const BULK_STAGES_RANGE: std::ops::RangeInclusive<u32> = 2..=8;
+
+/// `Tuning::smem_carveout`: which kernels ask for the largest shared-memory carveout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carveout {
+    /// None: the driver picks per kernel from its shared memory.
+    Driver,
+    /// Every kernel.
+    Max,
+    /// All but the skinny GEMMs.
+    MaxOutsideGemms,
+}
+
+/// The row counts `Tuning::fp8_persistent_rows` takes (9: past the skinny GEMM's 8, never).
+pub const PERSISTENT_ROWS_RANGE: std::ops::RangeInclusive<u32> = 1..=9;
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            pdl: true,
+            prefill_attention: true,
+            skinny_bulk_bf16: true,
+            skinny_bulk_fp8: true,
+            bulk_stages: 4,
+            bulk_stages_small: 6,
+            fp8_bulk_stages: 2,
+            fp8_bulk_stages_small: 5,
+            attention_early_loads: true,
+            norm_vec: true,
+            attention_blocks: 528,
+            bulk_persistent: true,
+            fp8_persistent_rows: 2,
+            smem_carveout: Carveout::Driver,
+            x_ahead: false,
+            attention_cluster: true,
+            attention_last_merge: false,
+        }
+    }
+}
+
+/// "0" / "1" of a switch variable, or an error naming it.
+fn switch(name: &str, v: Option<&str>, default: bool) -> Result<bool> {
+    match v {
+        None => Ok(default),
+        Some("1") => Ok(true),
+        Some("0") => Ok(false),
+        Some(v) => Err(KernelError::Config(format!(
+            "{name}={v:?}: expected 0 or 1"
+        ))),
+    }
+}
+
+impl Tuning {
+    /// The defaults, overridden by `LATLAB_PDL`, `LATLAB_PREFILL_ATTENTION`,
+    /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
+    /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
+    /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
+    /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
+    /// `LATLAB_ATTENTION_LAST_MERGE`, `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT` and
+    /// `LATLAB_X_AHEAD` when set.
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|n| std::env::var(n).ok())
+    }
+
+    /// `from_env` over a given lookup (tests cannot set the process environment safely).
+    pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let d = Tuning::default();
+        let get = |name: &str, default: bool| switch(name, var(name).as_deref(), default);
+        let int = |name: &str, default: u32, range: std::ops::RangeInclusive<u32>| match var(name) {
+            None => Ok(default),
+            Some(v) => v.parse().ok().filter(|n| range.contains(n)).ok_or_else(|| {
+                KernelError::Config(format!("{name}={v:?}: expected an integer in {range:?}"))
+            }),
+        };
+        let stages = |name: &str, default: u32| int(name, default, BULK_STAGES_RANGE);
+        Ok(Tuning {
+            pdl: get("LATLAB_PDL", d.pdl)?,
+            prefill_attention: get("LATLAB_PREFILL_ATTENTION", d.prefill_attention)?,
+            skinny_bulk_bf16: get("LATLAB_SKINNY_BULK_BF16", d.skinny_bulk_bf16)?,
+            skinny_bulk_fp8: get("LATLAB_SKINNY_BULK_FP8", d.skinny_bulk_fp8)?,
+            attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
+            norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
+            attention_cluster: get("LATLAB_ATTENTION_CLUSTER", d.attention_cluster)?,
+            attention_last_merge: get("LATLAB_ATTENTION_LAST_MERGE", d.attention_last_merge)?,
+            bulk_persistent: get("LATLAB_BULK_PERSISTENT", d.bulk_persistent)?,
+            x_ahead: get("LATLAB_X_AHEAD", d.x_ahead)?,
+            smem_carveout: match var("LATLAB_SMEM_CARVEOUT").as_deref() {
+                None => d.smem_carveout,
+                Some("driver") => Carveout::Driver,
+                Some("max") => Carveout::Max,
+                Some("max-outside-gemms") => Carveout::MaxOutsideGemms,
+                Some(v) => {
+                    return Err(KernelError::Config(format!(
+                        "LATLAB_SMEM_CARVEOUT={v:?}: expected driver, max or max-outside-gemms"
+                    )));
+                }
+            },
+            fp8_persistent_rows: int(
+                "LATLAB_FP8_PERSISTENT_ROWS",
+                d.fp8_persistent_rows,
+                PERSISTENT_ROWS_RANGE,
+            )?,
+            attention_blocks: int(
+                "LATLAB_ATTENTION_BLOCKS",
+                d.attention_blocks,
+                ATTENTION_BLOCKS_RANGE,
+            )?,
+            bulk_stages: stages("LATLAB_BULK_STAGES", d.bulk_stages)?,
+            bulk_stages_small: stages("LATLAB_BULK_STAGES_SMALL", d.bulk_stages_small)?,
+            fp8_bulk_stages: stages("LATLAB_FP8_BULK_STAGES", d.fp8_bulk_stages)?,
+            fp8_bulk_stages_small: stages("LATLAB_FP8_BULK_STAGES_SMALL", d.fp8_bulk_stages_small)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Carveout, Tuning};
+
+    #[test]
+    fn tuning_reads_switches_and_names_a_bad_value() {
+        let with = |vars: &[(&str, &str)]| {
+            Tuning::from_lookup(|n| {
+                vars.iter()
+                    .find(|(k, _)| *k == n)
+                    .map(|(_, v)| v.to_string())
+            })
+        };
+        assert_eq!(with(&[]).unwrap(), Tuning::default());
+        let d = Tuning::default();
+        assert!(d.pdl && d.prefill_attention && d.skinny_bulk_bf16 && d.skinny_bulk_fp8);
+        assert_eq!(d.bulk_stages, 4);
+        let t = with(&[
+            ("LATLAB_PDL", "0"),
+            ("LATLAB_PREFILL_ATTENTION", "0"),
+            ("LATLAB_SKINNY_BULK_BF16", "0"),
+            ("LATLAB_SKINNY_BULK_FP8", "0"),
+            ("LATLAB_BULK_STAGES", "6"),
+            ("LATLAB_BULK_STAGES_SMALL", "8"),
+            ("LATLAB_FP8_BULK_STAGES", "3"),
+            ("LATLAB_FP8_BULK_STAGES_SMALL", "6"),
+            ("LATLAB_ATTENTION_EARLY", "0"),
+            ("LATLAB_NORM_VEC", "0"),
+            ("LATLAB_ATTENTION_BLOCKS", "132"),
+            ("LATLAB_ATTENTION_CLUSTER", "0"),
+            ("LATLAB_BULK_PERSISTENT", "0"),
+            ("LATLAB_FP8_PERSISTENT_ROWS", "9"),
+            ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
+            ("LATLAB_X_AHEAD", "1"),
+            ("LATLAB_ATTENTION_LAST_MERGE", "1"),
+        ])
+        .unwrap();
+        assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
+        assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
+        assert_eq!((d.fp8_bulk_stages, t.fp8_bulk_stages), (2, 3));
+        assert_eq!((d.fp8_bulk_stages_small, t.fp8_bulk_stages_small), (5, 6));
+        assert!(d.attention_early_loads && !t.attention_early_loads);
+        assert!(d.norm_vec && !t.norm_vec);
+        assert!(d.attention_cluster && !t.attention_cluster);
+        assert!(d.bulk_persistent && !t.bulk_persistent);
+        assert_eq!((d.fp8_persistent_rows, t.fp8_persistent_rows), (2, 9));
+        assert_eq!(
+            (d.smem_carveout, t.smem_carveout),
+            (Carveout::Driver, Carveout::MaxOutsideGemms)
+        );
+        assert!(!d.x_ahead && t.x_ahead);
+        assert!(!d.attention_last_merge && t.attention_last_merge);
+        let e = with(&[("LATLAB_SMEM_CARVEOUT", "1")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("LATLAB_SMEM_CARVEOUT=\"1\""), "{e}");
+
+        assert_eq!((d.attention_blocks, t.attention_blocks), (528, 132));
+        assert_eq!(t.bulk_stages, 6);
+        let e = with(&[("LATLAB_PDL", "yes")]).unwrap_err().to_string();
+        assert!(
+            e.contains("LATLAB_PDL=\"yes\"") && e.contains("0 or 1"),
+            "{e}"
+        );
+        let e = with(&[("LATLAB_PREFILL_ATTENTION", "2")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("LATLAB_PREFILL_ATTENTION=\"2\""), "{e}");
+        let e = with(&[("LATLAB_SKINNY_BULK_FP8", "")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("LATLAB_SKINNY_BULK_FP8=\"\""), "{e}");
+        for bad in ["1", "9", "four"] {
+            let e = with(&[("LATLAB_BULK_STAGES", bad)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("LATLAB_BULK_STAGES=\"{bad}\"")) && e.contains("2..=8"),
+                "{e}"
+            );
+        }
+        let e = with(&[("LATLAB_FP8_PERSISTENT_ROWS", "0")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("LATLAB_FP8_PERSISTENT_ROWS=\"0\"") && e.contains("1..=9"),
+            "{e}"
+        );
+    }
+}
