@@ -27,6 +27,7 @@ pub use prefill_attention::{
 pub use skinny::{
     FP8_BLOCK, Fp8Matrix, GATE_UP_GROUP, SKINNY_MAX_ROWS, fp8_dequant_into, interleave_gate_up,
     skinny_gemm_fp8_into, skinny_gemm_fp8_swiglu_into, skinny_gemm_into, skinny_gemm_swiglu_into,
+    skinny_kernel,
 };
 
 use crate::error::{KernelError, Result};

@@ -4,7 +4,7 @@
 
 use super::to_i32;
 use crate::error::{Result, check};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, Tuning};
 use crate::launch::Launch;
 use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig};
 use half::bf16;
@@ -97,15 +97,8 @@ fn cfg(n: usize, pipe: Pipe) -> LaunchConfig {
 /// rows of x on).
 fn start<'g>(gpu: &'g Gpu, op: &'static str, m: usize, n: usize) -> Result<(Launch<'g>, Pipe)> {
     let t = gpu.tuning();
-    // The bulk kernels: [plain, x ahead][a block per tile, persistent].
-    let (bulk, names) = match op {
-        "skinny_gemm_bf16" => (t.skinny_bulk_bf16, BULK_BF16),
-        "skinny_gemm_bf16_swiglu" => (t.skinny_bulk_bf16, BULK_BF16_SWIGLU),
-        "skinny_gemm_fp8" => (t.skinny_bulk_fp8, BULK_FP8),
-        "skinny_gemm_fp8_swiglu" => (t.skinny_bulk_fp8, BULK_FP8_SWIGLU),
-        _ => unreachable!("{op} is not a skinny GEMM"),
-    };
-    if !bulk {
+    let name = skinny_kernel(&t, op, m);
+    if name == op {
         return Ok((Launch::new(gpu, op)?, Pipe::Regs));
     }
     let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
@@ -116,16 +109,33 @@ fn start<'g>(gpu: &'g Gpu, op: &'static str, m: usize, n: usize) -> Result<(Laun
         (true, false) => t.fp8_bulk_stages,
         (true, true) => t.fp8_bulk_stages_small,
     };
-    let persistent = t.bulk_persistent && (!fp8 || m >= t.fp8_persistent_rows as usize);
-    let name = names[t.x_ahead as usize][persistent as usize];
     let tiles = n.div_ceil(TILE_N) as u32;
-    let blocks = if persistent {
+    let blocks = if name.contains("_persistent") {
         let per_sm = gpu.resident_blocks(name, BULK_THREADS, stages * BULK_STAGE_BYTES)?;
         tiles.min(per_sm * gpu.sms() as u32)
     } else {
         tiles
     };
     Ok((Launch::new(gpu, name)?, Pipe::Bulk { stages, blocks }))
+}
+
+/// The kernel a skinny op (`skinny_gemm_bf16`, `_bf16_swiglu`, `_fp8`, `_fp8_swiglu`) runs
+/// for m rows under a tuning: the register pipeline (the op's own name) or a bulk kernel,
+/// persistent or not, x ahead or not (tests check that an A/B compares two kernels).
+pub fn skinny_kernel(t: &Tuning, op: &'static str, m: usize) -> &'static str {
+    let (bulk, names) = match op {
+        "skinny_gemm_bf16" => (t.skinny_bulk_bf16, BULK_BF16),
+        "skinny_gemm_bf16_swiglu" => (t.skinny_bulk_bf16, BULK_BF16_SWIGLU),
+        "skinny_gemm_fp8" => (t.skinny_bulk_fp8, BULK_FP8),
+        "skinny_gemm_fp8_swiglu" => (t.skinny_bulk_fp8, BULK_FP8_SWIGLU),
+        _ => unreachable!("{op} is not a skinny GEMM"),
+    };
+    if !bulk {
+        return op;
+    }
+    let fp8 = op.starts_with("skinny_gemm_fp8");
+    let persistent = t.bulk_persistent && (!fp8 || m >= t.fp8_persistent_rows as usize);
+    names[t.x_ahead as usize][persistent as usize]
 }
 
 /// The bulk kernels' trailing argument: their ring depth.
@@ -368,7 +378,57 @@ pub fn fp8_dequant_into(
 
 #[cfg(test)]
 mod tests {
-    use super::{check_bf16_weights, interleave_gate_up};
+    use super::{check_bf16_weights, interleave_gate_up, skinny_kernel};
+    use crate::gpu::Tuning;
+
+    #[test]
+    fn each_switch_picks_its_own_kernel() {
+        let d = Tuning::default();
+        let xa = Tuning { x_ahead: true, ..d };
+        let one_tile = Tuning {
+            bulk_persistent: false,
+            ..d
+        };
+        let regs = Tuning {
+            skinny_bulk_bf16: false,
+            skinny_bulk_fp8: false,
+            ..d
+        };
+        let bf = "skinny_gemm_bf16";
+        assert_eq!(skinny_kernel(&d, bf, 1), "skinny_gemm_bf16_bulk_persistent");
+        assert_eq!(
+            skinny_kernel(&xa, bf, 1),
+            "skinny_gemm_bf16_bulk_persistent_xa"
+        );
+        assert_eq!(skinny_kernel(&one_tile, bf, 8), "skinny_gemm_bf16_bulk");
+        assert_eq!(skinny_kernel(&regs, bf, 1), bf);
+        // FP8: one tile at batch 1 (fp8_persistent_rows), persistent from 2 rows, and no
+        // x-ahead form of the persistent kernels.
+        let sw = "skinny_gemm_fp8_swiglu";
+        assert_eq!(skinny_kernel(&d, sw, 1), "skinny_gemm_fp8_swiglu_bulk");
+        assert_eq!(skinny_kernel(&xa, sw, 1), "skinny_gemm_fp8_swiglu_bulk_xa");
+        assert_eq!(
+            skinny_kernel(&d, sw, 2),
+            "skinny_gemm_fp8_swiglu_bulk_persistent"
+        );
+        assert_eq!(
+            skinny_kernel(&xa, sw, 8),
+            "skinny_gemm_fp8_swiglu_bulk_persistent"
+        );
+        // Every name is a kernel the sources ship.
+        let shipped: Vec<&str> = crate::sources::ALL
+            .iter()
+            .flat_map(|s| s.kernels.iter().copied())
+            .collect();
+        for t in [d, xa, one_tile, regs] {
+            for op in [bf, "skinny_gemm_bf16_swiglu", "skinny_gemm_fp8", sw] {
+                for m in 1..=8 {
+                    let k = skinny_kernel(&t, op, m);
+                    assert!(shipped.contains(&k), "{k}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn bf16_weight_checks_name_the_bad_dimension() {
