@@ -412,6 +412,28 @@ fn x_ahead_gives_the_same_logits() {
     same_logits(|t, on| t.x_ahead = on, "x ahead");
 }
 
+/// The FP8 GEMMs with x staged in shared memory as f16 (Tuning::x_smem_kb, the `*_xs`
+/// kernels) against x loaded through L1 at every stage: the same f16 values into the same
+/// MMAs, so the same logits bit for bit (bf16 runs too, on unchanged kernels).
+#[test]
+#[ignore = "gpu"]
+fn x_in_shared_memory_gives_the_same_logits() {
+    let t = kernels::Tuning {
+        x_smem_kb: 227,
+        ..Default::default()
+    };
+    for (m, k) in [(1, 1024), (3, 3072)] {
+        for stages in [t.fp8_bulk_stages, t.fp8_bulk_stages_small] {
+            let name = kernels::ops::skinny_kernel(&t, "skinny_gemm_fp8", (m, k), stages);
+            assert!(name.ends_with("_xs"), "{name}");
+        }
+    }
+    same_logits(
+        |t, on| t.x_smem_kb = if on { 227 } else { 0 },
+        "x in shared memory",
+    );
+}
+
 /// Decode attention merging its splits inside thread block clusters
 /// (Tuning::attention_cluster) against the merge kernel, at the same split counts (a block
 /// target of 64: 8 splits at batch 1, 3 at batch 3, both taken by the cluster when on): the

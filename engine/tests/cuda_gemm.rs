@@ -59,7 +59,8 @@ fn cublas_gemm_matches_f64_reference() {
 
 /// The skinny GEMMs' two pipelines, each on its own `Gpu`, bf16 and FP8 alike: register,
 /// and bulk-copy at the default ring depth, at the shallowest, persistent
-/// (`bulk_persistent`), and with x loaded a stage ahead (`x_ahead`), one-tile and
+/// (`bulk_persistent`), with x loaded a stage ahead (`x_ahead`), one-tile and persistent,
+/// and with FP8's x staged in shared memory wherever it fits (`x_smem_kb`), one-tile and
 /// persistent. Most test shapes have fewer tiles than two per SM, so they run with
 /// `bulk_stages_small` / `fp8_bulk_stages_small` (the label names the bf16 depth); the
 /// largest have more tiles than the persistent grid has blocks, so its blocks loop.
@@ -70,16 +71,18 @@ fn skinny_gpus() -> Vec<Gpu> {
         base.tuning.fp8_bulk_stages_small,
     );
     [
-        (false, small, small8, false, false),
-        (true, small, small8, false, false),
-        (true, 2, 2, false, false),
-        (true, small, small8, true, false),
-        (true, small, small8, false, true),
-        (true, small, small8, true, true),
+        (false, small, small8, false, false, 0),
+        (true, small, small8, false, false, 0),
+        (true, 2, 2, false, false, 0),
+        (true, small, small8, true, false, 0),
+        (true, small, small8, false, true, 0),
+        (true, small, small8, true, true, 0),
+        (true, small, small8, false, false, 227),
+        (true, small, small8, true, false, 227),
     ]
     .into_iter()
     .map(
-        |(bulk, bulk_stages_small, fp8_bulk_stages_small, bulk_persistent, x_ahead)| {
+        |(bulk, bulk_stages_small, fp8_bulk_stages_small, bulk_persistent, x_ahead, x_smem_kb)| {
             let tuning = Tuning {
                 skinny_bulk_bf16: bulk,
                 skinny_bulk_fp8: bulk,
@@ -87,6 +90,7 @@ fn skinny_gpus() -> Vec<Gpu> {
                 fp8_bulk_stages_small,
                 bulk_persistent,
                 x_ahead,
+                x_smem_kb,
                 // FP8 persistent at every row count, not only from the default's 2.
                 fp8_persistent_rows: 1,
                 ..base.tuning
@@ -106,7 +110,8 @@ fn pipeline(g: &Gpu) -> String {
     if t.skinny_bulk_bf16 {
         let persistent = if t.bulk_persistent { " persistent" } else { "" };
         let ahead = if t.x_ahead { " x-ahead" } else { "" };
-        format!("bulk x{}{persistent}{ahead}", t.bulk_stages_small)
+        let xs = if t.x_smem_kb > 0 { " x-smem" } else { "" };
+        format!("bulk x{}{persistent}{ahead}{xs}", t.bulk_stages_small)
     } else {
         "regs".to_string()
     }

@@ -163,6 +163,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
     float c[4] = {0.f, 0.f, 0.f, 0.f};
     typename Tile::Stage st;
     pdl_wait();  // x comes from the previous kernel
+    tile.prepare();
     if (XA) tile.load_x(st, warp);
     for (int i = 0; i < nst; ++i)
         consume_stage<XA>(tile, st, c, ring, full, empty, i, i, stages,
@@ -205,6 +206,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
     }
     typename Tile::Stage st;
     pdl_wait();  // x comes from the previous kernel
+    first.prepare();
     if (XA) first.load_x(st, warp);
     int i = 0;
     for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
@@ -313,3 +315,53 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
 TM_BULK_ENTRIES(, false)
 TM_BULK_ENTRIES(_xa, true)
 TM_BULK_FP8_PERSISTENT_ENTRIES(, false)
+
+// The FP8 kernels with x staged in shared memory (TileFp8S), behind the ring's `stages`
+// slots: the launcher adds M x xs_row_units(K) x 16 bytes to the dynamic shared memory.
+__device__ __forceinline__ uint4* staged_x(int stages) {
+    extern __shared__ __align__(128) unsigned char ring[];
+    return reinterpret_cast<uint4*>(ring + stages * TM_STAGE_BYTES);
+}
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_fp8_bulk_xs(const __nv_bfloat16* __restrict__ x,
+                            const unsigned char* __restrict__ w,
+                            const float* __restrict__ scale_inv, float* __restrict__ y, int M,
+                            int N, int K, int R, int il, int stages) {
+    pdl_trigger();
+    const TileFp8S tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x, staged_x(stages));
+    skinny_pipeline_bulk<false>(tile, y, M, N, tile.n0, stages);
+}
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_fp8_swiglu_bulk_xs(const __nv_bfloat16* __restrict__ x,
+                                   const unsigned char* __restrict__ w,
+                                   const float* __restrict__ scale_inv,
+                                   __nv_bfloat16* __restrict__ act, int M, int N, int K, int R,
+                                   int il, int stages) {
+    pdl_trigger();
+    const TileFp8S tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x, staged_x(stages));
+    skinny_pipeline_bulk<false>(tile, act, M, N, tile.n0, stages);
+}
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_fp8_bulk_persistent_xs(const __nv_bfloat16* __restrict__ x,
+                                       const unsigned char* __restrict__ w,
+                                       const float* __restrict__ scale_inv,
+                                       float* __restrict__ y, int M, int N, int K, int R, int il,
+                                       int stages) {
+    pdl_trigger();
+    uint4* xs = staged_x(stages);
+    skinny_pipeline_bulk_tiles<false>(
+        [&](unsigned t) { return TileFp8S(x, w, scale_inv, M, N, K, R, il, t, xs); }, y, M, N,
+        stages);
+}
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_fp8_swiglu_bulk_persistent_xs(const __nv_bfloat16* __restrict__ x,
+                                              const unsigned char* __restrict__ w,
+                                              const float* __restrict__ scale_inv,
+                                              __nv_bfloat16* __restrict__ act, int M, int N,
+                                              int K, int R, int il, int stages) {
+    pdl_trigger();
+    uint4* xs = staged_x(stages);
+    skinny_pipeline_bulk_tiles<false>(
+        [&](unsigned t) { return TileFp8S(x, w, scale_inv, M, N, K, R, il, t, xs); }, act, M,
+        N, stages);
+}

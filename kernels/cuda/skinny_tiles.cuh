@@ -197,6 +197,8 @@ struct TileBf16 : TileRows {
     }
     // x is the same for every tile of a GEMM; bf16 tiles have nothing else per chunk.
     __device__ void load_scales(Stage&, int) const {}
+    // Block-wide set-up after the wait on the previous kernel (TileFp8S stages x there).
+    __device__ void prepare() const {}
     __device__ void mma(float (&c)[4], const Stage& s) const {
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
@@ -280,6 +282,7 @@ struct TileFp8 : TileRows {
         }
         load_scales(s, ch);
     }
+    __device__ void prepare() const {}
     // The chunk's scales of rows g and g + 8 (part of load_x; the persistent x-ahead
     // pipeline reloads them alone when a block moves to its next tile, where x is the same).
     __device__ void load_scales(Stage& s, int ch) const {
@@ -293,7 +296,10 @@ struct TileFp8 : TileRows {
         d.sa = s.sa;
         d.sb = s.sb;
     }
-    __device__ void mma(float (&c)[4], const Stage& s) const {
+    __device__ void mma(float (&c)[4], const Stage& s) const { mma_x<false>(c, s); }
+    // XF16: the stage's x words are f16 pairs already (TileFp8S), not bf16 ones.
+    template <bool XF16>
+    __device__ void mma_x(float (&c)[4], const Stage& s) const {
         float p[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
@@ -304,9 +310,10 @@ struct TileFp8 : TileRows {
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
                 // Word i holds codes 4i..4i+3 = f16 pairs 2i, 2i+1 = x words 2i, 2i+1.
+                const unsigned x0 = XF16 ? xw[2 * i] : bf16x2_to_f16x2(xw[2 * i]);
+                const unsigned x1 = XF16 ? xw[2 * i + 1] : bf16x2_to_f16x2(xw[2 * i + 1]);
                 mma_f16(p, fp8x2_to_f16x2(aw[i] & 0xffff), fp8x2_to_f16x2(bw[i] & 0xffff),
-                        fp8x2_to_f16x2(aw[i] >> 16), fp8x2_to_f16x2(bw[i] >> 16),
-                        bf16x2_to_f16x2(xw[2 * i]), bf16x2_to_f16x2(xw[2 * i + 1]));
+                        fp8x2_to_f16x2(aw[i] >> 16), fp8x2_to_f16x2(bw[i] >> 16), x0, x1);
             }
         }
         // c[0], c[1] are row g's outputs, c[2], c[3] row g + 8's.
@@ -315,4 +322,53 @@ struct TileFp8 : TileRows {
         c[2] = fmaf(s.sb, p[2], c[2]);
         c[3] = fmaf(s.sb, p[3], c[3]);
     }
+};
+
+// An FP8 tile whose x sits in shared memory as f16, staged once per block by prepare()
+// (`Tuning::x_smem_kb`, the `*_xs` bulk kernels): ncu put 47 % of the FP8 GEMM's stall
+// cycles on the x loads through L1 (session 7), and a run with those loads removed (wrong
+// values, timing only; engine/PERF.md, session 8) cut the FP8 linears by 11 % at batch 1.
+// Each 16-byte unit of a row holds 8 f16 of x at k 16p + 8h.. for the thread that reads
+// it: unit ((ch * 2 + j) * 2 + h) * 4 + t of chunk ch, quad place t and piece j (p = (ch
+// * 4 + t) * 2 + j), so a quad's four reads of one (j, h) are 64 contiguous bytes; rows
+// are XS_PAD units apart beyond their chunks, so rows g and g + 1 of one read phase fall on
+// other banks. The f16 values are bf16x2_to_f16x2's, as TileFp8 makes them per stage: the
+// same products bit for bit.
+#define XS_PAD 4
+__host__ __device__ constexpr int xs_row_units(int K) { return (K / 16 + 7) / 8 * 16 + XS_PAD; }
+
+struct TileFp8S : TileFp8 {
+    uint4* xs;  // the block's staged x: M rows of xs_row_units(K) units
+    const __nv_bfloat16* x;
+    int M;
+    __device__ TileFp8S(const __nv_bfloat16* x_, const unsigned char* w_, const float* scale_inv,
+                        int M_, int N_, int K_, int R, int il, unsigned tile, uint4* xs_)
+        : TileFp8(x_, w_, scale_inv, M_, N_, K_, R, il, tile), xs(xs_), x(x_), M(M_) {}
+    // All multiplying threads: x [M, K] bf16 from global memory (16 contiguous bytes per
+    // thread and step) into xs as f16, then their barrier.
+    __device__ void prepare() const {
+        const int groups = K / 8, units = xs_row_units(K);
+        for (int i = threadIdx.x; i < M * groups; i += SG_WARPS * 32) {
+            const int m = i / groups, q = i - m * groups;
+            const int p = q >> 1, h = q & 1, ch = p >> 3, tq = (p & 7) >> 1, j = p & 1;
+            const uint4 v = __ldg(reinterpret_cast<const uint4*>(x + (size_t)m * K) + q);
+            xs[m * units + ((ch * 2 + j) * 2 + h) * 4 + tq] =
+                make_uint4(bf16x2_to_f16x2(v.x), bf16x2_to_f16x2(v.y), bf16x2_to_f16x2(v.z),
+                           bf16x2_to_f16x2(v.w));
+        }
+        consumers_sync();
+    }
+    __device__ void load_x(Stage& s, int ch) const {
+        const uint4 z = make_uint4(0, 0, 0, 0);
+        const uint4* r = xs + row_x() * xs_row_units(K);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int p = (ch * 4 + t) * 2 + j, u = ((ch * 2 + j) * 2) * 4 + t;
+            const bool ok = ch < nch && p < k16 && vx;
+            s.x[2 * j] = ok ? r[u] : z;
+            s.x[2 * j + 1] = ok ? r[u + 4] : z;
+        }
+        load_scales(s, ch);
+    }
+    __device__ void mma(float (&c)[4], const Stage& s) const { mma_x<true>(c, s); }
 };

@@ -104,6 +104,11 @@ pub struct Tuning {
     /// (cp.async), not in 32 registers (125 with them). Written in session 7 without GPU
     /// time; off until measured. `LATLAB_ATTENTION_LAST_MERGE=0|1`.
     pub attention_last_merge: bool,
+    /// The FP8 bulk GEMMs stage x in shared memory as f16 once per block (the `*_xs`
+    /// kernels, `TileFp8S`) where its rows take at most this many KiB, instead of loading
+    /// it through L1 at every stage: ncu put 47 % of the FP8 GEMM's stall cycles on those
+    /// loads. 0: never. `LATLAB_X_SMEM_KB` (`X_SMEM_KB_RANGE`).
+    pub x_smem_kb: u32,
 }
 
 /// The block targets `Tuning::attention_blocks` takes.
@@ -122,6 +127,9 @@ pub enum Carveout {
     /// All but the skinny GEMMs.
     MaxOutsideGemms,
 }
+
+/// The sizes `Tuning::x_smem_kb` takes (KiB; the largest dynamic shared memory is 227).
+pub const X_SMEM_KB_RANGE: std::ops::RangeInclusive<u32> = 0..=227;
 
 /// The row counts `Tuning::fp8_persistent_rows` takes (9: past the skinny GEMM's 8, never).
 pub const PERSISTENT_ROWS_RANGE: std::ops::RangeInclusive<u32> = 1..=9;
@@ -146,6 +154,7 @@ impl Default for Tuning {
             x_ahead: false,
             attention_cluster: true,
             attention_last_merge: false,
+            x_smem_kb: 0,
         }
     }
 }
@@ -168,8 +177,8 @@ impl Tuning {
     /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
-    /// `LATLAB_ATTENTION_LAST_MERGE`, `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT` and
-    /// `LATLAB_X_AHEAD` when set.
+    /// `LATLAB_ATTENTION_LAST_MERGE`, `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
+    /// `LATLAB_X_AHEAD` and `LATLAB_X_SMEM_KB` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -217,6 +226,7 @@ impl Tuning {
                 d.attention_blocks,
                 ATTENTION_BLOCKS_RANGE,
             )?,
+            x_smem_kb: int("LATLAB_X_SMEM_KB", d.x_smem_kb, X_SMEM_KB_RANGE)?,
             bulk_stages: stages("LATLAB_BULK_STAGES", d.bulk_stages)?,
             bulk_stages_small: stages("LATLAB_BULK_STAGES_SMALL", d.bulk_stages_small)?,
             fp8_bulk_stages: stages("LATLAB_FP8_BULK_STAGES", d.fp8_bulk_stages)?,
@@ -260,6 +270,7 @@ mod tests {
             ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
             ("LATLAB_X_AHEAD", "1"),
             ("LATLAB_ATTENTION_LAST_MERGE", "1"),
+            ("LATLAB_X_SMEM_KB", "64"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
@@ -277,6 +288,14 @@ mod tests {
         );
         assert!(!d.x_ahead && t.x_ahead);
         assert!(!d.attention_last_merge && t.attention_last_merge);
+        assert_eq!((d.x_smem_kb, t.x_smem_kb), (0, 64));
+        let e = with(&[("LATLAB_X_SMEM_KB", "228")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("LATLAB_X_SMEM_KB=\"228\"") && e.contains("0..=227"),
+            "{e}"
+        );
         let e = with(&[("LATLAB_SMEM_CARVEOUT", "1")])
             .unwrap_err()
             .to_string();

@@ -60,6 +60,15 @@ const BULK_FP8: BulkNames = [
     ["skinny_gemm_fp8_bulk", "skinny_gemm_fp8_bulk_persistent"],
     ["skinny_gemm_fp8_bulk_xa", "skinny_gemm_fp8_bulk_persistent"],
 ];
+/// FP8 with x staged in shared memory (`Tuning::x_smem_kb`): [a block per tile, persistent].
+const BULK_FP8_XS: [&str; 2] = [
+    "skinny_gemm_fp8_bulk_xs",
+    "skinny_gemm_fp8_bulk_persistent_xs",
+];
+const BULK_FP8_SWIGLU_XS: [&str; 2] = [
+    "skinny_gemm_fp8_swiglu_bulk_xs",
+    "skinny_gemm_fp8_swiglu_bulk_persistent_xs",
+];
 const BULK_FP8_SWIGLU: BulkNames = [
     [
         "skinny_gemm_fp8_swiglu_bulk",
@@ -72,17 +81,26 @@ const BULK_FP8_SWIGLU: BulkNames = [
 ];
 
 /// How a skinny launch runs: the register pipeline (a block per 16-row tile), or the bulk
-/// one with its ring depth and grid (a block per tile, or fewer persistent blocks).
+/// one with its ring depth, grid (a block per tile, or fewer persistent blocks) and the
+/// bytes of x it stages in shared memory behind the ring (the `*_xs` kernels; 0: none).
 #[derive(Clone, Copy)]
 enum Pipe {
     Regs,
-    Bulk { stages: u32, blocks: u32 },
+    Bulk {
+        stages: u32,
+        blocks: u32,
+        x_bytes: u32,
+    },
 }
 
 fn cfg(n: usize, pipe: Pipe) -> LaunchConfig {
     let (threads, smem, blocks) = match pipe {
         Pipe::Regs => (THREADS, 0, n.div_ceil(TILE_N) as u32),
-        Pipe::Bulk { stages, blocks } => (BULK_THREADS, stages * BULK_STAGE_BYTES, blocks),
+        Pipe::Bulk {
+            stages,
+            blocks,
+            x_bytes,
+        } => (BULK_THREADS, stages * BULK_STAGE_BYTES + x_bytes, blocks),
     };
     LaunchConfig {
         grid_dim: (blocks, 1, 1),
@@ -91,38 +109,74 @@ fn cfg(n: usize, pipe: Pipe) -> LaunchConfig {
     }
 }
 
-/// The kernel for `op` over n output rows under the GPU's tuning: the register pipeline or
-/// the bulk-copy one, with the deeper ring when the grid has fewer tiles than two per SM,
-/// and persistent blocks with `Tuning::bulk_persistent` (FP8 from `fp8_persistent_rows`
-/// rows of x on).
-fn start<'g>(gpu: &'g Gpu, op: &'static str, m: usize, n: usize) -> Result<(Launch<'g>, Pipe)> {
-    let t = gpu.tuning();
-    let name = skinny_kernel(&t, op, m);
-    if name == op {
-        return Ok((Launch::new(gpu, op)?, Pipe::Regs));
-    }
-    let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
-    let fp8 = op.starts_with("skinny_gemm_fp8");
-    let stages = match (fp8, small) {
+/// The ring depth of a bulk launch: FP8 or bf16, and the deeper one for grids with fewer
+/// tiles than two per SM (`small`).
+fn ring_stages(t: &Tuning, fp8: bool, small: bool) -> u32 {
+    match (fp8, small) {
         (false, false) => t.bulk_stages,
         (false, true) => t.bulk_stages_small,
         (true, false) => t.fp8_bulk_stages,
         (true, true) => t.fp8_bulk_stages_small,
+    }
+}
+
+/// Shared memory a `*_xs` kernel stages x in: m rows of xs_row_units(k) 16-byte units
+/// (skinny_tiles.cuh: 16 units per 128-k chunk, plus XS_PAD).
+fn staged_x_bytes(m: usize, k: usize) -> u32 {
+    ((k / 16).div_ceil(8) * 16 + 4) as u32 * 16 * m as u32
+}
+
+/// Dynamic shared memory a bulk block may take: Hopper's 227 KiB per block less the bulk
+/// kernels' static 4.2 KiB (the warps' reduction tile and the ring's barriers), rounded down.
+const MAX_DYNAMIC_SMEM: u32 = 222 * 1024;
+
+/// The kernel and launch shape for `op` over x [m, k] and n output rows under the GPU's
+/// tuning (`skinny_kernel`), with the deeper ring when the grid has fewer tiles than two
+/// per SM and, for persistent kernels, the blocks that fit at once.
+fn start<'g>(
+    gpu: &'g Gpu,
+    op: &'static str,
+    (m, n, k): (usize, usize, usize),
+) -> Result<(Launch<'g>, Pipe)> {
+    let t = gpu.tuning();
+    let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
+    let stages = ring_stages(&t, op.starts_with("skinny_gemm_fp8"), small);
+    let name = skinny_kernel(&t, op, (m, k), stages);
+    if name == op {
+        return Ok((Launch::new(gpu, op)?, Pipe::Regs));
+    }
+    let x_bytes = if name.ends_with("_xs") {
+        staged_x_bytes(m, k)
+    } else {
+        0
     };
     let tiles = n.div_ceil(TILE_N) as u32;
     let blocks = if name.contains("_persistent") {
-        let per_sm = gpu.resident_blocks(name, BULK_THREADS, stages * BULK_STAGE_BYTES)?;
+        let smem = stages * BULK_STAGE_BYTES + x_bytes;
+        let per_sm = gpu.resident_blocks(name, BULK_THREADS, smem)?;
         tiles.min(per_sm * gpu.sms() as u32)
     } else {
         tiles
     };
-    Ok((Launch::new(gpu, name)?, Pipe::Bulk { stages, blocks }))
+    let pipe = Pipe::Bulk {
+        stages,
+        blocks,
+        x_bytes,
+    };
+    Ok((Launch::new(gpu, name)?, pipe))
 }
 
 /// The kernel a skinny op (`skinny_gemm_bf16`, `_bf16_swiglu`, `_fp8`, `_fp8_swiglu`) runs
-/// for m rows under a tuning: the register pipeline (the op's own name) or a bulk kernel,
-/// persistent or not, x ahead or not (tests check that an A/B compares two kernels).
-pub fn skinny_kernel(t: &Tuning, op: &'static str, m: usize) -> &'static str {
+/// over x [m, k] under a tuning and a ring of `stages`: the register pipeline (the op's
+/// own name) or a bulk kernel, persistent or not, x ahead or not, x staged in shared
+/// memory or not (FP8, where `Tuning::x_smem_kb` and the block's shared memory allow).
+/// Tests check with it that an A/B compares two kernels.
+pub fn skinny_kernel(
+    t: &Tuning,
+    op: &'static str,
+    (m, k): (usize, usize),
+    stages: u32,
+) -> &'static str {
     let (bulk, names) = match op {
         "skinny_gemm_bf16" => (t.skinny_bulk_bf16, BULK_BF16),
         "skinny_gemm_bf16_swiglu" => (t.skinny_bulk_bf16, BULK_BF16_SWIGLU),
@@ -135,6 +189,15 @@ pub fn skinny_kernel(t: &Tuning, op: &'static str, m: usize) -> &'static str {
     }
     let fp8 = op.starts_with("skinny_gemm_fp8");
     let persistent = t.bulk_persistent && (!fp8 || m >= t.fp8_persistent_rows as usize);
+    let x = staged_x_bytes(m, k);
+    if fp8 && x <= t.x_smem_kb * 1024 && stages * BULK_STAGE_BYTES + x <= MAX_DYNAMIC_SMEM {
+        let xs = if op == "skinny_gemm_fp8" {
+            BULK_FP8_XS
+        } else {
+            BULK_FP8_SWIGLU_XS
+        };
+        return xs[persistent as usize];
+    }
     names[t.x_ahead as usize][persistent as usize]
 }
 
@@ -191,7 +254,7 @@ fn launch_bf16<O>(
     out: &mut CudaViewMut<'_, O>,
 ) -> Result<()> {
     let (mi, ni, ki) = (m as i32, to_i32(op, "n", n)?, to_i32(op, "k", k)?);
-    let (mut b, pipe) = start(gpu, op, m, n)?;
+    let (mut b, pipe) = start(gpu, op, (m, n, k))?;
     b.input(x);
     weights(&mut b, w, pipe)?;
     b.output(out).i32(mi).i32(ni).i32(ki);
@@ -274,7 +337,7 @@ fn launch_fp8<O>(
     out: &mut CudaViewMut<'_, O>,
 ) -> Result<()> {
     let il = to_i32(op, "interleave", w.interleave)?;
-    let (mut b, pipe) = start(gpu, op, m, w.n)?;
+    let (mut b, pipe) = start(gpu, op, (m, w.n, w.k))?;
     b.input(x);
     weights(&mut b, w.codes, pipe)?;
     b.input(w.scale_inv).output(out);
@@ -385,6 +448,7 @@ mod tests {
     fn each_switch_picks_its_own_kernel() {
         let d = Tuning::default();
         let xa = Tuning { x_ahead: true, ..d };
+        let xs = Tuning { x_smem_kb: 64, ..d };
         let one_tile = Tuning {
             bulk_persistent: false,
             ..d
@@ -394,25 +458,46 @@ mod tests {
             skinny_bulk_fp8: false,
             ..d
         };
+        let pick = |t: &Tuning, op, m| skinny_kernel(t, op, (m, 4096), 4);
         let bf = "skinny_gemm_bf16";
-        assert_eq!(skinny_kernel(&d, bf, 1), "skinny_gemm_bf16_bulk_persistent");
-        assert_eq!(
-            skinny_kernel(&xa, bf, 1),
-            "skinny_gemm_bf16_bulk_persistent_xa"
-        );
-        assert_eq!(skinny_kernel(&one_tile, bf, 8), "skinny_gemm_bf16_bulk");
-        assert_eq!(skinny_kernel(&regs, bf, 1), bf);
+        assert_eq!(pick(&d, bf, 1), "skinny_gemm_bf16_bulk_persistent");
+        assert_eq!(pick(&xa, bf, 1), "skinny_gemm_bf16_bulk_persistent_xa");
+        assert_eq!(pick(&one_tile, bf, 8), "skinny_gemm_bf16_bulk");
+        assert_eq!(pick(&regs, bf, 1), bf);
+        assert_eq!(pick(&xs, bf, 1), "skinny_gemm_bf16_bulk_persistent");
         // FP8: one tile at batch 1 (fp8_persistent_rows), persistent from 2 rows, and no
         // x-ahead form of the persistent kernels.
         let sw = "skinny_gemm_fp8_swiglu";
-        assert_eq!(skinny_kernel(&d, sw, 1), "skinny_gemm_fp8_swiglu_bulk");
-        assert_eq!(skinny_kernel(&xa, sw, 1), "skinny_gemm_fp8_swiglu_bulk_xa");
+        assert_eq!(pick(&d, sw, 1), "skinny_gemm_fp8_swiglu_bulk");
+        assert_eq!(pick(&xa, sw, 1), "skinny_gemm_fp8_swiglu_bulk_xa");
+        assert_eq!(pick(&d, sw, 2), "skinny_gemm_fp8_swiglu_bulk_persistent");
+        assert_eq!(pick(&xa, sw, 8), "skinny_gemm_fp8_swiglu_bulk_persistent");
+        // x in shared memory where its rows fit x_smem_kb and the ring beside them fits
+        // the block: 8 rows of 4096 take 64.5 KiB (over 64), 7 rows 56.4.
+        assert_eq!(pick(&xs, sw, 1), "skinny_gemm_fp8_swiglu_bulk_xs");
         assert_eq!(
-            skinny_kernel(&d, sw, 2),
+            pick(&xs, "skinny_gemm_fp8", 2),
+            "skinny_gemm_fp8_bulk_persistent_xs"
+        );
+        assert_eq!(
+            pick(&xs, sw, 7),
+            "skinny_gemm_fp8_swiglu_bulk_persistent_xs"
+        );
+        assert_eq!(pick(&xs, sw, 8), "skinny_gemm_fp8_swiglu_bulk_persistent");
+        let all = Tuning {
+            x_smem_kb: 227,
+            ..d
+        };
+        assert_eq!(
+            skinny_kernel(&all, sw, (8, 12288), 2),
             "skinny_gemm_fp8_swiglu_bulk_persistent"
         );
         assert_eq!(
-            skinny_kernel(&xa, sw, 8),
+            skinny_kernel(&all, sw, (4, 12288), 2),
+            "skinny_gemm_fp8_swiglu_bulk_persistent_xs"
+        );
+        assert_eq!(
+            skinny_kernel(&all, sw, (4, 12288), 8),
             "skinny_gemm_fp8_swiglu_bulk_persistent"
         );
         // Every name is a kernel the sources ship.
@@ -420,11 +505,13 @@ mod tests {
             .iter()
             .flat_map(|s| s.kernels.iter().copied())
             .collect();
-        for t in [d, xa, one_tile, regs] {
+        for t in [d, xa, xs, all, one_tile, regs] {
             for op in [bf, "skinny_gemm_bf16_swiglu", "skinny_gemm_fp8", sw] {
                 for m in 1..=8 {
-                    let k = skinny_kernel(&t, op, m);
-                    assert!(shipped.contains(&k), "{k}");
+                    for k in [16, 4096, 12288] {
+                        let name = skinny_kernel(&t, op, (m, k), 2);
+                        assert!(shipped.contains(&name), "{name}");
+                    }
                 }
             }
         }
