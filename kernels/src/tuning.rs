@@ -68,8 +68,10 @@ pub struct Tuning {
     /// `LATLAB_BULK_PERSISTENT=0|1`.
     pub bulk_persistent: bool,
     /// FP8 bulk GEMMs run persistent (with `bulk_persistent`) from this many rows on; below,
-    /// a block per tile (see `bulk_persistent`: FP8 batch 1 lost 90 us per step).
-    /// `LATLAB_FP8_PERSISTENT_ROWS` (`PERSISTENT_ROWS_RANGE`; 9: never).
+    /// a block per tile. 1 (all) since session 8: with x loaded through L1 at every stage,
+    /// persistent FP8 lost 90 us per step at batch 1 (session 7); with x staged in shared
+    /// memory (`x_smem_kb`), once per block instead of once per tile, it wins (2902 -> 2858
+    /// us per step, H200). `LATLAB_FP8_PERSISTENT_ROWS` (`PERSISTENT_ROWS_RANGE`; 9: never).
     pub fp8_persistent_rows: u32,
     /// Which kernels ask for the largest shared-memory carveout (the rest of the 256 KB
     /// stays L1). An SM changes its L1/shared split only when idle, so a kernel whose
@@ -107,7 +109,11 @@ pub struct Tuning {
     /// The FP8 bulk GEMMs stage x in shared memory as f16 once per block (the `*_xs`
     /// kernels, `TileFp8S`) where its rows take at most this many KiB, instead of loading
     /// it through L1 at every stage: ncu put 47 % of the FP8 GEMM's stall cycles on those
-    /// loads. 0: never. `LATLAB_X_SMEM_KB` (`X_SMEM_KB_RANGE`).
+    /// loads. 25 covers batch 1 at every Qwen3-8B shape (down's 12288 take 24.1 KiB) and
+    /// batches 2-3 where k = 4096; more costs the rings their residency (227: batch 8
+    /// whole steps 3457 -> 3559 us). Whole FP8 steps, H200, session 8 (us, batch 1 / 8):
+    /// 2966 / 3462 without, 2858 / 3458 with 25 and `fp8_persistent_rows` 1. Same bits
+    /// (cuda_backend A/B). 0: never. `LATLAB_X_SMEM_KB` (`X_SMEM_KB_RANGE`).
     pub x_smem_kb: u32,
 }
 
@@ -149,12 +155,12 @@ impl Default for Tuning {
             norm_vec: true,
             attention_blocks: 528,
             bulk_persistent: true,
-            fp8_persistent_rows: 2,
+            fp8_persistent_rows: 1,
             smem_carveout: Carveout::Driver,
             x_ahead: false,
             attention_cluster: true,
             attention_last_merge: false,
-            x_smem_kb: 0,
+            x_smem_kb: 25,
         }
     }
 }
@@ -281,14 +287,14 @@ mod tests {
         assert!(d.norm_vec && !t.norm_vec);
         assert!(d.attention_cluster && !t.attention_cluster);
         assert!(d.bulk_persistent && !t.bulk_persistent);
-        assert_eq!((d.fp8_persistent_rows, t.fp8_persistent_rows), (2, 9));
+        assert_eq!((d.fp8_persistent_rows, t.fp8_persistent_rows), (1, 9));
         assert_eq!(
             (d.smem_carveout, t.smem_carveout),
             (Carveout::Driver, Carveout::MaxOutsideGemms)
         );
         assert!(!d.x_ahead && t.x_ahead);
         assert!(!d.attention_last_merge && t.attention_last_merge);
-        assert_eq!((d.x_smem_kb, t.x_smem_kb), (0, 64));
+        assert_eq!((d.x_smem_kb, t.x_smem_kb), (25, 64));
         let e = with(&[("LATLAB_X_SMEM_KB", "228")])
             .unwrap_err()
             .to_string();

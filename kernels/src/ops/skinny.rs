@@ -447,11 +447,20 @@ mod tests {
     #[test]
     fn each_switch_picks_its_own_kernel() {
         let d = Tuning::default();
-        let xa = Tuning { x_ahead: true, ..d };
+        // The FP8 choices as they were before x staging (session 7's defaults).
+        let plain = Tuning {
+            x_smem_kb: 0,
+            fp8_persistent_rows: 2,
+            ..d
+        };
+        let xa = Tuning {
+            x_ahead: true,
+            ..plain
+        };
         let xs = Tuning { x_smem_kb: 64, ..d };
         let one_tile = Tuning {
             bulk_persistent: false,
-            ..d
+            ..plain
         };
         let regs = Tuning {
             skinny_bulk_bf16: false,
@@ -465,20 +474,45 @@ mod tests {
         assert_eq!(pick(&one_tile, bf, 8), "skinny_gemm_bf16_bulk");
         assert_eq!(pick(&regs, bf, 1), bf);
         assert_eq!(pick(&xs, bf, 1), "skinny_gemm_bf16_bulk_persistent");
-        // FP8: one tile at batch 1 (fp8_persistent_rows), persistent from 2 rows, and no
-        // x-ahead form of the persistent kernels.
+        // FP8 without x staging: one tile below fp8_persistent_rows, and no x-ahead form
+        // of the persistent kernels.
         let sw = "skinny_gemm_fp8_swiglu";
-        assert_eq!(pick(&d, sw, 1), "skinny_gemm_fp8_swiglu_bulk");
+        assert_eq!(pick(&plain, sw, 1), "skinny_gemm_fp8_swiglu_bulk");
         assert_eq!(pick(&xa, sw, 1), "skinny_gemm_fp8_swiglu_bulk_xa");
-        assert_eq!(pick(&d, sw, 2), "skinny_gemm_fp8_swiglu_bulk_persistent");
-        assert_eq!(pick(&xa, sw, 8), "skinny_gemm_fp8_swiglu_bulk_persistent");
-        // x in shared memory where its rows fit x_smem_kb and the ring beside them fits
-        // the block: 8 rows of 4096 take 64.5 KiB (over 64), 7 rows 56.4.
-        assert_eq!(pick(&xs, sw, 1), "skinny_gemm_fp8_swiglu_bulk_xs");
         assert_eq!(
-            pick(&xs, "skinny_gemm_fp8", 2),
+            pick(&plain, sw, 2),
+            "skinny_gemm_fp8_swiglu_bulk_persistent"
+        );
+        assert_eq!(pick(&xa, sw, 8), "skinny_gemm_fp8_swiglu_bulk_persistent");
+        assert_eq!(pick(&one_tile, sw, 1), "skinny_gemm_fp8_swiglu_bulk");
+        // The defaults: persistent from 1 row, x staged up to 25 KiB: 3 rows of 4096 (24.2
+        // KiB) and 1 of 12288 (24.1), not 4 of 4096 or 2 of 12288.
+        assert_eq!(pick(&d, sw, 1), "skinny_gemm_fp8_swiglu_bulk_persistent_xs");
+        assert_eq!(pick(&d, sw, 3), "skinny_gemm_fp8_swiglu_bulk_persistent_xs");
+        assert_eq!(pick(&d, sw, 4), "skinny_gemm_fp8_swiglu_bulk_persistent");
+        let fp8 = "skinny_gemm_fp8";
+        assert_eq!(
+            skinny_kernel(&d, fp8, (1, 12288), 5),
             "skinny_gemm_fp8_bulk_persistent_xs"
         );
+        assert_eq!(
+            skinny_kernel(&d, fp8, (2, 12288), 5),
+            "skinny_gemm_fp8_bulk_persistent"
+        );
+        // x in shared memory where its rows fit x_smem_kb and the ring beside them fits
+        // the block: 8 rows of 4096 take 64.5 KiB (over 64), 7 rows 56.4.
+        assert_eq!(
+            pick(
+                &Tuning {
+                    x_smem_kb: 64,
+                    ..one_tile
+                },
+                sw,
+                1
+            ),
+            "skinny_gemm_fp8_swiglu_bulk_xs"
+        );
+        assert_eq!(pick(&xs, fp8, 2), "skinny_gemm_fp8_bulk_persistent_xs");
         assert_eq!(
             pick(&xs, sw, 7),
             "skinny_gemm_fp8_swiglu_bulk_persistent_xs"
@@ -505,7 +539,7 @@ mod tests {
             .iter()
             .flat_map(|s| s.kernels.iter().copied())
             .collect();
-        for t in [d, xa, xs, all, one_tile, regs] {
+        for t in [d, plain, xa, xs, all, one_tile, regs] {
             for op in [bf, "skinny_gemm_bf16_swiglu", "skinny_gemm_fp8", sw] {
                 for m in 1..=8 {
                     for k in [16, 4096, 12288] {
