@@ -404,14 +404,6 @@ fn last_block_merge_gives_the_same_logits() {
     same_logits(|t, on| t.attention_last_merge = on, "the last-block merge");
 }
 
-/// The bulk GEMMs loading x a stage ahead (Tuning::x_ahead) against loading it at each
-/// stage: the same values into the same MMAs, so the same logits bit for bit.
-#[test]
-#[ignore = "gpu"]
-fn x_ahead_gives_the_same_logits() {
-    same_logits(|t, on| t.x_ahead = on, "x ahead");
-}
-
 /// The FP8 GEMMs with x staged in shared memory as f16 (Tuning::x_smem_kb, the `*_xs`
 /// kernels) against x loaded through L1 at every stage: the same f16 values into the same
 /// MMAs, so the same logits bit for bit (bf16 runs too, on unchanged kernels).

@@ -110,39 +110,26 @@ __device__ __forceinline__ void produce_stage(unsigned char* ring, unsigned long
 
 // A multiplying warp's stage i (k: its place in the tile): x of chunk k * 8 + warp, the
 // weights from the ring once they have landed, the slot handed back, the MMAs.
-//
-// XA (x ahead, `Tuning::x_ahead`): st already holds this stage's x (the caller loaded the
-// first one), and the stage loads the next one, chunk next_k * 8 + warp of tile `nt` (null:
-// none), before its MMAs, so that the load's latency hides behind them instead of sitting
-// in front of every stage (ncu: 47 % of the FP8 GEMM's stall cycles wait on L1TEX loads).
-template <bool XA, class Tile>
+template <class Tile>
 __device__ __forceinline__ void consume_stage(const Tile& tile, typename Tile::Stage& st,
                                               float (&c)[4], const unsigned char* ring,
                                               unsigned long long* full,
                                               unsigned long long* empty, int i, int k,
-                                              int stages, const Tile* nt = nullptr,
-                                              int next_k = 0) {
+                                              int stages) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int s = i % stages, ch = k * SG_WARPS + warp;
-    if (!XA) tile.load_x(st, ch);
+    tile.load_x(st, ch);
     mbar_wait(&full[s], (i / stages) & 1);
     load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, tile.pieces());
     __syncwarp();  // every lane's shared reads are done before the stage is handed back
     if (lane == 0) mbar_arrive(&empty[s]);
-    if (XA) {
-        typename Tile::Stage nx;
-        if (nt) nt->load_x(nx, next_k * SG_WARPS + warp);
-        tile.mma(c, st);
-        if (nt) Tile::move_x(st, nx);
-    } else {
-        tile.mma(c, st);
-    }
+    tile.mma(c, st);
 }
 
 // Block = TM_THREADS: warps 0..7 multiply, warp 8 copies. Dynamic shared memory:
 // stages * TM_STAGE_BYTES (the launcher raises the kernel's limit). Rows past N are not
 // copied: their stale shared memory only reaches their own outputs, which are not stored.
-template <bool XA, class Tile, class Out>
+template <class Tile, class Out>
 __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __restrict__ y, int M,
                                                      int N, int n0, int stages) {
     extern __shared__ __align__(128) unsigned char ring[];
@@ -164,10 +151,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
     typename Tile::Stage st;
     pdl_wait();  // x comes from the previous kernel
     tile.prepare();
-    if (XA) tile.load_x(st, warp);
-    for (int i = 0; i < nst; ++i)
-        consume_stage<XA>(tile, st, c, ring, full, empty, i, i, stages,
-                          i + 1 < nst ? &tile : nullptr, i + 1);
+    for (int i = 0; i < nst; ++i) consume_stage(tile, st, c, ring, full, empty, i, i, stages);
     store_out(c, y, M, N, n0);
 }
 
@@ -179,7 +163,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
 // default since session 7, except FP8 at batch 1, where the one-tile form measured faster
 // (Tuning::fp8_persistent_rows); with a grid of one block per tile this does what
 // skinny_pipeline_bulk does.
-template <bool XA, class MakeTile, class Out>
+template <class MakeTile, class Out>
 __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
                                                            Out* __restrict__ y, int M, int N,
                                                            int stages) {
@@ -207,114 +191,93 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
     typename Tile::Stage st;
     pdl_wait();  // x comes from the previous kernel
     first.prepare();
-    if (XA) first.load_x(st, warp);
     int i = 0;
     for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const Tile t = make(tile);
-        // x ahead: the last stage of the previous tile loaded chunk 0's x, the same for
-        // every tile, with that tile's scales; this tile's replace them.
-        if (XA) t.load_scales(st, warp);
-        const bool more = tile + gridDim.x < ntiles;
         float c[4] = {0.f, 0.f, 0.f, 0.f};
-        for (int k = 0; k < nst; ++k, ++i) {
-            if (!XA) {
-                consume_stage<false>(t, st, c, ring, full, empty, i, k, stages);
-            } else {
-                const bool last = k + 1 == nst;
-                consume_stage<true>(t, st, c, ring, full, empty, i, k, stages,
-                                    !last || more ? &t : nullptr, last ? 0 : k + 1);
-            }
-        }
+        for (int k = 0; k < nst; ++k, ++i) consume_stage(t, st, c, ring, full, empty, i, k, stages);
         store_out(c, y, M, N, t.n0);
         // The next tile's fragments go where this one's store still reads.
         if (tile + gridDim.x < ntiles) consumers_sync();
     }
 }
 
-// The entry points, in the plain form and the x-ahead one (suffix _xa, XA = true), except
-// the FP8 persistent kernels: their x-ahead form spilled (28 B at the 72-register cap of 3
-// blocks per SM), so `Tuning::x_ahead` leaves them plain (ops::skinny).
-#define TM_BULK_ENTRIES(SUF, XA)                                                              \
-    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
-        skinny_gemm_bf16_bulk##SUF(const __nv_bfloat16* __restrict__ x,                       \
-                                   const __nv_bfloat16* __restrict__ w, float* __restrict__ y, \
-                                   int M, int N, int K, int stages) {                         \
-        pdl_trigger();                                                                        \
-        const TileBf16 tile(x, w, M, N, K, blockIdx.x);                                       \
-        skinny_pipeline_bulk<XA>(tile, y, M, N, tile.n0, stages);                             \
-    }                                                                                         \
-    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
-        skinny_gemm_bf16_swiglu_bulk##SUF(const __nv_bfloat16* __restrict__ x,                \
-                                          const __nv_bfloat16* __restrict__ w,                \
-                                          __nv_bfloat16* __restrict__ act, int M, int N, int K, \
-                                          int stages) {                                       \
-        pdl_trigger();                                                                        \
-        const TileBf16 tile(x, w, M, N, K, blockIdx.x);                                       \
-        skinny_pipeline_bulk<XA>(tile, act, M, N, tile.n0, stages);                           \
-    }                                                                                         \
-    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
-        skinny_gemm_fp8_bulk##SUF(const __nv_bfloat16* __restrict__ x,                        \
-                                  const unsigned char* __restrict__ w,                        \
-                                  const float* __restrict__ scale_inv, float* __restrict__ y, \
-                                  int M, int N, int K, int R, int il, int stages) {           \
-        pdl_trigger();                                                                        \
-        const TileFp8 tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x);                      \
-        skinny_pipeline_bulk<XA>(tile, y, M, N, tile.n0, stages);                             \
-    }                                                                                         \
-    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
-        skinny_gemm_fp8_swiglu_bulk##SUF(const __nv_bfloat16* __restrict__ x,                 \
-                                         const unsigned char* __restrict__ w,                 \
-                                         const float* __restrict__ scale_inv,                 \
-                                         __nv_bfloat16* __restrict__ act, int M, int N, int K, \
-                                         int R, int il, int stages) {                         \
-        pdl_trigger();                                                                        \
-        const TileFp8 tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x);                      \
-        skinny_pipeline_bulk<XA>(tile, act, M, N, tile.n0, stages);                           \
-    }                                                                                         \
-    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
-        skinny_gemm_bf16_bulk_persistent##SUF(const __nv_bfloat16* __restrict__ x,            \
-                                              const __nv_bfloat16* __restrict__ w,            \
-                                              float* __restrict__ y, int M, int N, int K,     \
-                                              int stages) {                                   \
-        pdl_trigger();                                                                        \
-        skinny_pipeline_bulk_tiles<XA>(                                                       \
-            [&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, y, M, N, stages);          \
-    }                                                                                         \
-    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
-        skinny_gemm_bf16_swiglu_bulk_persistent##SUF(const __nv_bfloat16* __restrict__ x,     \
-                                                     const __nv_bfloat16* __restrict__ w,     \
-                                                     __nv_bfloat16* __restrict__ act, int M,  \
-                                                     int N, int K, int stages) {              \
-        pdl_trigger();                                                                        \
-        skinny_pipeline_bulk_tiles<XA>(                                                       \
-            [&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, act, M, N, stages);        \
-    }
-#define TM_BULK_FP8_PERSISTENT_ENTRIES(SUF, XA)                                               \
-    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
-        skinny_gemm_fp8_bulk_persistent##SUF(const __nv_bfloat16* __restrict__ x,             \
-                                             const unsigned char* __restrict__ w,             \
-                                             const float* __restrict__ scale_inv,             \
-                                             float* __restrict__ y, int M, int N, int K, int R, \
-                                             int il, int stages) {                            \
-        pdl_trigger();                                                                        \
-        skinny_pipeline_bulk_tiles<XA>(                                                       \
-            [&](unsigned t) { return TileFp8(x, w, scale_inv, M, N, K, R, il, t); }, y, M, N, \
-            stages);                                                                          \
-    }                                                                                         \
-    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
-        skinny_gemm_fp8_swiglu_bulk_persistent##SUF(                                          \
-            const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,         \
-            const float* __restrict__ scale_inv, __nv_bfloat16* __restrict__ act, int M,      \
-            int N, int K, int R, int il, int stages) {                                        \
-        pdl_trigger();                                                                        \
-        skinny_pipeline_bulk_tiles<XA>(                                                       \
-            [&](unsigned t) { return TileFp8(x, w, scale_inv, M, N, K, R, il, t); }, act, M,  \
-            N, stages);                                                                       \
-    }
-
-TM_BULK_ENTRIES(, false)
-TM_BULK_ENTRIES(_xa, true)
-TM_BULK_FP8_PERSISTENT_ENTRIES(, false)
+// The entry points.
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_bf16_bulk(const __nv_bfloat16* __restrict__ x,
+                          const __nv_bfloat16* __restrict__ w, float* __restrict__ y,
+                          int M, int N, int K, int stages) {
+    pdl_trigger();
+    const TileBf16 tile(x, w, M, N, K, blockIdx.x);
+    skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);
+}
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_bf16_swiglu_bulk(const __nv_bfloat16* __restrict__ x,
+                                 const __nv_bfloat16* __restrict__ w,
+                                 __nv_bfloat16* __restrict__ act, int M, int N, int K,
+                                 int stages) {
+    pdl_trigger();
+    const TileBf16 tile(x, w, M, N, K, blockIdx.x);
+    skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);
+}
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_fp8_bulk(const __nv_bfloat16* __restrict__ x,
+                         const unsigned char* __restrict__ w,
+                         const float* __restrict__ scale_inv, float* __restrict__ y,
+                         int M, int N, int K, int R, int il, int stages) {
+    pdl_trigger();
+    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x);
+    skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);
+}
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_fp8_swiglu_bulk(const __nv_bfloat16* __restrict__ x,
+                                const unsigned char* __restrict__ w,
+                                const float* __restrict__ scale_inv,
+                                __nv_bfloat16* __restrict__ act, int M, int N, int K,
+                                int R, int il, int stages) {
+    pdl_trigger();
+    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x);
+    skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);
+}
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_bf16_bulk_persistent(const __nv_bfloat16* __restrict__ x,
+                                     const __nv_bfloat16* __restrict__ w,
+                                     float* __restrict__ y, int M, int N, int K,
+                                     int stages) {
+    pdl_trigger();
+    skinny_pipeline_bulk_tiles(
+        [&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, y, M, N, stages);
+}
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_bf16_swiglu_bulk_persistent(const __nv_bfloat16* __restrict__ x,
+                                            const __nv_bfloat16* __restrict__ w,
+                                            __nv_bfloat16* __restrict__ act, int M,
+                                            int N, int K, int stages) {
+    pdl_trigger();
+    skinny_pipeline_bulk_tiles(
+        [&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, act, M, N, stages);
+}
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_fp8_bulk_persistent(const __nv_bfloat16* __restrict__ x,
+                                    const unsigned char* __restrict__ w,
+                                    const float* __restrict__ scale_inv,
+                                    float* __restrict__ y, int M, int N, int K, int R,
+                                    int il, int stages) {
+    pdl_trigger();
+    skinny_pipeline_bulk_tiles(
+        [&](unsigned t) { return TileFp8(x, w, scale_inv, M, N, K, R, il, t); }, y, M, N,
+        stages);
+}
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    skinny_gemm_fp8_swiglu_bulk_persistent(
+        const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,
+        const float* __restrict__ scale_inv, __nv_bfloat16* __restrict__ act, int M,
+        int N, int K, int R, int il, int stages) {
+    pdl_trigger();
+    skinny_pipeline_bulk_tiles(
+        [&](unsigned t) { return TileFp8(x, w, scale_inv, M, N, K, R, il, t); }, act, M,
+        N, stages);
+}
 
 // The FP8 kernels with x staged in shared memory (TileFp8S), behind the ring's `stages`
 // slots: the launcher adds M x xs_row_units(K) x 16 bytes to the dynamic shared memory.
@@ -329,7 +292,7 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
                             int N, int K, int R, int il, int stages) {
     pdl_trigger();
     const TileFp8S tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x, staged_x(stages));
-    skinny_pipeline_bulk<false>(tile, y, M, N, tile.n0, stages);
+    skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);
 }
 extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
     skinny_gemm_fp8_swiglu_bulk_xs(const __nv_bfloat16* __restrict__ x,
@@ -339,7 +302,7 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
                                    int il, int stages) {
     pdl_trigger();
     const TileFp8S tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x, staged_x(stages));
-    skinny_pipeline_bulk<false>(tile, act, M, N, tile.n0, stages);
+    skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);
 }
 extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
     skinny_gemm_fp8_bulk_persistent_xs(const __nv_bfloat16* __restrict__ x,
@@ -349,7 +312,7 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
                                        int stages) {
     pdl_trigger();
     uint4* xs = staged_x(stages);
-    skinny_pipeline_bulk_tiles<false>(
+    skinny_pipeline_bulk_tiles(
         [&](unsigned t) { return TileFp8S(x, w, scale_inv, M, N, K, R, il, t, xs); }, y, M, N,
         stages);
 }
@@ -361,7 +324,7 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
                                               int K, int R, int il, int stages) {
     pdl_trigger();
     uint4* xs = staged_x(stages);
-    skinny_pipeline_bulk_tiles<false>(
+    skinny_pipeline_bulk_tiles(
         [&](unsigned t) { return TileFp8S(x, w, scale_inv, M, N, K, R, il, t, xs); }, act, M,
         N, stages);
 }

@@ -189,14 +189,6 @@ struct TileBf16 : TileRows {
             s.x[j] = ch < nch && p < k8 && vx ? __ldg(xr + p) : z;
         }
     }
-    // What load_x filled, from one stage's registers to another's (the bulk pipeline's
-    // x-ahead form loads the next stage's x while this one multiplies).
-    __device__ static void move_x(Stage& d, const Stage& s) {
-        d.x[0] = s.x[0];
-        d.x[1] = s.x[1];
-    }
-    // x is the same for every tile of a GEMM; bf16 tiles have nothing else per chunk.
-    __device__ void load_scales(Stage&, int) const {}
     // Block-wide set-up after the wait on the previous kernel (TileFp8S stages x there).
     __device__ void prepare() const {}
     __device__ void mma(float (&c)[4], const Stage& s) const {
@@ -283,18 +275,10 @@ struct TileFp8 : TileRows {
         load_scales(s, ch);
     }
     __device__ void prepare() const {}
-    // The chunk's scales of rows g and g + 8 (part of load_x; the persistent x-ahead
-    // pipeline reloads them alone when a block moves to its next tile, where x is the same).
+    // The chunk's scales of rows g and g + 8 (part of load_x).
     __device__ void load_scales(Stage& s, int ch) const {
         s.sa = ch < nch ? __ldg(sra + ch) : 0.f;
         s.sb = ch < nch ? __ldg(srb + ch) : 0.f;
-    }
-    // As TileBf16::move_x: the tokens and the chunk's scales.
-    __device__ static void move_x(Stage& d, const Stage& s) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) d.x[j] = s.x[j];
-        d.sa = s.sa;
-        d.sb = s.sb;
     }
     __device__ void mma(float (&c)[4], const Stage& s) const { mma_x<false>(c, s); }
     // XF16: the stage's x words are f16 pairs already (TileFp8S), not bf16 ones.

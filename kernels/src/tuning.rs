@@ -82,13 +82,6 @@ pub struct Tuning {
     /// 4661, FP8 batch 1 2969 -> 2971 / 2989, batch 8 3446 -> 3565 / 3639 (a smaller L1 for
     /// the 8 rows of x). Mixed, so off. `LATLAB_SMEM_CARVEOUT=driver|max|max-outside-gemms`.
     pub smem_carveout: Carveout,
-    /// The bulk GEMMs' multiplying warps load the next stage's x (and FP8 scales) before
-    /// this stage's MMAs (the `*_xa` kernels), instead of at the start of each stage, where
-    /// its latency stood in front of every stage: ncu put 47 % of the FP8 GEMM's stall
-    /// cycles on L1TEX loads (session 7). FP8 persistent GEMMs stay plain (their x-ahead
-    /// form spilled). Written in session 7 without GPU time; off until measured.
-    /// `LATLAB_X_AHEAD=0|1`.
-    pub x_ahead: bool,
     /// The split decode attention merges its splits inside thread block clusters
     /// (`decode_attention_cluster`: the splits of a (row, kv head) read each other's partial
     /// states from distributed shared memory) instead of a second kernel, where that costs
@@ -157,7 +150,6 @@ impl Default for Tuning {
             bulk_persistent: true,
             fp8_persistent_rows: 1,
             smem_carveout: Carveout::Driver,
-            x_ahead: false,
             attention_cluster: true,
             attention_last_merge: false,
             x_smem_kb: 25,
@@ -184,7 +176,7 @@ impl Tuning {
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
     /// `LATLAB_ATTENTION_LAST_MERGE`, `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
-    /// `LATLAB_X_AHEAD` and `LATLAB_X_SMEM_KB` when set.
+    /// and `LATLAB_X_SMEM_KB` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -210,7 +202,6 @@ impl Tuning {
             attention_cluster: get("LATLAB_ATTENTION_CLUSTER", d.attention_cluster)?,
             attention_last_merge: get("LATLAB_ATTENTION_LAST_MERGE", d.attention_last_merge)?,
             bulk_persistent: get("LATLAB_BULK_PERSISTENT", d.bulk_persistent)?,
-            x_ahead: get("LATLAB_X_AHEAD", d.x_ahead)?,
             smem_carveout: match var("LATLAB_SMEM_CARVEOUT").as_deref() {
                 None => d.smem_carveout,
                 Some("driver") => Carveout::Driver,
@@ -274,7 +265,6 @@ mod tests {
             ("LATLAB_BULK_PERSISTENT", "0"),
             ("LATLAB_FP8_PERSISTENT_ROWS", "9"),
             ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
-            ("LATLAB_X_AHEAD", "1"),
             ("LATLAB_ATTENTION_LAST_MERGE", "1"),
             ("LATLAB_X_SMEM_KB", "64"),
         ])
@@ -292,7 +282,6 @@ mod tests {
             (d.smem_carveout, t.smem_carveout),
             (Carveout::Driver, Carveout::MaxOutsideGemms)
         );
-        assert!(!d.x_ahead && t.x_ahead);
         assert!(!d.attention_last_merge && t.attention_last_merge);
         assert_eq!((d.x_smem_kb, t.x_smem_kb), (25, 64));
         let e = with(&[("LATLAB_X_SMEM_KB", "228")])

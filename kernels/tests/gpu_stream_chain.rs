@@ -15,6 +15,7 @@
 
 mod timing_common;
 
+mod stream_chain_src;
 use kernels::compile::{CompileOptions, compile_cubin};
 use kernels::cudarc::driver::sys::CUfunction_attribute;
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
@@ -32,16 +33,6 @@ const STAGE_BYTES: u32 = 16 * (1024 + 16);
 
 /// (rotate, backoff ns) of the chain kernel's tile order and barrier spin.
 const HOWS: [(i32, i32); 3] = [(0, 0), (1, 0), (0, 100)];
-
-const SRC: &str = concat!(
-    include_str!("../cuda/common.cuh"),
-    "\n",
-    include_str!("../cuda/skinny_tiles.cuh"),
-    "\n",
-    include_str!("../cuda/skinny_bulk.cu"),
-    "\n",
-    include_str!("cuda/stream_chain.cu")
-);
 
 /// The (N, K) of one layer's linears, in step order.
 const SHAPES: [(usize, usize); 4] = [
@@ -273,7 +264,7 @@ fn linears_as_launches_against_one_streaming_kernel() {
         arch: g.arch().to_string(),
         include_dirs: opts.include_dirs.clone(),
     };
-    let cubin = compile_cubin("stream_chain.cu", SRC, &copts).unwrap();
+    let cubin = compile_cubin("stream_chain.cu", stream_chain_src::SRC, &copts).unwrap();
     let bytes_per_step = |fp8: bool| {
         let e: usize = SHAPES.iter().map(|(n, k)| n * k).sum::<usize>() * LAYERS;
         if fp8 { e } else { 2 * e }

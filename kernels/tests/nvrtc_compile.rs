@@ -9,6 +9,7 @@
 //! the dynamic loader reads that variable only at process start. Without either it skips
 //! and says how to install them.
 
+mod stream_chain_src;
 use kernels::compile::{CompileOptions, compile_with_usage};
 use kernels::sources::ALL;
 use std::path::{Path, PathBuf};
@@ -74,6 +75,10 @@ fn compile_all(include: PathBuf) {
             }
         }
     }
+    // The GPU-only streaming experiment builds on skinny_bulk.cu's pipeline.
+    let (cubin, _) = compile_with_usage("stream_chain.cu", stream_chain_src::SRC, &opts)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(&cubin[..4], b"\x7fELF", "stream_chain.cu: no cubin");
     assert!(
         spills.is_empty(),
         "kernels spill registers (see MAY_SPILL): {}",

@@ -36,48 +36,26 @@ fn rows_of(op: &'static str, x_len: usize, k: usize, y_len: usize, n: usize) -> 
 const BULK_THREADS: u32 = THREADS + 32;
 const BULK_STAGE_BYTES: u32 = 16 * (1024 + 16);
 
-/// A bulk op's kernels: [plain, x ahead (`Tuning::x_ahead`)][a block per tile, persistent].
-/// FP8's persistent kernels have no x-ahead form (skinny_bulk.cu: it spilled).
-type BulkNames = [[&'static str; 2]; 2];
-const BULK_BF16: BulkNames = [
-    ["skinny_gemm_bf16_bulk", "skinny_gemm_bf16_bulk_persistent"],
-    [
-        "skinny_gemm_bf16_bulk_xa",
-        "skinny_gemm_bf16_bulk_persistent_xa",
-    ],
-];
+/// A bulk op's kernels: [a block per tile, persistent].
+type BulkNames = [&'static str; 2];
+const BULK_BF16: BulkNames = ["skinny_gemm_bf16_bulk", "skinny_gemm_bf16_bulk_persistent"];
 const BULK_BF16_SWIGLU: BulkNames = [
-    [
-        "skinny_gemm_bf16_swiglu_bulk",
-        "skinny_gemm_bf16_swiglu_bulk_persistent",
-    ],
-    [
-        "skinny_gemm_bf16_swiglu_bulk_xa",
-        "skinny_gemm_bf16_swiglu_bulk_persistent_xa",
-    ],
+    "skinny_gemm_bf16_swiglu_bulk",
+    "skinny_gemm_bf16_swiglu_bulk_persistent",
 ];
-const BULK_FP8: BulkNames = [
-    ["skinny_gemm_fp8_bulk", "skinny_gemm_fp8_bulk_persistent"],
-    ["skinny_gemm_fp8_bulk_xa", "skinny_gemm_fp8_bulk_persistent"],
+const BULK_FP8: BulkNames = ["skinny_gemm_fp8_bulk", "skinny_gemm_fp8_bulk_persistent"];
+const BULK_FP8_SWIGLU: BulkNames = [
+    "skinny_gemm_fp8_swiglu_bulk",
+    "skinny_gemm_fp8_swiglu_bulk_persistent",
 ];
-/// FP8 with x staged in shared memory (`Tuning::x_smem_kb`): [a block per tile, persistent].
-const BULK_FP8_XS: [&str; 2] = [
+/// FP8 with x staged in shared memory (`Tuning::x_smem_kb`).
+const BULK_FP8_XS: BulkNames = [
     "skinny_gemm_fp8_bulk_xs",
     "skinny_gemm_fp8_bulk_persistent_xs",
 ];
-const BULK_FP8_SWIGLU_XS: [&str; 2] = [
+const BULK_FP8_SWIGLU_XS: BulkNames = [
     "skinny_gemm_fp8_swiglu_bulk_xs",
     "skinny_gemm_fp8_swiglu_bulk_persistent_xs",
-];
-const BULK_FP8_SWIGLU: BulkNames = [
-    [
-        "skinny_gemm_fp8_swiglu_bulk",
-        "skinny_gemm_fp8_swiglu_bulk_persistent",
-    ],
-    [
-        "skinny_gemm_fp8_swiglu_bulk_xa",
-        "skinny_gemm_fp8_swiglu_bulk_persistent",
-    ],
 ];
 
 /// How a skinny launch runs: the register pipeline (a block per 16-row tile), or the bulk
@@ -168,8 +146,7 @@ fn start<'g>(
 
 /// The kernel a skinny op (`skinny_gemm_bf16`, `_bf16_swiglu`, `_fp8`, `_fp8_swiglu`) runs
 /// over x [m, k] under a tuning and a ring of `stages`: the register pipeline (the op's
-/// own name) or a bulk kernel, persistent or not, x ahead or not, x staged in shared
-/// memory or not (FP8, where `Tuning::x_smem_kb` and the block's shared memory allow).
+/// own name) or a bulk kernel, persistent or not, x staged in shared memory or not (FP8, where `Tuning::x_smem_kb` and the block's shared memory allow).
 /// Tests check with it that an A/B compares two kernels.
 pub fn skinny_kernel(
     t: &Tuning,
@@ -198,7 +175,7 @@ pub fn skinny_kernel(
         };
         return xs[persistent as usize];
     }
-    names[t.x_ahead as usize][persistent as usize]
+    names[persistent as usize]
 }
 
 /// The bulk kernels' trailing argument: their ring depth.
@@ -453,10 +430,6 @@ mod tests {
             fp8_persistent_rows: 2,
             ..d
         };
-        let xa = Tuning {
-            x_ahead: true,
-            ..plain
-        };
         let xs = Tuning { x_smem_kb: 64, ..d };
         let one_tile = Tuning {
             bulk_persistent: false,
@@ -470,20 +443,20 @@ mod tests {
         let pick = |t: &Tuning, op, m| skinny_kernel(t, op, (m, 4096), 4);
         let bf = "skinny_gemm_bf16";
         assert_eq!(pick(&d, bf, 1), "skinny_gemm_bf16_bulk_persistent");
-        assert_eq!(pick(&xa, bf, 1), "skinny_gemm_bf16_bulk_persistent_xa");
         assert_eq!(pick(&one_tile, bf, 8), "skinny_gemm_bf16_bulk");
         assert_eq!(pick(&regs, bf, 1), bf);
         assert_eq!(pick(&xs, bf, 1), "skinny_gemm_bf16_bulk_persistent");
-        // FP8 without x staging: one tile below fp8_persistent_rows, and no x-ahead form
-        // of the persistent kernels.
+        // FP8 without x staging: one tile below fp8_persistent_rows.
         let sw = "skinny_gemm_fp8_swiglu";
         assert_eq!(pick(&plain, sw, 1), "skinny_gemm_fp8_swiglu_bulk");
-        assert_eq!(pick(&xa, sw, 1), "skinny_gemm_fp8_swiglu_bulk_xa");
         assert_eq!(
             pick(&plain, sw, 2),
             "skinny_gemm_fp8_swiglu_bulk_persistent"
         );
-        assert_eq!(pick(&xa, sw, 8), "skinny_gemm_fp8_swiglu_bulk_persistent");
+        assert_eq!(
+            pick(&plain, sw, 8),
+            "skinny_gemm_fp8_swiglu_bulk_persistent"
+        );
         assert_eq!(pick(&one_tile, sw, 1), "skinny_gemm_fp8_swiglu_bulk");
         // The defaults: persistent from 1 row, x staged up to 25 KiB: 3 rows of 4096 (24.2
         // KiB) and 1 of 12288 (24.1), not 4 of 4096 or 2 of 12288.
@@ -539,7 +512,7 @@ mod tests {
             .iter()
             .flat_map(|s| s.kernels.iter().copied())
             .collect();
-        for t in [d, plain, xa, xs, all, one_tile, regs] {
+        for t in [d, plain, xs, all, one_tile, regs] {
             for op in [bf, "skinny_gemm_bf16_swiglu", "skinny_gemm_fp8", sw] {
                 for m in 1..=8 {
                     for k in [16, 4096, 12288] {
