@@ -384,26 +384,6 @@ fn early_attention_loads_give_the_same_logits() {
     same_logits(|t, on| t.attention_early_loads = on, "early K/V loads");
 }
 
-/// The split attention merged by its last block per (row, kv head)
-/// (Tuning::attention_last_merge; batch 1 and 3 here take 32 and 22 splits, past the
-/// clusters) against the merge kernel: the same operations, so the same logits bit for bit,
-/// step after step over the same counts.
-#[test]
-#[ignore = "gpu"]
-fn last_block_merge_gives_the_same_logits() {
-    let t = kernels::Tuning {
-        attention_last_merge: true,
-        ..Default::default()
-    };
-    for rows in [1, 3] {
-        assert!(kernels::ops::uses_last_merge(
-            &t,
-            kernels::ops::split_count(&t, rows, 8)
-        ));
-    }
-    same_logits(|t, on| t.attention_last_merge = on, "the last-block merge");
-}
-
 /// The FP8 GEMMs with x staged in shared memory as f16 (Tuning::x_smem_kb, the `*_xs`
 /// kernels) against x loaded through L1 at every stage: the same f16 values into the same
 /// MMAs, so the same logits bit for bit (bf16 runs too, on unchanged kernels).

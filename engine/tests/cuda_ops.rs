@@ -123,15 +123,12 @@ fn embed_norms_swiglu_argmax_match_cpu() {
 fn rope_kv_write_and_split_attention_match_cpu() {
     let g = gpu();
     // The default GPU merges 2..=8 splits inside thread block clusters
-    // (Tuning::attention_cluster); gm merges them in the second kernel; gl in the split
-    // kernel's last block (Tuning::attention_last_merge), at every split count.
-    let with = |cluster: bool, last: bool| {
+    // (Tuning::attention_cluster); gm merges them in the second kernel.
+    let gm = {
         let mut o = kernels::GpuOptions::from_env().unwrap();
-        o.tuning.attention_cluster = cluster;
-        o.tuning.attention_last_merge = last;
+        o.tuning.attention_cluster = false;
         kernels::Gpu::new(&o).unwrap()
     };
-    let (gm, gl) = (with(false, false), with(false, true));
     for (heads, kv_heads, head_dim, theta) in
         [(32, 8, 128, 1e6f32), (6, 1, 8, 1e6), (4, 2, 32, 1e4)]
     {
@@ -288,7 +285,7 @@ fn rope_kv_write_and_split_attention_match_cpu() {
             ops::attention_splits(&g, rows.len(), kv_heads),
             ops::MAX_SPLITS,
         ] {
-            let out = attend(&g, d, &pa, splits, qd, 1);
+            let out = attend(&g, d, &pa, splits, qd);
             // The decode form, which reads the older positions' K/V before waiting on the
             // previous kernel (true here: the caches were written and downloaded above):
             // the same arithmetic, so the same bits.
@@ -298,7 +295,7 @@ fn rope_kv_write_and_split_attention_match_cpu() {
             };
             check(
                 &format!("decode_attention settled ({tag}, {splits} splits) vs not (exact)"),
-                &attend(&g, d, &settled, splits, qd, 1),
+                &attend(&g, d, &settled, splits, qd),
                 &out,
                 1e-30,
                 0.0,
@@ -313,29 +310,12 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                     &format!(
                         "decode_attention merge kernel vs cluster ({tag}, {splits} splits) (exact)"
                     ),
-                    &attend(&gm, d, &settled, splits, qd, 1),
+                    &attend(&gm, d, &settled, splits, qd),
                     &out,
                     1e-30,
                     0.0,
                 );
                 cluster_checked += 1;
-            }
-            // Merged by the last split block to finish: the same bits again, also on a third
-            // launch over the same counts (each launch must leave them zero, or the merge
-            // never runs and the output stays zero).
-            if splits > 1 {
-                assert!(ops::uses_last_merge(&gl.tuning(), splits));
-                for launches in [1, 3] {
-                    check(
-                        &format!(
-                            "decode_attention last-block merge, {launches} launches ({tag}, {splits} splits) (exact)"
-                        ),
-                        &attend(&gl, d, &settled, splits, qd, launches),
-                        &out,
-                        1e-30,
-                        0.0,
-                    );
-                }
             }
             split_outs.push((splits, out));
         }
@@ -402,35 +382,26 @@ fn rope_kv_write_and_split_attention_match_cpu() {
     }
 }
 
-/// decode_attention_into on `g`, `launches` times over one fresh zeroed scratch (so a
-/// later launch finds the counts an earlier one left), the last launch's output: allocated
-/// and read back through g's own stream (a read on another GPU's stream would not wait).
+/// decode_attention_into on `g` over a fresh zeroed scratch, its output: allocated and read
+/// back through g's own stream (a read on another GPU's stream would not wait).
 fn attend(
     g: &kernels::Gpu,
     d: AttnDims,
     pa: &PagedAttnArgs<'_, '_>,
     splits: usize,
     qd: usize,
-    launches: usize,
 ) -> Vec<f32> {
     let rows = pa.ctx_lens.len();
     let s = g.stream();
     let (na, nm) = ops::attention_partials_len(rows, d, splits);
     let mut acc = s.alloc_zeros::<f32>(na.max(1)).unwrap();
     let mut ml = s.alloc_zeros::<f32>(nm.max(1)).unwrap();
-    let mut counts = s
-        .alloc_zeros::<u32>(ops::attention_counts_len(rows, d))
-        .unwrap();
     let mut o = s.alloc_zeros::<bf16>(rows * qd).unwrap();
     let mut scratch = ops::SplitScratch {
         acc: acc.as_view_mut(),
         ml: ml.as_view_mut(),
-        counts: counts.as_view_mut(),
     };
-    for _ in 0..launches {
-        s.memset_zeros(&mut o).unwrap();
-        ops::decode_attention_into(g, d, pa, splits, &mut scratch, &mut o.as_view_mut()).unwrap();
-    }
+    ops::decode_attention_into(g, d, pa, splits, &mut scratch, &mut o.as_view_mut()).unwrap();
     down_bf16(g, &o)
 }
 

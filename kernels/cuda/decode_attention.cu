@@ -131,79 +131,19 @@ __device__ __forceinline__ void cluster_merge_head(const float* s_m, const float
     __syncthreads();  // s_w and s_inv_l are rewritten for the next head
 }
 
-// Merge the splits of (row, head): out = sum_s acc_s e^(m_s - m) / sum_s l_s e^(m_s - m).
-// A split past the row's context has l = 0 and is skipped. Every split's (m, l) is loaded
-// at once into shared memory (a loop over splits that loaded them one by one paid an L2
-// round trip per split: ~16 us per layer at 32 splits), and each thread's acc of every
-// split (head_dim <= DA_THREADS: one dimension per thread) in the same round trip, into
-// registers, before the weights exist: then the sum, in the same order as before. base:
-// the (row, head)'s first partial; dst: its output row.
-// CG (the last-block merge): the partials were written by other blocks of the same launch,
-// so they are read past L1, and into `stage` (nsplit x D floats of shared memory, with
-// 16-byte cp.async.cg copies when D % 4 == 0) instead of registers: the split kernel has no
-// 32 registers to spare (125 against 95 with them). The sum reads the same values in the
-// same order, so the same bits.
-template <bool CG>
-__device__ __forceinline__ void combine_head(const float* __restrict__ part_acc,
-                                             const float* __restrict__ part_ml,
-                                             __nv_bfloat16* __restrict__ dst, size_t base,
-                                             int D, int nsplit, float* s_w, float* s_inv_l,
-                                             float* stage = nullptr) {
-    const int tid = threadIdx.x;
-    float acc[CG ? 1 : DA_MAXSPLITS];
-    if (CG) {
-        // The (row, head)'s partials are nsplit x D contiguous floats.
-        const float* src = part_acc + base * D;
-        if (D % 4 == 0) {
-            for (int j = tid; j < nsplit * D / 4; j += DA_THREADS)
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
-                                 smem_addr(stage + 4 * j)),
-                             "l"(src + 4 * j)
-                             : "memory");
-        } else {
-            for (int j = tid; j < nsplit * D; j += DA_THREADS) stage[j] = __ldcg(src + j);
-        }
-    } else {
-#pragma unroll
-        for (int s = 0; s < DA_MAXSPLITS; ++s) {
-            const float* p = part_acc + (base + s) * D + tid;
-            acc[s] = s < nsplit && tid < D ? *p : 0.f;
-        }
-    }
-    if (tid < 32) {
-        float m = __int_as_float(0xff800000), l = 0.f;
-        if (tid < nsplit) {
-            const float* p = part_ml + 2 * (base + tid);
-            m = CG ? __ldcg(p) : p[0];
-            l = CG ? __ldcg(p + 1) : p[1];
-        }
-        merge_weights(m, l, s_w, s_inv_l);
-    }
-    if (CG) asm volatile("cp.async.wait_all;" ::: "memory");
-    __syncthreads();
-    if (tid < D) {
-        float o = 0.f;
-#pragma unroll
-        for (int s = 0; s < DA_MAXSPLITS; ++s)
-            if (s < nsplit) o = fmaf(CG ? stage[s * D + tid] : acc[s], s_w[s], o);
-        dst[tid] = __float2bfloat16(o * *s_inv_l);
-    }
-}
-
 // settled != 0: every row's positions before its last were written by earlier launches
 // (a decode step), so they are read before pdl_wait.
 //
 // CLUSTER: the grid's z (splits, 2..8) is one thread block cluster; the blocks merge their
 // partial states through distributed shared memory (cluster_merge_head), block `rank`
 // taking heads rank, rank + nsplit, ...: no partials in global memory, no second kernel.
-template <bool CLUSTER, bool LAST = false>
+template <bool CLUSTER>
 __device__ __forceinline__ void decode_attention_body(
     const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
     const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
     float* __restrict__ part_acc, float* __restrict__ part_ml, __nv_bfloat16* __restrict__ out,
-    int heads, int kv_heads, int D, int block_size, float scale, int settled,
-    unsigned* __restrict__ counts = nullptr) {
+    int heads, int kv_heads, int D, int block_size, float scale, int settled) {
     pdl_trigger();
     // q of the G heads; the second half of each head sits one float further on, so the two
     // threads of a position (one per half) read different banks.
@@ -358,12 +298,12 @@ __device__ __forceinline__ void decode_attention_body(
         cluster_sync();  // no block leaves while a peer still reads its shared memory
         return;
     }
-    if (!LAST && tid >= D) return;
+    if (tid >= D) return;
     // Threads d < D write this split's result: the output itself for one split, else the
     // partial state.
 #pragma unroll
     for (int h = 0; h < DA_MAXG; ++h) {
-        if (h >= G || (LAST && tid >= D)) break;
+        if (h >= G) break;
         const int head = kvh * G + h;
         if (nsplit == 1) {
             out[(size_t)r * heads * D + (size_t)head * D + tid] = __float2bfloat16(acc[h] / s_l[h]);
@@ -376,31 +316,6 @@ __device__ __forceinline__ void decode_attention_body(
             }
         }
     }
-    if (LAST && nsplit > 1) {
-        // The last split of this (row, kv head) to finish merges them all, as the combine
-        // kernel would (combine_head: the same operations, so the same bits), and no second
-        // kernel and hand-off follow. counts: one per (row, kv head), zero before the
-        // launch; the merging block zeroes its count again.
-        unsigned* count = counts + (size_t)r * kv_heads + kvh;
-        __shared__ int s_last;
-        __shared__ float s_w[DA_MAXSPLITS], s_inv_l;
-        __threadfence();  // this block's partials are visible before it is counted
-        __syncthreads();
-        if (tid == 0) s_last = atomicAdd(count, 1u) == (unsigned)nsplit - 1;
-        __syncthreads();
-        if (!s_last) return;
-        __threadfence();  // and the other blocks' partials are seen after their count
-        for (int h = 0; h < G; ++h) {
-            const int head = kvh * G + h;
-            // The V tile is done with (the loop ends in a barrier): it stages the partials.
-            combine_head<true>(part_acc, part_ml,
-                               out + (size_t)r * heads * D + (size_t)head * D,
-                               ((size_t)r * heads + head) * nsplit, D, nsplit, s_w, &s_inv_l,
-                               reinterpret_cast<float*>(&s_v[0][0]));
-            __syncthreads();  // s_w, s_inv_l and the stage are rewritten for the next head
-        }
-        if (tid == 0) *count = 0;
-    }
 }
 
 extern "C" __global__ void __launch_bounds__(DA_THREADS)
@@ -412,23 +327,6 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                      int block_size, float scale, int settled) {
     decode_attention_body<false>(q, k_cache, v_cache, tables, table_offs, ctx_lens, part_acc,
                                  part_ml, out, heads, kv_heads, D, block_size, scale, settled);
-}
-
-// The split kernel whose last block per (row, kv head) merges the splits
-// (`Tuning::attention_last_merge`): the same output as decode_attention +
-// decode_attention_combine, bit for bit, with one kernel. counts: rows x kv_heads, zero
-// (ops::attention_counts_len), left zero.
-extern "C" __global__ void __launch_bounds__(DA_THREADS)
-    decode_attention_last(const __nv_bfloat16* __restrict__ q,
-                          const __nv_bfloat16* __restrict__ k_cache,
-                          const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
-                          const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
-                          float* __restrict__ part_acc, float* __restrict__ part_ml,
-                          __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D,
-                          int block_size, float scale, int settled, unsigned* __restrict__ counts) {
-    decode_attention_body<false, true>(q, k_cache, v_cache, tables, table_offs, ctx_lens,
-                                       part_acc, part_ml, out, heads, kv_heads, D, block_size,
-                                       scale, settled, counts);
 }
 
 // The split kernel launched in clusters of its splits (launch.rs), merging in place: the
@@ -447,7 +345,13 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
                                 part_ml, out, heads, kv_heads, D, block_size, scale, settled);
 }
 
-// One block per (row, head).
+// Merge the splits of (row, head): out = sum_s acc_s e^(m_s - m) / sum_s l_s e^(m_s - m).
+// A split past the row's context has l = 0 and is skipped. One block per (row, head).
+// Every split's (m, l) is loaded at once into shared memory (a loop over splits that
+// loaded them one by one paid an L2 round trip per split: ~16 us per layer at 32 splits),
+// and each thread's acc of every split (head_dim <= DA_THREADS: one dimension per thread)
+// in the same round trip, into registers, before the weights exist: then the sum, in the
+// same order as before.
 extern "C" __global__ void __launch_bounds__(DA_THREADS)
     decode_attention_combine(const float* __restrict__ part_acc, const float* __restrict__ part_ml,
                              __nv_bfloat16* __restrict__ out, int heads, int D, int nsplit) {
@@ -455,7 +359,26 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
     pdl_wait();
     __shared__ float s_w[DA_MAXSPLITS];
     __shared__ float s_inv_l;
-    const int r = blockIdx.x, h = blockIdx.y;
-    combine_head<false>(part_acc, part_ml, out + (size_t)r * heads * D + (size_t)h * D,
-                        ((size_t)r * heads + h) * nsplit, D, nsplit, s_w, &s_inv_l);
+    const int r = blockIdx.x, h = blockIdx.y, tid = threadIdx.x;
+    const size_t base = ((size_t)r * heads + h) * nsplit;
+    float acc[DA_MAXSPLITS];
+#pragma unroll
+    for (int s = 0; s < DA_MAXSPLITS; ++s)
+        acc[s] = s < nsplit && tid < D ? part_acc[(base + s) * D + tid] : 0.f;
+    if (tid < 32) {
+        float m = __int_as_float(0xff800000), l = 0.f;
+        if (tid < nsplit) {
+            m = part_ml[2 * (base + tid)];
+            l = part_ml[2 * (base + tid) + 1];
+        }
+        merge_weights(m, l, s_w, &s_inv_l);
+    }
+    __syncthreads();
+    if (tid < D) {
+        float o = 0.f;
+#pragma unroll
+        for (int s = 0; s < DA_MAXSPLITS; ++s)
+            if (s < nsplit) o = fmaf(acc[s], s_w[s], o);
+        out[(size_t)r * heads * D + (size_t)h * D + tid] = __float2bfloat16(o * s_inv_l);
+    }
 }

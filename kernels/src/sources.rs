@@ -94,7 +94,6 @@ pub const ALL: &[KernelSource] = &[
         kernels: &[
             "decode_attention",
             "decode_attention_cluster",
-            "decode_attention_last",
             "decode_attention_combine",
         ],
     },

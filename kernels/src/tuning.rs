@@ -91,14 +91,6 @@ pub struct Tuning {
     /// batch 8 (9 -> 8 splits) bf16 4849 -> 4798, FP8 3587 -> 3519; batch 1 (32 -> 8)
     /// slower, 4305 -> 4421. `LATLAB_ATTENTION_CLUSTER=0|1`.
     pub attention_cluster: bool,
-    /// Where the splits do not merge in a cluster, the split kernel's last block per (row,
-    /// kv head) to finish merges them (`decode_attention_last`: a count per (row, kv head),
-    /// the threadfence-reduction pattern), instead of the merge kernel: one launch and one
-    /// PDL hand-off less per layer, at every split count. Same bits. 96 registers, as the
-    /// plain kernel's 95: the merge stages the partials in the spent V tile's shared memory
-    /// (cp.async), not in 32 registers (125 with them). Written in session 7 without GPU
-    /// time; off until measured. `LATLAB_ATTENTION_LAST_MERGE=0|1`.
-    pub attention_last_merge: bool,
     /// The FP8 bulk GEMMs stage x in shared memory as f16 once per block (the `*_xs`
     /// kernels, `TileFp8S`) where its rows take at most this many KiB, instead of loading
     /// it through L1 at every stage: ncu put 47 % of the FP8 GEMM's stall cycles on those
@@ -151,7 +143,6 @@ impl Default for Tuning {
             fp8_persistent_rows: 1,
             smem_carveout: Carveout::Driver,
             attention_cluster: true,
-            attention_last_merge: false,
             x_smem_kb: 25,
         }
     }
@@ -175,7 +166,7 @@ impl Tuning {
     /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
-    /// `LATLAB_ATTENTION_LAST_MERGE`, `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
+    /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
     /// and `LATLAB_X_SMEM_KB` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
@@ -200,7 +191,6 @@ impl Tuning {
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_cluster: get("LATLAB_ATTENTION_CLUSTER", d.attention_cluster)?,
-            attention_last_merge: get("LATLAB_ATTENTION_LAST_MERGE", d.attention_last_merge)?,
             bulk_persistent: get("LATLAB_BULK_PERSISTENT", d.bulk_persistent)?,
             smem_carveout: match var("LATLAB_SMEM_CARVEOUT").as_deref() {
                 None => d.smem_carveout,
@@ -265,7 +255,6 @@ mod tests {
             ("LATLAB_BULK_PERSISTENT", "0"),
             ("LATLAB_FP8_PERSISTENT_ROWS", "9"),
             ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
-            ("LATLAB_ATTENTION_LAST_MERGE", "1"),
             ("LATLAB_X_SMEM_KB", "64"),
         ])
         .unwrap();
@@ -282,7 +271,6 @@ mod tests {
             (d.smem_carveout, t.smem_carveout),
             (Carveout::Driver, Carveout::MaxOutsideGemms)
         );
-        assert!(!d.attention_last_merge && t.attention_last_merge);
         assert_eq!((d.x_smem_kb, t.x_smem_kb), (25, 64));
         let e = with(&[("LATLAB_X_SMEM_KB", "228")])
             .unwrap_err()

@@ -181,7 +181,6 @@ fn step(
                 &mut ops::SplitScratch {
                     acc: b.part_acc.as_view_mut(),
                     ml: b.part_ml.as_view_mut(),
-                    counts: b.part_counts.as_view_mut(),
                 },
                 &mut b.attn.as_view_mut(),
             )
@@ -268,7 +267,6 @@ struct Buffers {
     act: CudaSlice<bf16>,
     part_acc: CudaSlice<f32>,
     part_ml: CudaSlice<f32>,
-    part_counts: CudaSlice<u32>,
     logits: CudaSlice<f32>,
     keys: CudaSlice<u64>,
     next: CudaSlice<u32>,
@@ -292,7 +290,6 @@ impl Buffers {
             act: s.alloc_zeros(m * INTER).unwrap(),
             part_acc: s.alloc_zeros(na.max(1)).unwrap(),
             part_ml: s.alloc_zeros(nm.max(1)).unwrap(),
-            part_counts: s.alloc_zeros(ops::attention_counts_len(m, d)).unwrap(),
             logits: s.alloc_zeros(m * VOCAB).unwrap(),
             keys: s.alloc_zeros(m * ops::ARGMAX_PARTS).unwrap(),
             next: s.alloc_zeros(m).unwrap(),

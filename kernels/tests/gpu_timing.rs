@@ -144,7 +144,6 @@ fn qwen3_8b_step_kernel_times() {
         let (na, nm) = ops::attention_partials_len(r, d, ops::MAX_SPLITS);
         let mut pa: CudaSlice<f32> = s.alloc_zeros(na.max(1)).unwrap();
         let mut pm: CudaSlice<f32> = s.alloc_zeros(nm.max(1)).unwrap();
-        let mut pc: CudaSlice<u32> = s.alloc_zeros(ops::attention_counts_len(r, d)).unwrap();
         for splits in options {
             let new = time_us(&g, || {
                 ops::decode_attention_into(
@@ -155,7 +154,6 @@ fn qwen3_8b_step_kernel_times() {
                     &mut ops::SplitScratch {
                         acc: pa.as_view_mut(),
                         ml: pm.as_view_mut(),
-                        counts: pc.as_view_mut(),
                     },
                     &mut out.as_view_mut(),
                 )

@@ -54,31 +54,15 @@ pub fn attention_partials_len(rows: usize, d: AttnDims, splits: usize) -> (usize
     (parts * d.head_dim, parts * 2)
 }
 
-/// The last-block merge's counts (`Tuning::attention_last_merge`): one u32 per (row, kv
-/// head), allocated zeroed; every launch leaves them zero again.
-pub fn attention_counts_len(rows: usize, d: AttnDims) -> usize {
-    rows * d.kv_heads
-}
-
-/// Whether `splits` > 1 merge in the split kernel's last block per (row, kv head) rather
-/// than in the merge kernel (clusters first, where they apply).
-pub fn uses_last_merge(t: &Tuning, splits: usize) -> bool {
-    t.attention_last_merge && splits > 1 && !uses_cluster(t, splits)
-}
-
-/// The split path's scratch: the partial states (`acc`, `ml`: `attention_partials_len`)
-/// and the last-block merge's counts (`attention_counts_len`, zeroed once; launches leave
-/// them zero).
+/// The split path's scratch: the partial states (`attention_partials_len`).
 pub struct SplitScratch<'a> {
     pub acc: CudaViewMut<'a, f32>,
     pub ml: CudaViewMut<'a, f32>,
-    pub counts: CudaViewMut<'a, u32>,
 }
 
 /// out[r, head] = softmax(q k^T / sqrt(head_dim)) v over row r's context. With splits > 1
-/// the scratch must hold `attention_partials_len(rows, d, splits)` floats and
-/// `attention_counts_len(rows, d)` counts, and the splits merge in a cluster
-/// (`uses_cluster`), in the last block to finish (`uses_last_merge`), or in a second kernel.
+/// the scratch must hold `attention_partials_len(rows, d, splits)` floats, and the splits
+/// merge in a cluster (`uses_cluster`) or in a second kernel.
 pub fn decode_attention_into(
     gpu: &Gpu,
     d: AttnDims,
@@ -89,7 +73,6 @@ pub fn decode_attention_into(
 ) -> Result<()> {
     const OP: &str = "decode_attention";
     const CLUSTER_OP: &str = "decode_attention_cluster";
-    const LAST_OP: &str = "decode_attention_last";
     d.check(OP)?;
     check(d.heads / d.kv_heads <= MAX_GROUP, OP, || {
         format!(
@@ -106,10 +89,9 @@ pub fn decode_attention_into(
     let r = a.check(OP, d, out.len())?;
     if splits > 1 {
         let (na, nm) = attention_partials_len(r, d, splits);
-        let nc = attention_counts_len(r, d);
-        let (sa, sm, sc) = (scratch.acc.len(), scratch.ml.len(), scratch.counts.len());
-        check(sa >= na && sm >= nm && sc >= nc, OP, || {
-            format!("partials / counts {sa} / {sm} / {sc} < {na} / {nm} / {nc}")
+        let (sa, sm) = (scratch.acc.len(), scratch.ml.len());
+        check(sa >= na && sm >= nm, OP, || {
+            format!("partials {sa} / {sm} < {na} / {nm}")
         })?;
     }
     if r == 0 {
@@ -122,15 +104,9 @@ pub fn decode_attention_into(
         to_i32(OP, "block_size", a.block_size)?,
     );
     let scale = 1.0f32 / (d.head_dim as f32).sqrt();
-    // Several splits merge in a cluster, in their last block, or in the second kernel below.
+    // Several splits merge in a cluster or in the second kernel below.
     let cluster = uses_cluster(&gpu.tuning(), splits);
-    let last = uses_last_merge(&gpu.tuning(), splits);
-    let op = match (cluster, last) {
-        (true, _) => CLUSTER_OP,
-        (false, true) => LAST_OP,
-        (false, false) => OP,
-    };
-    let mut b = Launch::new(gpu, op)?;
+    let mut b = Launch::new(gpu, if cluster { CLUSTER_OP } else { OP })?;
     a.push(&mut b);
     b.output(&mut scratch.acc)
         .output(&mut scratch.ml)
@@ -142,9 +118,6 @@ pub fn decode_attention_into(
         .i32(bs)
         .f32(scale)
         .i32(early as i32);
-    if last {
-        b.output(&mut scratch.counts);
-    }
     let cfg = LaunchConfig {
         grid_dim: (r as u32, d.kv_heads as u32, splits as u32),
         block_dim: (128, 1, 1),
@@ -154,10 +127,9 @@ pub fn decode_attention_into(
         b.cluster((1, 1, splits as u32));
     }
     // SAFETY: shapes checked above; tables/offsets/ctx_lens are validated by the caller,
-    // and the partials hold every (row, head, split) and the counts every (row, kv head)
-    // when splits > 1.
+    // and the partials hold every (row, head, split) when splits > 1.
     unsafe { b.launch(cfg) }?;
-    if splits == 1 || cluster || last {
+    if splits == 1 || cluster {
         return Ok(());
     }
     const COMBINE: &str = "decode_attention_combine";
@@ -180,7 +152,7 @@ pub fn decode_attention_into(
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_CLUSTER_SPLITS, MAX_SPLITS, split_count, uses_cluster, uses_last_merge};
+    use super::{MAX_CLUSTER_SPLITS, MAX_SPLITS, split_count, uses_cluster};
     use crate::gpu::Tuning;
 
     #[test]
@@ -208,22 +180,5 @@ mod tests {
         assert_eq!(split_count(&at(128), 1, 8), MAX_CLUSTER_SPLITS);
         assert_eq!(split_count(&at(129), 1, 8), 17);
         assert_eq!(split_count(&at(4096), 1, 8), MAX_SPLITS);
-        // The last-block merge takes what the clusters leave, when switched on.
-        let last = Tuning {
-            attention_last_merge: true,
-            ..Tuning::default()
-        };
-        assert!(!uses_last_merge(&on, 32) && !uses_last_merge(&last, 1));
-        assert!(uses_last_merge(&last, 32) && uses_last_merge(&last, 17));
-        assert!(
-            !uses_last_merge(&last, 8)
-                && uses_last_merge(
-                    &Tuning {
-                        attention_cluster: false,
-                        ..last
-                    },
-                    8
-                )
-        );
     }
 }

@@ -25,12 +25,11 @@ pub(super) struct Scratch {
     o: CudaSlice<f32>,
     gu: CudaSlice<f32>,
     act: CudaSlice<bf16>,
-    /// Split-context attention: how many splits, their partial states, and the counts of
-    /// the last-block merge (`ops::SplitScratch`).
+    /// Split-context attention: how many splits and their partial states
+    /// (`ops::SplitScratch`).
     attn_splits: usize,
     part_acc: CudaSlice<f32>,
     part_ml: CudaSlice<f32>,
-    part_counts: CudaSlice<u32>,
 }
 
 impl Scratch {
@@ -40,14 +39,12 @@ impl Scratch {
         let (hd, qd, kvd, i) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
         let attn_splits = ops::attention_splits(gpu, rows, c.num_key_value_heads);
         let (na, nm) = ops::attention_partials_len(rows, attn_dims(c), attn_splits);
-        let nc = ops::attention_counts_len(rows, attn_dims(c));
         // One split writes its output directly and needs no partials.
         let split = |n: usize| if attn_splits > 1 { n } else { 1 };
         Ok(Scratch {
             attn_splits,
             part_acc: s.alloc_zeros(split(na)).map_err(&a)?,
             part_ml: s.alloc_zeros(split(nm)).map_err(&a)?,
-            part_counts: s.alloc_zeros(split(nc)).map_err(&a)?,
             x: s.alloc_zeros(rows * hd).map_err(&a)?,
             h: s.alloc_zeros(rows * hd).map_err(&a)?,
             qkv: s.alloc_zeros(rows * (qd + 2 * kvd)).map_err(&a)?,
@@ -333,7 +330,6 @@ pub(super) fn forward_layers(
             &mut ops::SplitScratch {
                 acc: sc.part_acc.as_view_mut(),
                 ml: sc.part_ml.as_view_mut(),
-                counts: sc.part_counts.as_view_mut(),
             },
             &mut sc.attn,
         )
