@@ -228,7 +228,6 @@ fn check_base_url(e: &mut ValidationErrors, field: &str, url: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::spec::*;
 
     pub(crate) fn sample() -> RunSpec {
