@@ -45,7 +45,7 @@ fn drain(mut rx: Receiver<TokenEvent>) -> anyhow::Result<Arrivals> {
     anyhow::bail!("the engine closed a stream before its last token")
 }
 
-pub fn run(a: BenchArgs, handle: engine::EngineHandle) -> anyhow::Result<()> {
+pub fn run(a: BenchArgs, handle: &engine::EngineHandle) -> anyhow::Result<()> {
     let vocab = 151_000u32.min(handle.shared().config.vocab_size as u32);
     for round in 0..a.rounds {
         let t0 = Instant::now();

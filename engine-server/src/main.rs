@@ -89,7 +89,9 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
         t.elapsed().as_secs_f64(),
         handle.shared().plan
     );
-    bench_cmd::run(a, handle)
+    bench_cmd::run(a, &handle)?;
+    // Join the engine thread before main returns: see EngineHandle::shutdown.
+    handle.shutdown().context("stopping the engine")
 }
 
 fn serve(a: ServeArgs) -> anyhow::Result<()> {

@@ -12,7 +12,8 @@ use crate::tokenizer::Tokenizer;
 use crate::weights::WeightsOrigin;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
 use tokio::sync::mpsc as tmpsc;
 
 /// Requests queued for the engine thread beyond which `submit` answers QueueFull.
@@ -28,10 +29,19 @@ pub struct EngineShared {
     next_id: AtomicU64,
 }
 
+impl EngineShared {
+    /// False once the engine thread has ended.
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Relaxed)
+    }
+}
+
 #[derive(Clone)]
 pub struct EngineHandle {
     shared: Arc<EngineShared>,
     tx: mpsc::SyncSender<Command>,
+    /// The engine thread, for `shutdown` to join.
+    thread: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
 impl EngineHandle {
@@ -87,7 +97,7 @@ impl EngineHandle {
         let (tx, rx) = mpsc::sync_channel(COMMAND_QUEUE);
         let alive = Arc::new(AtomicBool::new(true));
         let alive_flag = alive.clone();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("engine".into())
             .spawn(move || {
                 // Marks the engine dead however the thread ends (a bug that panics outside
@@ -109,15 +119,39 @@ impl EngineHandle {
         Ok(EngineHandle {
             shared: Arc::new(shared),
             tx,
+            thread: Arc::new(Mutex::new(Some(thread))),
         })
+    }
+
+    /// Close the queue and wait until the engine thread has finished and dropped the model
+    /// (its GPU memory, graphs and modules). A process that returns from main while the
+    /// thread still releases them can have the CUDA driver torn down under it: an FP8
+    /// `latlab-engine bench` segfaulted that way after its last round (H200, 2026-11-30).
+    /// Only the last handle can wait (the thread runs while any other holds the queue).
+    pub fn shutdown(self) -> Result<()> {
+        let EngineHandle { thread, tx, .. } = self;
+        drop(tx);
+        let Ok(thread) = Arc::try_unwrap(thread) else {
+            return Err(EngineError::Backend(
+                "shutdown: other engine handles are still alive".into(),
+            ));
+        };
+        // A poisoned lock only means a panic elsewhere; the join handle is still ours.
+        let joined = thread.into_inner().unwrap_or_else(|e| e.into_inner());
+        match joined {
+            Some(j) => j
+                .join()
+                .map_err(|_| EngineError::Backend("the engine thread panicked".into())),
+            None => Ok(()),
+        }
     }
 
     /// False once the engine thread has ended.
     pub fn is_alive(&self) -> bool {
-        self.shared.alive.load(Relaxed)
+        self.shared.is_alive()
     }
 
-    pub fn shared(&self) -> &EngineShared {
+    pub fn shared(&self) -> &Arc<EngineShared> {
         &self.shared
     }
 

@@ -192,3 +192,27 @@ fn limits_stop_ids_and_cancellation() {
     assert_eq!(sampled(1), sampled(1));
     assert_ne!(sampled(1), sampled(2));
 }
+
+/// `shutdown` refuses while another handle holds the queue (the thread would run on), and
+/// on the last handle returns only after the engine thread has ended: its alive flag, which
+/// the thread clears as it exits, reads false on a clone taken before.
+#[test]
+fn shutdown_joins_the_engine_thread() {
+    let h = start(EngineArgs::default());
+    let (_, f) = collect(
+        h.submit(GenerateRequest {
+            prompt: vec![1, 2, 3],
+            params: greedy(2),
+        })
+        .unwrap(),
+    );
+    assert_eq!(f.reason, FinishReason::Length);
+    let other = h.clone();
+    let e = h.clone().shutdown().unwrap_err().to_string();
+    assert!(e.contains("other engine handles"), "{e}");
+    assert!(h.is_alive());
+    let watcher = std::sync::Arc::clone(h.shared());
+    drop(other);
+    h.shutdown().unwrap();
+    assert!(!watcher.is_alive());
+}
