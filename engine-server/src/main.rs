@@ -112,12 +112,14 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
     let handle = engine::EngineHandle::start(&a.model, a.tokenizer.as_deref(), &args)
         .with_context(|| format!("starting the engine for --model {}", a.model))?;
     let name = a.served_model_name.unwrap_or_else(|| a.model.clone());
+    // Kept to join the engine thread after the server stops (EngineHandle::shutdown).
+    let engine = handle.clone();
     let state = state::AppState::new(handle, name);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(async move {
+    let served = rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind((a.host.as_str(), a.port))
             .await
             .with_context(|| format!("binding {}:{}", a.host, a.port))?;
@@ -140,5 +142,12 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
             })
             .await
             .context("serving")
-    })
+    });
+    // Every task, and the router's handles with them, goes with the runtime; then the
+    // engine thread can be joined before main returns (Ctrl-C's graceful stop).
+    drop(rt);
+    if let Err(e) = engine.shutdown() {
+        tracing::warn!("engine shutdown: {e}");
+    }
+    served
 }

@@ -273,6 +273,23 @@ async fn client_disconnect_cancels_the_request() {
     assert!(cancelled, "request was not cancelled");
 }
 
+/// Ctrl-C stops the server gracefully after it has served: it leaves the runtime, joins
+/// the engine thread (EngineHandle::shutdown: a process that returned from main beside a
+/// live engine thread could crash as the CUDA driver went down) and exits 0.
+#[tokio::test]
+async fn ctrl_c_exits_cleanly_after_serving() {
+    let mut s = start(&[]);
+    let r = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", s.base))
+        .json(&chat_body("Hello", 4, false))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let status = s.interrupt(30);
+    assert!(status.success(), "exit after SIGINT: {status:?}");
+}
+
 /// Concurrent streams are batched by the engine and still give each request exactly the
 /// text it gets alone (greedy, so any cross-talk between sequences would show).
 #[tokio::test]

@@ -18,6 +18,28 @@ impl Drop for Server {
     }
 }
 
+impl Server {
+    /// SIGINT (Ctrl-C) to the server, then its exit status, waited for up to `secs` seconds.
+    pub fn interrupt(&mut self, secs: u64) -> std::process::ExitStatus {
+        let sent = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "kill -INT failed: {sent:?}");
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < end,
+                "the server did not exit within {secs} s of SIGINT"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
 pub fn start(extra: &[&str]) -> Server {
     start_model("random:tiny", extra)
 }
