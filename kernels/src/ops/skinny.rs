@@ -53,14 +53,25 @@ const BULK_FP8_XS: BulkNames = [
     "skinny_gemm_fp8_bulk_xs",
     "skinny_gemm_fp8_bulk_persistent_xs",
 ];
+/// FP8 with x through the ring (`Tuning::x_ring_rows`).
+const BULK_FP8_XR: BulkNames = [
+    "skinny_gemm_fp8_bulk_xr",
+    "skinny_gemm_fp8_bulk_persistent_xr",
+];
+const BULK_FP8_SWIGLU_XR: BulkNames = [
+    "skinny_gemm_fp8_swiglu_bulk_xr",
+    "skinny_gemm_fp8_swiglu_bulk_persistent_xr",
+];
 const BULK_FP8_SWIGLU_XS: BulkNames = [
     "skinny_gemm_fp8_swiglu_bulk_xs",
     "skinny_gemm_fp8_swiglu_bulk_persistent_xs",
 ];
 
 /// How a skinny launch runs: the register pipeline (a block per 16-row tile), or the bulk
-/// one with its ring depth, grid (a block per tile, or fewer persistent blocks) and the
-/// bytes of x it stages in shared memory behind the ring (the `*_xs` kernels; 0: none).
+/// one with its ring depth, grid (a block per tile, or fewer persistent blocks), the bytes
+/// of x it keeps in shared memory besides the weights' slots (staged whole by the `*_xs`
+/// kernels, per slot by the `*_xr` ones; 0: none), and whether its copy engine reads x
+/// (the `*_xr` kernels: x must be 16-byte aligned).
 #[derive(Clone, Copy)]
 enum Pipe {
     Regs,
@@ -68,6 +79,7 @@ enum Pipe {
         stages: u32,
         blocks: u32,
         x_bytes: u32,
+        x_copied: bool,
     },
 }
 
@@ -78,6 +90,7 @@ fn cfg(n: usize, pipe: Pipe) -> LaunchConfig {
             stages,
             blocks,
             x_bytes,
+            ..
         } => (BULK_THREADS, stages * BULK_STAGE_BYTES + x_bytes, blocks),
     };
     LaunchConfig {
@@ -104,6 +117,12 @@ fn staged_x_bytes(m: usize, k: usize) -> u32 {
     ((k / 16).div_ceil(8) * 16 + 4) as u32 * 16 * m as u32
 }
 
+/// Bytes of one x row in a slot of the `*_xr` kernels (XR_ROW_STRIDE in skinny_bulk.cu:
+/// 1024 k of bf16, padded), and the most slots their rings take: 3 slots of 8 rows (100
+/// KiB) keep two blocks per SM for the small grids, 2 (the FP8 default) three.
+const XR_ROW_STRIDE: u32 = 2048 + 32;
+const XR_MAX_STAGES: u32 = 3;
+
 /// Dynamic shared memory a bulk block may take: Hopper's 227 KiB per block less the bulk
 /// kernels' static 4.2 KiB (the warps' reduction tile and the ring's barriers), rounded down.
 const MAX_DYNAMIC_SMEM: u32 = 222 * 1024;
@@ -118,13 +137,17 @@ fn start<'g>(
 ) -> Result<(Launch<'g>, Pipe)> {
     let t = gpu.tuning();
     let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
-    let stages = ring_stages(&t, op.starts_with("skinny_gemm_fp8"), small);
+    let mut stages = ring_stages(&t, op.starts_with("skinny_gemm_fp8"), small);
     let name = skinny_kernel(&t, op, (m, k), stages);
     if name == op {
         return Ok((Launch::new(gpu, op)?, Pipe::Regs));
     }
+    let x_copied = name.ends_with("_xr");
     let x_bytes = if name.ends_with("_xs") {
         staged_x_bytes(m, k)
+    } else if x_copied {
+        stages = stages.min(XR_MAX_STAGES);
+        stages * m as u32 * XR_ROW_STRIDE
     } else {
         0
     };
@@ -140,14 +163,17 @@ fn start<'g>(
         stages,
         blocks,
         x_bytes,
+        x_copied,
     };
     Ok((Launch::new(gpu, name)?, pipe))
 }
 
 /// The kernel a skinny op (`skinny_gemm_bf16`, `_bf16_swiglu`, `_fp8`, `_fp8_swiglu`) runs
 /// over x [m, k] under a tuning and a ring of `stages`: the register pipeline (the op's
-/// own name) or a bulk kernel, persistent or not, x staged in shared memory or not (FP8, where `Tuning::x_smem_kb` and the block's shared memory allow).
-/// Tests check with it that an A/B compares two kernels.
+/// own name) or a bulk kernel, persistent or not; for FP8, x staged whole in shared memory
+/// where `Tuning::x_smem_kb` and the block's shared memory allow, else x through the ring
+/// from `Tuning::x_ring_rows` rows on (at most XR_MAX_STAGES slots). Tests check with it
+/// that an A/B compares two kernels.
 pub fn skinny_kernel(
     t: &Tuning,
     op: &'static str,
@@ -175,6 +201,15 @@ pub fn skinny_kernel(
         };
         return xs[persistent as usize];
     }
+    let slot = BULK_STAGE_BYTES + m as u32 * XR_ROW_STRIDE;
+    if fp8 && m >= t.x_ring_rows as usize && stages.min(XR_MAX_STAGES) * slot <= MAX_DYNAMIC_SMEM {
+        let xr = if op == "skinny_gemm_fp8" {
+            BULK_FP8_XR
+        } else {
+            BULK_FP8_SWIGLU_XR
+        };
+        return xr[persistent as usize];
+    }
     names[persistent as usize]
 }
 
@@ -182,6 +217,17 @@ pub fn skinny_kernel(
 fn bulk_args(b: &mut Launch<'_>, pipe: Pipe) {
     if let Pipe::Bulk { stages, .. } = pipe {
         b.i32(stages as i32);
+    }
+}
+
+/// x argument: the `*_xr` kernels copy from it and need 16-byte alignment.
+fn tokens(b: &mut Launch<'_>, x: &CudaView<'_, bf16>, pipe: Pipe) -> Result<()> {
+    match pipe {
+        Pipe::Bulk { x_copied: true, .. } => b.input_aligned16(x, "x").map(drop),
+        _ => {
+            b.input(x);
+            Ok(())
+        }
     }
 }
 
@@ -315,7 +361,7 @@ fn launch_fp8<O>(
 ) -> Result<()> {
     let il = to_i32(op, "interleave", w.interleave)?;
     let (mut b, pipe) = start(gpu, op, (m, w.n, w.k))?;
-    b.input(x);
+    tokens(&mut b, x, pipe)?;
     weights(&mut b, w.codes, pipe)?;
     b.input(w.scale_inv).output(out);
     b.i32(m as i32).i32(ni).i32(ki).i32(ri).i32(il);
@@ -491,6 +537,43 @@ mod tests {
             "skinny_gemm_fp8_swiglu_bulk_persistent_xs"
         );
         assert_eq!(pick(&xs, sw, 8), "skinny_gemm_fp8_swiglu_bulk_persistent");
+        // x through the ring from x_ring_rows rows on, where x is not staged whole: 4 and
+        // 8 rows of 4096 (over 25 KiB), not 3 (staged), nor below x_ring_rows; 8 rows of
+        // 12288 too, whose whole x would not fit beside the ring.
+        let xr = Tuning {
+            x_ring_rows: 4,
+            ..d
+        };
+        assert_eq!(
+            pick(&xr, sw, 3),
+            "skinny_gemm_fp8_swiglu_bulk_persistent_xs"
+        );
+        assert_eq!(
+            pick(&xr, sw, 4),
+            "skinny_gemm_fp8_swiglu_bulk_persistent_xr"
+        );
+        assert_eq!(pick(&xr, fp8, 8), "skinny_gemm_fp8_bulk_persistent_xr");
+        assert_eq!(
+            skinny_kernel(&xr, fp8, (8, 12288), 5),
+            "skinny_gemm_fp8_bulk_persistent_xr"
+        );
+        assert_eq!(pick(&xr, bf, 8), "skinny_gemm_bf16_bulk_persistent");
+        assert_eq!(
+            pick(&Tuning { x_smem_kb: 0, ..xr }, sw, 2),
+            "skinny_gemm_fp8_swiglu_bulk_persistent"
+        );
+        assert_eq!(
+            pick(
+                &Tuning {
+                    x_ring_rows: 1,
+                    x_smem_kb: 0,
+                    ..one_tile
+                },
+                sw,
+                1
+            ),
+            "skinny_gemm_fp8_swiglu_bulk_xr"
+        );
         let all = Tuning {
             x_smem_kb: 227,
             ..d
@@ -512,7 +595,7 @@ mod tests {
             .iter()
             .flat_map(|s| s.kernels.iter().copied())
             .collect();
-        for t in [d, plain, xs, all, one_tile, regs] {
+        for t in [d, plain, xs, xr, all, one_tile, regs] {
             for op in [bf, "skinny_gemm_bf16_swiglu", "skinny_gemm_fp8", sw] {
                 for m in 1..=8 {
                     for k in [16, 4096, 12288] {
