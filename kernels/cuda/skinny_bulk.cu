@@ -234,8 +234,8 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
 // its barriers run on across the block's tiles (the stage counter i counts all of them), so
 // the producer streams the next tile's first stages while the warps finish and store this
 // one: no ring refill and no block launch per tile. make(t) builds tile t's Tile. The
-// default since session 7, except FP8 at batch 1, where the one-tile form measured faster
-// (Tuning::fp8_persistent_rows); with a grid of one block per tile this does what
+// default since session 7, for FP8 at batch 1 since session 8 (with x staged once per
+// block; Tuning::fp8_persistent_rows); with a grid of one block per tile this does what
 // skinny_pipeline_bulk does.
 template <class MakeTile, class Out>
 __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
@@ -323,7 +323,7 @@ struct TileFp8R : TileFp8 {
     }
 };
 
-// The entry points.
+// The bf16 entry points.
 extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
     skinny_gemm_bf16_bulk(const __nv_bfloat16* __restrict__ x,
                           const __nv_bfloat16* __restrict__ w, float* __restrict__ y,
@@ -339,25 +339,6 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
                                  int stages) {
     pdl_trigger();
     const TileBf16 tile(x, w, M, N, K, blockIdx.x);
-    skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);
-}
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_fp8_bulk(const __nv_bfloat16* __restrict__ x,
-                         const unsigned char* __restrict__ w,
-                         const float* __restrict__ scale_inv, float* __restrict__ y,
-                         int M, int N, int K, int R, int il, int stages) {
-    pdl_trigger();
-    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x);
-    skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);
-}
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_fp8_swiglu_bulk(const __nv_bfloat16* __restrict__ x,
-                                const unsigned char* __restrict__ w,
-                                const float* __restrict__ scale_inv,
-                                __nv_bfloat16* __restrict__ act, int M, int N, int K,
-                                int R, int il, int stages) {
-    pdl_trigger();
-    const TileFp8 tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x);
     skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);
 }
 extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
@@ -378,117 +359,60 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
     skinny_pipeline_bulk_tiles(
         [&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, act, M, N, stages);
 }
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_fp8_bulk_persistent(const __nv_bfloat16* __restrict__ x,
-                                    const unsigned char* __restrict__ w,
-                                    const float* __restrict__ scale_inv,
-                                    float* __restrict__ y, int M, int N, int K, int R,
-                                    int il, int stages) {
-    pdl_trigger();
-    skinny_pipeline_bulk_tiles(
-        [&](unsigned t) { return TileFp8(x, w, scale_inv, M, N, K, R, il, t); }, y, M, N,
-        stages);
-}
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_fp8_swiglu_bulk_persistent(
-        const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,
-        const float* __restrict__ scale_inv, __nv_bfloat16* __restrict__ act, int M,
-        int N, int K, int R, int il, int stages) {
-    pdl_trigger();
-    skinny_pipeline_bulk_tiles(
-        [&](unsigned t) { return TileFp8(x, w, scale_inv, M, N, K, R, il, t); }, act, M,
-        N, stages);
-}
 
-// The FP8 kernels with x staged in shared memory (TileFp8S), behind the ring's `stages`
-// slots: the launcher adds M x xs_row_units(K) x 16 bytes to the dynamic shared memory.
+// The FP8 kernels with x staged in shared memory (TileFp8S) keep it behind the ring's
+// `stages` slots: the launcher adds M x xs_row_units(K) x 16 bytes to the dynamic shared
+// memory.
 __device__ __forceinline__ uint4* staged_x(int stages) {
     extern __shared__ __align__(128) unsigned char ring[];
     return reinterpret_cast<uint4*>(ring + stages * TM_STAGE_BYTES);
 }
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_fp8_bulk_xs(const __nv_bfloat16* __restrict__ x,
-                            const unsigned char* __restrict__ w,
-                            const float* __restrict__ scale_inv, float* __restrict__ y, int M,
-                            int N, int K, int R, int il, int stages) {
-    pdl_trigger();
-    const TileFp8S tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x, staged_x(stages));
-    skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);
-}
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_fp8_swiglu_bulk_xs(const __nv_bfloat16* __restrict__ x,
-                                   const unsigned char* __restrict__ w,
-                                   const float* __restrict__ scale_inv,
-                                   __nv_bfloat16* __restrict__ act, int M, int N, int K, int R,
-                                   int il, int stages) {
-    pdl_trigger();
-    const TileFp8S tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x, staged_x(stages));
-    skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);
-}
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_fp8_bulk_persistent_xs(const __nv_bfloat16* __restrict__ x,
-                                       const unsigned char* __restrict__ w,
-                                       const float* __restrict__ scale_inv,
-                                       float* __restrict__ y, int M, int N, int K, int R, int il,
-                                       int stages) {
-    pdl_trigger();
-    uint4* xs = staged_x(stages);
-    skinny_pipeline_bulk_tiles(
-        [&](unsigned t) { return TileFp8S(x, w, scale_inv, M, N, K, R, il, t, xs); }, y, M, N,
-        stages);
-}
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_fp8_swiglu_bulk_persistent_xs(const __nv_bfloat16* __restrict__ x,
-                                              const unsigned char* __restrict__ w,
-                                              const float* __restrict__ scale_inv,
-                                              __nv_bfloat16* __restrict__ act, int M, int N,
-                                              int K, int R, int il, int stages) {
-    pdl_trigger();
-    uint4* xs = staged_x(stages);
-    skinny_pipeline_bulk_tiles(
-        [&](unsigned t) { return TileFp8S(x, w, scale_inv, M, N, K, R, il, t, xs); }, act, M,
-        N, stages);
-}
 
-// FP8 with x through the ring (TileFp8R): slots of TM_STAGE_BYTES + M x XR_ROW_STRIDE.
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_fp8_bulk_xr(const __nv_bfloat16* __restrict__ x,
-                            const unsigned char* __restrict__ w,
-                            const float* __restrict__ scale_inv, float* __restrict__ y, int M,
-                            int N, int K, int R, int il, int stages) {
-    pdl_trigger();
-    const TileFp8R tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x);
-    skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);
-}
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_fp8_swiglu_bulk_xr(const __nv_bfloat16* __restrict__ x,
-                                   const unsigned char* __restrict__ w,
-                                   const float* __restrict__ scale_inv,
-                                   __nv_bfloat16* __restrict__ act, int M, int N, int K, int R,
-                                   int il, int stages) {
-    pdl_trigger();
-    const TileFp8R tile(x, w, scale_inv, M, N, K, R, il, blockIdx.x);
-    skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);
-}
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_fp8_bulk_persistent_xr(const __nv_bfloat16* __restrict__ x,
-                                       const unsigned char* __restrict__ w,
-                                       const float* __restrict__ scale_inv,
-                                       float* __restrict__ y, int M, int N, int K, int R, int il,
-                                       int stages) {
-    pdl_trigger();
-    skinny_pipeline_bulk_tiles(
-        [&](unsigned t) { return TileFp8R(x, w, scale_inv, M, N, K, R, il, t); }, y, M, N,
-        stages);
-}
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_fp8_swiglu_bulk_persistent_xr(const __nv_bfloat16* __restrict__ x,
-                                              const unsigned char* __restrict__ w,
-                                              const float* __restrict__ scale_inv,
-                                              __nv_bfloat16* __restrict__ act, int M, int N,
-                                              int K, int R, int il, int stages) {
-    pdl_trigger();
-    skinny_pipeline_bulk_tiles(
-        [&](unsigned t) { return TileFp8R(x, w, scale_inv, M, N, K, R, il, t); }, act, M,
-        N, stages);
-}
+// The four FP8 entry points of one tile kind (SUF): one-tile and persistent, each with f32
+// output and with SwiGLU (gate|up interleaved, bf16 act). TILE(t) builds tile t from the
+// kernel's arguments.
+#define TM_FP8_ENTRIES(SUF, TILE)                                                             \
+    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
+        skinny_gemm_fp8_bulk##SUF(const __nv_bfloat16* __restrict__ x,                        \
+                                  const unsigned char* __restrict__ w,                        \
+                                  const float* __restrict__ scale_inv, float* __restrict__ y, \
+                                  int M, int N, int K, int R, int il, int stages) {           \
+        pdl_trigger();                                                                        \
+        const auto tile = TILE(blockIdx.x);                                                   \
+        skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);                                 \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
+        skinny_gemm_fp8_swiglu_bulk##SUF(const __nv_bfloat16* __restrict__ x,                 \
+                                         const unsigned char* __restrict__ w,                 \
+                                         const float* __restrict__ scale_inv,                 \
+                                         __nv_bfloat16* __restrict__ act, int M, int N, int K, \
+                                         int R, int il, int stages) {                         \
+        pdl_trigger();                                                                        \
+        const auto tile = TILE(blockIdx.x);                                                   \
+        skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);                               \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
+        skinny_gemm_fp8_bulk_persistent##SUF(                                                 \
+            const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,         \
+            const float* __restrict__ scale_inv, float* __restrict__ y, int M, int N, int K,  \
+            int R, int il, int stages) {                                                      \
+        pdl_trigger();                                                                        \
+        skinny_pipeline_bulk_tiles([&](unsigned t) { return TILE(t); }, y, M, N, stages);     \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
+        skinny_gemm_fp8_swiglu_bulk_persistent##SUF(                                          \
+            const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,         \
+            const float* __restrict__ scale_inv, __nv_bfloat16* __restrict__ act, int M,      \
+            int N, int K, int R, int il, int stages) {                                        \
+        pdl_trigger();                                                                        \
+        skinny_pipeline_bulk_tiles([&](unsigned t) { return TILE(t); }, act, M, N, stages);   \
+    }
+
+// x loaded through L1 at each stage (TileFp8), staged whole (TileFp8S), through the ring
+// (TileFp8R).
+#define TM_TILE_FP8(t) TileFp8(x, w, scale_inv, M, N, K, R, il, t)
+#define TM_TILE_FP8S(t) TileFp8S(x, w, scale_inv, M, N, K, R, il, t, staged_x(stages))
+#define TM_TILE_FP8R(t) TileFp8R(x, w, scale_inv, M, N, K, R, il, t)
+TM_FP8_ENTRIES(, TM_TILE_FP8)
+TM_FP8_ENTRIES(_xs, TM_TILE_FP8S)
+TM_FP8_ENTRIES(_xr, TM_TILE_FP8R)
