@@ -10,6 +10,7 @@ mod decode_attention;
 mod elementwise;
 mod prefill_attention;
 mod skinny;
+mod skinny_plan;
 
 pub use argmax::{ARGMAX_PARTS, argmax_into};
 pub use attention::{AttnDims, PagedAttnArgs, RopeKvArgs, qk_norm_rope_kv_into};
@@ -27,8 +28,8 @@ pub use prefill_attention::{
 pub use skinny::{
     FP8_BLOCK, Fp8Matrix, GATE_UP_GROUP, SKINNY_MAX_ROWS, fp8_dequant_into, interleave_gate_up,
     skinny_gemm_fp8_into, skinny_gemm_fp8_swiglu_into, skinny_gemm_into, skinny_gemm_swiglu_into,
-    skinny_kernel,
 };
+pub use skinny_plan::skinny_kernel;
 
 use crate::error::{KernelError, Result};
 
