@@ -254,6 +254,11 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
         unsigned long long policy;
         asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
         const int sb = slot_bytes(first);
+        // x in the ring: the slots filled before the wait, over the block's tiles.
+        const int head =
+            Tile::x_ring()
+                ? min(stages, (int)((ntiles - blockIdx.x + gridDim.x - 1) / gridDim.x) * nst)
+                : 0;
         int i = 0;
         for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
             const int n0 = (int)tile * 16, rows = min(16, N - n0);
@@ -261,12 +266,8 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
             for (int k = 0; k < nst; ++k, ++i) {
                 produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, src, policy, sb,
                               x_tx(first, k));
-                if constexpr (Tile::x_ring()) {
-                    // The slots filled before the wait, over the block's tiles.
-                    const int mine = (int)((ntiles - blockIdx.x + gridDim.x - 1) / gridDim.x);
-                    x_after_stage(first, ring, full, i, k, min(stages, mine * nst), nst, stages,
-                                  sb);
-                }
+                if constexpr (Tile::x_ring())
+                    x_after_stage(first, ring, full, i, k, head, nst, stages, sb);
             }
         }
         return;
