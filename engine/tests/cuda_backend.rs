@@ -406,32 +406,6 @@ fn x_in_shared_memory_gives_the_same_logits() {
     );
 }
 
-/// The FP8 GEMMs taking x through the ring (Tuning::x_ring_rows, the `*_xr` kernels) at
-/// every row count against x loaded through L1 (x staging off in both): the same values
-/// into the same MMAs, so the same logits bit for bit.
-#[test]
-#[ignore = "gpu"]
-fn x_through_the_ring_gives_the_same_logits() {
-    let t = kernels::Tuning {
-        x_smem_kb: 0,
-        x_ring_rows: 1,
-        ..Default::default()
-    };
-    for (m, k) in [(1, 1024), (3, 3072)] {
-        for stages in [t.fp8_bulk_stages, t.fp8_bulk_stages_small] {
-            let name = kernels::ops::skinny_kernel(&t, "skinny_gemm_fp8", (m, k), stages);
-            assert!(name.ends_with("_xr"), "{name}");
-        }
-    }
-    same_logits(
-        |t, on| {
-            t.x_smem_kb = 0;
-            t.x_ring_rows = if on { 1 } else { 9 };
-        },
-        "x through the ring",
-    );
-}
-
 /// Decode attention merging its splits inside thread block clusters
 /// (Tuning::attention_cluster) against the merge kernel, at the same split counts (a block
 /// target of 64: 8 splits at batch 1, 3 at batch 3, both taken by the cluster when on): the

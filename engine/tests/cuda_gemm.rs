@@ -59,12 +59,10 @@ fn cublas_gemm_matches_f64_reference() {
 
 /// The skinny GEMMs' two pipelines, each on its own `Gpu`, bf16 and FP8 alike: register,
 /// and bulk-copy at the default ring depth, at the shallowest, persistent
-/// (`bulk_persistent`), with FP8's x staged in shared memory wherever it fits
-/// (`x_smem_kb`, 0 in the others) and through the ring at every row count (`x_ring_rows`
-/// 1, 9 in the others), each one-tile and persistent. Most test shapes have fewer tiles
-/// than two per SM, so they run with `bulk_stages_small` / `fp8_bulk_stages_small` (the
-/// label names the bf16 depth); the largest have more tiles than the persistent grid has
-/// blocks, so its blocks loop.
+/// (`bulk_persistent`), and with FP8's x staged in shared memory wherever it fits
+/// (`x_smem_kb`, 0 in the others), one-tile and persistent. Most test shapes have fewer tiles than two per SM, so they run with
+/// `bulk_stages_small` / `fp8_bulk_stages_small` (the label names the bf16 depth); the
+/// largest have more tiles than the persistent grid has blocks, so its blocks loop.
 fn skinny_gpus() -> Vec<Gpu> {
     let base = GpuOptions::from_env().unwrap();
     let (small, small8) = (
@@ -72,25 +70,16 @@ fn skinny_gpus() -> Vec<Gpu> {
         base.tuning.fp8_bulk_stages_small,
     );
     [
-        (false, small, small8, false, 0, 9),
-        (true, small, small8, false, 0, 9),
-        (true, 2, 2, false, 0, 9),
-        (true, small, small8, true, 0, 9),
-        (true, small, small8, false, 227, 9),
-        (true, small, small8, true, 227, 9),
-        (true, small, small8, false, 0, 1),
-        (true, small, small8, true, 0, 1),
+        (false, small, small8, false, 0),
+        (true, small, small8, false, 0),
+        (true, 2, 2, false, 0),
+        (true, small, small8, true, 0),
+        (true, small, small8, false, 227),
+        (true, small, small8, true, 227),
     ]
     .into_iter()
     .map(
-        |(
-            bulk,
-            bulk_stages_small,
-            fp8_bulk_stages_small,
-            bulk_persistent,
-            x_smem_kb,
-            x_ring_rows,
-        )| {
+        |(bulk, bulk_stages_small, fp8_bulk_stages_small, bulk_persistent, x_smem_kb)| {
             let tuning = Tuning {
                 skinny_bulk_bf16: bulk,
                 skinny_bulk_fp8: bulk,
@@ -98,7 +87,6 @@ fn skinny_gpus() -> Vec<Gpu> {
                 fp8_bulk_stages_small,
                 bulk_persistent,
                 x_smem_kb,
-                x_ring_rows,
                 // FP8 persistent at every row count, not only from the default's 2.
                 fp8_persistent_rows: 1,
                 ..base.tuning
@@ -118,8 +106,7 @@ fn pipeline(g: &Gpu) -> String {
     if t.skinny_bulk_bf16 {
         let persistent = if t.bulk_persistent { " persistent" } else { "" };
         let xs = if t.x_smem_kb > 0 { " x-smem" } else { "" };
-        let xr = if t.x_ring_rows <= 8 { " x-ring" } else { "" };
-        format!("bulk x{}{persistent}{xs}{xr}", t.bulk_stages_small)
+        format!("bulk x{}{persistent}{xs}", t.bulk_stages_small)
     } else {
         "regs".to_string()
     }

@@ -20,10 +20,6 @@
 #define TM_ROW_STRIDE (TM_ROW_BYTES + 16)
 #define TM_STAGE_BYTES (16 * TM_ROW_STRIDE)
 #define TM_THREADS ((SG_WARPS + 1) * 32)
-// x in the ring (TileFp8R): a stage's 1024 k of one x row as bf16, and the rows' stride
-// (32 bytes past a multiple of 128, so rows g and g + 1 of a read phase use other banks).
-#define XR_ROW_BYTES 2048
-#define XR_ROW_STRIDE (XR_ROW_BYTES + 32)
 
 __device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(b)), "r"(count)
@@ -61,16 +57,6 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned b
         : "memory");
 }
 
-// The same copy with no cache hint: x, which every block of the GEMM reads again.
-__device__ __forceinline__ void bulk_load_x(void* dst, const void* src, unsigned bytes,
-                                            unsigned long long* bar) {
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-        "[%3];" ::"r"(smem_addr(dst)),
-        "l"(src), "r"(bytes), "r"(smem_addr(bar))
-        : "memory");
-}
-
 // Chunk ch's weights from its stage into the registers load_w would fill: this thread's 32
 // bytes of rows g and g + 8 (chunks past the row end read zeros, as load_w).
 template <class Stage>
@@ -104,71 +90,22 @@ __device__ __forceinline__ void ring_init(unsigned long long* full, unsigned lon
 
 // The producer warp's stage i of the ring's life (k: the stage's place in its tile's rows):
 // wait until the warps have emptied the slot, then copy bytes k * TM_ROW_BYTES.. of the
-// tile's `rows` rows (src: this lane's row) into it. Slots are `sb` bytes apart
-// (TM_STAGE_BYTES, or more with x in the ring); `extra_tx`: bytes of x the slot's barrier
-// also waits for (produce_x copies them).
+// tile's `rows` rows (src: this lane's row) into it.
 __device__ __forceinline__ void produce_stage(unsigned char* ring, unsigned long long* full,
                                               unsigned long long* empty, int i, int k,
                                               int stages, int row_bytes, int rows,
                                               const unsigned char* src,
-                                              unsigned long long policy,
-                                              int sb = TM_STAGE_BYTES, int extra_tx = 0) {
+                                              unsigned long long policy) {
     const int lane = threadIdx.x & 31;
     const int s = i % stages;
     if (i >= stages) mbar_wait(&empty[s], (i / stages - 1) & 1);
     const int off = k * TM_ROW_BYTES;
     const int bytes = min(TM_ROW_BYTES, row_bytes - off);
-    if (lane == 0) mbar_arrive_tx(&full[s], bytes * rows + extra_tx);
+    if (lane == 0) mbar_arrive_tx(&full[s], bytes * rows);
     __syncwarp();
     if (lane < rows)
-        bulk_load(ring + s * sb + lane * TM_ROW_STRIDE, src + off, bytes, &full[s], policy);
-}
-
-// x in the ring (TileFp8R, `Tuning::x_ring_rows`): slot i's x, the M rows' slices that
-// stage k's weights multiply, behind the weights. The producer has waited on the previous
-// kernel; the slot's barrier already counts these bytes (produce_stage's extra_tx).
-template <class Tile>
-__device__ __forceinline__ void produce_x(const Tile& tile, unsigned char* ring,
-                                          unsigned long long* full, int i, int k, int stages,
-                                          int sb) {
-    const int lane = threadIdx.x & 31, s = i % stages;
-    if (lane < tile.M)
-        bulk_load_x(ring + s * sb + TM_STAGE_BYTES + lane * XR_ROW_STRIDE,
-                    tile.x_bytes() + (size_t)lane * tile.x_row_bytes() + k * XR_ROW_BYTES,
-                    tile.x_stage_bytes(k), &full[s]);
-}
-
-// Bytes between ring slots, and x bytes a slot's barrier waits for at stage k: weights
-// alone, or with the x slices of x-ring tiles (x_ring()).
-template <class Tile>
-__device__ __forceinline__ int slot_bytes(const Tile& tile) {
-    if constexpr (Tile::x_ring())
-        return TM_STAGE_BYTES + tile.M * XR_ROW_STRIDE;
-    else
-        return TM_STAGE_BYTES;
-}
-template <class Tile>
-__device__ __forceinline__ int x_tx(const Tile& tile, int k) {
-    if constexpr (Tile::x_ring())
-        return tile.M * tile.x_stage_bytes(k);
-    else
-        return 0;
-}
-
-// The producer's x after its stage i (stage k of a tile) has gone out, `first` being
-// min(stages, the block's stages): the first `first` weight copies go out before the wait on
-// the previous kernel (they read only weights), then, at i = first - 1, the wait and their
-// x; every later stage's x right after its weights.
-template <class Tile>
-__device__ __forceinline__ void x_after_stage(const Tile& tile, unsigned char* ring,
-                                              unsigned long long* full, int i, int k,
-                                              int first, int nst, int stages, int sb) {
-    if (i == first - 1) {
-        pdl_wait();
-        for (int j = 0; j < first; ++j) produce_x(tile, ring, full, j, j % nst, stages, sb);
-    } else if (i >= first) {
-        produce_x(tile, ring, full, i, k, stages, sb);
-    }
+        bulk_load(ring + s * TM_STAGE_BYTES + lane * TM_ROW_STRIDE, src + off, bytes, &full[s],
+                  policy);
 }
 
 // A multiplying warp's stage i (k: its place in the tile): x of chunk k * 8 + warp, the
@@ -181,16 +118,9 @@ __device__ __forceinline__ void consume_stage(const Tile& tile, typename Tile::S
                                               int stages) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int s = i % stages, ch = k * SG_WARPS + warp;
-    const unsigned char* slot = ring + s * slot_bytes(tile);
-    if constexpr (Tile::x_ring()) {
-        // x arrives with the slot's weights.
-        mbar_wait(&full[s], (i / stages) & 1);
-        tile.load_x_ring(st, ch, slot + TM_STAGE_BYTES);
-    } else {
-        tile.load_x(st, ch);
-        mbar_wait(&full[s], (i / stages) & 1);
-    }
-    load_w_stage(st, slot, ch, tile.pieces());
+    tile.load_x(st, ch);
+    mbar_wait(&full[s], (i / stages) & 1);
+    load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, tile.pieces());
     __syncwarp();  // every lane's shared reads are done before the stage is handed back
     if (lane == 0) mbar_arrive(&empty[s]);
     tile.mma(c, st);
@@ -211,14 +141,10 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
     if (warp == SG_WARPS) {
         unsigned long long policy;
         asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-        const int rows = min(16, N - n0), sb = slot_bytes(tile);
+        const int rows = min(16, N - n0);
         const unsigned char* src = tile.bytes() + (size_t)(n0 + lane) * row_bytes;
-        for (int i = 0; i < nst; ++i) {
-            produce_stage(ring, full, empty, i, i, stages, row_bytes, rows, src, policy, sb,
-                          x_tx(tile, i));
-            if constexpr (Tile::x_ring())
-                x_after_stage(tile, ring, full, i, i, min(stages, nst), nst, stages, sb);
-        }
+        for (int i = 0; i < nst; ++i)
+            produce_stage(ring, full, empty, i, i, stages, row_bytes, rows, src, policy);
         return;
     }
     float c[4] = {0.f, 0.f, 0.f, 0.f};
@@ -253,22 +179,12 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
     if (warp == SG_WARPS) {
         unsigned long long policy;
         asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-        const int sb = slot_bytes(first);
-        // x in the ring: the slots filled before the wait, over the block's tiles.
-        const int head =
-            Tile::x_ring()
-                ? min(stages, (int)((ntiles - blockIdx.x + gridDim.x - 1) / gridDim.x) * nst)
-                : 0;
         int i = 0;
         for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
             const int n0 = (int)tile * 16, rows = min(16, N - n0);
             const unsigned char* src = first.bytes() + (size_t)(n0 + lane) * row_bytes;
-            for (int k = 0; k < nst; ++k, ++i) {
-                produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, src, policy, sb,
-                              x_tx(first, k));
-                if constexpr (Tile::x_ring())
-                    x_after_stage(first, ring, full, i, k, head, nst, stages, sb);
-            }
+            for (int k = 0; k < nst; ++k, ++i)
+                produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, src, policy);
         }
         return;
     }
@@ -285,44 +201,6 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
         if (tile + gridDim.x < ntiles) consumers_sync();
     }
 }
-
-// An FP8 tile whose x comes through the ring (`Tuning::x_ring_rows`, the `*_xr` kernels):
-// the producer copies each stage's slice of x's M rows (XR_ROW_BYTES of bf16 per row)
-// behind the stage's weights, so the warps read x from shared memory, where x staged whole
-// (TileFp8S) does not fit beside the ring: 8 rows of 4096 take 64 KiB. ncu put 47 % of the
-// FP8 GEMM's stall cycles on the L1 loads of x; a run without them (timing only) was 530 us
-// faster per batch-8 step (engine/PERF.md, session 8). Same values as TileFp8::load_x, so
-// the same products bit for bit.
-struct TileFp8R : TileFp8 {
-    const __nv_bfloat16* x;
-    int M;
-    __host__ __device__ static constexpr bool x_ring() { return true; }
-    __device__ TileFp8R(const __nv_bfloat16* x_, const unsigned char* w_, const float* scale_inv,
-                        int M_, int N_, int K_, int R, int il, unsigned tile)
-        : TileFp8(x_, w_, scale_inv, M_, N_, K_, R, il, tile), x(x_), M(M_) {}
-    __device__ const unsigned char* x_bytes() const {
-        return reinterpret_cast<const unsigned char*>(x);
-    }
-    __device__ int x_row_bytes() const { return K * 2; }
-    // Bytes of one x row in stage k (the last stage of a row may be short).
-    __device__ int x_stage_bytes(int k) const {
-        return min(XR_ROW_BYTES, K * 2 - k * XR_ROW_BYTES);
-    }
-    // Chunk ch's x from its slot (xs: the slot's x rows): this thread's 64 bytes of row g at
-    // k 128 (ch % 8) + 32 t of the stage, as TileFp8::load_x reads them from global memory.
-    __device__ void load_x_ring(Stage& s, int ch, const unsigned char* xs) const {
-        const uint4 z = make_uint4(0, 0, 0, 0);
-        const unsigned char* r = xs + row_x() * XR_ROW_STRIDE + (ch % SG_WARPS) * 256 + t * 64;
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            const int p = (ch * 4 + t) * 2 + j;
-            const bool ok = ch < nch && p < k16 && vx;
-            s.x[2 * j] = ok ? *reinterpret_cast<const uint4*>(r + 32 * j) : z;
-            s.x[2 * j + 1] = ok ? *reinterpret_cast<const uint4*>(r + 32 * j + 16) : z;
-        }
-        load_scales(s, ch);
-    }
-};
 
 // The bf16 entry points.
 extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
@@ -409,11 +287,8 @@ __device__ __forceinline__ uint4* staged_x(int stages) {
         skinny_pipeline_bulk_tiles([&](unsigned t) { return TILE(t); }, act, M, N, stages);   \
     }
 
-// x loaded through L1 at each stage (TileFp8), staged whole (TileFp8S), through the ring
-// (TileFp8R).
+// x loaded through L1 at each stage (TileFp8), or staged whole (TileFp8S).
 #define TM_TILE_FP8(t) TileFp8(x, w, scale_inv, M, N, K, R, il, t)
 #define TM_TILE_FP8S(t) TileFp8S(x, w, scale_inv, M, N, K, R, il, t, staged_x(stages))
-#define TM_TILE_FP8R(t) TileFp8R(x, w, scale_inv, M, N, K, R, il, t)
 TM_FP8_ENTRIES(, TM_TILE_FP8)
 TM_FP8_ENTRIES(_xs, TM_TILE_FP8S)
-TM_FP8_ENTRIES(_xr, TM_TILE_FP8R)

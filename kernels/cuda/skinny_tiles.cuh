@@ -191,9 +191,6 @@ struct TileBf16 : TileRows {
     }
     // Block-wide set-up after the wait on the previous kernel (TileFp8S stages x there).
     __device__ void prepare() const {}
-    // x reaches the warps through the bulk pipeline's ring (TileFp8R), not load_x. A
-    // function, not a constant: NVRTC emits a global for a static constexpr member.
-    __host__ __device__ static constexpr bool x_ring() { return false; }
     __device__ void mma(float (&c)[4], const Stage& s) const {
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
@@ -278,7 +275,6 @@ struct TileFp8 : TileRows {
         load_scales(s, ch);
     }
     __device__ void prepare() const {}
-    __host__ __device__ static constexpr bool x_ring() { return false; }
     // The chunk's scales of rows g and g + 8 (part of load_x).
     __device__ void load_scales(Stage& s, int ch) const {
         s.sa = ch < nch ? __ldg(sra + ch) : 0.f;

@@ -100,13 +100,6 @@ pub struct Tuning {
     /// 2966 / 3462 without, 2858 / 3458 with 25 and `fp8_persistent_rows` 1. Same bits
     /// (cuda_backend A/B). 0: never. `LATLAB_X_SMEM_KB` (`X_SMEM_KB_RANGE`).
     pub x_smem_kb: u32,
-    /// FP8 bulk GEMMs whose x is not staged whole (`x_smem_kb`) take it through the ring
-    /// from this many rows on (the `*_xr` kernels, `TileFp8R`: the producer copies each
-    /// stage's x slice behind its weights, at most 3 slots): a run without the L1 loads of
-    /// x and scales (timing only) was 530 us faster per FP8 batch-8 step (session 8).
-    /// Written in session 8 after the device time ran out; 9 (never) until measured.
-    /// `LATLAB_X_RING_ROWS` (`PERSISTENT_ROWS_RANGE`).
-    pub x_ring_rows: u32,
 }
 
 /// The block targets `Tuning::attention_blocks` takes.
@@ -151,7 +144,6 @@ impl Default for Tuning {
             smem_carveout: Carveout::Driver,
             attention_cluster: true,
             x_smem_kb: 25,
-            x_ring_rows: 9,
         }
     }
 }
@@ -175,7 +167,7 @@ impl Tuning {
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
     /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
-    /// `LATLAB_X_SMEM_KB` and `LATLAB_X_RING_ROWS` when set.
+    /// and `LATLAB_X_SMEM_KB` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -222,7 +214,6 @@ impl Tuning {
                 ATTENTION_BLOCKS_RANGE,
             )?,
             x_smem_kb: int("LATLAB_X_SMEM_KB", d.x_smem_kb, X_SMEM_KB_RANGE)?,
-            x_ring_rows: int("LATLAB_X_RING_ROWS", d.x_ring_rows, PERSISTENT_ROWS_RANGE)?,
             bulk_stages: stages("LATLAB_BULK_STAGES", d.bulk_stages)?,
             bulk_stages_small: stages("LATLAB_BULK_STAGES_SMALL", d.bulk_stages_small)?,
             fp8_bulk_stages: stages("LATLAB_FP8_BULK_STAGES", d.fp8_bulk_stages)?,
@@ -265,7 +256,6 @@ mod tests {
             ("LATLAB_FP8_PERSISTENT_ROWS", "9"),
             ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
             ("LATLAB_X_SMEM_KB", "64"),
-            ("LATLAB_X_RING_ROWS", "4"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
@@ -282,7 +272,6 @@ mod tests {
             (Carveout::Driver, Carveout::MaxOutsideGemms)
         );
         assert_eq!((d.x_smem_kb, t.x_smem_kb), (25, 64));
-        assert_eq!((d.x_ring_rows, t.x_ring_rows), (9, 4));
         let e = with(&[("LATLAB_X_SMEM_KB", "228")])
             .unwrap_err()
             .to_string();

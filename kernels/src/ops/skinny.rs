@@ -3,7 +3,7 @@
 //! has a register-pipeline kernel and bulk-copy ones (`Tuning::skinny_bulk_*`); which one a
 //! launch runs, and in what shape, is skinny_plan.rs's business.
 
-use super::skinny_plan::{bulk_args, launch_cfg, start, tokens, weights};
+use super::skinny_plan::{bulk_args, launch_cfg, start, weights};
 use super::to_i32;
 use crate::error::{Result, check};
 use crate::gpu::Gpu;
@@ -151,7 +151,7 @@ fn launch_fp8<O>(
 ) -> Result<()> {
     let il = to_i32(op, "interleave", w.interleave)?;
     let (mut b, pipe) = start(gpu, op, (m, w.n, w.k))?;
-    tokens(&mut b, x, pipe)?;
+    b.input(x);
     weights(&mut b, w.codes, pipe)?;
     b.input(w.scale_inv).output(out);
     b.i32(m as i32).i32(ni).i32(ki).i32(ri).i32(il);

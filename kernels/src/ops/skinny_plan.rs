@@ -9,7 +9,6 @@ use crate::error::Result;
 use crate::gpu::{Gpu, Tuning};
 use crate::launch::Launch;
 use cudarc::driver::{CudaView, LaunchConfig};
-use half::bf16;
 
 /// The bulk-copy variants (`Tuning::skinny_bulk_*`): the 8 warps plus one producer warp,
 /// and `Tuning::bulk_stages` x 16 rows x TM_ROW_STRIDE bytes of shared memory
@@ -34,15 +33,6 @@ const BULK_FP8_XS: BulkNames = [
     "skinny_gemm_fp8_bulk_xs",
     "skinny_gemm_fp8_bulk_persistent_xs",
 ];
-/// FP8 with x through the ring (`Tuning::x_ring_rows`).
-const BULK_FP8_XR: BulkNames = [
-    "skinny_gemm_fp8_bulk_xr",
-    "skinny_gemm_fp8_bulk_persistent_xr",
-];
-const BULK_FP8_SWIGLU_XR: BulkNames = [
-    "skinny_gemm_fp8_swiglu_bulk_xr",
-    "skinny_gemm_fp8_swiglu_bulk_persistent_xr",
-];
 const BULK_FP8_SWIGLU_XS: BulkNames = [
     "skinny_gemm_fp8_swiglu_bulk_xs",
     "skinny_gemm_fp8_swiglu_bulk_persistent_xs",
@@ -51,8 +41,7 @@ const BULK_FP8_SWIGLU_XS: BulkNames = [
 /// How a skinny launch runs: the register pipeline (a block per 16-row tile), or the bulk
 /// one with its ring depth, grid (a block per tile, or fewer persistent blocks), the bytes
 /// of x it keeps in shared memory besides the weights' slots (staged whole by the `*_xs`
-/// kernels, per slot by the `*_xr` ones; 0: none), and whether its copy engine reads x
-/// (the `*_xr` kernels: x must be 16-byte aligned).
+/// kernels; 0: none).
 #[derive(Clone, Copy)]
 pub(super) enum Pipe {
     Regs,
@@ -60,7 +49,6 @@ pub(super) enum Pipe {
         stages: u32,
         blocks: u32,
         x_bytes: u32,
-        x_copied: bool,
     },
 }
 
@@ -98,12 +86,6 @@ fn staged_x_bytes(m: usize, k: usize) -> u32 {
     ((k / 16).div_ceil(8) * 16 + 4) as u32 * 16 * m as u32
 }
 
-/// Bytes of one x row in a slot of the `*_xr` kernels (XR_ROW_STRIDE in skinny_bulk.cu:
-/// 1024 k of bf16, padded), and the most slots their rings take: 3 slots of 8 rows (100
-/// KiB) keep two blocks per SM for the small grids, 2 (the FP8 default) three.
-const XR_ROW_STRIDE: u32 = 2048 + 32;
-const XR_MAX_STAGES: u32 = 3;
-
 /// Dynamic shared memory a bulk block may take: Hopper's 227 KiB per block less the bulk
 /// kernels' static 4.2 KiB (the warps' reduction tile and the ring's barriers), rounded down.
 const MAX_DYNAMIC_SMEM: u32 = 222 * 1024;
@@ -118,17 +100,13 @@ pub(super) fn start<'g>(
 ) -> Result<(Launch<'g>, Pipe)> {
     let t = gpu.tuning();
     let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
-    let mut stages = ring_stages(&t, op.starts_with("skinny_gemm_fp8"), small);
+    let stages = ring_stages(&t, op.starts_with("skinny_gemm_fp8"), small);
     let name = skinny_kernel(&t, op, (m, k), stages);
     if name == op {
         return Ok((Launch::new(gpu, op)?, Pipe::Regs));
     }
-    let x_copied = name.ends_with("_xr");
     let x_bytes = if name.ends_with("_xs") {
         staged_x_bytes(m, k)
-    } else if x_copied {
-        stages = stages.min(XR_MAX_STAGES);
-        stages * m as u32 * XR_ROW_STRIDE
     } else {
         0
     };
@@ -144,7 +122,6 @@ pub(super) fn start<'g>(
         stages,
         blocks,
         x_bytes,
-        x_copied,
     };
     Ok((Launch::new(gpu, name)?, pipe))
 }
@@ -152,8 +129,7 @@ pub(super) fn start<'g>(
 /// The kernel a skinny op (`skinny_gemm_bf16`, `_bf16_swiglu`, `_fp8`, `_fp8_swiglu`) runs
 /// over x [m, k] under a tuning and a ring of `stages`: the register pipeline (the op's
 /// own name) or a bulk kernel, persistent or not; for FP8, x staged whole in shared memory
-/// where `Tuning::x_smem_kb` and the block's shared memory allow, else x through the ring
-/// from `Tuning::x_ring_rows` rows on (at most XR_MAX_STAGES slots). Tests check with it
+/// where `Tuning::x_smem_kb` and the block's shared memory allow. Tests check with it
 /// that an A/B compares two kernels.
 pub fn skinny_kernel(
     t: &Tuning,
@@ -182,15 +158,6 @@ pub fn skinny_kernel(
         };
         return xs[persistent as usize];
     }
-    let slot = BULK_STAGE_BYTES + m as u32 * XR_ROW_STRIDE;
-    if fp8 && m >= t.x_ring_rows as usize && stages.min(XR_MAX_STAGES) * slot <= MAX_DYNAMIC_SMEM {
-        let xr = if op == "skinny_gemm_fp8" {
-            BULK_FP8_XR
-        } else {
-            BULK_FP8_SWIGLU_XR
-        };
-        return xr[persistent as usize];
-    }
     names[persistent as usize]
 }
 
@@ -198,17 +165,6 @@ pub fn skinny_kernel(
 pub(super) fn bulk_args(b: &mut Launch<'_>, pipe: Pipe) {
     if let Pipe::Bulk { stages, .. } = pipe {
         b.i32(stages as i32);
-    }
-}
-
-/// x argument: the `*_xr` kernels copy from it and need 16-byte alignment.
-pub(super) fn tokens(b: &mut Launch<'_>, x: &CudaView<'_, bf16>, pipe: Pipe) -> Result<()> {
-    match pipe {
-        Pipe::Bulk { x_copied: true, .. } => b.input_aligned16(x, "x").map(drop),
-        _ => {
-            b.input(x);
-            Ok(())
-        }
     }
 }
 
@@ -298,43 +254,6 @@ mod tests {
             "skinny_gemm_fp8_swiglu_bulk_persistent_xs"
         );
         assert_eq!(pick(&xs, sw, 8), "skinny_gemm_fp8_swiglu_bulk_persistent");
-        // x through the ring from x_ring_rows rows on, where x is not staged whole: 4 and
-        // 8 rows of 4096 (over 25 KiB), not 3 (staged), nor below x_ring_rows; 8 rows of
-        // 12288 too, whose whole x would not fit beside the ring.
-        let xr = Tuning {
-            x_ring_rows: 4,
-            ..d
-        };
-        assert_eq!(
-            pick(&xr, sw, 3),
-            "skinny_gemm_fp8_swiglu_bulk_persistent_xs"
-        );
-        assert_eq!(
-            pick(&xr, sw, 4),
-            "skinny_gemm_fp8_swiglu_bulk_persistent_xr"
-        );
-        assert_eq!(pick(&xr, fp8, 8), "skinny_gemm_fp8_bulk_persistent_xr");
-        assert_eq!(
-            skinny_kernel(&xr, fp8, (8, 12288), 5),
-            "skinny_gemm_fp8_bulk_persistent_xr"
-        );
-        assert_eq!(pick(&xr, bf, 8), "skinny_gemm_bf16_bulk_persistent");
-        assert_eq!(
-            pick(&Tuning { x_smem_kb: 0, ..xr }, sw, 2),
-            "skinny_gemm_fp8_swiglu_bulk_persistent"
-        );
-        assert_eq!(
-            pick(
-                &Tuning {
-                    x_ring_rows: 1,
-                    x_smem_kb: 0,
-                    ..one_tile
-                },
-                sw,
-                1
-            ),
-            "skinny_gemm_fp8_swiglu_bulk_xr"
-        );
         let all = Tuning {
             x_smem_kb: 227,
             ..d
@@ -356,7 +275,7 @@ mod tests {
             .iter()
             .flat_map(|s| s.kernels.iter().copied())
             .collect();
-        for t in [d, plain, xs, xr, all, one_tile, regs] {
+        for t in [d, plain, xs, all, one_tile, regs] {
             for op in [bf, "skinny_gemm_bf16_swiglu", "skinny_gemm_fp8", sw] {
                 for m in 1..=8 {
                     for k in [16, 4096, 12288] {
