@@ -18,11 +18,33 @@ use std::ffi::c_void;
 /// Dynamic shared memory a kernel gets without opting in.
 const STATIC_SMEM_LIMIT: u32 = 48 * 1024;
 
-/// Above 48 KiB of dynamic shared memory a kernel must opt in (before a launch, and before
-/// an occupancy query counts blocks of that size); idempotent, and not a stream operation,
-/// so it is also fine during graph capture.
+/// Whether a kernel with `static_bytes` of static shared memory must opt in before it may
+/// take `dynamic_bytes` more: above 48 KiB in all, not of the dynamic part alone (a bulk
+/// GEMM's 45 KiB ring beside its 4 KiB of static arrays failed to launch with "invalid
+/// argument" until this counted both).
+fn needs_opt_in(static_bytes: u32, dynamic_bytes: u32) -> bool {
+    dynamic_bytes > 0 && static_bytes + dynamic_bytes > STATIC_SMEM_LIMIT
+}
+
+/// A kernel opts in to `bytes` of dynamic shared memory where it needs to
+/// (`needs_opt_in`; before a launch, and before an occupancy query counts blocks of that
+/// size); idempotent, and not a stream operation, so it is also fine during graph capture.
 pub(crate) fn allow_dynamic_smem(func: sys::CUfunction, bytes: u32, op: &str) -> Result<()> {
-    if bytes <= STATIC_SMEM_LIMIT {
+    if bytes == 0 {
+        return Ok(());
+    }
+    let mut static_bytes = 0i32;
+    // SAFETY: a valid function handle and attribute, and a place for the answer.
+    unsafe {
+        sys::cuFuncGetAttribute(
+            &mut static_bytes,
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            func,
+        )
+    }
+    .result()
+    .ctx(op)?;
+    if !needs_opt_in(static_bytes.max(0) as u32, bytes) {
         return Ok(());
     }
     // SAFETY: a valid function handle and attribute.
@@ -102,6 +124,12 @@ impl<'g> Launch<'g> {
         self
     }
 
+    /// A null pointer, for an optional buffer the kernel checks before it touches.
+    pub fn null(&mut self) -> &mut Self {
+        self.args.push(0);
+        self
+    }
+
     pub fn i32(&mut self, v: i32) -> &mut Self {
         self.args.push(v as u32 as u64);
         self
@@ -166,5 +194,20 @@ impl<'g> Launch<'g> {
         }
         .result()
         .ctx(self.op)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::needs_opt_in;
+
+    #[test]
+    fn the_opt_in_counts_static_and_dynamic_shared_memory() {
+        assert!(!needs_opt_in(4 * 1024, 0));
+        assert!(!needs_opt_in(0, 48 * 1024));
+        assert!(!needs_opt_in(4 * 1024, 44 * 1024));
+        // 45952 bytes of ring and staged x beside 4.2 KiB of static arrays.
+        assert!(needs_opt_in(4300, 45952));
+        assert!(needs_opt_in(0, 48 * 1024 + 1));
     }
 }
