@@ -9,13 +9,55 @@
 // Both are no-ops for a launch without the attribute.
 #pragma once
 
+// The block timeline (a timing instrument, kernels/src/trace.rs; never in a normal build):
+// with LATLAB_TRACE_BUF defined as the device address of a u64 buffer, thread 0 of every
+// block records when the block starts (pdl_trigger, every kernel's first statement, kind 0),
+// when its wait on the previous kernel returns (pdl_wait, kind 1), and points the kernel
+// marks itself (TRACE_MARK(2..7)). Layout: a u64 count of records, then a record of
+// LATLAB_TRACE_REC u64 per block: smid << 53 | warps << 47 | blocks in the grid << 23 |
+// linear block index, then %globaltimer (ns) of kinds 0-7, 0 where absent. The record is
+// reserved with one atomic at the block's start, so only that event stalls thread 0 for a
+// round trip (before the block's wait, where it mostly waits anyway).
+#ifdef LATLAB_TRACE_BUF
+#define LATLAB_TRACE_REC 9
+__device__ __forceinline__ void latlab_trace(unsigned kind) {
+    __shared__ unsigned long long rec;  // this block's record, reserved at its start
+    if (threadIdx.x | threadIdx.y | threadIdx.z) return;
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    unsigned long long* buf = reinterpret_cast<unsigned long long*>(LATLAB_TRACE_BUF);
+    if (kind == 0) {
+        rec = atomicAdd(buf, 1ULL);
+        if (rec < LATLAB_TRACE_CAP) {
+            unsigned smid;
+            asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+            const unsigned long long grid = (unsigned long long)gridDim.x * gridDim.y * gridDim.z;
+            const unsigned long long block =
+                blockIdx.x +
+                (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+            const unsigned long long warps = (blockDim.x * blockDim.y * blockDim.z + 31) / 32;
+            buf[1 + rec * LATLAB_TRACE_REC] = (unsigned long long)(smid & 0xff) << 53 |
+                                              (warps & 0x3f) << 47 | (grid & 0xffffff) << 23 |
+                                              (block & 0x7fffff);
+        }
+    }
+    if (rec < LATLAB_TRACE_CAP && kind < 8) buf[1 + rec * LATLAB_TRACE_REC + 1 + kind] = t;
+}
+#define TRACE_MARK(kind) latlab_trace(kind)
+#else
+#define latlab_trace(kind)
+#define TRACE_MARK(kind)
+#endif
+
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+    latlab_trace(1);
 }
 
 __device__ __forceinline__ void pdl_trigger() {
+    latlab_trace(0);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif

@@ -204,10 +204,19 @@ __device__ __forceinline__ void decode_attention_body(
         }
         asm volatile("cp.async.wait_all;" ::: "memory");
         __syncthreads();  // q and the V tile are in shared memory
+        if (t0 == start) TRACE_MARK(2);
         {
             float part[DA_MAXG];
 #pragma unroll
             for (int h = 0; h < DA_MAXG; ++h) part[h] = 0.f;
+#ifdef LATLAB_TRACE_BUF
+            // The block timeline: when thread 0's K registers (loaded before the wait) are
+            // ready.
+            if (t0 == start && vec_k && i < n) {
+                asm volatile("" ::"r"(kv[0].x));
+                TRACE_MARK(6);
+            }
+#endif
             if (i < n) {
                 const float* qh = &s_q[0][0] + half * (hd + 1);
                 if (vec_k) {
@@ -244,6 +253,7 @@ __device__ __forceinline__ void decode_attention_body(
             }
         }
         __syncthreads();
+        if (t0 == start) TRACE_MARK(7);
         // Online softmax: warp w updates heads w, w + 4.
         for (int h = warp; h < G; h += DA_THREADS / 32) {
             float mx = __int_as_float(0xff800000);
@@ -265,6 +275,7 @@ __device__ __forceinline__ void decode_attention_body(
             }
         }
         __syncthreads();
+        if (t0 == start) TRACE_MARK(3);
         if (tid < D) {
 #pragma unroll
             for (int h = 0; h < DA_MAXG; ++h)
@@ -282,6 +293,7 @@ __device__ __forceinline__ void decode_attention_body(
     // A split past the row's context loaded nothing, but its (empty) partials overwrite
     // buffers the previous layer's merge may still read.
     if (!waited) pdl_wait();
+    TRACE_MARK(4);
     if (CLUSTER) {
         // The V tile is done with (the loop ends in a barrier): it holds this split's acc.
         __shared__ float s_w[CLUSTER ? 32 : 1], s_inv_l;
@@ -316,6 +328,7 @@ __device__ __forceinline__ void decode_attention_body(
             }
         }
     }
+    TRACE_MARK(5);
 }
 
 extern "C" __global__ void __launch_bounds__(DA_THREADS)
@@ -374,6 +387,7 @@ extern "C" __global__ void __launch_bounds__(DA_THREADS)
         merge_weights(m, l, s_w, &s_inv_l);
     }
     __syncthreads();
+    TRACE_MARK(2);
     if (tid < D) {
         float o = 0.f;
 #pragma unroll

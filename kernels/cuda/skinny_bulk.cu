@@ -153,6 +153,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
     tile.prepare();
     for (int i = 0; i < nst; ++i) consume_stage(tile, st, c, ring, full, empty, i, i, stages);
     store_out(c, y, M, N, n0);
+    TRACE_MARK(3);
 }
 
 // The persistent form (`_persistent` entry points, `Tuning::bulk_persistent`): a grid of at
@@ -191,6 +192,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
     typename Tile::Stage st;
     pdl_wait();  // x comes from the previous kernel
     first.prepare();
+    TRACE_MARK(2);
     int i = 0;
     for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const Tile t = make(tile);
@@ -200,6 +202,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
         // The next tile's fragments go where this one's store still reads.
         if (tile + gridDim.x < ntiles) consumers_sync();
     }
+    TRACE_MARK(3);
 }
 
 // The bf16 entry points.

@@ -16,6 +16,8 @@ pub struct CompileOptions {
     pub arch: String,
     /// Where `cuda_bf16.h` and friends live (the toolkit's or the PyPI wheel's include dir).
     pub include_dirs: Vec<PathBuf>,
+    /// Preprocessor definitions (`NAME=VALUE`), e.g. the block timeline's (trace.rs).
+    pub defines: Vec<String>,
 }
 
 impl CompileOptions {
@@ -31,6 +33,7 @@ impl CompileOptions {
                 .iter()
                 .map(|d| format!("-I{}", d.display())),
         );
+        a.extend(self.defines.iter().map(|d| format!("-D{d}")));
         a
     }
 }
@@ -282,6 +285,7 @@ ptxas info    : Used 80 registers, used 1 barriers, 8 bytes cumulative stack siz
         let o = CompileOptions {
             arch: "sm_90a".into(),
             include_dirs: vec!["/usr/local/cuda/include".into()],
+            defines: vec![],
         };
         let base = cache_name("gemv.cu", "src", &o, (13, 0));
         assert!(
@@ -301,5 +305,13 @@ ptxas info    : Used 80 registers, used 1 barriers, 8 bytes cumulative stack siz
             ..o
         };
         assert_ne!(base, cache_name("gemv.cu", "src", &o3, (13, 0)));
+        let o4 = CompileOptions {
+            defines: vec!["LATLAB_TRACE_CAP=16".into()],
+            ..o3.clone()
+        };
+        assert_ne!(
+            cache_name("gemv.cu", "src", &o3, (13, 0)),
+            cache_name("gemv.cu", "src", &o4, (13, 0))
+        );
     }
 }

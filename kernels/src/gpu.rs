@@ -5,6 +5,7 @@
 use crate::compile::{CompileOptions, DiskCache};
 use crate::error::{DriverContext, KernelError, Result};
 use crate::sources;
+use crate::trace::Trace;
 pub use crate::tuning::{
     ATTENTION_BLOCKS_RANGE, BULK_STAGES_RANGE, Carveout, PERSISTENT_ROWS_RANGE, Tuning,
 };
@@ -23,6 +24,9 @@ pub struct GpuOptions {
     pub include_dirs: Vec<PathBuf>,
     pub cache_dir: PathBuf,
     pub tuning: Tuning,
+    /// > 0: compile the kernels with the block timeline (trace.rs), room for this many
+    /// blocks' records. A timing instrument for the GPU tests: 0 everywhere else.
+    pub trace_events: usize,
 }
 
 impl GpuOptions {
@@ -39,6 +43,7 @@ impl GpuOptions {
             include_dirs: vec![include],
             cache_dir: DiskCache::default_dir(),
             tuning: Tuning::from_env()?,
+            trace_events: 0,
         })
     }
 }
@@ -57,6 +62,8 @@ pub struct Gpu {
     /// `resident_blocks` answers by (kernel, threads, shared memory): persistent GEMMs ask
     /// at every launch, and an eager step would otherwise pay two driver calls per GEMM.
     resident: Mutex<HashMap<(&'static str, u32, u32), u32>>,
+    /// The block timeline's buffer, when `GpuOptions::trace_events` asked for one.
+    trace: Option<Mutex<Trace>>,
 }
 
 /// cuBLAS workspace: NVIDIA recommends 32 MiB on Hopper.
@@ -126,9 +133,17 @@ impl Gpu {
                 arch_for(ma, mi)
             }
         };
+        let trace = match opts.trace_events {
+            0 => None,
+            n => Some(Trace::new(&stream, n)?),
+        };
         let copts = CompileOptions {
             arch: arch.clone(),
             include_dirs: opts.include_dirs.clone(),
+            defines: trace
+                .as_ref()
+                .map(|t| t.defines(&stream))
+                .unwrap_or_default(),
         };
         let cache = DiskCache {
             dir: opts.cache_dir.clone(),
@@ -172,6 +187,7 @@ impl Gpu {
             blas,
             sms,
             resident: Mutex::new(HashMap::new()),
+            trace: trace.map(Mutex::new),
         })
     }
 
@@ -245,6 +261,13 @@ impl Gpu {
             .unwrap_or_else(|e| e.into_inner())
             .insert(key, n);
         Ok(n)
+    }
+
+    /// The block timeline (`GpuOptions::trace_events`), if this `Gpu` was built with it.
+    pub fn trace(&self) -> Option<std::sync::MutexGuard<'_, Trace>> {
+        self.trace
+            .as_ref()
+            .map(|t| t.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Wait for all queued work; surfaces asynchronous kernel errors.

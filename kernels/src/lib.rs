@@ -12,6 +12,7 @@ pub mod gpu;
 mod launch;
 pub mod ops;
 pub mod sources;
+pub mod trace;
 pub mod tuning;
 
 pub use cudarc;

@@ -263,6 +263,7 @@ fn linears_as_launches_against_one_streaming_kernel() {
     let copts = CompileOptions {
         arch: g.arch().to_string(),
         include_dirs: opts.include_dirs.clone(),
+        defines: vec![],
     };
     let cubin = compile_cubin("stream_chain.cu", stream_chain_src::SRC, &copts).unwrap();
     let bytes_per_step = |fp8: bool| {

@@ -46,6 +46,7 @@ fn compile_all(include: PathBuf) {
     let opts = CompileOptions {
         arch: "sm_90a".into(),
         include_dirs: vec![include],
+        defines: vec![],
     };
     let (maj, min) = kernels::compile::nvrtc_version();
     eprintln!("NVRTC {maj}.{min}, options {:?}", opts.args());
@@ -84,6 +85,20 @@ fn compile_all(include: PathBuf) {
         "kernels spill registers (see MAY_SPILL): {}",
         spills.join(", ")
     );
+    // The block timeline's build (kernels/src/trace.rs, a GPU timing instrument) must
+    // compile too; its registers and spills do not matter.
+    let traced = CompileOptions {
+        defines: vec![
+            "LATLAB_TRACE_BUF=0x1000ULL".into(),
+            "LATLAB_TRACE_CAP=16ULL".into(),
+        ],
+        ..opts
+    };
+    for s in ALL {
+        let (cubin, _) =
+            compile_with_usage(s.file, s.src, &traced).unwrap_or_else(|e| panic!("traced {e}"));
+        assert_eq!(&cubin[..4], b"\x7fELF", "{} (traced): no cubin", s.file);
+    }
 }
 
 #[test]

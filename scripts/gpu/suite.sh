@@ -2,7 +2,7 @@
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
-# sweep splits fp8bulk bench prefill early http hf stream" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
+# sweep splits fp8bulk bench prefill early http hf stream trace" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
 # by default; its correctness tests run in "tests").
 set -uo pipefail
@@ -27,6 +27,12 @@ if has chain; then
   # A whole decode step built from the real ops, minus one kind of kernel at a time.
   timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/chain.log" 2>&1; echo "chain rc=$?"
   grep -E "^\|" "$OUT/chain.log"
+fi
+if has trace; then
+  # The block timeline of a decode step (kernels/tests/gpu_step_trace.rs): each kernel's
+  # share of the critical path and when its blocks were placed.
+  timeout 300 $T/gpu_step_trace --ignored --nocapture > "$OUT/trace.log" 2>&1; echo "trace rc=$?"
+  grep -E "^\||^###|^per layer|^slowest|^  block|panicked" "$OUT/trace.log"
 fi
 if has stream; then
   # The step's linears as launches against one kernel streaming weights across GEMMs

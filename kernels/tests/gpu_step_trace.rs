@@ -1,0 +1,200 @@
+//! The block timeline of a whole decode step (GPU machine only; prints, and asserts only
+//! that the timeline is whole): `cargo test -p kernels --test gpu_step_trace -- --ignored
+//! --nocapture`.
+//!
+//! The step of gpu_step_chain, compiled with the block timeline (kernels/src/trace.rs):
+//! every block records when it starts and when its wait on the previous kernel returns.
+//! A launch's first wait return is when the kernel before it finished, so the gap from
+//! one launch's to the next one's is that launch's share of the step's critical path:
+//! from the moment it could proceed to the moment it was done. Per kernel of a layer
+//! (mean over layers 2-35): that share, and when its blocks were placed against the moment
+//! it could proceed (positive: some blocks were not even resident then).
+
+mod step_common;
+mod timing_common;
+
+use kernels::cudarc::driver::{CudaSlice, sys};
+use kernels::trace::{EventKind, LaunchTimes, TraceEvent, launches};
+use kernels::{Gpu, GpuOptions, bf16};
+use step_common::*;
+use timing_common::time_us_reps;
+
+/// Room for one step's block records: ~330 launches, up to ~500 blocks each.
+const BLOCKS: usize = 1 << 18;
+
+/// One step as a graph: warmed up three times, then replayed once with the trace cleared.
+fn traced_step(g: &Gpu, mut f: impl FnMut()) -> (Vec<TraceEvent>, Vec<LaunchTimes>) {
+    f();
+    g.sync().unwrap();
+    let s = g.stream();
+    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
+    f();
+    let graph = s
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .unwrap()
+        .expect("captured");
+    for _ in 0..3 {
+        graph.launch().unwrap();
+    }
+    g.trace().unwrap().clear(s).unwrap();
+    graph.launch().unwrap();
+    g.sync().unwrap();
+    let (events, lost) = g.trace().unwrap().events(s).unwrap();
+    assert_eq!(lost, 0, "the trace buffer overflowed");
+    let l = launches(&events);
+    (events, l)
+}
+
+/// The slowest blocks of launch `i` (by their last event), with their events after the
+/// launch's release: which blocks hold the critical path, and on which SMs.
+fn slowest_blocks(events: &[TraceEvent], timeline: &[LaunchTimes], i: usize, n: usize) {
+    let l = &timeline[i];
+    let (from, to) = (l.first_start, timeline[i + 1].first_wait.unwrap());
+    let release = l.first_wait.unwrap() as i64;
+    let mut blocks: std::collections::BTreeMap<u32, (u32, Vec<(EventKind, u64)>)> =
+        Default::default();
+    for e in events {
+        if e.grid == l.grid && e.warps == l.warps && e.t_ns >= from && e.t_ns <= to {
+            let b = blocks.entry(e.block).or_insert((e.sm, vec![]));
+            b.1.push((e.kind, e.t_ns));
+        }
+    }
+    let mut v: Vec<_> = blocks.into_iter().collect();
+    v.sort_by_key(|(_, (_, ev))| std::cmp::Reverse(ev.iter().map(|e| e.1).max()));
+    for (block, (sm, ev)) in v.iter().take(n) {
+        let list: Vec<String> = ev
+            .iter()
+            .map(|(k, t)| format!("{k:?} {:+.2}", (*t as i64 - release) as f64 / 1e3))
+            .collect();
+        println!("  block {block} (SM {sm}): {}", list.join(", "));
+    }
+}
+
+/// The kernels of one layer, in step order (step_common::step): the merge kernel runs
+/// where the split attention does not merge in clusters; `twice`: the attention runs
+/// again (`Omit::attention_twice`).
+fn layer_kernels(merge: bool, twice: bool) -> Vec<&'static str> {
+    let mut k = vec!["input norm", "qkv", "qk-norm/rope/kv", "attention"];
+    if merge {
+        k.push("attention merge");
+    }
+    if twice {
+        k.push("attention, again");
+        if merge {
+            k.push("attention merge, again");
+        }
+    }
+    k.extend(["o_proj", "post norm", "gate|up+swiglu", "down"]);
+    k
+}
+
+#[test]
+#[ignore = "gpu"]
+fn decode_step_block_timeline() {
+    let base = GpuOptions::from_env().unwrap();
+    let plain = Gpu::new(&base).unwrap();
+    let traced = Gpu::new(&GpuOptions {
+        trace_events: BLOCKS,
+        ..base.clone()
+    })
+    .unwrap();
+    let us = |ns: f64| ns / 1e3;
+    // LATLAB_TRACE_ATTENTION_TWICE=1: the attention twice per layer (instruction caches).
+    let twice = std::env::var("LATLAB_TRACE_ATTENTION_TWICE").as_deref() == Ok("1");
+    for fp8 in [false, true] {
+        for m in [1usize, 8] {
+            let mut times = vec![];
+            let mut timeline = vec![];
+            let mut events = vec![];
+            for g in [&plain, &traced] {
+                let head: CudaSlice<bf16> = g.stream().alloc_zeros(VOCAB * HIDDEN).unwrap();
+                let mut layers = Layer::all_zeros(g, fp8);
+                let meta = Meta::new(g, m);
+                let mut b = Buffers::new(g, m);
+                let omit = Omit {
+                    attention_twice: twice,
+                    ..Omit::default()
+                };
+                let mut run = || step(g, m, &mut layers, &head, &meta, &mut b, omit);
+                times.push(time_us_reps(g, 1, &mut run));
+                if g.trace().is_some() {
+                    (events, timeline) = traced_step(g, run);
+                }
+            }
+            let w = if fp8 { "fp8" } else { "bf16" };
+            println!(
+                "\n### {w}, batch {m}: step {:.0} us untraced, {:.0} traced; {} launches",
+                times[0],
+                times[1],
+                timeline.len()
+            );
+            // The embedding, LAYERS layers, then the final norm, lm_head and argmax.
+            let per = (timeline.len() - 1 - 4) / LAYERS;
+            let merge = per == 9 + 2 * twice as usize || (!twice && per == 9);
+            let names = layer_kernels(merge, twice);
+            assert_eq!(names.len(), per, "{} launches", timeline.len());
+            assert_eq!(1 + LAYERS * per + 4, timeline.len());
+            let rel = |i: usize| timeline[i].first_wait.expect("every launch waits") as f64;
+            println!(
+                "| kernel | grid x warps | critical share, us (mean / min / max) | first block placed, us | last block placed, us | waits spread, us | marks |"
+            );
+            println!("|---|---|---|---|---|---|---|");
+            let mut total = 0.0;
+            for (j, name) in names.iter().enumerate() {
+                let (mut sum, mut lo, mut hi) = (0.0, f64::MAX, 0f64);
+                let (mut first, mut last, mut spread) = (0.0, 0.0, 0.0);
+                let mut marks = [0.0f64; 6];
+                let mut marked = [true; 6];
+                let layers = 2..LAYERS;
+                for li in layers.clone() {
+                    let i = 1 + li * per + j;
+                    let l = &timeline[i];
+                    let share = rel(i + 1) - rel(i);
+                    sum += share;
+                    lo = lo.min(share);
+                    hi = hi.max(share);
+                    first += l.first_start as f64 - rel(i);
+                    last += l.last_start as f64 - rel(i);
+                    spread += (l.last_wait.unwrap() - l.first_wait.unwrap()) as f64;
+                    for (k, m) in l.last_mark.iter().enumerate() {
+                        match m {
+                            Some(t) => marks[k] += *t as f64 - rel(i),
+                            None => marked[k] = false,
+                        }
+                    }
+                }
+                let n = layers.len() as f64;
+                total += sum / n;
+                // Points the kernel marks itself (TRACE_MARK), the last block's, after its
+                // release.
+                let mark_list: Vec<String> = (0..6)
+                    .filter(|&k| marked[k])
+                    .map(|k| format!("mark {} +{:.2}", k + 2, us(marks[k] / n)))
+                    .collect();
+                let l = &timeline[1 + 2 * per + j];
+                println!(
+                    "| {name} | {} x {} | {:.2} / {:.2} / {:.2} | {:.2} | {:.2} | {:.2} | {} |",
+                    l.grid,
+                    l.warps,
+                    us(sum / n),
+                    us(lo),
+                    us(hi),
+                    us(first / n),
+                    us(last / n),
+                    us(spread / n),
+                    mark_list.join(", ")
+                );
+            }
+            let attention = names.iter().position(|n| *n == "attention").unwrap();
+            println!("slowest attention blocks of layer 17 (us after the launch's release):");
+            slowest_blocks(&events, &timeline, 1 + 17 * per + attention, 6);
+            println!(
+                "per layer {:.2} us, x {LAYERS} = {:.0} us; first wait to last wait of the step: {:.0} us",
+                us(total),
+                us(total) * LAYERS as f64,
+                us(rel(timeline.len() - 1) - rel(0))
+            );
+        }
+    }
+}
