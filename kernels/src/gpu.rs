@@ -24,8 +24,8 @@ pub struct GpuOptions {
     pub include_dirs: Vec<PathBuf>,
     pub cache_dir: PathBuf,
     pub tuning: Tuning,
-    /// > 0: compile the kernels with the block timeline (trace.rs), room for this many
-    /// blocks' records. A timing instrument for the GPU tests: 0 everywhere else.
+    /// Above 0: compile the kernels with the block timeline (trace.rs), with room for
+    /// this many blocks' records. A timing instrument for the GPU tests: 0 everywhere else.
     pub trace_events: usize,
 }
 
