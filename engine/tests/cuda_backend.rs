@@ -406,6 +406,30 @@ fn x_in_shared_memory_gives_the_same_logits() {
     );
 }
 
+/// Decode attention's fast scores (Tuning::attention_d32: eight lanes per position, K in
+/// shared memory; qwen3-0.6b's head_dim 128) against the pair layout: the dot products sum
+/// in another order, so the logits agree to f32 rounding, not bit for bit.
+#[test]
+#[ignore = "gpu"]
+fn fast_attention_scores_keep_the_logits() {
+    let on = kernels::Tuning {
+        attention_d32: true,
+        ..Default::default()
+    };
+    assert!(kernels::ops::attention_kernel(&on, 128, false).ends_with("_d32"));
+    for fp8 in [false, true] {
+        ab_steps(
+            fp8,
+            |t, on| t.attention_d32 = on,
+            |what, a, b| {
+                for (x, y) in a.iter().zip(b) {
+                    close_logits(&format!("fp8 {fp8} {what}"), x, y);
+                }
+            },
+        );
+    }
+}
+
 /// Decode attention merging its splits inside thread block clusters
 /// (Tuning::attention_cluster) against the merge kernel, at the same split counts (a block
 /// target of 64: 8 splits at batch 1, 3 at batch 3, both taken by the cluster when on): the
@@ -417,6 +441,8 @@ fn cluster_merged_attention_matches_the_merge_kernel() {
     let set = |t: &mut kernels::Tuning, on: bool| {
         t.attention_blocks = 64;
         t.attention_cluster = on;
+        // The merge-kernel side in the clusters' pair layout, not the `_d32` scores.
+        t.attention_d32 = false;
     };
     // Else the A/B compares a path with itself.
     for (rows, want) in [(1, 8), (3, 3)] {

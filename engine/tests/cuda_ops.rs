@@ -127,6 +127,9 @@ fn rope_kv_write_and_split_attention_match_cpu() {
     let gm = {
         let mut o = kernels::GpuOptions::from_env().unwrap();
         o.tuning.attention_cluster = false;
+        // The pair layout, as the clusters (the exact check below), where g takes the
+        // `_d32` kernel (eight lanes per position) outside clusters.
+        o.tuning.attention_d32 = false;
         kernels::Gpu::new(&o).unwrap()
     };
     for (heads, kv_heads, head_dim, theta) in
@@ -318,6 +321,15 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                 cluster_checked += 1;
             }
             split_outs.push((splits, out));
+            if head_dim % 32 == 0 {
+                // g ran the `_d32` kernel outside clusters, gm the pair layout: both are
+                // judged against the CPU below.
+                assert_eq!(
+                    ops::attention_kernel(&g.tuning(), head_dim, false),
+                    "decode_attention_d32"
+                );
+                split_outs.push((splits, attend(&gm, d, &settled, splits, qd)));
+            }
         }
         assert!(
             cluster_checked >= 2,

@@ -68,6 +68,34 @@ __device__ __forceinline__ void load_k_half(uint4 (&kv)[DA_MAXD / 16],
         if (j * 8 < hd) kv[j] = *reinterpret_cast<const uint4*>(krow + j * 8);
 }
 
+// The scores' fast layout (the `_d32` kernels, head_dim % 32 == 0): eight lanes per
+// position, 16 positions per pass of the block's 128 threads, DA_FPASSES passes per tile.
+// Lane part p takes dimensions 32c + 4p .. 32c + 4p + 3 (c < head_dim / 32), so one
+// position's lanes read 128 contiguous bytes of q (no bank conflicts; other positions'
+// lanes read the same words). K comes into shared memory with the V tile (cp.async), rows
+// DA_KSTRIDE apart so that the two positions of a half-warp's 8-byte reads hit different
+// banks. Why: at batch 1 the 32 splits leave ~11 positions per block; with two lanes per
+// position (64 dimensions x 4 heads each, K in registers) they all sat in warp 0, and the
+// scores took ~4.6 us of the kernel's ~9 (the block timeline, engine/PERF.md, session 9).
+#define DA_FPASS 16
+#define DA_FPASSES (DA_TILE / DA_FPASS)
+#define DA_FCH (DA_MAXD / 32)
+#define DA_KSTRIDE (DA_MAXD + 32)
+
+// K rows of the tile's positions [t0, t0 + n) into s_k, those below `fresh` (early) or the
+// others (!early), as load_v_tile does for V. D % 32 == 0.
+__device__ __forceinline__ void load_k_tile(__nv_bfloat16 (*s_k)[DA_KSTRIDE],
+                                            const __nv_bfloat16* __restrict__ k_cache,
+                                            const int* s_slot, int t0, int n, int fresh,
+                                            bool early, int kvd, int kv_off, int D) {
+    const int pieces = D / 8;
+    for (int idx = threadIdx.x; idx < n * pieces; idx += DA_THREADS) {
+        const int i = idx / pieces, c = idx % pieces;
+        if ((t0 + i < fresh) == early)
+            cp_async16(&s_k[i][c * 8], k_cache + (size_t)s_slot[i] * kvd + kv_off + c * 8);
+    }
+}
+
 // Thread block clusters (decode_attention_cluster): the splits of one (row, kv head) are one
 // cluster, and they merge through distributed shared memory instead of a second kernel.
 __device__ __forceinline__ unsigned cluster_rank() {
@@ -137,7 +165,7 @@ __device__ __forceinline__ void cluster_merge_head(const float* s_m, const float
 // CLUSTER: the grid's z (splits, 2..8) is one thread block cluster; the blocks merge their
 // partial states through distributed shared memory (cluster_merge_head), block `rank`
 // taking heads rank, rank + nsplit, ...: no partials in global memory, no second kernel.
-template <bool CLUSTER>
+template <bool CLUSTER, bool FAST>
 __device__ __forceinline__ void decode_attention_body(
     const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
@@ -145,12 +173,14 @@ __device__ __forceinline__ void decode_attention_body(
     float* __restrict__ part_acc, float* __restrict__ part_ml, __nv_bfloat16* __restrict__ out,
     int heads, int kv_heads, int D, int block_size, float scale, int settled) {
     pdl_trigger();
-    // q of the G heads; the second half of each head sits one float further on, so the two
-    // threads of a position (one per half) read different banks.
-    __shared__ float s_q[DA_MAXG][DA_QSTRIDE];
+    // q of the G heads; in the pair layout the second half of each head sits one float
+    // further on, so the two threads of a position (one per half) read different banks; in
+    // the fast one rows are whole float4s.
+    __shared__ __align__(16) float s_q[DA_MAXG][FAST ? DA_MAXD + 4 : DA_QSTRIDE];
     __shared__ float s_p[DA_MAXG][DA_TILE];
     __shared__ int s_slot[DA_TILE];
     __shared__ __align__(16) __nv_bfloat16 s_v[DA_TILE][DA_MAXD];
+    __shared__ __align__(16) __nv_bfloat16 s_k[FAST ? DA_TILE : 1][DA_KSTRIDE];
     __shared__ float s_m[DA_MAXG], s_l[DA_MAXG], s_corr[DA_MAXG];
     const int r = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
     const int G = heads / kv_heads, kvd = kv_heads * D, kv_off = kvh * D;
@@ -185,27 +215,74 @@ __device__ __forceinline__ void decode_attention_body(
         const __nv_bfloat16* krow =
             k_cache + (size_t)(i < n ? s_slot[i] : 0) * kvd + kv_off + half * hd;
         const bool k_early = t0 + i < fresh;
-        uint4 kv[DA_MAXD / 16];
+        uint4 kv[FAST ? 1 : DA_MAXD / 16];
         if (!waited) {
-            if (vec_k && i < n && k_early) load_k_half(kv, krow, hd);
+            if constexpr (FAST)
+                load_k_tile(s_k, k_cache, s_slot, t0, n, fresh, true, kvd, kv_off, D);
+            else if (vec_k && i < n && k_early)
+                load_k_half(kv, krow, hd);
             load_v_tile(s_v, v_cache, s_slot, t0, n, fresh, true, kvd, kv_off, D);
             pdl_wait();  // q and the new token's K/V come from the previous kernel
             waited = true;
             const __nv_bfloat16* qrow = q + (size_t)r * heads * D + (size_t)kvh * G * D;
             for (int j = tid; j < G * D; j += DA_THREADS) {
                 const int h = j / D, d = j % D;
-                s_q[h][d + (d >= D / 2)] = __bfloat162float(qrow[j]) * scale;
+                s_q[h][FAST ? d : d + (d >= D / 2)] = __bfloat162float(qrow[j]) * scale;
             }
-            if (vec_k && i < n && !k_early) load_k_half(kv, krow, hd);
+            if constexpr (FAST)
+                load_k_tile(s_k, k_cache, s_slot, t0, n, fresh, false, kvd, kv_off, D);
+            else if (vec_k && i < n && !k_early)
+                load_k_half(kv, krow, hd);
             load_v_tile(s_v, v_cache, s_slot, t0, n, fresh, false, kvd, kv_off, D);
         } else {
-            if (vec_k && i < n) load_k_half(kv, krow, hd);
+            if constexpr (FAST)
+                load_k_tile(s_k, k_cache, s_slot, t0, n, 0, false, kvd, kv_off, D);
+            else if (vec_k && i < n)
+                load_k_half(kv, krow, hd);
             load_v_tile(s_v, v_cache, s_slot, t0, n, 0, false, kvd, kv_off, D);
         }
         asm volatile("cp.async.wait_all;" ::: "memory");
         __syncthreads();  // q and the V tile are in shared memory
         if (t0 == start) TRACE_MARK(2);
-        {
+        if constexpr (FAST) {
+            // Scores in the fast layout (load_k_tile): each lane's dot products over its
+            // dimensions, then a butterfly over the position's eight lanes.
+            const int part = tid & 7;
+            for (int ps = 0; ps < DA_FPASSES; ++ps) {
+                if (ps * DA_FPASS >= n) break;  // n is the block's: a uniform exit
+                const int pos = ps * DA_FPASS + (tid >> 3);
+                float sc[DA_MAXG];
+#pragma unroll
+                for (int h = 0; h < DA_MAXG; ++h) sc[h] = 0.f;
+                if (pos < n) {
+#pragma unroll
+                    for (int c = 0; c < DA_FCH; ++c) {
+                        if (c * 32 >= D) break;
+                        const uint2 kw =
+                            *reinterpret_cast<const uint2*>(&s_k[pos][32 * c + 4 * part]);
+                        const __nv_bfloat162* k2 = reinterpret_cast<const __nv_bfloat162*>(&kw);
+                        const float2 k01 = __bfloat1622float2(k2[0]), k23 = __bfloat1622float2(k2[1]);
+#pragma unroll
+                        for (int h = 0; h < DA_MAXG; ++h)
+                            if (h < G) {
+                                const float4 qv =
+                                    *reinterpret_cast<const float4*>(&s_q[h][32 * c + 4 * part]);
+                                sc[h] += qv.x * k01.x + qv.y * k01.y + qv.z * k23.x + qv.w * k23.y;
+                            }
+                    }
+                }
+#pragma unroll
+                for (int h = 0; h < DA_MAXG; ++h) {
+                    if (h >= G) break;
+                    float v = sc[h];
+                    v += __shfl_xor_sync(0xffffffff, v, 1);
+                    v += __shfl_xor_sync(0xffffffff, v, 2);
+                    v += __shfl_xor_sync(0xffffffff, v, 4);
+                    if (pos < n && part == 0) s_p[h][pos] = v;
+                }
+            }
+        }
+        if constexpr (!FAST) {
             float part[DA_MAXG];
 #pragma unroll
             for (int h = 0; h < DA_MAXG; ++h) part[h] = 0.f;
@@ -331,32 +408,26 @@ __device__ __forceinline__ void decode_attention_body(
     TRACE_MARK(5);
 }
 
-extern "C" __global__ void __launch_bounds__(DA_THREADS)
-    decode_attention(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
-                     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
-                     const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
-                     float* __restrict__ part_acc, float* __restrict__ part_ml,
-                     __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D,
-                     int block_size, float scale, int settled) {
-    decode_attention_body<false>(q, k_cache, v_cache, tables, table_offs, ctx_lens, part_acc,
-                                 part_ml, out, heads, kv_heads, D, block_size, scale, settled);
-}
-
-// The split kernel launched in clusters of its splits (launch.rs), merging in place: the
-// same output as decode_attention + decode_attention_combine, bit for bit. part_acc and
-// part_ml are not touched.
-extern "C" __global__ void __launch_bounds__(DA_THREADS)
-    decode_attention_cluster(const __nv_bfloat16* __restrict__ q,
-                             const __nv_bfloat16* __restrict__ k_cache,
-                             const __nv_bfloat16* __restrict__ v_cache,
-                             const int* __restrict__ tables, const int* __restrict__ table_offs,
-                             const int* __restrict__ ctx_lens, float* __restrict__ part_acc,
-                             float* __restrict__ part_ml, __nv_bfloat16* __restrict__ out,
-                             int heads, int kv_heads, int D, int block_size, float scale,
-                             int settled) {
-    decode_attention_body<true>(q, k_cache, v_cache, tables, table_offs, ctx_lens, part_acc,
-                                part_ml, out, heads, kv_heads, D, block_size, scale, settled);
-}
+// The entry points: the pair layout, with the merge kernel after it or merging in place
+// inside thread block clusters of its splits (`_cluster`, launch.rs: the same output as
+// decode_attention + decode_attention_combine, bit for bit; part_acc and part_ml are not
+// touched); and the fast layout (`_d32`, head_dim % 32 == 0) with the merge kernel
+// (ops::attention_kernel says why not in clusters).
+#define DA_ENTRY(NAME, CLUSTER, FAST)                                                          \
+    extern "C" __global__ void __launch_bounds__(DA_THREADS)                                   \
+        NAME(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,   \
+             const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,        \
+             const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,             \
+             float* __restrict__ part_acc, float* __restrict__ part_ml,                        \
+             __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D, int block_size,  \
+             float scale, int settled) {                                                       \
+        decode_attention_body<CLUSTER, FAST>(q, k_cache, v_cache, tables, table_offs,          \
+                                             ctx_lens, part_acc, part_ml, out, heads,          \
+                                             kv_heads, D, block_size, scale, settled);         \
+    }
+DA_ENTRY(decode_attention, false, false)
+DA_ENTRY(decode_attention_cluster, true, false)
+DA_ENTRY(decode_attention_d32, false, true)
 
 // Merge the splits of (row, head): out = sum_s acc_s e^(m_s - m) / sum_s l_s e^(m_s - m).
 // A split past the row's context has l = 0 and is skipped. One block per (row, head).

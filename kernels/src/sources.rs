@@ -94,6 +94,7 @@ pub const ALL: &[KernelSource] = &[
         kernels: &[
             "decode_attention",
             "decode_attention_cluster",
+            "decode_attention_d32",
             "decode_attention_combine",
         ],
     },

@@ -100,6 +100,13 @@ pub struct Tuning {
     /// 2966 / 3462 without, 2858 / 3458 with 25 and `fp8_persistent_rows` 1. Same bits
     /// (cuda_backend A/B). 0: never. `LATLAB_X_SMEM_KB` (`X_SMEM_KB_RANGE`).
     pub x_smem_kb: u32,
+    /// Decode attention with head_dim % 32 == 0, outside clusters, runs the `_d32` kernel:
+    /// eight lanes per position for the scores, K staged in shared memory with V, instead
+    /// of two lanes per position with K in registers. The block timeline (session 9) put
+    /// ~4.6 us of the batch-1 attention's ~9 us per layer in the scores, all in one warp;
+    /// with it 1.1 us, and whole steps at batch 1 -115 us (bf16) and -150 us (FP8).
+    /// `LATLAB_ATTENTION_D32=0|1`.
+    pub attention_d32: bool,
 }
 
 /// The block targets `Tuning::attention_blocks` takes.
@@ -144,6 +151,7 @@ impl Default for Tuning {
             smem_carveout: Carveout::Driver,
             attention_cluster: true,
             x_smem_kb: 25,
+            attention_d32: true,
         }
     }
 }
@@ -167,7 +175,7 @@ impl Tuning {
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
     /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
-    /// and `LATLAB_X_SMEM_KB` when set.
+    /// `LATLAB_X_SMEM_KB` and `LATLAB_ATTENTION_D32` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -190,6 +198,7 @@ impl Tuning {
             skinny_bulk_fp8: get("LATLAB_SKINNY_BULK_FP8", d.skinny_bulk_fp8)?,
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
+            attention_d32: get("LATLAB_ATTENTION_D32", d.attention_d32)?,
             attention_cluster: get("LATLAB_ATTENTION_CLUSTER", d.attention_cluster)?,
             bulk_persistent: get("LATLAB_BULK_PERSISTENT", d.bulk_persistent)?,
             smem_carveout: match var("LATLAB_SMEM_CARVEOUT").as_deref() {
@@ -256,6 +265,7 @@ mod tests {
             ("LATLAB_FP8_PERSISTENT_ROWS", "9"),
             ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
             ("LATLAB_X_SMEM_KB", "64"),
+            ("LATLAB_ATTENTION_D32", "0"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
@@ -272,6 +282,7 @@ mod tests {
             (Carveout::Driver, Carveout::MaxOutsideGemms)
         );
         assert_eq!((d.x_smem_kb, t.x_smem_kb), (25, 64));
+        assert!(d.attention_d32 && !t.attention_d32);
         let e = with(&[("LATLAB_X_SMEM_KB", "228")])
             .unwrap_err()
             .to_string();

@@ -43,6 +43,21 @@ pub fn split_count(t: &Tuning, rows: usize, kv_heads: usize) -> usize {
     }
 }
 
+/// The split kernel for head_dim `d` under a tuning: in clusters (`uses_cluster`), else
+/// the `_d32` form (eight lanes per position, `Tuning::attention_d32`) where head_dim %
+/// 32 == 0, else the pair layout. Clusters keep the pair layout: at batch 8 (8 splits of
+/// ~43 positions, in clusters) the `_d32` scores measured FP8 +100 us and bf16 -60 us per
+/// step (engine/PERF.md, session 9), so they stay where they win, the many short splits.
+pub fn attention_kernel(t: &Tuning, head_dim: usize, cluster: bool) -> &'static str {
+    if cluster {
+        "decode_attention_cluster"
+    } else if t.attention_d32 && head_dim.is_multiple_of(32) {
+        "decode_attention_d32"
+    } else {
+        "decode_attention"
+    }
+}
+
 /// Whether `splits` merge inside a thread block cluster rather than in the merge kernel.
 pub fn uses_cluster(t: &Tuning, splits: usize) -> bool {
     t.attention_cluster && (2..=MAX_CLUSTER_SPLITS).contains(&splits)
@@ -72,7 +87,6 @@ pub fn decode_attention_into(
     out: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
     const OP: &str = "decode_attention";
-    const CLUSTER_OP: &str = "decode_attention_cluster";
     d.check(OP)?;
     check(d.heads / d.kv_heads <= MAX_GROUP, OP, || {
         format!(
@@ -106,7 +120,7 @@ pub fn decode_attention_into(
     let scale = 1.0f32 / (d.head_dim as f32).sqrt();
     // Several splits merge in a cluster or in the second kernel below.
     let cluster = uses_cluster(&gpu.tuning(), splits);
-    let mut b = Launch::new(gpu, if cluster { CLUSTER_OP } else { OP })?;
+    let mut b = Launch::new(gpu, attention_kernel(&gpu.tuning(), d.head_dim, cluster))?;
     a.push(&mut b);
     b.output(&mut scratch.acc)
         .output(&mut scratch.ml)
@@ -152,8 +166,36 @@ pub fn decode_attention_into(
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_CLUSTER_SPLITS, MAX_SPLITS, split_count, uses_cluster};
+    use super::{MAX_CLUSTER_SPLITS, MAX_SPLITS, attention_kernel, split_count, uses_cluster};
     use crate::gpu::Tuning;
+
+    #[test]
+    fn the_fast_scores_take_head_dims_of_whole_32s() {
+        let on = Tuning {
+            attention_d32: true,
+            ..Tuning::default()
+        };
+        assert_eq!(attention_kernel(&on, 128, false), "decode_attention_d32");
+        assert_eq!(attention_kernel(&on, 32, false), "decode_attention_d32");
+        assert_eq!(attention_kernel(&on, 128, true), "decode_attention_cluster");
+        assert_eq!(attention_kernel(&on, 48, false), "decode_attention");
+        let off = Tuning {
+            attention_d32: false,
+            ..on
+        };
+        assert_eq!(attention_kernel(&off, 128, false), "decode_attention");
+        let shipped: Vec<&str> = crate::sources::ALL
+            .iter()
+            .flat_map(|s| s.kernels.iter().copied())
+            .collect();
+        for t in [on, off] {
+            for d in [8, 32, 48, 128] {
+                for c in [false, true] {
+                    assert!(shipped.contains(&attention_kernel(&t, d, c)));
+                }
+            }
+        }
+    }
 
     #[test]
     fn clusters_take_only_split_counts_they_at_least_halve() {

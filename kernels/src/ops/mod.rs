@@ -16,8 +16,8 @@ pub use argmax::{ARGMAX_PARTS, argmax_into};
 pub use attention::{AttnDims, PagedAttnArgs, RopeKvArgs, qk_norm_rope_kv_into};
 pub use blas::{blas_available, gemm_into};
 pub use decode_attention::{
-    MAX_CLUSTER_SPLITS, MAX_SPLITS, SplitScratch, attention_partials_len, attention_splits,
-    decode_attention_into, split_count, uses_cluster,
+    MAX_CLUSTER_SPLITS, MAX_SPLITS, SplitScratch, attention_kernel, attention_partials_len,
+    attention_splits, decode_attention_into, split_count, uses_cluster,
 };
 pub use elementwise::{
     add_rmsnorm_into, add_rmsnorm_kernel, embed_gather_into, rmsnorm_into, swiglu_into,
