@@ -13,27 +13,19 @@
 mod step_common;
 mod timing_common;
 
-use kernels::cudarc::driver::{CudaSlice, sys};
+use kernels::cudarc::driver::CudaSlice;
 use kernels::trace::{EventKind, LaunchTimes, TraceEvent, launches};
 use kernels::{Gpu, GpuOptions, bf16};
 use step_common::*;
-use timing_common::time_us_reps;
+use timing_common::{capture, time_us_reps};
 
 /// Room for one step's block records: ~330 launches, up to ~500 blocks each.
 const BLOCKS: usize = 1 << 18;
 
 /// One step as a graph: warmed up three times, then replayed once with the trace cleared.
-fn traced_step(g: &Gpu, mut f: impl FnMut()) -> (Vec<TraceEvent>, Vec<LaunchTimes>) {
-    f();
-    g.sync().unwrap();
+fn traced_step(g: &Gpu, f: impl FnMut()) -> (Vec<TraceEvent>, Vec<LaunchTimes>) {
+    let graph = capture(g, 1, f);
     let s = g.stream();
-    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        .unwrap();
-    f();
-    let graph = s
-        .end_capture(sys::CUgraphInstantiate_flags(0))
-        .unwrap()
-        .expect("captured");
     for _ in 0..3 {
         graph.launch().unwrap();
     }

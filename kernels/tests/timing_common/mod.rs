@@ -1,13 +1,12 @@
 //! Shared by the GPU timing tests: time a sequence of launches as a CUDA graph.
 
 use kernels::Gpu;
-use kernels::cudarc::driver::sys;
+use kernels::cudarc::driver::{CudaGraph, sys};
 
-/// `f` captured `reps` times back to back in a CUDA graph (as a decode step runs it, so
-/// eager launch overhead does not hide the kernels); the graph is replayed 3 times to warm
-/// up, then 7 times timed with CUDA events: the median / reps, in microseconds.
-pub fn time_us_reps(g: &Gpu, reps: usize, mut f: impl FnMut()) -> f32 {
-    f(); // load the module and any lazily created handles outside the capture
+/// `f` run once eagerly (loading the module and any lazily created handles outside the
+/// capture), then captured `reps` times back to back into a CUDA graph.
+pub fn capture(g: &Gpu, reps: usize, mut f: impl FnMut()) -> CudaGraph {
+    f();
     g.stream().synchronize().unwrap();
     let s = g.stream();
     s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
@@ -15,10 +14,17 @@ pub fn time_us_reps(g: &Gpu, reps: usize, mut f: impl FnMut()) -> f32 {
     for _ in 0..reps {
         f();
     }
-    let graph = s
-        .end_capture(sys::CUgraphInstantiate_flags(0))
+    s.end_capture(sys::CUgraphInstantiate_flags(0))
         .unwrap()
-        .expect("captured");
+        .expect("captured")
+}
+
+/// `f` captured `reps` times back to back in a CUDA graph (as a decode step runs it, so
+/// eager launch overhead does not hide the kernels); the graph is replayed 3 times to warm
+/// up, then 7 times timed with CUDA events: the median / reps, in microseconds.
+pub fn time_us_reps(g: &Gpu, reps: usize, mut f: impl FnMut()) -> f32 {
+    let graph = capture(g, reps, &mut f);
+    let s = g.stream();
     for _ in 0..3 {
         graph.launch().unwrap();
     }
