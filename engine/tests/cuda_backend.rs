@@ -407,8 +407,9 @@ fn x_in_shared_memory_gives_the_same_logits() {
 }
 
 /// Decode attention's fast scores (Tuning::attention_d32: eight lanes per position, K in
-/// shared memory; qwen3-0.6b's head_dim 128) against the pair layout: the dot products sum
-/// in another order, so the logits agree to f32 rounding, not bit for bit.
+/// shared memory; qwen3-0.6b's geometry takes the `_d128_g4` kernel) against the pair
+/// layout: the dot products sum in another order, so the logits agree to f32 rounding,
+/// not bit for bit.
 #[test]
 #[ignore = "gpu"]
 fn fast_attention_scores_keep_the_logits() {
@@ -416,7 +417,16 @@ fn fast_attention_scores_keep_the_logits() {
         attention_d32: true,
         ..Default::default()
     };
-    assert!(kernels::ops::attention_kernel(&on, 128, false).ends_with("_d32"));
+    let c = engine::presets::preset("qwen3-0.6b").unwrap();
+    let d = kernels::ops::AttnDims {
+        heads: c.num_attention_heads,
+        kv_heads: c.num_key_value_heads,
+        head_dim: c.head_dim,
+    };
+    assert_eq!(
+        kernels::ops::attention_kernel(&on, d, false),
+        "decode_attention_d128_g4"
+    );
     for fp8 in [false, true] {
         ab_steps(
             fp8,

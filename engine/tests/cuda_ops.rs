@@ -322,11 +322,11 @@ fn rope_kv_write_and_split_attention_match_cpu() {
             }
             split_outs.push((splits, out));
             if head_dim % 32 == 0 {
-                // g ran the `_d32` kernel outside clusters, gm the pair layout: both are
-                // judged against the CPU below.
-                assert_eq!(
-                    ops::attention_kernel(&g.tuning(), head_dim, false),
-                    "decode_attention_d32"
+                // g ran a fast kernel outside clusters (`_d128_g4` for Qwen3-8B's geometry,
+                // `_d32` for head_dim 32), gm the pair layout: all judged against the CPU
+                // below.
+                assert!(
+                    ops::attention_kernel(&g.tuning(), d, false).starts_with("decode_attention_d")
                 );
                 split_outs.push((splits, attend(&gm, d, &settled, splits, qd)));
             }

@@ -165,23 +165,26 @@ __device__ __forceinline__ void cluster_merge_head(const float* s_m, const float
 // CLUSTER: the grid's z (splits, 2..8) is one thread block cluster; the blocks merge their
 // partial states through distributed shared memory (cluster_merge_head), block `rank`
 // taking heads rank, rank + nsplit, ...: no partials in global memory, no second kernel.
-template <bool CLUSTER, bool FAST>
+// MG: query heads per KV head the block has room for; DC: head_dim fixed at compile time
+// (0: the argument's), which turns the loads' divisions and loop bounds into constants.
+template <bool CLUSTER, bool FAST, int MG = DA_MAXG, int DC = 0>
 __device__ __forceinline__ void decode_attention_body(
     const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
     const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
     const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
     float* __restrict__ part_acc, float* __restrict__ part_ml, __nv_bfloat16* __restrict__ out,
-    int heads, int kv_heads, int D, int block_size, float scale, int settled) {
+    int heads, int kv_heads, int D_arg, int block_size, float scale, int settled) {
     pdl_trigger();
+    const int D = DC > 0 ? DC : D_arg;
     // q of the G heads; in the pair layout the second half of each head sits one float
     // further on, so the two threads of a position (one per half) read different banks; in
     // the fast one rows are whole float4s.
-    __shared__ __align__(16) float s_q[DA_MAXG][FAST ? DA_MAXD + 4 : DA_QSTRIDE];
-    __shared__ float s_p[DA_MAXG][DA_TILE];
+    __shared__ __align__(16) float s_q[MG][FAST ? DA_MAXD + 4 : DA_QSTRIDE];
+    __shared__ float s_p[MG][DA_TILE];
     __shared__ int s_slot[DA_TILE];
     __shared__ __align__(16) __nv_bfloat16 s_v[DA_TILE][DA_MAXD];
     __shared__ __align__(16) __nv_bfloat16 s_k[FAST ? DA_TILE : 1][DA_KSTRIDE];
-    __shared__ float s_m[DA_MAXG], s_l[DA_MAXG], s_corr[DA_MAXG];
+    __shared__ float s_m[MG], s_l[MG], s_corr[MG];
     const int r = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z, nsplit = gridDim.z;
     const int G = heads / kv_heads, kvd = kv_heads * D, kv_off = kvh * D;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -201,9 +204,9 @@ __device__ __forceinline__ void decode_attention_body(
         s_m[tid] = __int_as_float(0xff800000);
         s_l[tid] = 0.f;
     }
-    float acc[DA_MAXG];
+    float acc[MG];
 #pragma unroll
-    for (int h = 0; h < DA_MAXG; ++h) acc[h] = 0.f;
+    for (int h = 0; h < MG; ++h) acc[h] = 0.f;
     bool waited = false;
     for (int t0 = start; t0 < end; t0 += DA_TILE) {
         const int n = min(DA_TILE, end - t0);
@@ -251,9 +254,9 @@ __device__ __forceinline__ void decode_attention_body(
             for (int ps = 0; ps < DA_FPASSES; ++ps) {
                 if (ps * DA_FPASS >= n) break;  // n is the block's: a uniform exit
                 const int pos = ps * DA_FPASS + (tid >> 3);
-                float sc[DA_MAXG];
+                float sc[MG];
 #pragma unroll
-                for (int h = 0; h < DA_MAXG; ++h) sc[h] = 0.f;
+                for (int h = 0; h < MG; ++h) sc[h] = 0.f;
                 if (pos < n) {
 #pragma unroll
                     for (int c = 0; c < DA_FCH; ++c) {
@@ -263,7 +266,7 @@ __device__ __forceinline__ void decode_attention_body(
                         const __nv_bfloat162* k2 = reinterpret_cast<const __nv_bfloat162*>(&kw);
                         const float2 k01 = __bfloat1622float2(k2[0]), k23 = __bfloat1622float2(k2[1]);
 #pragma unroll
-                        for (int h = 0; h < DA_MAXG; ++h)
+                        for (int h = 0; h < MG; ++h)
                             if (h < G) {
                                 const float4 qv =
                                     *reinterpret_cast<const float4*>(&s_q[h][32 * c + 4 * part]);
@@ -272,7 +275,7 @@ __device__ __forceinline__ void decode_attention_body(
                     }
                 }
 #pragma unroll
-                for (int h = 0; h < DA_MAXG; ++h) {
+                for (int h = 0; h < MG; ++h) {
                     if (h >= G) break;
                     float v = sc[h];
                     v += __shfl_xor_sync(0xffffffff, v, 1);
@@ -283,9 +286,9 @@ __device__ __forceinline__ void decode_attention_body(
             }
         }
         if constexpr (!FAST) {
-            float part[DA_MAXG];
+            float part[MG];
 #pragma unroll
-            for (int h = 0; h < DA_MAXG; ++h) part[h] = 0.f;
+            for (int h = 0; h < MG; ++h) part[h] = 0.f;
 #ifdef LATLAB_TRACE_BUF
             // The block timeline: when thread 0's K registers (loaded before the wait) are
             // ready.
@@ -306,7 +309,7 @@ __device__ __forceinline__ void decode_attention_body(
                             const float2 kf = __bfloat1622float2(k2[e]);
                             const int d = j * 8 + 2 * e;
 #pragma unroll
-                            for (int h = 0; h < DA_MAXG; ++h)
+                            for (int h = 0; h < MG; ++h)
                                 if (h < G)
                                     part[h] += qh[h * DA_QSTRIDE + d] * kf.x +
                                                qh[h * DA_QSTRIDE + d + 1] * kf.y;
@@ -316,14 +319,14 @@ __device__ __forceinline__ void decode_attention_body(
                     for (int d = 0; d < hd; ++d) {
                         const float kf = __bfloat162float(krow[d]);
 #pragma unroll
-                        for (int h = 0; h < DA_MAXG; ++h)
+                        for (int h = 0; h < MG; ++h)
                             if (h < G) part[h] += qh[h * DA_QSTRIDE + d] * kf;
                     }
                 }
             }
             // head_dim odd halves cannot happen (head_dim is even); the pair is adjacent lanes.
 #pragma unroll
-            for (int h = 0; h < DA_MAXG; ++h) {
+            for (int h = 0; h < MG; ++h) {
                 if (h >= G) break;
                 const float v = part[h] + __shfl_xor_sync(0xffffffff, part[h], 1);
                 if (i < n && half == 0) s_p[h][i] = v;
@@ -355,13 +358,13 @@ __device__ __forceinline__ void decode_attention_body(
         if (t0 == start) TRACE_MARK(3);
         if (tid < D) {
 #pragma unroll
-            for (int h = 0; h < DA_MAXG; ++h)
+            for (int h = 0; h < MG; ++h)
                 if (h < G) acc[h] *= s_corr[h];
 #pragma unroll 16
             for (int j = 0; j < n; ++j) {
                 const float v = __bfloat162float(s_v[j][tid]);
 #pragma unroll
-                for (int h = 0; h < DA_MAXG; ++h)
+                for (int h = 0; h < MG; ++h)
                     if (h < G) acc[h] = fmaf(s_p[h][j], v, acc[h]);
             }
         }
@@ -377,7 +380,7 @@ __device__ __forceinline__ void decode_attention_body(
         float* s_acc = reinterpret_cast<float*>(&s_v[0][0]);
         if (tid < D)
 #pragma unroll
-            for (int h = 0; h < DA_MAXG; ++h)
+            for (int h = 0; h < MG; ++h)
                 if (h < G) s_acc[h * D + tid] = acc[h];
         cluster_sync();
         const int rank = (int)cluster_rank();
@@ -391,7 +394,7 @@ __device__ __forceinline__ void decode_attention_body(
     // Threads d < D write this split's result: the output itself for one split, else the
     // partial state.
 #pragma unroll
-    for (int h = 0; h < DA_MAXG; ++h) {
+    for (int h = 0; h < MG; ++h) {
         if (h >= G) break;
         const int head = kvh * G + h;
         if (nsplit == 1) {
@@ -413,7 +416,7 @@ __device__ __forceinline__ void decode_attention_body(
 // decode_attention + decode_attention_combine, bit for bit; part_acc and part_ml are not
 // touched); and the fast layout (`_d32`, head_dim % 32 == 0) with the merge kernel
 // (ops::attention_kernel says why not in clusters).
-#define DA_ENTRY(NAME, CLUSTER, FAST)                                                          \
+#define DA_ENTRY(NAME, CLUSTER, FAST, MG, DC)                                                  \
     extern "C" __global__ void __launch_bounds__(DA_THREADS)                                   \
         NAME(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,   \
              const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,        \
@@ -421,13 +424,18 @@ __device__ __forceinline__ void decode_attention_body(
              float* __restrict__ part_acc, float* __restrict__ part_ml,                        \
              __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D, int block_size,  \
              float scale, int settled) {                                                       \
-        decode_attention_body<CLUSTER, FAST>(q, k_cache, v_cache, tables, table_offs,          \
+        decode_attention_body<CLUSTER, FAST, MG, DC>(q, k_cache, v_cache, tables, table_offs,  \
                                              ctx_lens, part_acc, part_ml, out, heads,          \
                                              kv_heads, D, block_size, scale, settled);         \
     }
-DA_ENTRY(decode_attention, false, false)
-DA_ENTRY(decode_attention_cluster, true, false)
-DA_ENTRY(decode_attention_d32, false, true)
+DA_ENTRY(decode_attention, false, false, DA_MAXG, 0)
+DA_ENTRY(decode_attention_cluster, true, false, DA_MAXG, 0)
+DA_ENTRY(decode_attention_d32, false, true, DA_MAXG, 0)
+// The fast layout for Qwen3's geometry, head_dim 128 and at most 4 query heads per KV head
+// (8B: 32 / 8): constant loop bounds and divisions, half the per-head registers. Why: run
+// twice per layer, the attention's second run was ~2 us faster (the block timeline,
+// session 9): its 90-100 KB of code is fetched again at every layer.
+DA_ENTRY(decode_attention_d128_g4, false, true, 4, 128)
 
 // Merge the splits of (row, head): out = sum_s acc_s e^(m_s - m) / sum_s l_s e^(m_s - m).
 // A split past the row's context has l = 0 and is skipped. One block per (row, head).

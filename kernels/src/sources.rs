@@ -95,6 +95,7 @@ pub const ALL: &[KernelSource] = &[
             "decode_attention",
             "decode_attention_cluster",
             "decode_attention_d32",
+            "decode_attention_d128_g4",
             "decode_attention_combine",
         ],
     },

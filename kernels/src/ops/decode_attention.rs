@@ -43,18 +43,22 @@ pub fn split_count(t: &Tuning, rows: usize, kv_heads: usize) -> usize {
     }
 }
 
-/// The split kernel for head_dim `d` under a tuning: in clusters (`uses_cluster`), else
-/// the `_d32` form (eight lanes per position, `Tuning::attention_d32`) where head_dim %
-/// 32 == 0, else the pair layout. Clusters keep the pair layout: at batch 8 (8 splits of
-/// ~43 positions, in clusters) the `_d32` scores measured FP8 +100 us and bf16 -60 us per
-/// step (engine/PERF.md, session 9), so they stay where they win, the many short splits.
-pub fn attention_kernel(t: &Tuning, head_dim: usize, cluster: bool) -> &'static str {
+/// The split kernel for geometry `d` under a tuning: in clusters (`uses_cluster`), else
+/// the fast form (eight lanes per position, `Tuning::attention_d32`) where head_dim % 32
+/// == 0, compiled for Qwen3's head_dim 128 and up to 4 query heads per KV head where
+/// those fit (`_d128_g4`: half the code), else the pair layout. Clusters keep the pair
+/// layout: at batch 8 (8 splits of ~43 positions, in clusters) the fast scores measured
+/// FP8 +100 us and bf16 -60 us per step (engine/PERF.md, session 9), so they stay where
+/// they win, the many short splits.
+pub fn attention_kernel(t: &Tuning, d: AttnDims, cluster: bool) -> &'static str {
     if cluster {
         "decode_attention_cluster"
-    } else if t.attention_d32 && head_dim.is_multiple_of(32) {
-        "decode_attention_d32"
-    } else {
+    } else if !t.attention_d32 || !d.head_dim.is_multiple_of(32) {
         "decode_attention"
+    } else if d.head_dim == 128 && d.heads <= 4 * d.kv_heads {
+        "decode_attention_d128_g4"
+    } else {
+        "decode_attention_d32"
     }
 }
 
@@ -120,7 +124,7 @@ pub fn decode_attention_into(
     let scale = 1.0f32 / (d.head_dim as f32).sqrt();
     // Several splits merge in a cluster or in the second kernel below.
     let cluster = uses_cluster(&gpu.tuning(), splits);
-    let mut b = Launch::new(gpu, attention_kernel(&gpu.tuning(), d.head_dim, cluster))?;
+    let mut b = Launch::new(gpu, attention_kernel(&gpu.tuning(), d, cluster))?;
     a.push(&mut b);
     b.output(&mut scratch.acc)
         .output(&mut scratch.ml)
@@ -166,7 +170,9 @@ pub fn decode_attention_into(
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_CLUSTER_SPLITS, MAX_SPLITS, attention_kernel, split_count, uses_cluster};
+    use super::{
+        AttnDims, MAX_CLUSTER_SPLITS, MAX_SPLITS, attention_kernel, split_count, uses_cluster,
+    };
     use crate::gpu::Tuning;
 
     #[test]
@@ -175,21 +181,46 @@ mod tests {
             attention_d32: true,
             ..Tuning::default()
         };
-        assert_eq!(attention_kernel(&on, 128, false), "decode_attention_d32");
-        assert_eq!(attention_kernel(&on, 32, false), "decode_attention_d32");
-        assert_eq!(attention_kernel(&on, 128, true), "decode_attention_cluster");
-        assert_eq!(attention_kernel(&on, 48, false), "decode_attention");
+        let dims = |heads, kv_heads, head_dim| AttnDims {
+            heads,
+            kv_heads,
+            head_dim,
+        };
+        // Qwen3-8B (32 / 8 heads), 0.6B (16 / 8), 14B (40 / 8: 5 per KV head).
+        let (q8b, q06b, q14b) = (dims(32, 8, 128), dims(16, 8, 128), dims(40, 8, 128));
+        assert_eq!(
+            attention_kernel(&on, q8b, false),
+            "decode_attention_d128_g4"
+        );
+        assert_eq!(
+            attention_kernel(&on, q06b, false),
+            "decode_attention_d128_g4"
+        );
+        assert_eq!(attention_kernel(&on, q14b, false), "decode_attention_d32");
+        assert_eq!(
+            attention_kernel(&on, dims(4, 2, 32), false),
+            "decode_attention_d32"
+        );
+        assert_eq!(attention_kernel(&on, q8b, true), "decode_attention_cluster");
+        assert_eq!(
+            attention_kernel(&on, dims(6, 1, 8), false),
+            "decode_attention"
+        );
+        assert_eq!(
+            attention_kernel(&on, dims(4, 1, 48), false),
+            "decode_attention"
+        );
         let off = Tuning {
             attention_d32: false,
             ..on
         };
-        assert_eq!(attention_kernel(&off, 128, false), "decode_attention");
+        assert_eq!(attention_kernel(&off, q8b, false), "decode_attention");
         let shipped: Vec<&str> = crate::sources::ALL
             .iter()
             .flat_map(|s| s.kernels.iter().copied())
             .collect();
         for t in [on, off] {
-            for d in [8, 32, 48, 128] {
+            for d in [q8b, q06b, q14b, dims(4, 2, 32), dims(6, 1, 8)] {
                 for c in [false, true] {
                     assert!(shipped.contains(&attention_kernel(&t, d, c)));
                 }
