@@ -33,18 +33,14 @@ pub(crate) fn allow_dynamic_smem(func: sys::CUfunction, bytes: u32, op: &str) ->
     if bytes == 0 {
         return Ok(());
     }
-    let mut static_bytes = 0i32;
-    // SAFETY: a valid function handle and attribute, and a place for the answer.
-    unsafe {
-        sys::cuFuncGetAttribute(
-            &mut static_bytes,
-            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
-            func,
-        )
-    }
-    .result()
-    .ctx(op)?;
-    if !needs_opt_in(static_bytes.max(0) as u32, bytes) {
+    // Dynamic memory over the limit needs the opt-in whatever the static part: no driver
+    // query then (the bulk GEMMs' usual case, paid at every eager launch otherwise).
+    let static_bytes = if bytes > STATIC_SMEM_LIMIT {
+        0
+    } else {
+        static_smem(func, op)?
+    };
+    if !needs_opt_in(static_bytes, bytes) {
         return Ok(());
     }
     // SAFETY: a valid function handle and attribute.
@@ -57,6 +53,22 @@ pub(crate) fn allow_dynamic_smem(func: sys::CUfunction, bytes: u32, op: &str) ->
     }
     .result()
     .ctx(op)
+}
+
+/// The kernel's static shared memory, in bytes.
+fn static_smem(func: sys::CUfunction, op: &str) -> Result<u32> {
+    let mut static_bytes = 0i32;
+    // SAFETY: a valid function handle and attribute, and a place for the answer.
+    unsafe {
+        sys::cuFuncGetAttribute(
+            &mut static_bytes,
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            func,
+        )
+    }
+    .result()
+    .ctx(op)?;
+    Ok(static_bytes.max(0) as u32)
 }
 
 pub(crate) struct Launch<'g> {

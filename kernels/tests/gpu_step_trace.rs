@@ -123,7 +123,9 @@ fn decode_step_block_timeline() {
             );
             // The embedding, LAYERS layers, then the final norm, lm_head and argmax.
             let per = (timeline.len() - 1 - 4) / LAYERS;
-            let merge = per == 9 + 2 * twice as usize || (!twice && per == 9);
+            // 9 kernels a layer with the merge kernel (11 with the attention twice), 8
+            // with clusters (9).
+            let merge = per == if twice { 11 } else { 9 };
             let names = layer_kernels(merge, twice);
             assert_eq!(names.len(), per, "{} launches", timeline.len());
             assert_eq!(1 + LAYERS * per + 4, timeline.len());

@@ -176,7 +176,12 @@ pub fn step(
             )
             .unwrap();
         }
-        for _ in 0..(!omit.attention as usize) * (1 + omit.attention_twice as usize) {
+        let attention_runs = match (omit.attention, omit.attention_twice) {
+            (true, _) => 0,
+            (false, false) => 1,
+            (false, true) => 2,
+        };
+        for _ in 0..attention_runs {
             let pa = PagedAttnArgs {
                 q: &b.q.as_view(),
                 k_cache: &l.k_cache.as_view(),
