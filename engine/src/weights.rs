@@ -131,6 +131,13 @@ impl WeightsOrigin {
 }
 
 impl ModelWeights {
+    /// Whether the layers' projections carry FP8 codes (a quantized model).
+    pub fn has_fp8(&self) -> bool {
+        self.layers
+            .iter()
+            .any(|l| l.projections().iter().any(|(_, m)| m.fp8.is_some()))
+    }
+
     pub fn lm_head(&self) -> &Mat {
         self.lm_head.as_ref().unwrap_or(&self.embed)
     }

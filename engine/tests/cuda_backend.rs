@@ -450,7 +450,11 @@ fn cluster_merged_attention_matches_the_merge_kernel() {
     use kernels::ops;
     let set = |t: &mut kernels::Tuning, on: bool| {
         t.attention_blocks = 64;
-        t.attention_cluster = on;
+        t.attention_cluster = if on {
+            kernels::gpu::AttentionCluster::On
+        } else {
+            kernels::gpu::AttentionCluster::Off
+        };
         // The merge-kernel side in the clusters' pair layout, not the `_d32` scores.
         t.attention_d32 = false;
     };

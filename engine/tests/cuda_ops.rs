@@ -121,12 +121,16 @@ fn embed_norms_swiglu_argmax_match_cpu() {
 #[test]
 #[ignore = "gpu"]
 fn rope_kv_write_and_split_attention_match_cpu() {
-    let g = gpu();
-    // The default GPU merges 2..=8 splits inside thread block clusters
-    // (Tuning::attention_cluster); gm merges them in the second kernel.
+    // g merges 2..=8 splits inside thread block clusters (Tuning::attention_cluster, the
+    // default for FP8 weights); gm merges them in the second kernel.
+    let g = {
+        let mut o = kernels::GpuOptions::from_env().unwrap();
+        o.tuning.attention_cluster = kernels::gpu::AttentionCluster::On;
+        kernels::Gpu::new(&o).unwrap()
+    };
     let gm = {
         let mut o = kernels::GpuOptions::from_env().unwrap();
-        o.tuning.attention_cluster = false;
+        o.tuning.attention_cluster = kernels::gpu::AttentionCluster::Off;
         // The pair layout, as the clusters (the exact check below), where g takes the
         // `_d32` kernel (eight lanes per position) outside clusters.
         o.tuning.attention_d32 = false;

@@ -2,12 +2,13 @@
 //! compiled (or read from the disk cache) and loaded. The engine thread owns one `Gpu`;
 //! nothing here is shared between threads.
 
+pub use crate::carveout::Carveout;
 use crate::compile::{CompileOptions, DiskCache};
 use crate::error::{DriverContext, KernelError, Result};
 use crate::sources;
 use crate::trace::Trace;
 pub use crate::tuning::{
-    ATTENTION_BLOCKS_RANGE, BULK_STAGES_RANGE, Carveout, PERSISTENT_ROWS_RANGE, Tuning,
+    ATTENTION_BLOCKS_RANGE, AttentionCluster, BULK_STAGES_RANGE, PERSISTENT_ROWS_RANGE, Tuning,
 };
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtrMut, sys};
@@ -157,16 +158,10 @@ impl Gpu {
                 .ctx(format!("load module {}", s.file))?;
             for &k in s.kernels {
                 let f = module.load_function(k).ctx(format!("load kernel {k}"))?;
-                let gemm = k.starts_with("skinny_gemm");
-                let max = match opts.tuning.smem_carveout {
-                    Carveout::Driver => false,
-                    Carveout::Max => true,
-                    Carveout::MaxOutsideGemms => !gemm,
-                };
-                if max {
+                if let Some(pct) = opts.tuning.smem_carveout.for_kernel(k) {
                     f.set_attribute(
                         sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                        100,
+                        pct as i32,
                     )
                     .ctx(format!("shared memory carveout of {k}"))?;
                 }

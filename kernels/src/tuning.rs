@@ -2,6 +2,7 @@
 //! defaults with the measurements behind them, and the `LATLAB_*` variables that override
 //! them for A/B runs.
 
+use crate::carveout::Carveout;
 use crate::error::{KernelError, Result};
 
 /// How kernels are launched and which variants run; fixed for a `Gpu`'s life. The
@@ -73,14 +74,15 @@ pub struct Tuning {
     /// memory (`x_smem_kb`), once per block instead of once per tile, it wins (2902 -> 2858
     /// us per step, H200). `LATLAB_FP8_PERSISTENT_ROWS` (`PERSISTENT_ROWS_RANGE`; 9: never).
     pub fp8_persistent_rows: u32,
-    /// Which kernels ask for the largest shared-memory carveout (the rest of the 256 KB
-    /// stays L1). An SM changes its L1/shared split only when idle, so a kernel whose
-    /// carveout differs from the one running cannot place blocks beside it, which is what
-    /// PDL needs: ncu showed the FP8 GEMMs at a 135 KB carveout, the bf16 ones need 228.
-    /// Whole steps (H200, session 7, us; driver -> max-outside-gemms / max): bf16 batch 1
-    /// 4299 -> 4236 / 4235 (the norms cost 35 us instead of ~105), batch 8 4627 -> 4657 /
-    /// 4661, FP8 batch 1 2969 -> 2971 / 2989, batch 8 3446 -> 3565 / 3639 (a smaller L1 for
-    /// the 8 rows of x). Mixed, so off. `LATLAB_SMEM_CARVEOUT=driver|max|max-outside-gemms`.
+    /// The shared-memory carveout each group of kernels asks for (carveout.rs). An SM
+    /// changes its L1/shared split only when idle, so a kernel whose carveout differs from
+    /// the one running cannot place blocks beside it, which is what PDL needs: ncu showed
+    /// the FP8 GEMMs at a 135 KB carveout, the bf16 ones need 228. Whole steps (H200,
+    /// session 7, us; driver -> max-outside-gemms / max): bf16 batch 1 4299 -> 4236 / 4235
+    /// (the norms cost 35 us instead of ~105), batch 8 4627 -> 4657 / 4661, FP8 batch 1
+    /// 2969 -> 2971 / 2989, batch 8 3446 -> 3565 / 3639 (a smaller L1 for the 8 rows of x).
+    /// Per group (session 10): only the split attention at the largest gains
+    /// (`Carveout::ATTENTION_MAX`, the default). `LATLAB_SMEM_CARVEOUT` (`Carveout::SYNTAX`).
     pub smem_carveout: Carveout,
     /// The split decode attention merges its splits inside thread block clusters
     /// (`decode_attention_cluster`: the splits of a (row, kv head) read each other's partial
@@ -89,8 +91,11 @@ pub struct Tuning {
     /// 9..=16 are capped at 8 and larger ones keep the merge kernel (`ops::attention_splits`).
     /// Same bits at the same split count (cuda_ops). Whole steps (H200, session 6-7, us):
     /// batch 8 (9 -> 8 splits) bf16 4849 -> 4798, FP8 3587 -> 3519; batch 1 (32 -> 8)
-    /// slower, 4305 -> 4421. `LATLAB_ATTENTION_CLUSTER=0|1`.
-    pub attention_cluster: bool,
+    /// slower, 4305 -> 4421. Since the fast scores outside clusters (`attention_d32`) and
+    /// the attention's carveout at the largest (session 10, batch 8): bf16 4644 -> 4534
+    /// without clusters, FP8 3466 -> 3529; so for FP8 weights only. `for_weights` resolves
+    /// `Fp8Only`. `LATLAB_ATTENTION_CLUSTER=0|1|fp8`.
+    pub attention_cluster: AttentionCluster,
     /// The FP8 bulk GEMMs stage x in shared memory as f16 once per block (the `*_xs`
     /// kernels, `TileFp8S`) where its rows take at most this many KiB, instead of loading
     /// it through L1 at every stage: ncu put 47 % of the FP8 GEMM's stall cycles on those
@@ -115,15 +120,13 @@ pub const ATTENTION_BLOCKS_RANGE: std::ops::RangeInclusive<u32> = 1..=4096;
 /// The stage counts the bulk pipeline takes (TM_MAX_STAGES in skinny_bulk.cu).
 pub const BULK_STAGES_RANGE: std::ops::RangeInclusive<u32> = 2..=8;
 
-/// `Tuning::smem_carveout`: which kernels ask for the largest shared-memory carveout.
+/// `Tuning::attention_cluster`: where the split attention merges in clusters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Carveout {
-    /// None: the driver picks per kernel from its shared memory.
-    Driver,
-    /// Every kernel.
-    Max,
-    /// All but the skinny GEMMs.
-    MaxOutsideGemms,
+pub enum AttentionCluster {
+    Off,
+    On,
+    /// On for FP8 weights, off for bf16 (`Tuning::for_weights`); off until resolved.
+    Fp8Only,
 }
 
 /// The sizes `Tuning::x_smem_kb` takes (KiB; the largest dynamic shared memory is 227).
@@ -148,8 +151,8 @@ impl Default for Tuning {
             attention_blocks: 528,
             bulk_persistent: true,
             fp8_persistent_rows: 1,
-            smem_carveout: Carveout::Driver,
-            attention_cluster: true,
+            smem_carveout: Carveout::ATTENTION_MAX,
+            attention_cluster: AttentionCluster::Fp8Only,
             x_smem_kb: 25,
             attention_d32: true,
         }
@@ -169,6 +172,24 @@ fn switch(name: &str, v: Option<&str>, default: bool) -> Result<bool> {
 }
 
 impl Tuning {
+    /// This tuning for a model with FP8 (`fp8`) or bf16 weights: resolves the choices
+    /// that depend on the weights (`AttentionCluster::Fp8Only`).
+    pub fn for_weights(mut self, fp8: bool) -> Tuning {
+        if self.attention_cluster == AttentionCluster::Fp8Only {
+            self.attention_cluster = if fp8 {
+                AttentionCluster::On
+            } else {
+                AttentionCluster::Off
+            };
+        }
+        self
+    }
+
+    /// Whether the split attention may merge in clusters (`Fp8Only` unresolved: no).
+    pub fn clusters(&self) -> bool {
+        self.attention_cluster == AttentionCluster::On
+    }
+
     /// The defaults, overridden by `LATLAB_PDL`, `LATLAB_PREFILL_ATTENTION`,
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
     /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
@@ -199,18 +220,26 @@ impl Tuning {
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_d32: get("LATLAB_ATTENTION_D32", d.attention_d32)?,
-            attention_cluster: get("LATLAB_ATTENTION_CLUSTER", d.attention_cluster)?,
-            bulk_persistent: get("LATLAB_BULK_PERSISTENT", d.bulk_persistent)?,
-            smem_carveout: match var("LATLAB_SMEM_CARVEOUT").as_deref() {
-                None => d.smem_carveout,
-                Some("driver") => Carveout::Driver,
-                Some("max") => Carveout::Max,
-                Some("max-outside-gemms") => Carveout::MaxOutsideGemms,
+            attention_cluster: match var("LATLAB_ATTENTION_CLUSTER").as_deref() {
+                None => d.attention_cluster,
+                Some("0") => AttentionCluster::Off,
+                Some("1") => AttentionCluster::On,
+                Some("fp8") => AttentionCluster::Fp8Only,
                 Some(v) => {
                     return Err(KernelError::Config(format!(
-                        "LATLAB_SMEM_CARVEOUT={v:?}: expected driver, max or max-outside-gemms"
+                        "LATLAB_ATTENTION_CLUSTER={v:?}: expected 0, 1 or fp8"
                     )));
                 }
+            },
+            bulk_persistent: get("LATLAB_BULK_PERSISTENT", d.bulk_persistent)?,
+            smem_carveout: match var("LATLAB_SMEM_CARVEOUT") {
+                None => d.smem_carveout,
+                Some(v) => Carveout::parse(&v).ok_or_else(|| {
+                    KernelError::Config(format!(
+                        "LATLAB_SMEM_CARVEOUT={v:?}: expected {}",
+                        Carveout::SYNTAX
+                    ))
+                })?,
             },
             fp8_persistent_rows: int(
                 "LATLAB_FP8_PERSISTENT_ROWS",
@@ -233,7 +262,7 @@ impl Tuning {
 
 #[cfg(test)]
 mod tests {
-    use super::{Carveout, Tuning};
+    use super::{AttentionCluster, Carveout, Tuning};
 
     #[test]
     fn tuning_reads_switches_and_names_a_bad_value() {
@@ -260,7 +289,7 @@ mod tests {
             ("LATLAB_ATTENTION_EARLY", "0"),
             ("LATLAB_NORM_VEC", "0"),
             ("LATLAB_ATTENTION_BLOCKS", "132"),
-            ("LATLAB_ATTENTION_CLUSTER", "0"),
+            ("LATLAB_ATTENTION_CLUSTER", "1"),
             ("LATLAB_BULK_PERSISTENT", "0"),
             ("LATLAB_FP8_PERSISTENT_ROWS", "9"),
             ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
@@ -274,12 +303,25 @@ mod tests {
         assert_eq!((d.fp8_bulk_stages_small, t.fp8_bulk_stages_small), (5, 6));
         assert!(d.attention_early_loads && !t.attention_early_loads);
         assert!(d.norm_vec && !t.norm_vec);
-        assert!(d.attention_cluster && !t.attention_cluster);
+        assert_eq!(
+            (d.attention_cluster, t.attention_cluster),
+            (AttentionCluster::Fp8Only, AttentionCluster::On)
+        );
+        assert!(!d.clusters() && t.clusters());
+        assert!(d.for_weights(true).clusters() && !d.for_weights(false).clusters());
+        // A choice made explicitly is kept for either weights.
+        assert!(t.for_weights(false).clusters());
+        let off = with(&[("LATLAB_ATTENTION_CLUSTER", "0")]).unwrap();
+        assert!(!off.for_weights(true).clusters());
+        let e = with(&[("LATLAB_ATTENTION_CLUSTER", "yes")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("0, 1 or fp8"), "{e}");
         assert!(d.bulk_persistent && !t.bulk_persistent);
         assert_eq!((d.fp8_persistent_rows, t.fp8_persistent_rows), (1, 9));
         assert_eq!(
             (d.smem_carveout, t.smem_carveout),
-            (Carveout::Driver, Carveout::MaxOutsideGemms)
+            (Carveout::ATTENTION_MAX, Carveout::MAX_OUTSIDE_GEMMS)
         );
         assert_eq!((d.x_smem_kb, t.x_smem_kb), (25, 64));
         assert!(d.attention_d32 && !t.attention_d32);
@@ -294,6 +336,11 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("LATLAB_SMEM_CARVEOUT=\"1\""), "{e}");
+        let split = with(&[("LATLAB_SMEM_CARVEOUT", "-/58/100/-/0")]).unwrap();
+        assert_eq!(
+            split.smem_carveout.for_kernel("skinny_gemm_fp8_bulk"),
+            Some(58)
+        );
 
         assert_eq!((d.attention_blocks, t.attention_blocks), (528, 132));
         assert_eq!(t.bulk_stages, 6);

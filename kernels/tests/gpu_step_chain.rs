@@ -20,8 +20,7 @@ use timing_common::time_us_reps;
 #[test]
 #[ignore = "gpu"]
 fn decode_step_marginal_costs() {
-    let g = Gpu::new(&GpuOptions::from_env().unwrap()).unwrap();
-    let head: CudaSlice<bf16> = g.stream().alloc_zeros(VOCAB * HIDDEN).unwrap();
+    let opts = GpuOptions::from_env().unwrap();
     let variants: [(&str, Omit); 5] = [
         ("whole step", Omit::default()),
         (
@@ -57,6 +56,13 @@ fn decode_step_marginal_costs() {
     ];
     println!("| weights | m | step | us | minus whole step |");
     for fp8 in [false, true] {
+        // As the engine makes it for these weights (Tuning::for_weights).
+        let g = Gpu::new(&GpuOptions {
+            tuning: opts.tuning.for_weights(fp8),
+            ..opts.clone()
+        })
+        .unwrap();
+        let head: CudaSlice<bf16> = g.stream().alloc_zeros(VOCAB * HIDDEN).unwrap();
         let mut layers = Layer::all_zeros(&g, fp8);
         for m in [1usize, 8] {
             let meta = Meta::new(&g, m);

@@ -84,17 +84,22 @@ fn layer_kernels(merge: bool, twice: bool) -> Vec<&'static str> {
 #[test]
 #[ignore = "gpu"]
 fn decode_step_block_timeline() {
-    let base = GpuOptions::from_env().unwrap();
-    let plain = Gpu::new(&base).unwrap();
-    let traced = Gpu::new(&GpuOptions {
-        trace_events: BLOCKS,
-        ..base.clone()
-    })
-    .unwrap();
+    let env = GpuOptions::from_env().unwrap();
     let us = |ns: f64| ns / 1e3;
     // LATLAB_TRACE_ATTENTION_TWICE=1: the attention twice per layer (instruction caches).
     let twice = std::env::var("LATLAB_TRACE_ATTENTION_TWICE").as_deref() == Ok("1");
     for fp8 in [false, true] {
+        // As the engine makes it for these weights (Tuning::for_weights).
+        let base = GpuOptions {
+            tuning: env.tuning.for_weights(fp8),
+            ..env.clone()
+        };
+        let plain = Gpu::new(&base).unwrap();
+        let traced = Gpu::new(&GpuOptions {
+            trace_events: BLOCKS,
+            ..base.clone()
+        })
+        .unwrap();
         for m in [1usize, 8] {
             let mut times = vec![];
             let mut timeline = vec![];

@@ -169,3 +169,17 @@ fn missing_tensor_is_named() {
         "{err}"
     );
 }
+
+#[test]
+fn has_fp8_says_whether_the_projections_are_quantized() {
+    let cfg = crate::presets::preset("tiny").unwrap();
+    let mut w = ModelWeights::random(&cfg, 3).unwrap();
+    assert!(!w.has_fp8());
+    w.quantize_fp8().unwrap();
+    assert!(w.has_fp8());
+    let fp8 = ModelConfig {
+        quantization: Some(crate::quant_config::QuantConfig::fp8()),
+        ..cfg
+    };
+    assert!(ModelWeights::random(&fp8, 3).unwrap().has_fp8());
+}

@@ -36,7 +36,7 @@ pub fn split_count(t: &Tuning, rows: usize, kv_heads: usize) -> usize {
     let s = (t.attention_blocks as usize)
         .div_ceil((rows * kv_heads).max(1))
         .clamp(1, MAX_SPLITS);
-    if t.attention_cluster && s <= 2 * MAX_CLUSTER_SPLITS {
+    if t.clusters() && s <= 2 * MAX_CLUSTER_SPLITS {
         s.min(MAX_CLUSTER_SPLITS)
     } else {
         s
@@ -64,7 +64,7 @@ pub fn attention_kernel(t: &Tuning, d: AttnDims, cluster: bool) -> &'static str 
 
 /// Whether `splits` merge inside a thread block cluster rather than in the merge kernel.
 pub fn uses_cluster(t: &Tuning, splits: usize) -> bool {
-    t.attention_cluster && (2..=MAX_CLUSTER_SPLITS).contains(&splits)
+    t.clusters() && (2..=MAX_CLUSTER_SPLITS).contains(&splits)
 }
 
 /// Scratch the split path needs: (acc floats, max/sum floats).
@@ -173,7 +173,7 @@ mod tests {
     use super::{
         AttnDims, MAX_CLUSTER_SPLITS, MAX_SPLITS, attention_kernel, split_count, uses_cluster,
     };
-    use crate::gpu::Tuning;
+    use crate::gpu::{AttentionCluster, Tuning};
 
     #[test]
     fn the_fast_scores_take_head_dims_of_whole_32s() {
@@ -230,12 +230,18 @@ mod tests {
 
     #[test]
     fn clusters_take_only_split_counts_they_at_least_halve() {
-        let on = Tuning::default();
-        let off = Tuning {
-            attention_cluster: false,
-            ..Tuning::default()
-        };
-        assert!(on.attention_cluster && on.attention_blocks == 528);
+        // The default: clusters for FP8 weights only.
+        let on = Tuning::default().for_weights(true);
+        let off = Tuning::default().for_weights(false);
+        assert!(on.clusters() && !off.clusters() && on.attention_blocks == 528);
+        assert_eq!(
+            Tuning {
+                attention_cluster: AttentionCluster::Off,
+                ..Tuning::default()
+            }
+            .for_weights(true),
+            off
+        );
         // Qwen3-8B (8 kv heads): batch 1 wants 66 splits (32 at most), batch 4 17, batch 8
         // 9; batch 16 5.
         for (rows, want_off, want_on) in [(1, 32, 32), (4, 17, 17), (8, 9, 8), (16, 5, 5)] {
@@ -248,7 +254,7 @@ mod tests {
         // 16 splits are capped at 8, 17 are not.
         let at = |blocks| Tuning {
             attention_blocks: blocks,
-            ..Tuning::default()
+            ..on
         };
         assert_eq!(split_count(&at(128), 1, 8), MAX_CLUSTER_SPLITS);
         assert_eq!(split_count(&at(129), 1, 8), 17);
