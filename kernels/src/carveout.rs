@@ -1,10 +1,10 @@
 //! `Tuning::smem_carveout`: the shared-memory carveout each group of kernels asks for.
 //!
-//! An SM splits 256 KB between L1 and shared memory, and changes the split only when it is
-//! idle, so the carveouts decide which kernels' blocks PDL can place beside which: a block
-//! that needs more shared memory than the running split gives waits for the SM to drain,
-//! and a split larger than a kernel needs takes L1 from it (the FP8 GEMMs at batch 4-8 read
-//! x through L1). Measured per group on whole steps (engine/PERF.md, session 10).
+//! An SM splits 256 KB between L1 and shared memory and changes the split only when it is
+//! idle, so the carveouts decide which kernels' blocks PDL can place beside which, and how
+//! much L1 is left to kernels that read through it (the FP8 GEMMs at batch 4-8 read x
+//! there). How the driver picks among them is not documented in detail; the groups and the
+//! default come from whole-step sweeps (engine/PERF.md, session 10), not from a model.
 
 /// Percent of the largest carveout per group of kernels; `None` leaves it to the driver,
 /// which picks per kernel from its shared memory.
