@@ -50,6 +50,26 @@ impl QuantArg {
     }
 }
 
+/// `--fp8-prefill-weights`: how an FP8 model's projections reach prefill's GEMMs on CUDA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Fp8PrefillArg {
+    /// Keep a bf16 copy of every projection from load (2 bytes per weight of GPU memory
+    /// more; prefill as fast as bf16 weights).
+    Bf16Copy,
+    /// Dequantize each projection into a scratch buffer at every prefill (no extra memory,
+    /// slower TTFT).
+    Dequant,
+}
+
+impl Fp8PrefillArg {
+    pub fn engine(self) -> engine::plan::Fp8Prefill {
+        match self {
+            Fp8PrefillArg::Bf16Copy => engine::plan::Fp8Prefill::Bf16Copy,
+            Fp8PrefillArg::Dequant => engine::plan::Fp8Prefill::Dequant,
+        }
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
     /// A Hugging Face checkpoint directory, or `random:<preset>` (tiny, tiny-untied, tiny-mqa,
@@ -92,6 +112,9 @@ pub struct ServeArgs {
     /// load. Default: as the checkpoint stores them (an FP8 checkpoint needs no flag).
     #[arg(long, value_enum)]
     pub quantization: Option<QuantArg>,
+    /// FP8 models on CUDA: how prefill's GEMMs get bf16 weights (decode reads FP8 either way).
+    #[arg(long, value_enum, default_value_t = Fp8PrefillArg::Bf16Copy)]
+    pub fp8_prefill_weights: Fp8PrefillArg,
 }
 
 #[derive(clap::Args, Debug)]
@@ -140,4 +163,7 @@ pub struct BenchArgs {
     /// load. Default: as the checkpoint stores them (an FP8 checkpoint needs no flag).
     #[arg(long, value_enum)]
     pub quantization: Option<QuantArg>,
+    /// FP8 models on CUDA: how prefill's GEMMs get bf16 weights (decode reads FP8 either way).
+    #[arg(long, value_enum, default_value_t = Fp8PrefillArg::Bf16Copy)]
+    pub fp8_prefill_weights: Fp8PrefillArg,
 }

@@ -78,6 +78,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
             DeviceArg::Cuda => Device::Cuda,
         },
         quantization: a.quantization.map(cli::QuantArg::engine),
+        fp8_prefill: a.fp8_prefill_weights.engine(),
         ..Default::default()
     };
     let t = std::time::Instant::now();
@@ -108,6 +109,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         },
         seed: a.seed,
         quantization: a.quantization.map(cli::QuantArg::engine),
+        fp8_prefill: a.fp8_prefill_weights.engine(),
     };
     let handle = engine::EngineHandle::start(&a.model, a.tokenizer.as_deref(), &args)
         .with_context(|| format!("starting the engine for --model {}", a.model))?;

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{greedy_text_and_info, make_model};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::process::Command;
 
 /// `make-model` writes a sharded checkpoint that `serve --model DIR` loads, and it is the same
@@ -62,6 +62,8 @@ async fn fp8_checkpoint_serves_like_the_random_preset_quantized_at_load() {
             info["config"]["quantization"]["weight_block_size"],
             json!([128, 128])
         );
+        // Prefill's bf16 copies are a CUDA matter: the CPU plan has none.
+        assert_eq!(info["plan"]["fp8_prefill"], Value::Null, "{model}");
         seen.push((text, info["weights"].clone()));
     }
     assert_eq!(seen[0].0, seen[1].0);
@@ -83,6 +85,28 @@ async fn fp8_checkpoint_serves_like_the_random_preset_quantized_at_load() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("quantization") && err.contains("fp8"),
+        "{err}"
+    );
+
+    // A bad --fp8-prefill-weights names the flag and its values.
+    let out = Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
+        .args([
+            "serve",
+            "--model",
+            path,
+            "--port",
+            "0",
+            "--fp8-prefill-weights",
+            "fp16",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("--fp8-prefill-weights")
+            && err.contains("bf16-copy")
+            && err.contains("dequant"),
         "{err}"
     );
 }

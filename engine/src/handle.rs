@@ -67,7 +67,7 @@ impl EngineHandle {
         }
         let mut plan = plan;
         let backend: Box<dyn crate::model::Backend> = if plan.backend == "cuda" {
-            let b = crate::model::cuda::CudaBackend::new(
+            let mut b = crate::model::cuda::CudaBackend::new(
                 loaded.config.clone(),
                 &loaded.weights,
                 plan.kv_pages,
@@ -75,6 +75,10 @@ impl EngineHandle {
                 &kernels::GpuOptions::from_env()
                     .map_err(|e| EngineError::Backend(e.to_string()))?,
             )?;
+            if plan.fp8_prefill == Some(crate::plan::Fp8Prefill::Bf16Copy) {
+                let bytes = b.keep_fp8_prefill_copies()?;
+                tracing::info!(bytes, "FP8 projections: bf16 copies kept for prefill");
+            }
             plan.gpu = Some(b.gpu_name().to_string());
             drop(loaded.weights); // the host copy is not needed once on the GPU
             Box::new(b)

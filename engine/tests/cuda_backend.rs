@@ -497,3 +497,38 @@ fn lean_norm_kernels_match_the_scalar_ones() {
         );
     }
 }
+
+/// FP8 prefill on bf16 copies kept from load (`keep_fp8_prefill_copies`, the engine's
+/// default) against dequantizing into the scratch buffer at every prefill: the same
+/// dequantization, so the same logits bit for bit; the copies take 2 bytes per projection
+/// weight, and a second call makes none.
+#[test]
+#[ignore = "gpu"]
+fn fp8_prefill_copies_give_the_same_logits() {
+    for preset in ["tiny", "tiny-mqa"] {
+        let cfg = engine::presets::preset(preset).unwrap();
+        let mut w = ModelWeights::random(&cfg, 9).unwrap();
+        w.quantize_fp8().unwrap();
+        let opts = kernels::GpuOptions::from_env().unwrap();
+        let mut fresh = CudaBackend::new(cfg.clone(), &w, 64, 16, &opts).unwrap();
+        let mut kept = CudaBackend::new(cfg.clone(), &w, 64, 16, &opts).unwrap();
+        let (h, i) = (cfg.hidden_size, cfg.intermediate_size);
+        let per_layer = (cfg.q_dim() + 2 * cfg.kv_dim()) * h + h * cfg.q_dim() + 3 * i * h;
+        assert_eq!(
+            kept.keep_fp8_prefill_copies().unwrap(),
+            2 * per_layer * cfg.num_hidden_layers,
+            "{preset}"
+        );
+        assert_eq!(kept.keep_fp8_prefill_copies().unwrap(), 0, "{preset}");
+        // 40 rows: the prefill (cuBLAS) path.
+        let tokens = prompt(40, 5);
+        let (a, b) = (
+            fresh.logits_all_positions(&tokens).unwrap(),
+            kept.logits_all_positions(&tokens).unwrap(),
+        );
+        assert!(
+            a == b,
+            "{preset}: prefill logits differ with the kept copies"
+        );
+    }
+}

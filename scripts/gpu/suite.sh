@@ -2,7 +2,7 @@
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
-# sweep splits fp8bulk bench prefill early http hf stream trace" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
+# sweep splits fp8bulk bench prefill fp8prefill early http hf stream trace" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
 # by default; its correctness tests run in "tests").
 set -uo pipefail
@@ -91,6 +91,15 @@ if has prefill; then
       LATLAB_PREFILL_ATTENTION=$on timeout 120 $B --batch 1 --quantization $q > "$OUT/prefill_${q}_$on.log" 2>&1
       echo "prefill attention kernel=$on $q rc=$?"; grep -E "round 2|rror" "$OUT/prefill_${q}_$on.log"
     done
+  done
+fi
+if has fp8prefill; then
+  # FP8 prefill on bf16 copies kept from load (the default) against dequantizing at every
+  # prefill (--fp8-prefill-weights dequant): TTFT of one 232-token prompt.
+  B="$BENCH --gen-len 8 --rounds 3 --quantization fp8 --batch 1"
+  for p in dequant bf16-copy; do
+    timeout 150 $B --fp8-prefill-weights $p > "$OUT/fp8prefill_$p.log" 2>&1
+    echo "fp8 prefill weights $p rc=$?"; grep -E "round|rror" "$OUT/fp8prefill_$p.log"
   done
 fi
 if has early; then

@@ -5,6 +5,7 @@
 
 mod graph;
 mod meta;
+mod prefill_copy;
 mod step;
 mod weights;
 
@@ -104,6 +105,17 @@ impl CudaBackend {
             graphs: graph::GRAPH_BATCHES.iter().map(|_| None).collect(),
             deq,
         })
+    }
+
+    /// Keep a bf16 copy of every FP8 projection for prefill (prefill_copy.rs) and free the
+    /// scratch buffer it no longer needs; returns the bytes the copies take (0 for bf16
+    /// models).
+    pub fn keep_fp8_prefill_copies(&mut self) -> Result<usize> {
+        let bytes = prefill_copy::make_copies(&self.gpu, &self.cfg, &mut self.w)?;
+        if self.w.fp8_dequant_len() == 0 {
+            self.deq = None;
+        }
+        Ok(bytes)
     }
 
     /// Turn decode graphs on or off (tests compare both paths).

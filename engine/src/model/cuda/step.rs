@@ -126,7 +126,8 @@ fn fp8_matrix<'a, 'b>(
 }
 
 /// `linear` for a layer projection, bf16 or FP8. FP8 runs the dequantizing skinny GEMM up
-/// to 8 rows (decode); above (prefill) it expands the matrix into `deq` and runs cuBLAS,
+/// to 8 rows (decode); above (prefill) it runs cuBLAS on the kept bf16 copy, or expands the
+/// matrix into `deq` first,
 /// which measured faster than 8-row passes over the codes (GPU.md: cuBLASLt FP8 buys
 /// nothing at small M, and prefill's M is large enough for bf16 tensor cores).
 pub(super) fn linear_w(
@@ -138,26 +139,30 @@ pub(super) fn linear_w(
     y: &mut CudaSlice<f32>,
     deq: Option<&mut CudaSlice<bf16>>,
 ) -> Result<()> {
-    let (codes, scale_inv, scale_rows, interleave) = match w {
+    let (codes, scale_inv, scale_rows, interleave, prefill) = match w {
         GpuLinear::Bf16(w) => return linear(gpu, x, w, n, k, y),
         GpuLinear::Fp8 {
             codes,
             scale_inv,
             scale_rows,
             interleave,
-        } => (codes, scale_inv, *scale_rows, *interleave),
+            prefill,
+        } => (codes, scale_inv, *scale_rows, *interleave, prefill),
     };
     let (cv, sv) = (codes.as_view(), scale_inv.as_view());
     let m8 = fp8_matrix(&cv, &sv, scale_rows, interleave, n, k);
     let rows = x.len() / k;
-    if rows > SKINNY_MAX_ROWS
-        && ops::blas_available(gpu)
-        && let Some(buf) = deq
-    {
-        ops::fp8_dequant_into(gpu, &m8, &mut buf.slice_mut(..n * k)).map_err(kernel_err)?;
-        let wv = buf.slice(..n * k);
-        return ops::gemm_into(gpu, &x.as_view(), &wv, n, k, &mut y.as_view_mut())
-            .map_err(kernel_err);
+    if rows > SKINNY_MAX_ROWS && ops::blas_available(gpu) {
+        // The kept bf16 copy (made by the same dequantization), else a fresh one.
+        if let Some(wb) = prefill {
+            return linear(gpu, x, wb, n, k, y);
+        }
+        if let Some(buf) = deq {
+            ops::fp8_dequant_into(gpu, &m8, &mut buf.slice_mut(..n * k)).map_err(kernel_err)?;
+            let wv = buf.slice(..n * k);
+            return ops::gemm_into(gpu, &x.as_view(), &wv, n, k, &mut y.as_view_mut())
+                .map_err(kernel_err);
+        }
     }
     in_row_chunks(x, y, n, k, |xs, ys| {
         ops::skinny_gemm_fp8_into(gpu, xs, &m8, ys)
@@ -194,6 +199,7 @@ fn gate_up_act(
                 scale_inv,
                 scale_rows,
                 interleave,
+                ..
             } => {
                 let (cv, sv) = (codes.as_view(), scale_inv.as_view());
                 let m8 = fp8_matrix(&cv, &sv, *scale_rows, *interleave, 2 * inter, k);

@@ -27,6 +27,10 @@ pub enum GpuLinear {
         scale_inv: CudaSlice<f32>,
         scale_rows: usize,
         interleave: usize,
+        /// The dequantized matrix in bf16 for prefill's cuBLAS GEMMs, kept from load
+        /// (`CudaBackend::keep_fp8_prefill_copies`); None: prefill dequantizes into a
+        /// scratch buffer every time.
+        prefill: Option<CudaSlice<bf16>>,
     },
 }
 
@@ -37,9 +41,6 @@ impl GpuLinear {
             GpuLinear::Bf16(w) => w.len(),
             GpuLinear::Fp8 { codes, .. } => codes.len(),
         }
-    }
-    pub fn is_fp8(&self) -> bool {
-        matches!(self, GpuLinear::Fp8 { .. })
     }
 }
 
@@ -69,13 +70,13 @@ impl GpuWeights {
         self.lm_head.as_ref().unwrap_or(&self.embed)
     }
 
-    /// Elements of the largest FP8 projection (0 without FP8): the bf16 buffer prefill
-    /// expands them into for cuBLAS.
+    /// Elements of the largest FP8 projection without a prefill copy (0 if none): the
+    /// bf16 buffer prefill expands them into for cuBLAS.
     pub fn fp8_dequant_len(&self) -> usize {
         self.layers
             .iter()
             .flat_map(|l| [&l.wqkv, &l.wo, &l.wgu, &l.wdown])
-            .filter(|w| w.is_fp8())
+            .filter(|w| matches!(w, GpuLinear::Fp8 { prefill: None, .. }))
             .map(|w| w.len())
             .max()
             .unwrap_or(0)
@@ -164,6 +165,7 @@ fn upload_fp8(gpu: &Gpu, what: &str, p: Fp8Parts, interleave: usize) -> Result<G
         scale_inv: s.clone_htod(&p.scales).map_err(gpu_err(what))?,
         scale_rows: p.scale_rows,
         interleave,
+        prefill: None,
     })
 }
 
