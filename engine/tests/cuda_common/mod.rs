@@ -1,6 +1,9 @@
 //! What the CUDA op tests share (GPU machine only): a seeded bf16-exact random source,
-//! upload/download, and the error check. Each test binary uses part of it.
+//! upload/download, and the error check; the backend tests' logits comparisons (`logits`).
+//! Each test binary uses part of it.
 #![allow(dead_code)]
+
+pub mod logits;
 
 use kernels::cudarc::driver::CudaSlice;
 use kernels::{Gpu, GpuOptions, bf16};

@@ -1,0 +1,291 @@
+//! The CUDA backend's kernel paths against each other (GPU machine only: `cargo test -p
+//! engine --test cuda_paths -- --ignored`): each `Tuning` switch, and FP8 prefill on kept
+//! bf16 copies, through whole prefill and decode steps. A switch that only moves work in
+//! time must not change a bit; one that sums in another order must stay within
+//! `close_logits`.
+
+mod cuda_common;
+
+use cuda_common::logits::{close_logits, prompt};
+use engine::model::cuda::CudaBackend;
+use engine::model::{Backend, SeqChunk};
+use engine::weights::ModelWeights;
+
+/// The tensor-core prefill attention (Tuning::prefill_attention) against the split kernel
+/// through the whole backend, on Qwen3-0.6B's head geometry (head_dim 128, 16 q / 8 kv
+/// heads; the tiny presets' head dims are below what the kernel takes), 2 layers of random
+/// weights. One step batches two fresh prompts with a chunk that continues a third
+/// sequence (start_pos 11), so 16-row blocks straddle sequences and cached positions.
+/// Logits within 2 % of the row's scale (the kernel rounds P to bf16), same argmax where
+/// the top two are further apart than the difference.
+#[test]
+#[ignore = "gpu"]
+fn prefill_attention_kernel_gives_the_split_kernels_logits() {
+    let mut cfg = engine::presets::preset("qwen3-0.6b").unwrap();
+    cfg.num_hidden_layers = 2;
+    let w = ModelWeights::random(&cfg, 9).unwrap();
+    let base = kernels::GpuOptions::from_env().unwrap();
+    let mut backends = [false, true].map(|on| {
+        let mut o = base.clone();
+        o.tuning.prefill_attention = on;
+        CudaBackend::new(cfg.clone(), &w, 64, 16, &o).unwrap()
+    });
+    let tables: [Vec<u32>; 3] = [vec![40, 3, 17], vec![9, 22], vec![5, 61]];
+    let seqs = [prompt(37, 1), prompt(20, 2), prompt(30, 3)];
+    let first = [SeqChunk {
+        tokens: &seqs[2][..11],
+        start_pos: 0,
+        block_table: &tables[2],
+        want_logits: true,
+    }];
+    let step = [
+        SeqChunk {
+            tokens: &seqs[0],
+            start_pos: 0,
+            block_table: &tables[0],
+            want_logits: true,
+        },
+        SeqChunk {
+            tokens: &seqs[1],
+            start_pos: 0,
+            block_table: &tables[1],
+            want_logits: true,
+        },
+        SeqChunk {
+            tokens: &seqs[2][11..],
+            start_pos: 11,
+            block_table: &tables[2],
+            want_logits: true,
+        },
+    ];
+    let [split, tc] = &mut backends;
+    for (what, chunks) in [("first chunk", &first[..]), ("mixed step", &step[..])] {
+        let (a, b) = (split.forward(chunks).unwrap(), tc.forward(chunks).unwrap());
+        assert_eq!(a.len(), b.len());
+        for (i, (ra, rb)) in a.iter().zip(&b).enumerate() {
+            close_logits(
+                &format!("{what} row {i}: prefill kernel vs split kernel"),
+                ra,
+                rb,
+            );
+        }
+        eprintln!("{what}: {} rows agree", a.len());
+    }
+}
+
+/// Two backends over the same random weights (qwen3-0.6b's shape, 2 layers; FP8 with
+/// `fp8`) that differ in one tuning switch (`set(tuning, false / true)`): a prefill of 10
+/// tokens, then 5 decode steps (graphs) over growing contexts, at batches 1 and 3. `judge`
+/// gets each step's logits from both, and a label.
+fn ab_steps(
+    fp8: bool,
+    set: impl Fn(&mut kernels::Tuning, bool),
+    mut judge: impl FnMut(&str, &[Vec<f32>], &[Vec<f32>]),
+) {
+    let mut cfg = engine::presets::preset("qwen3-0.6b").unwrap();
+    cfg.num_hidden_layers = 2;
+    let mut w = ModelWeights::random(&cfg, 5).unwrap();
+    if fp8 {
+        w.quantize_fp8().unwrap();
+    }
+    let base = kernels::GpuOptions::from_env().unwrap();
+    let mut backends = [false, true].map(|on| {
+        let mut o = base.clone();
+        set(&mut o.tuning, on);
+        CudaBackend::new(cfg.clone(), &w, 64, 16, &o).unwrap()
+    });
+    let tables: [Vec<u32>; 3] = [vec![40, 3, 17, 8], vec![9, 22, 30], vec![5, 61, 12]];
+    let seqs = [prompt(37, 1), prompt(20, 2), prompt(30, 3)];
+    for batch in [1usize, 3] {
+        let mut lens: Vec<usize> = vec![0; batch];
+        for step in 0..6 {
+            let chunks: Vec<SeqChunk> = (0..batch)
+                .map(|i| {
+                    let (from, to) = if step == 0 {
+                        (0, 10)
+                    } else {
+                        (lens[i], lens[i] + 1)
+                    };
+                    SeqChunk {
+                        tokens: &seqs[i][from..to],
+                        start_pos: from,
+                        block_table: &tables[i],
+                        want_logits: true,
+                    }
+                })
+                .collect();
+            for (i, c) in chunks.iter().enumerate() {
+                lens[i] = c.start_pos + c.tokens.len();
+            }
+            let [off, on] = &mut backends;
+            let (a, b) = (off.forward(&chunks).unwrap(), on.forward(&chunks).unwrap());
+            judge(&format!("batch {batch} step {step}"), &a, &b);
+        }
+    }
+}
+
+/// `ab_steps` for a switch that must not change a bit: bf16 and FP8 weights.
+fn same_logits(set: impl Fn(&mut kernels::Tuning, bool) + Copy, change: &str) {
+    for fp8 in [false, true] {
+        ab_steps(fp8, set, |what, a, b| {
+            assert_eq!(a, b, "fp8 {fp8} {what}: {change} changed the logits")
+        });
+    }
+}
+
+/// Decode attention reading the settled K/V before its wait (Tuning::attention_early_loads)
+/// against waiting first: the same logits, bit for bit (only the time of the loads moves).
+#[test]
+#[ignore = "gpu"]
+fn early_attention_loads_give_the_same_logits() {
+    same_logits(|t, on| t.attention_early_loads = on, "early K/V loads");
+}
+
+/// The FP8 GEMMs with x staged in shared memory as f16 (Tuning::x_smem_kb, the `*_xs`
+/// kernels) against x loaded through L1 at every stage: the same f16 values into the same
+/// MMAs, so the same logits bit for bit (bf16 runs too, on unchanged kernels).
+#[test]
+#[ignore = "gpu"]
+fn x_in_shared_memory_gives_the_same_logits() {
+    let t = kernels::Tuning {
+        x_smem_kb: 227,
+        ..Default::default()
+    };
+    for (m, k) in [(1, 1024), (3, 3072)] {
+        for stages in [t.fp8_bulk_stages, t.fp8_bulk_stages_small] {
+            let name = kernels::ops::skinny_kernel(&t, "skinny_gemm_fp8", (m, k), stages);
+            assert!(name.ends_with("_xs"), "{name}");
+        }
+    }
+    same_logits(
+        |t, on| t.x_smem_kb = if on { 227 } else { 0 },
+        "x in shared memory",
+    );
+}
+
+/// Decode attention's fast scores (Tuning::attention_d32: eight lanes per position, K in
+/// shared memory; qwen3-0.6b's geometry takes the `_d128_g4` kernel) against the pair
+/// layout: the dot products sum in another order, so the logits agree to f32 rounding,
+/// not bit for bit.
+#[test]
+#[ignore = "gpu"]
+fn fast_attention_scores_keep_the_logits() {
+    let on = kernels::Tuning {
+        attention_d32: true,
+        ..Default::default()
+    };
+    let c = engine::presets::preset("qwen3-0.6b").unwrap();
+    let d = kernels::ops::AttnDims {
+        heads: c.num_attention_heads,
+        kv_heads: c.num_key_value_heads,
+        head_dim: c.head_dim,
+    };
+    assert_eq!(
+        kernels::ops::attention_kernel(&on, d, false),
+        "decode_attention_d128_g4"
+    );
+    for fp8 in [false, true] {
+        ab_steps(
+            fp8,
+            |t, on| t.attention_d32 = on,
+            |what, a, b| {
+                for (x, y) in a.iter().zip(b) {
+                    close_logits(&format!("fp8 {fp8} {what}"), x, y);
+                }
+            },
+        );
+    }
+}
+
+/// Decode attention merging its splits inside thread block clusters
+/// (Tuning::attention_cluster) against the merge kernel, at the same split counts (a block
+/// target of 64: 8 splits at batch 1, 3 at batch 3, both taken by the cluster when on): the
+/// same operations in the same order, so the same logits bit for bit.
+#[test]
+#[ignore = "gpu"]
+fn cluster_merged_attention_matches_the_merge_kernel() {
+    use kernels::ops;
+    let set = |t: &mut kernels::Tuning, on: bool| {
+        t.attention_blocks = 64;
+        t.attention_cluster = if on {
+            kernels::gpu::AttentionCluster::On
+        } else {
+            kernels::gpu::AttentionCluster::Off
+        };
+        // The merge-kernel side in the clusters' pair layout, not the `_d32` scores.
+        t.attention_d32 = false;
+    };
+    // Else the A/B compares a path with itself.
+    for (rows, want) in [(1, 8), (3, 3)] {
+        let mut t = kernels::Tuning::default();
+        set(&mut t, true);
+        assert_eq!(ops::split_count(&t, rows, 8), want);
+        assert!(ops::uses_cluster(&t, want));
+        set(&mut t, false);
+        assert_eq!(ops::split_count(&t, rows, 8), want);
+        assert!(!ops::uses_cluster(&t, want));
+    }
+    same_logits(set, "the cluster merge");
+}
+
+/// The lean norm kernels (Tuning::norm_vec; hidden 1024 takes them) against the scalar
+/// ones, bf16 and FP8, prefill and decode: the same formula with the sum of squares in
+/// another order, so the logits agree to bf16 rounding.
+#[test]
+#[ignore = "gpu"]
+fn lean_norm_kernels_match_the_scalar_ones() {
+    // The A/B compares two kernels at this model's width (qwen3-0.6b: hidden 1024).
+    let hidden = engine::presets::preset("qwen3-0.6b").unwrap().hidden_size;
+    for (on, want) in [(false, "add_rmsnorm_rows"), (true, "add_rmsnorm_vec")] {
+        let mut o = kernels::GpuOptions::from_env().unwrap();
+        o.tuning.norm_vec = on;
+        let g = kernels::Gpu::new(&o).unwrap();
+        assert_eq!(kernels::ops::add_rmsnorm_kernel(&g, hidden), want);
+    }
+    for fp8 in [false, true] {
+        ab_steps(
+            fp8,
+            |t, on| t.norm_vec = on,
+            |what, a, b| {
+                for (i, (ra, rb)) in a.iter().zip(b).enumerate() {
+                    close_logits(&format!("fp8 {fp8} {what} row {i}: lean norms"), ra, rb);
+                }
+            },
+        );
+    }
+}
+
+/// FP8 prefill on bf16 copies kept from load (`keep_fp8_prefill_copies`, the engine's
+/// default) against dequantizing into the scratch buffer at every prefill: the same
+/// dequantization, so the same logits bit for bit; the copies take 2 bytes per projection
+/// weight, and a second call makes none.
+#[test]
+#[ignore = "gpu"]
+fn fp8_prefill_copies_give_the_same_logits() {
+    for preset in ["tiny", "tiny-mqa"] {
+        let cfg = engine::presets::preset(preset).unwrap();
+        let mut w = ModelWeights::random(&cfg, 9).unwrap();
+        w.quantize_fp8().unwrap();
+        let opts = kernels::GpuOptions::from_env().unwrap();
+        let mut fresh = CudaBackend::new(cfg.clone(), &w, 64, 16, &opts).unwrap();
+        let mut kept = CudaBackend::new(cfg.clone(), &w, 64, 16, &opts).unwrap();
+        let (h, i) = (cfg.hidden_size, cfg.intermediate_size);
+        let per_layer = (cfg.q_dim() + 2 * cfg.kv_dim()) * h + h * cfg.q_dim() + 3 * i * h;
+        assert_eq!(
+            kept.keep_fp8_prefill_copies().unwrap(),
+            2 * per_layer * cfg.num_hidden_layers,
+            "{preset}"
+        );
+        assert_eq!(kept.keep_fp8_prefill_copies().unwrap(), 0, "{preset}");
+        // 40 rows: the prefill (cuBLAS) path.
+        let tokens = prompt(40, 5);
+        let (a, b) = (
+            fresh.logits_all_positions(&tokens).unwrap(),
+            kept.logits_all_positions(&tokens).unwrap(),
+        );
+        assert!(
+            a == b,
+            "{preset}: prefill logits differ with the kept copies"
+        );
+    }
+}
