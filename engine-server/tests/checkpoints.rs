@@ -70,43 +70,27 @@ async fn fp8_checkpoint_serves_like_the_random_preset_quantized_at_load() {
     assert_eq!(seen[0].1, "checkpoint");
     assert_eq!(seen[1].1, "random");
 
-    let out = Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
-        .args([
-            "serve",
-            "--model",
-            path,
-            "--port",
-            "0",
-            "--quantization",
-            "none",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("quantization") && err.contains("fp8"),
-        "{err}"
-    );
+    let err = refused_serve(path, &["--quantization", "none"]);
+    assert!(err.contains("quantization") && err.contains("fp8"), "{err}");
 
     // A bad --fp8-prefill-weights names the flag and its values.
-    let out = Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
-        .args([
-            "serve",
-            "--model",
-            path,
-            "--port",
-            "0",
-            "--fp8-prefill-weights",
-            "fp16",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_serve(path, &["--fp8-prefill-weights", "fp16"]);
     assert!(
-        !out.status.success()
-            && err.contains("--fp8-prefill-weights")
+        err.contains("--fp8-prefill-weights")
             && err.contains("bf16-copy")
             && err.contains("dequant"),
         "{err}"
     );
+}
+
+/// `latlab-engine serve --model model extra..`, which must fail: its stderr.
+fn refused_serve(model: &str, extra: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
+        .args(["serve", "--model", model, "--port", "0"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "serve {extra:?} started: {err}");
+    err
 }
