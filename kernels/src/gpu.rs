@@ -31,6 +31,14 @@ pub struct GpuOptions {
 }
 
 impl GpuOptions {
+    /// These options for a model with FP8 (`fp8`) or bf16 weights (`Tuning::for_weights`).
+    pub fn for_weights(&self, fp8: bool) -> GpuOptions {
+        GpuOptions {
+            tuning: self.tuning.for_weights(fp8),
+            ..self.clone()
+        }
+    }
+
     /// Device 0; headers from `$LATLAB_CUDA_INCLUDE`, else `$CUDA_HOME/include`, else
     /// `/usr/local/cuda/include`; the default disk cache; `Tuning::from_env`.
     pub fn from_env() -> Result<Self> {

@@ -57,11 +57,7 @@ fn decode_step_marginal_costs() {
     println!("| weights | m | step | us | minus whole step |");
     for fp8 in [false, true] {
         // As the engine makes it for these weights (Tuning::for_weights).
-        let g = Gpu::new(&GpuOptions {
-            tuning: opts.tuning.for_weights(fp8),
-            ..opts.clone()
-        })
-        .unwrap();
+        let g = Gpu::new(&opts.for_weights(fp8)).unwrap();
         let head: CudaSlice<bf16> = g.stream().alloc_zeros(VOCAB * HIDDEN).unwrap();
         let mut layers = Layer::all_zeros(&g, fp8);
         for m in [1usize, 8] {

@@ -90,10 +90,7 @@ fn decode_step_block_timeline() {
     let twice = std::env::var("LATLAB_TRACE_ATTENTION_TWICE").as_deref() == Ok("1");
     for fp8 in [false, true] {
         // As the engine makes it for these weights (Tuning::for_weights).
-        let base = GpuOptions {
-            tuning: env.tuning.for_weights(fp8),
-            ..env.clone()
-        };
+        let base = env.for_weights(fp8);
         let plain = Gpu::new(&base).unwrap();
         let traced = Gpu::new(&GpuOptions {
             trace_events: BLOCKS,

@@ -59,11 +59,7 @@ impl CudaBackend {
         opts: &GpuOptions,
     ) -> Result<Self> {
         // Some kernel choices depend on the weights' type (Tuning::for_weights).
-        let opts = GpuOptions {
-            tuning: opts.tuning.for_weights(w.has_fp8()),
-            ..opts.clone()
-        };
-        let gpu = Gpu::new(&opts).map_err(kernel_err)?;
+        let gpu = Gpu::new(&opts.for_weights(w.has_fp8())).map_err(kernel_err)?;
         let weights = GpuWeights::upload(&gpu, w)?;
         let deq = match weights.fp8_dequant_len() {
             0 => None,

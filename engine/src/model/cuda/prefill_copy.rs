@@ -34,11 +34,14 @@ pub(super) fn make_copies(gpu: &Gpu, cfg: &ModelConfig, w: &mut GpuWeights) -> R
                 scale_inv,
                 scale_rows,
                 interleave,
-                prefill: prefill @ None,
+                prefill,
             } = lin
             else {
                 continue;
             };
+            if prefill.is_some() {
+                continue;
+            }
             let mut copy = gpu
                 .stream()
                 .alloc_zeros::<bf16>(n * k)
