@@ -10,6 +10,7 @@
 //! and says how to install them.
 
 mod stream_chain_src;
+mod wgmma_probe_src;
 use kernels::compile::{CompileOptions, compile_with_usage};
 use kernels::sources::ALL;
 use std::path::{Path, PathBuf};
@@ -80,6 +81,10 @@ fn compile_all(include: PathBuf) {
     let (cubin, _) = compile_with_usage("stream_chain.cu", stream_chain_src::SRC, &opts)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(&cubin[..4], b"\x7fELF", "stream_chain.cu: no cubin");
+    // So does the warpgroup-MMA experiment (gpu_wgmma_probe).
+    let (cubin, _) = compile_with_usage("wgmma_probe.cu", wgmma_probe_src::SRC, &opts)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(&cubin[..4], b"\x7fELF", "wgmma_probe.cu: no cubin");
     assert!(
         spills.is_empty(),
         "kernels spill registers (see MAY_SPILL): {}",

@@ -2,7 +2,7 @@
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
-# sweep splits fp8bulk bench prefill fp8prefill early http hf stream trace" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
+# sweep splits fp8bulk bench prefill fp8prefill early http hf stream trace wgmma" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
 # by default; its correctness tests run in "tests").
 set -uo pipefail
@@ -39,6 +39,12 @@ if has stream; then
   # (experiment: kernels/tests/gpu_stream_chain.rs).
   timeout 300 $T/gpu_stream_chain --ignored --nocapture > "$OUT/stream.log" 2>&1; echo "stream rc=$?"
   grep -E "^\||panicked" "$OUT/stream.log"
+fi
+if has wgmma; then
+  # FP8 decode GEMMs on the warpgroup MMA (QGMMA, e4m3 x e4m3) against the engine's kernel
+  # (experiment: kernels/tests/gpu_wgmma_probe.rs).
+  timeout 300 $T/gpu_wgmma_probe --ignored --nocapture > "$OUT/wgmma.log" 2>&1; echo "wgmma rc=$?"
+  grep -E "^\||panicked" "$OUT/wgmma.log"
 fi
 if has normvec; then
   # The lean norm kernels (LATLAB_NORM_VEC, on by default): whole decode steps with 0 and 1.

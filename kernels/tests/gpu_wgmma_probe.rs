@@ -1,0 +1,268 @@
+//! Experiment, GPU machine only (prints the speeds; asserts only correctness): FP8 decode
+//! GEMMs on the warpgroup MMA (tests/cuda/wgmma_probe.cu: e4m3 weights times e4m3
+//! activations, QGMMA in SASS) against the engine's FP8 kernel (e4m3 weights unpacked to
+//! f16 for HMMA, bf16 x), on Qwen3-8B's gate|up, qkv and down shapes at batch 1 and 8.
+//! x comes quantized (per token and 128-k group) and laid out by the host, so this times
+//! the weight stream alone. `cargo test -p kernels --test gpu_wgmma_probe -- --ignored
+//! --nocapture`.
+//!
+//! Answer so far (H200, session 11, engine/PERF.md step 33): correct (error ~1e-4 of
+//! sum |x w|: QGMMA accumulates 32 products more coarsely than f32), and its time does not
+//! depend on the batch. At batch 8 it beats the engine's kernel by 5-9 % on every shape;
+//! at batch 1 it trails by 2-14 %: a block streams too slowly, and o_proj / down's 64
+//! tiles leave half the SMs idle (split-K is the first thing a real kernel needs).
+
+mod timing_common;
+mod wgmma_probe_src;
+
+use kernels::compile::{CompileOptions, compile_cubin};
+use kernels::cudarc::driver::sys::{self, CUfunction_attribute};
+use kernels::cudarc::driver::{
+    CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
+};
+use kernels::cudarc::nvrtc::Ptx;
+use kernels::ops;
+use kernels::{Gpu, GpuOptions, bf16};
+use timing_common::time_us_reps;
+
+const ROWS: usize = 64;
+const STAGE_BYTES: usize = ROWS * 256;
+
+/// A CUtensorMap as the kernel takes it: 128 bytes by value, 64-byte aligned.
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct TensorMap([u64; 16]);
+// SAFETY: plain bytes, passed by value as the kernel's __grid_constant__ parameter.
+unsafe impl DeviceRepr for TensorMap {}
+
+/// The weights w [n, k] u8 as 128-k x 64-row boxes with 128-byte swizzle.
+fn tensor_map(g: &Gpu, w: &CudaSlice<u8>, n: usize, k: usize) -> TensorMap {
+    let (ptr, _sync) = w.device_ptr(g.stream());
+    let dims = [k as u64, n as u64];
+    let strides = [k as u64];
+    let boxes = [128u32, ROWS as u32];
+    let unit = [1u32, 1];
+    let mut m = sys::CUtensorMap { opaque: [0; 16] };
+    // SAFETY: every pointer is to a live local of the length the rank (2) asks for.
+    unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut m,
+            sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            2,
+            ptr as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            unit.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+        .result()
+        .unwrap();
+    }
+    TensorMap(m.opaque)
+}
+const THREADS: u32 = 2 * 128 + 32;
+
+/// e4m3fn code -> value (sign, 4 exponent bits with bias 7, 3 mantissa bits).
+fn e4m3(c: u8) -> f64 {
+    let sign = if c & 0x80 != 0 { -1.0 } else { 1.0 };
+    let (e, m) = (((c >> 3) & 0xf) as i32, (c & 7) as f64);
+    sign * if e == 0 {
+        m / 8.0 * 2f64.powi(-6)
+    } else {
+        (1.0 + m / 8.0) * 2f64.powi(e - 7)
+    }
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// A random code that is not NaN (0x7f / 0xff).
+    fn code(&mut self) -> u8 {
+        let c = self.next() as u8;
+        if c & 0x7f == 0x7f { c - 1 } else { c }
+    }
+    fn scale(&mut self) -> f32 {
+        ((self.next() >> 40) as f32 / (1u64 << 24) as f32 + 0.1) / 64.0
+    }
+}
+
+/// x codes [8, k] in the kernel's B layout: step j = c * 4 + q of chunk c holds, for token
+/// n, physical bytes 32T + 8q + 4h + i of the chunk at j * 256 + h * 128 + n * 16 + 4T + i
+/// (the fragment's k order for A's words 2q and 2q + 1, wgmma_probe.cu).
+fn x_layout(codes: &[u8], k: usize) -> Vec<u8> {
+    let mut out = vec![0u8; 8 * k];
+    for n in 0..8 {
+        for kk in 0..k {
+            let (c, p) = (kk / 128, kk % 128);
+            let (t, q, h, i) = (p / 32, (p % 32) / 8, (p % 8) / 4, p % 4);
+            out[(c * 4 + q) * 256 + h * 128 + n * 16 + 4 * t + i] = codes[n * k + kk];
+        }
+    }
+    out
+}
+
+struct Probe {
+    func: CudaFunction,
+}
+
+impl Probe {
+    /// The ring, x's codes and scales, and room to align the ring to 1024 bytes.
+    fn smem(stages: usize, k: usize) -> usize {
+        stages * STAGE_BYTES + 8 * k + k / 128 * 8 * 4 + 1024
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        g: &Gpu,
+        w: &TensorMap,
+        s: &CudaSlice<f32>,
+        xq: &CudaSlice<u8>,
+        xs: &CudaSlice<f32>,
+        y: &mut CudaSlice<f32>,
+        (m, n, k): (usize, usize, usize),
+        stages: usize,
+    ) {
+        let smem = Self::smem(stages, k) as u32;
+        self.func
+            .set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                smem as i32,
+            )
+            .unwrap();
+        let (mi, ni, ki, st) = (m as i32, n as i32, k as i32, stages as i32);
+        let mut b = g.stream().launch_builder(&self.func);
+        b.arg(w)
+            .arg(s)
+            .arg(xq)
+            .arg(xs)
+            .arg(y)
+            .arg(&mi)
+            .arg(&ni)
+            .arg(&ki)
+            .arg(&st);
+        let cfg = LaunchConfig {
+            grid_dim: ((n / ROWS) as u32, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: smem,
+        };
+        // SAFETY: every buffer has the size the kernel reads for (m, n, k).
+        unsafe { b.launch(cfg) }.unwrap();
+    }
+}
+
+#[test]
+#[ignore = "gpu"]
+fn fp8_decode_gemm_on_the_warpgroup_mma() {
+    let opts = GpuOptions::from_env().unwrap();
+    let g = Gpu::new(&opts).unwrap();
+    let st = g.stream();
+    let copts = CompileOptions {
+        arch: g.arch().to_string(),
+        include_dirs: opts.include_dirs.clone(),
+        defines: vec![],
+    };
+    let cubin = compile_cubin("wgmma_probe.cu", wgmma_probe_src::SRC, &copts).unwrap();
+    let module = g.ctx().load_module(Ptx::from_binary(cubin)).unwrap();
+    let probe = Probe {
+        func: module.load_function("fp8_wgmma_probe").unwrap(),
+    };
+    println!("| shape | m | kernel | us | TB/s | max err / sum|xw| |");
+    let mut r = Rng(5);
+    // Four copies of each matrix, run in turn, so that no run finds its weights in L2.
+    const COPIES: usize = 4;
+    for (name, n, k) in [
+        ("gate|up", 24576usize, 4096usize),
+        ("qkv", 6144, 4096),
+        ("down", 4096, 12288),
+    ] {
+        let sc = k / 128;
+        let codes: Vec<u8> = (0..n * k).map(|_| r.code()).collect();
+        let scales: Vec<f32> = (0..n / 128 * sc).map(|_| r.scale()).collect();
+        let w: Vec<CudaSlice<u8>> = (0..COPIES)
+            .map(|_| st.clone_htod(&codes).unwrap())
+            .collect();
+        let maps: Vec<TensorMap> = w.iter().map(|c| tensor_map(&g, c, n, k)).collect();
+        let s = st.clone_htod(&scales).unwrap();
+        for m in [1usize, 8] {
+            // x: codes for m tokens (zeros past m) and a scale per token and group.
+            let mut xc = vec![0u8; 8 * k];
+            for c in xc.iter_mut().take(m * k) {
+                *c = r.code();
+            }
+            let mut xsc = vec![0f32; sc * 8];
+            for (i, v) in xsc.iter_mut().enumerate() {
+                if i % 8 < m {
+                    *v = r.scale();
+                }
+            }
+            let xq = st.clone_htod(&x_layout(&xc, k)).unwrap();
+            let xs = st.clone_htod(&xsc).unwrap();
+            let mut y = st.alloc_zeros::<f32>(m * n).unwrap();
+            // Correctness of the probe against f64.
+            probe.run(&g, &maps[0], &s, &xq, &xs, &mut y, (m, n, k), 4);
+            let got = st.clone_dtoh(&y).unwrap();
+            let mut worst = 0f64;
+            for t in 0..m {
+                for j in (0..n).step_by(37) {
+                    let (mut want, mut mag) = (0f64, 0f64);
+                    for kk in 0..k {
+                        let v = e4m3(codes[j * k + kk])
+                            * scales[(j / 128) * sc + kk / 128] as f64
+                            * e4m3(xc[t * k + kk])
+                            * xsc[(kk / 128) * 8 + t] as f64;
+                        want += v;
+                        mag += v.abs();
+                    }
+                    worst = worst.max((got[t * n + j] as f64 - want).abs() / mag.max(1e-30));
+                }
+            }
+            let bytes = (n * k) as f64;
+            for stages in [2usize, 3, 4, 6] {
+                let us = time_us_reps(&g, COPIES, || {
+                    for map in &maps {
+                        probe.run(&g, map, &s, &xq, &xs, &mut y, (m, n, k), stages);
+                    }
+                }) / COPIES as f32;
+                println!(
+                    "| {name} {n}x{k} | {m} | wgmma e4m3 x e4m3, {stages} stages | {us:.1} | {:.2} | {worst:.1e} |",
+                    bytes / (us as f64 * 1e-6) / 1e12
+                );
+            }
+            // The engine's kernel on the same codes, bf16 x.
+            let xb = st.alloc_zeros::<bf16>(m * k).unwrap();
+            let us = time_us_reps(&g, COPIES, || {
+                for wc in &w {
+                    let m8 = ops::Fp8Matrix {
+                        codes: &wc.as_view(),
+                        scale_inv: &s.as_view(),
+                        scale_rows: 128,
+                        n,
+                        k,
+                        interleave: 0,
+                    };
+                    ops::skinny_gemm_fp8_into(&g, &xb.as_view(), &m8, &mut y.as_view_mut())
+                        .unwrap();
+                }
+            }) / COPIES as f32;
+            println!(
+                "| {name} {n}x{k} | {m} | engine (f16 HMMA, bf16 x) | {us:.1} | {:.2} | |",
+                bytes / (us as f64 * 1e-6) / 1e12
+            );
+            assert!(
+                worst < 1e-3,
+                "{name} m={m}: wgmma probe off by {worst:e} of sum|xw|"
+            );
+        }
+    }
+}
