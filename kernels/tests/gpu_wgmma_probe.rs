@@ -134,6 +134,7 @@ impl Probe {
         y: &mut CudaSlice<f32>,
         (m, n, k): (usize, usize, usize),
         (stages, unit_k): (usize, usize),
+        stream_only: bool,
     ) {
         let smem = self.smem(stages, k) as u32;
         self.func
@@ -151,6 +152,7 @@ impl Probe {
             .unwrap() as usize;
         let grid = units.min(per_sm * g.sms());
         let (mi, ni, ki, st, uk) = (m as i32, n as i32, k as i32, stages as i32, unit_k as i32);
+        let so = stream_only as i32;
         let mut b = g.stream().launch_builder(&self.func);
         b.arg(w)
             .arg(s)
@@ -161,7 +163,8 @@ impl Probe {
             .arg(&ni)
             .arg(&ki)
             .arg(&st)
-            .arg(&uk);
+            .arg(&uk)
+            .arg(&so);
         let cfg = LaunchConfig {
             grid_dim: (grid as u32, 1, 1),
             block_dim: (THREADS, 1, 1),
@@ -234,6 +237,7 @@ fn fp8_decode_gemm_on_the_warpgroup_mma() {
                     &mut y,
                     (m, n, k),
                     (stages, unit_k),
+                    false,
                 );
                 let got = st.clone_dtoh(&y).unwrap();
                 let mut err = 0f64;
@@ -258,21 +262,39 @@ fn fp8_decode_gemm_on_the_warpgroup_mma() {
                 worst = worst.max(err);
             }
             let bytes = (n * k) as f64;
-            for stages in [3usize, 4, 6, 8] {
-                if probe.smem(stages, k) > SMEM_LIMIT {
-                    continue;
-                }
-                for unit_k in [k, 2048] {
-                    let us = time_us_reps(&g, COPIES, || {
-                        for map in &maps {
-                            probe.run(&g, map, &s, &xq, &xs, &mut y, (m, n, k), (stages, unit_k));
-                        }
-                    }) / COPIES as f32;
-                    println!(
-                        "| {name} {n}x{k} | {m} | wgmma, {stages} stages, {} units of k {unit_k} | {us:.1} | {:.2} | {worst:.1e} |",
-                        n / ROWS * (k / unit_k),
-                        bytes / (us as f64 * 1e-6) / 1e12
-                    );
+            for stream_only in [false, true] {
+                for stages in [3usize, 4, 6, 8] {
+                    if probe.smem(stages, k) > SMEM_LIMIT {
+                        continue;
+                    }
+                    for unit_k in [k, 2048] {
+                        let us = time_us_reps(&g, COPIES, || {
+                            for map in &maps {
+                                let shape = (m, n, k);
+                                probe.run(
+                                    &g,
+                                    map,
+                                    &s,
+                                    &xq,
+                                    &xs,
+                                    &mut y,
+                                    shape,
+                                    (stages, unit_k),
+                                    stream_only,
+                                );
+                            }
+                        }) / COPIES as f32;
+                        let what = if stream_only {
+                            "ring alone (timing only)"
+                        } else {
+                            "wgmma"
+                        };
+                        println!(
+                            "| {name} {n}x{k} | {m} | {what}, {stages} stages, {} units of k {unit_k} | {us:.1} | {:.2} | {worst:.1e} |",
+                            n / ROWS * (k / unit_k),
+                            bytes / (us as f64 * 1e-6) / 1e12
+                        );
+                    }
                 }
             }
             // The engine's kernel on the same codes, bf16 x.

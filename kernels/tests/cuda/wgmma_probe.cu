@@ -78,7 +78,7 @@ __device__ __forceinline__ void wg_tensor_load(void* dst, const WgTensorMap* tm,
 __device__ __forceinline__ void wgmma_probe(const WgTensorMap& tm,
                     const float* __restrict__ scale_inv, const uint4* __restrict__ xq,
                     const float* __restrict__ xs, float* __restrict__ y, int M, int N, int K,
-                    int stages, int unit_k) {
+                    int stages, int unit_k, int stream_only) {
     extern __shared__ __align__(1024) unsigned char smem_base[];
     __shared__ __align__(8) unsigned long long full[WG_MAX_STAGES], empty[WG_MAX_STAGES];
     __shared__ float red[128][4];
@@ -179,6 +179,17 @@ __device__ __forceinline__ void wgmma_probe(const WgTensorMap& tm,
     float p0[4] = {0.f, 0.f, 0.f, 0.f}, p1[4] = {0.f, 0.f, 0.f, 0.f};
     const int tid = threadIdx.x & 127;
     int i = 0;
+    if (stream_only) {
+        // The ring alone (timing only: no reads, no MMAs, y left zero): what this copy
+        // scheme streams with consumers that cost nothing.
+        for (int u = blockIdx.x; u < units; u += gridDim.x)
+            for (int j = 0; j < ust; ++j, ++i) {
+                mbar_wait(&full[i % stages], (i / stages) & 1);
+                __syncwarp();
+                if (lane == 0) mbar_arrive(&empty[i % stages]);
+            }
+        return;
+    }
     for (int u = blockIdx.x; u < units; u += gridDim.x) {
         const int n0 = u / splits * WG_ROWS, kc = u % splits * unit_k / 128 + wg;
         float c[4] = {0.f, 0.f, 0.f, 0.f};
@@ -216,7 +227,8 @@ __device__ __forceinline__ void wgmma_probe(const WgTensorMap& tm,
 extern "C" __global__ void __launch_bounds__(WG_THREADS, 1)
     fp8_wgmma_probe(const __grid_constant__ WgTensorMap tm, const float* __restrict__ scale_inv,
                     const uint4* __restrict__ xq, const float* __restrict__ xs,
-                    float* __restrict__ y, int M, int N, int K, int stages, int unit_k) {
-    wgmma_probe(tm, scale_inv, xq, xs, y, M, N, K, stages, unit_k);
+                    float* __restrict__ y, int M, int N, int K, int stages, int unit_k,
+                    int stream_only) {
+    wgmma_probe(tm, scale_inv, xq, xs, y, M, N, K, stages, unit_k, stream_only);
 }
 
