@@ -9,8 +9,10 @@
 //! Answer so far (H200, session 11, engine/PERF.md step 33): correct (error < 1e-4 of
 //! sum |x w|: QGMMA accumulates 32 products more coarsely than f32), and its time does not
 //! depend on the batch. At batch 8 it beats the engine's kernel on gate|up and down (-5 to
-//! -6 %) and loses on qkv (+5 %); at batch 1 it loses everywhere (+4 to +18 %): one FP8
-//! stream into an SM tops out at ~3.5-3.6 TB/s here, as the engine's FP8 kernel does.
+//! -6 %) and loses on qkv (+5 %); at batch 1 it loses everywhere (+4 to +18 %). Its ring
+//! alone (`stream_only`: consumers that only hand stages back) streams gate|up at 3.80
+//! TB/s, what the engine's FP8 kernel does with all its work at batch 1: the 2-D
+//! tensor-copy ring, not the MMAs, is what holds it back.
 
 mod timing_common;
 mod wgmma_probe_src;
