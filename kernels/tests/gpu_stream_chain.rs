@@ -15,7 +15,7 @@
 
 mod timing_common;
 
-mod stream_chain_src;
+mod experiment_src;
 use kernels::compile::{CompileOptions, compile_cubin};
 use kernels::cudarc::driver::sys::CUfunction_attribute;
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
@@ -265,7 +265,7 @@ fn linears_as_launches_against_one_streaming_kernel() {
         include_dirs: opts.include_dirs.clone(),
         defines: vec![],
     };
-    let cubin = compile_cubin("stream_chain.cu", stream_chain_src::SRC, &copts).unwrap();
+    let cubin = compile_cubin("stream_chain.cu", experiment_src::STREAM_CHAIN, &copts).unwrap();
     let bytes_per_step = |fp8: bool| {
         let e: usize = SHAPES.iter().map(|(n, k)| n * k).sum::<usize>() * LAYERS;
         if fp8 { e } else { 2 * e }

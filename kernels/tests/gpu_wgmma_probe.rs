@@ -14,8 +14,8 @@
 //! TB/s, what the engine's FP8 kernel does with all its work at batch 1: the 2-D
 //! tensor-copy ring, not the MMAs, is what holds it back.
 
+mod experiment_src;
 mod timing_common;
-mod wgmma_probe_src;
 
 use kernels::compile::{CompileOptions, compile_cubin};
 use kernels::cudarc::driver::sys::{self, CUfunction_attribute};
@@ -29,6 +29,9 @@ use timing_common::time_us_reps;
 
 const ROWS: usize = 64;
 const STAGE_BYTES: usize = ROWS * 256;
+const THREADS: u32 = 2 * 128 + 32;
+/// Dynamic shared memory a block may have: 227 KiB less the kernels' static arrays.
+const SMEM_LIMIT: usize = 227 * 1024 - 4096;
 
 /// A CUtensorMap as the kernel takes it: 128 bytes by value, 64-byte aligned.
 #[repr(C, align(64))]
@@ -66,9 +69,6 @@ fn tensor_map(g: &Gpu, w: &CudaSlice<u8>, n: usize, k: usize) -> TensorMap {
     }
     TensorMap(m.opaque)
 }
-const THREADS: u32 = 2 * 128 + 32;
-/// Dynamic shared memory a block may have: 227 KiB less the kernels' static arrays.
-const SMEM_LIMIT: usize = 227 * 1024 - 4096;
 
 /// e4m3fn code -> value (sign, 4 exponent bits with bias 7, 3 mantissa bits).
 fn e4m3(c: u8) -> f64 {
@@ -188,7 +188,7 @@ fn fp8_decode_gemm_on_the_warpgroup_mma() {
         include_dirs: opts.include_dirs.clone(),
         defines: vec![],
     };
-    let cubin = compile_cubin("wgmma_probe.cu", wgmma_probe_src::SRC, &copts).unwrap();
+    let cubin = compile_cubin("wgmma_probe.cu", experiment_src::WGMMA_PROBE, &copts).unwrap();
     let module = g.ctx().load_module(Ptx::from_binary(cubin)).unwrap();
     let probe = Probe {
         func: module.load_function("fp8_wgmma_probe").unwrap(),

@@ -9,8 +9,7 @@
 //! the dynamic loader reads that variable only at process start. Without either it skips
 //! and says how to install them.
 
-mod stream_chain_src;
-mod wgmma_probe_src;
+mod experiment_src;
 use kernels::compile::{CompileOptions, compile_with_usage};
 use kernels::sources::ALL;
 use std::path::{Path, PathBuf};
@@ -78,11 +77,11 @@ fn compile_all(include: PathBuf) {
         }
     }
     // The GPU-only streaming experiment builds on skinny_bulk.cu's pipeline.
-    let (cubin, _) = compile_with_usage("stream_chain.cu", stream_chain_src::SRC, &opts)
+    let (cubin, _) = compile_with_usage("stream_chain.cu", experiment_src::STREAM_CHAIN, &opts)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(&cubin[..4], b"\x7fELF", "stream_chain.cu: no cubin");
     // So does the warpgroup-MMA experiment (gpu_wgmma_probe).
-    let (cubin, _) = compile_with_usage("wgmma_probe.cu", wgmma_probe_src::SRC, &opts)
+    let (cubin, _) = compile_with_usage("wgmma_probe.cu", experiment_src::WGMMA_PROBE, &opts)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(&cubin[..4], b"\x7fELF", "wgmma_probe.cu: no cubin");
     assert!(

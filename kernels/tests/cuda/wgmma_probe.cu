@@ -75,10 +75,11 @@ __device__ __forceinline__ void wg_tensor_load(void* dst, const WgTensorMap* tm,
 // unit_k (split-K: y must be zeroed, each unit adds its sums atomically); block b takes
 // units b, b + gridDim.x, ... with its ring running on across them (persistent).
 // N % 64 == 0, unit_k % 512 == 0, K % unit_k == 0.
-__device__ __forceinline__ void wgmma_probe(const WgTensorMap& tm,
-                    const float* __restrict__ scale_inv, const uint4* __restrict__ xq,
-                    const float* __restrict__ xs, float* __restrict__ y, int M, int N, int K,
-                    int stages, int unit_k, int stream_only) {
+extern "C" __global__ void __launch_bounds__(WG_THREADS, 1)
+    fp8_wgmma_probe(const __grid_constant__ WgTensorMap tm, const float* __restrict__ scale_inv,
+                    const uint4* __restrict__ xq, const float* __restrict__ xs,
+                    float* __restrict__ y, int M, int N, int K, int stages, int unit_k,
+                    int stream_only) {
     extern __shared__ __align__(1024) unsigned char smem_base[];
     __shared__ __align__(8) unsigned long long full[WG_MAX_STAGES], empty[WG_MAX_STAGES];
     __shared__ float red[128][4];
@@ -223,12 +224,3 @@ __device__ __forceinline__ void wgmma_probe(const WgTensorMap& tm,
         asm volatile("bar.sync 1, 256;" ::: "memory");  // red is free for the next unit
     }
 }
-
-extern "C" __global__ void __launch_bounds__(WG_THREADS, 1)
-    fp8_wgmma_probe(const __grid_constant__ WgTensorMap tm, const float* __restrict__ scale_inv,
-                    const uint4* __restrict__ xq, const float* __restrict__ xs,
-                    float* __restrict__ y, int M, int N, int K, int stages, int unit_k,
-                    int stream_only) {
-    wgmma_probe(tm, scale_inv, xq, xs, y, M, N, K, stages, unit_k, stream_only);
-}
-

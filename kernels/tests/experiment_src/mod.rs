@@ -1,0 +1,25 @@
+//! The GPU experiments' CUDA sources: skinny_bulk.cu's pipeline and tiles (and common.cuh)
+//! in front of each experiment's own file in tests/cuda/. nvrtc_compile compiles them too,
+//! so a change to the pipeline that breaks an experiment fails CI, not the next GPU run.
+//! Each test binary uses part of it.
+#![allow(dead_code)]
+
+/// An experiment's file under tests/cuda/ behind the bulk pipeline it builds on.
+macro_rules! behind_bulk_pipeline {
+    ($file:literal) => {
+        concat!(
+            include_str!("../../cuda/common.cuh"),
+            "\n",
+            include_str!("../../cuda/skinny_tiles.cuh"),
+            "\n",
+            include_str!("../../cuda/skinny_bulk.cu"),
+            "\n",
+            include_str!(concat!("../cuda/", $file))
+        )
+    };
+}
+
+/// The streaming experiment (gpu_stream_chain.rs).
+pub const STREAM_CHAIN: &str = behind_bulk_pipeline!("stream_chain.cu");
+/// The warpgroup-MMA experiment (gpu_wgmma_probe.rs).
+pub const WGMMA_PROBE: &str = behind_bulk_pipeline!("wgmma_probe.cu");
