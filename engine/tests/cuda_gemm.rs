@@ -168,6 +168,10 @@ fn skinny_cases(g: Gpu) {
         let (s128, w128) = scaled(128, &mut r);
         let (s1, w1) = scaled(1, &mut r);
         let dcodes = up(&g, &codes);
+        // The same matrices tiled (ops::tile_weights), where the bulk pipeline reads them.
+        let bulk = g.tuning().skinny_bulk_bf16;
+        let dw_tiled = up_bf16(&g, &ops::tile_weights(&w, n, k));
+        let dcodes_tiled = up(&g, &ops::tile_weights(&codes, n, k));
         let (ds128, ds1) = (up(&g, &s128), up(&g, &s1));
         let fp8 = |s: &CudaSlice<f32>, rows: usize| (s.clone(), rows);
         let variants = [
@@ -186,11 +190,26 @@ fn skinny_cases(g: Gpu) {
                 n,
                 k,
                 interleave: 0,
+                layout: ops::WeightLayout::Rows,
             };
             ops::fp8_dequant_into(&g, &m8, &mut out.as_view_mut()).unwrap();
             let want: Vec<f32> = wref.iter().map(|&v| bf16::from_f32(v).to_f32()).collect();
             check(
                 &format!("fp8_dequant {what} {n}x{k} (exact)"),
+                &down_bf16(&g, &out),
+                &want,
+                1e-30,
+                0.0,
+            );
+            // From tiled codes: the same row-major bf16 matrix.
+            let m8t = ops::Fp8Matrix {
+                codes: &dcodes_tiled.as_view(),
+                layout: ops::WeightLayout::Tiled,
+                ..m8
+            };
+            ops::fp8_dequant_into(&g, &m8t, &mut out.as_view_mut()).unwrap();
+            check(
+                &format!("fp8_dequant {what} {n}x{k} from tiled codes (exact)"),
                 &down_bf16(&g, &out),
                 &want,
                 1e-30,
@@ -207,6 +226,7 @@ fn skinny_cases(g: Gpu) {
                         &g,
                         &dx.as_view(),
                         &dw.as_view(),
+                        ops::WeightLayout::Rows,
                         n,
                         k,
                         &mut y.as_view_mut(),
@@ -222,12 +242,53 @@ fn skinny_cases(g: Gpu) {
                             n,
                             k,
                             interleave: 0,
+                            layout: ops::WeightLayout::Rows,
                         },
                         &mut y.as_view_mut(),
                     ),
                 }
                 .unwrap();
                 let got = down(&g, &y);
+                // Tiled weights: only the copies' source addresses change, so the same bits
+                // (the register pipeline refuses them, naming the pipeline).
+                let mut yt = g.stream().alloc_zeros::<f32>(m * n).unwrap();
+                let tiled = match f {
+                    None => ops::skinny_gemm_into(
+                        &g,
+                        &dx.as_view(),
+                        &dw_tiled.as_view(),
+                        ops::WeightLayout::Tiled,
+                        n,
+                        k,
+                        &mut yt.as_view_mut(),
+                    ),
+                    Some((ds, rows)) => ops::skinny_gemm_fp8_into(
+                        &g,
+                        &dx.as_view(),
+                        &ops::Fp8Matrix {
+                            codes: &dcodes_tiled.as_view(),
+                            scale_inv: &ds.as_view(),
+                            scale_rows: *rows,
+                            n,
+                            k,
+                            interleave: 0,
+                            layout: ops::WeightLayout::Tiled,
+                        },
+                        &mut yt.as_view_mut(),
+                    ),
+                };
+                if bulk {
+                    tiled.unwrap();
+                    let gt = down(&g, &yt);
+                    let same = got.iter().zip(&gt).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(
+                        same,
+                        "skinny {pipe} {kind} m={m} n={n} k={k}: tiled != row-major"
+                    );
+                } else {
+                    let e = tiled.unwrap_err().to_string();
+                    assert!(e.contains("bulk-copy pipeline"), "{e}");
+                }
                 let mut err = vec![0f32; m * n];
                 for t in 0..m {
                     for j in 0..n {
@@ -300,10 +361,11 @@ fn gate_up_cases(g: Gpu) {
             .map(|&v| bf16::from_f32(v))
             .collect();
         let dwb = up(&g, &il_b);
-        let dcodes = up(
-            &g,
-            &ops::interleave_gate_up(&codes[..half], &codes[half..], k),
-        );
+        let il_codes = ops::interleave_gate_up(&codes[..half], &codes[half..], k);
+        let dcodes = up(&g, &il_codes);
+        // Tiled copies (ops::tile_weights) for the bulk pipeline.
+        let dwb_tiled = up(&g, &ops::tile_weights(&il_b, n, k));
+        let dcodes_tiled = up(&g, &ops::tile_weights(&il_codes, n, k));
         let dscales = up(&g, &scales);
         let (cv, sv) = (dcodes.as_view(), dscales.as_view());
         let m8 = ops::Fp8Matrix {
@@ -313,6 +375,7 @@ fn gate_up_cases(g: Gpu) {
             n,
             k,
             interleave: inter,
+            layout: ops::WeightLayout::Rows,
         };
         // Prefill dequantization: interleaved rows, each scaled by its original row's scale.
         let mut deq = g.stream().alloc_zeros::<bf16>(n * k).unwrap();
@@ -337,16 +400,57 @@ fn gate_up_cases(g: Gpu) {
                 let mut act2 = g.stream().alloc_zeros::<bf16>(m * inter).unwrap();
                 let (xv, mut av) = (dx.as_view(), act.as_view_mut());
                 if kind == "bf16" {
-                    ops::skinny_gemm_swiglu_into(&g, &xv, &dwb.as_view(), inter, k, &mut av)
-                        .unwrap();
-                    ops::skinny_gemm_into(&g, &xv, &dwb.as_view(), n, k, &mut gu.as_view_mut())
-                        .unwrap();
+                    ops::skinny_gemm_swiglu_into(
+                        &g,
+                        &xv,
+                        &dwb.as_view(),
+                        ops::WeightLayout::Rows,
+                        inter,
+                        k,
+                        &mut av,
+                    )
+                    .unwrap();
+                    ops::skinny_gemm_into(
+                        &g,
+                        &xv,
+                        &dwb.as_view(),
+                        ops::WeightLayout::Rows,
+                        n,
+                        k,
+                        &mut gu.as_view_mut(),
+                    )
+                    .unwrap();
                 } else {
                     ops::skinny_gemm_fp8_swiglu_into(&g, &xv, &m8, &mut av).unwrap();
                     ops::skinny_gemm_fp8_into(&g, &xv, &m8, &mut gu.as_view_mut()).unwrap();
                 }
                 ops::swiglu_into(&g, &gu.as_view(), inter, true, &mut act2.as_view_mut()).unwrap();
                 let got = down_bf16(&g, &act);
+                if g.tuning().skinny_bulk_bf16 {
+                    // Tiled weights: the same bits.
+                    let mut act_t = g.stream().alloc_zeros::<bf16>(m * inter).unwrap();
+                    let mut avt = act_t.as_view_mut();
+                    let tv = dcodes_tiled.as_view();
+                    if kind == "bf16" {
+                        let w = dwb_tiled.as_view();
+                        let tiled = ops::WeightLayout::Tiled;
+                        ops::skinny_gemm_swiglu_into(&g, &xv, &w, tiled, inter, k, &mut avt)
+                    } else {
+                        let m8t = ops::Fp8Matrix {
+                            codes: &tv,
+                            layout: ops::WeightLayout::Tiled,
+                            ..m8
+                        };
+                        ops::skinny_gemm_fp8_swiglu_into(&g, &xv, &m8t, &mut avt)
+                    }
+                    .unwrap();
+                    let gt = down_bf16(&g, &act_t);
+                    let same = got.iter().zip(&gt).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(
+                        same,
+                        "gate_up+swiglu {pipe} {kind} m={m} inter={inter} k={k}: tiled != row-major"
+                    );
+                }
                 let what = format!("gate_up+swiglu {pipe} {kind} m={m} inter={inter} k={k}");
                 check(
                     &format!("{what} vs unfused"),

@@ -141,6 +141,16 @@ fn early_attention_loads_give_the_same_logits() {
     same_logits(|t, on| t.attention_early_loads = on, "early K/V loads");
 }
 
+/// Decode weights tiled (Tuning::tiled_weights: each ring stage one contiguous run of
+/// bytes) against row-major: only the bulk copies' sources move, so the same logits bit
+/// for bit. The 10-token prefill reads the row-major bf16 matrices, or dequantizes the
+/// tiled FP8 codes.
+#[test]
+#[ignore = "gpu"]
+fn tiled_weights_give_the_same_logits() {
+    same_logits(|t, on| t.tiled_weights = on, "tiled weights");
+}
+
 /// The FP8 GEMMs with x staged in shared memory as f16 (Tuning::x_smem_kb, the `*_xs`
 /// kernels) against x loaded through L1 at every stage: the same f16 values into the same
 /// MMAs, so the same logits bit for bit (bf16 runs too, on unchanged kernels).

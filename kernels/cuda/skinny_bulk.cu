@@ -90,11 +90,16 @@ __device__ __forceinline__ void ring_init(unsigned long long* full, unsigned lon
 
 // The producer warp's stage i of the ring's life (k: the stage's place in its tile's rows):
 // wait until the warps have emptied the slot, then copy bytes k * TM_ROW_BYTES.. of the
-// tile's `rows` rows (src: this lane's row) into it.
+// tile's `rows` rows into it, each lane one row. `tile` points at the tile's first row.
+// Weights in the checkpoint's row-major layout (tiled = 0) have each row's piece
+// row_bytes from the next; tiled weights (ops::tile_weights, tiled = 1) hold a tile's
+// stages one after another, each stage's `rows` pieces side by side, so that a stage is
+// one contiguous run of bytes. H200, the 144 layer linears of a step streamed by this ring
+// alone (gpu_copy_ceiling): 4.23 TB/s row-major, 4.63 tiled.
 __device__ __forceinline__ void produce_stage(unsigned char* ring, unsigned long long* full,
                                               unsigned long long* empty, int i, int k,
                                               int stages, int row_bytes, int rows,
-                                              const unsigned char* src,
+                                              const unsigned char* tile, int tiled,
                                               unsigned long long policy) {
     const int lane = threadIdx.x & 31;
     const int s = i % stages;
@@ -103,8 +108,10 @@ __device__ __forceinline__ void produce_stage(unsigned char* ring, unsigned long
     const int bytes = min(TM_ROW_BYTES, row_bytes - off);
     if (lane == 0) mbar_arrive_tx(&full[s], bytes * rows);
     __syncwarp();
+    const unsigned char* src = tiled ? tile + (size_t)rows * off + (size_t)lane * bytes
+                                     : tile + (size_t)lane * row_bytes + off;
     if (lane < rows)
-        bulk_load(ring + s * TM_STAGE_BYTES + lane * TM_ROW_STRIDE, src + off, bytes, &full[s],
+        bulk_load(ring + s * TM_STAGE_BYTES + lane * TM_ROW_STRIDE, src, bytes, &full[s],
                   policy);
 }
 
@@ -131,7 +138,7 @@ __device__ __forceinline__ void consume_stage(const Tile& tile, typename Tile::S
 // copied: their stale shared memory only reaches their own outputs, which are not stored.
 template <class Tile, class Out>
 __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __restrict__ y, int M,
-                                                     int N, int n0, int stages) {
+                                                     int N, int n0, int stages, int tiled) {
     extern __shared__ __align__(128) unsigned char ring[];
     __shared__ __align__(8) unsigned long long full[TM_MAX_STAGES], empty[TM_MAX_STAGES];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -142,9 +149,9 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
         unsigned long long policy;
         asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
         const int rows = min(16, N - n0);
-        const unsigned char* src = tile.bytes() + (size_t)(n0 + lane) * row_bytes;
+        const unsigned char* tb = tile.bytes() + (size_t)n0 * row_bytes;
         for (int i = 0; i < nst; ++i)
-            produce_stage(ring, full, empty, i, i, stages, row_bytes, rows, src, policy);
+            produce_stage(ring, full, empty, i, i, stages, row_bytes, rows, tb, tiled, policy);
         return;
     }
     float c[4] = {0.f, 0.f, 0.f, 0.f};
@@ -167,7 +174,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
 template <class MakeTile, class Out>
 __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
                                                            Out* __restrict__ y, int M, int N,
-                                                           int stages) {
+                                                           int stages, int tiled) {
     using Tile = decltype(make(0u));
     extern __shared__ __align__(128) unsigned char ring[];
     __shared__ __align__(8) unsigned long long full[TM_MAX_STAGES], empty[TM_MAX_STAGES];
@@ -183,9 +190,10 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
         int i = 0;
         for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
             const int n0 = (int)tile * 16, rows = min(16, N - n0);
-            const unsigned char* src = first.bytes() + (size_t)(n0 + lane) * row_bytes;
+            const unsigned char* tb = first.bytes() + (size_t)n0 * row_bytes;
             for (int k = 0; k < nst; ++k, ++i)
-                produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, src, policy);
+                produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, tb, tiled,
+                              policy);
         }
         return;
     }
@@ -209,37 +217,37 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
 extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
     skinny_gemm_bf16_bulk(const __nv_bfloat16* __restrict__ x,
                           const __nv_bfloat16* __restrict__ w, float* __restrict__ y,
-                          int M, int N, int K, int stages) {
+                          int M, int N, int K, int stages, int tiled) {
     pdl_trigger();
     const TileBf16 tile(x, w, M, N, K, blockIdx.x);
-    skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);
+    skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages, tiled);
 }
 extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
     skinny_gemm_bf16_swiglu_bulk(const __nv_bfloat16* __restrict__ x,
                                  const __nv_bfloat16* __restrict__ w,
                                  __nv_bfloat16* __restrict__ act, int M, int N, int K,
-                                 int stages) {
+                                 int stages, int tiled) {
     pdl_trigger();
     const TileBf16 tile(x, w, M, N, K, blockIdx.x);
-    skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);
+    skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages, tiled);
 }
 extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
     skinny_gemm_bf16_bulk_persistent(const __nv_bfloat16* __restrict__ x,
                                      const __nv_bfloat16* __restrict__ w,
                                      float* __restrict__ y, int M, int N, int K,
-                                     int stages) {
+                                     int stages, int tiled) {
     pdl_trigger();
     skinny_pipeline_bulk_tiles(
-        [&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, y, M, N, stages);
+        [&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, y, M, N, stages, tiled);
 }
 extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
     skinny_gemm_bf16_swiglu_bulk_persistent(const __nv_bfloat16* __restrict__ x,
                                             const __nv_bfloat16* __restrict__ w,
                                             __nv_bfloat16* __restrict__ act, int M,
-                                            int N, int K, int stages) {
+                                            int N, int K, int stages, int tiled) {
     pdl_trigger();
     skinny_pipeline_bulk_tiles(
-        [&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, act, M, N, stages);
+        [&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, act, M, N, stages, tiled);
 }
 
 // The FP8 kernels with x staged in shared memory (TileFp8S) keep it behind the ring's
@@ -253,41 +261,43 @@ __device__ __forceinline__ uint4* staged_x(int stages) {
 // The four FP8 entry points of one tile kind (SUF): one-tile and persistent, each with f32
 // output and with SwiGLU (gate|up interleaved, bf16 act). TILE(t) builds tile t from the
 // kernel's arguments.
-#define TM_FP8_ENTRIES(SUF, TILE)                                                             \
-    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
-        skinny_gemm_fp8_bulk##SUF(const __nv_bfloat16* __restrict__ x,                        \
-                                  const unsigned char* __restrict__ w,                        \
-                                  const float* __restrict__ scale_inv, float* __restrict__ y, \
-                                  int M, int N, int K, int R, int il, int stages) {           \
-        pdl_trigger();                                                                        \
-        const auto tile = TILE(blockIdx.x);                                                   \
-        skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages);                                 \
-    }                                                                                         \
-    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
-        skinny_gemm_fp8_swiglu_bulk##SUF(const __nv_bfloat16* __restrict__ x,                 \
-                                         const unsigned char* __restrict__ w,                 \
-                                         const float* __restrict__ scale_inv,                 \
+#define TM_FP8_ENTRIES(SUF, TILE)                                                              \
+    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
+        skinny_gemm_fp8_bulk##SUF(const __nv_bfloat16* __restrict__ x,                         \
+                                  const unsigned char* __restrict__ w,                         \
+                                  const float* __restrict__ scale_inv, float* __restrict__ y,  \
+                                  int M, int N, int K, int R, int il, int stages, int tiled) { \
+        pdl_trigger();                                                                         \
+        const auto tile = TILE(blockIdx.x);                                                    \
+        skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages, tiled);                           \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
+        skinny_gemm_fp8_swiglu_bulk##SUF(const __nv_bfloat16* __restrict__ x,                  \
+                                         const unsigned char* __restrict__ w,                  \
+                                         const float* __restrict__ scale_inv,                  \
                                          __nv_bfloat16* __restrict__ act, int M, int N, int K, \
-                                         int R, int il, int stages) {                         \
-        pdl_trigger();                                                                        \
-        const auto tile = TILE(blockIdx.x);                                                   \
-        skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages);                               \
-    }                                                                                         \
-    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
-        skinny_gemm_fp8_bulk_persistent##SUF(                                                 \
-            const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,         \
-            const float* __restrict__ scale_inv, float* __restrict__ y, int M, int N, int K,  \
-            int R, int il, int stages) {                                                      \
-        pdl_trigger();                                                                        \
-        skinny_pipeline_bulk_tiles([&](unsigned t) { return TILE(t); }, y, M, N, stages);     \
-    }                                                                                         \
-    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                               \
-        skinny_gemm_fp8_swiglu_bulk_persistent##SUF(                                          \
-            const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,         \
-            const float* __restrict__ scale_inv, __nv_bfloat16* __restrict__ act, int M,      \
-            int N, int K, int R, int il, int stages) {                                        \
-        pdl_trigger();                                                                        \
-        skinny_pipeline_bulk_tiles([&](unsigned t) { return TILE(t); }, act, M, N, stages);   \
+                                         int R, int il, int stages, int tiled) {               \
+        pdl_trigger();                                                                         \
+        const auto tile = TILE(blockIdx.x);                                                    \
+        skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages, tiled);                         \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
+        skinny_gemm_fp8_bulk_persistent##SUF(                                                  \
+            const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,          \
+            const float* __restrict__ scale_inv, float* __restrict__ y, int M, int N, int K,   \
+            int R, int il, int stages, int tiled) {                                            \
+        pdl_trigger();                                                                         \
+        skinny_pipeline_bulk_tiles([&](unsigned t) { return TILE(t); }, y, M, N, stages,       \
+                                   tiled);                                                     \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
+        skinny_gemm_fp8_swiglu_bulk_persistent##SUF(                                           \
+            const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,          \
+            const float* __restrict__ scale_inv, __nv_bfloat16* __restrict__ act, int M,       \
+            int N, int K, int R, int il, int stages, int tiled) {                              \
+        pdl_trigger();                                                                         \
+        skinny_pipeline_bulk_tiles([&](unsigned t) { return TILE(t); }, act, M, N, stages,     \
+                                   tiled);                                                     \
     }
 
 // x loaded through L1 at each stage (TileFp8), or staged whole (TileFp8S).

@@ -83,7 +83,7 @@ extern "C" __global__ void __launch_bounds__(SG_WARPS * 32, 2)
 extern "C" __global__ void fp8_dequant_bf16(const unsigned char* __restrict__ w,
                                             const float* __restrict__ scale_inv,
                                             __nv_bfloat16* __restrict__ out, int N, int K,
-                                            int R, int il) {
+                                            int R, int il, int tiled) {
     pdl_trigger();
     pdl_wait();
     const size_t i8 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;  // group of 8 codes
@@ -92,7 +92,15 @@ extern "C" __global__ void fp8_dequant_bf16(const unsigned char* __restrict__ w,
     const size_t e = i8 * 8;
     const int n = (int)(e / K), k = (int)(e % K);
     const float s = scale_inv[(size_t)fp8_scale_row(n, il, R) * ((K + 127) / 128) + k / 128];
-    const uint2 v = *reinterpret_cast<const uint2*>(w + e);
+    // Tiled codes (ops::tiled_index): tile of 16 rows, then 1 KB pieces, each piece's rows
+    // side by side. A group of 8 codes never straddles a piece (K % 8 == 0).
+    size_t src = e;
+    if (tiled) {
+        const int n0 = n & ~15, rows = min(16, N - n0), c0 = k & ~1023;
+        src = (size_t)n0 * K + (size_t)rows * c0 + (size_t)(n - n0) * min(1024, K - c0) +
+              (k - c0);
+    }
+    const uint2 v = *reinterpret_cast<const uint2*>(w + src);
     const unsigned words[2] = {v.x, v.y};
     __align__(16) __nv_bfloat162 o[4];
 #pragma unroll

@@ -92,6 +92,11 @@ impl<'g> Launch<'g> {
         })
     }
 
+    /// The op's name, for errors.
+    pub fn op(&self) -> &'static str {
+        self.op
+    }
+
     /// A read-only device buffer.
     pub fn input<T>(&mut self, v: &CudaView<'_, T>) -> &mut Self {
         let (p, _sync) = v.device_ptr(self.gpu.stream());

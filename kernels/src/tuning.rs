@@ -112,6 +112,14 @@ pub struct Tuning {
     /// with it 1.1 us, and whole steps at batch 1 -115 us (bf16) and -150 us (FP8).
     /// `LATLAB_ATTENTION_D32=0|1`.
     pub attention_d32: bool,
+    /// The engine uploads the decode GEMMs' weights tiled (`ops::tile_weights`: each ring
+    /// stage one contiguous run of bytes) where the bulk pipeline reads them. The ring
+    /// alone streams a step's layer linears at 4.63 TB/s tiled against 4.23 row-major (H200,
+    /// gpu_copy_ceiling, session 12). bf16 models keep their row-major matrices too, for
+    /// prefill's cuBLAS GEMMs: 2 more bytes of GPU memory per layer weight (13.9 GB at
+    /// Qwen3-8B); FP8 codes are tiled in place (prefill reads the bf16 copies, or
+    /// dequantizes from either layout). `LATLAB_TILED_WEIGHTS=0|1`.
+    pub tiled_weights: bool,
 }
 
 /// The block targets `Tuning::attention_blocks` takes.
@@ -155,6 +163,7 @@ impl Default for Tuning {
             attention_cluster: AttentionCluster::Fp8Only,
             x_smem_kb: 25,
             attention_d32: true,
+            tiled_weights: true,
         }
     }
 }
@@ -190,13 +199,24 @@ impl Tuning {
         self.attention_cluster == AttentionCluster::On
     }
 
+    /// Whether decode weights (FP8 codes when `fp8`, else bf16) are uploaded tiled: asked
+    /// for, and read by the bulk pipeline (the register pipeline reads row-major only).
+    pub fn tiles_weights(&self, fp8: bool) -> bool {
+        self.tiled_weights
+            && if fp8 {
+                self.skinny_bulk_fp8
+            } else {
+                self.skinny_bulk_bf16
+            }
+    }
+
     /// The defaults, overridden by `LATLAB_PDL`, `LATLAB_PREFILL_ATTENTION`,
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
     /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
     /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
-    /// `LATLAB_X_SMEM_KB` and `LATLAB_ATTENTION_D32` when set.
+    /// `LATLAB_X_SMEM_KB`, `LATLAB_ATTENTION_D32` and `LATLAB_TILED_WEIGHTS` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -220,6 +240,7 @@ impl Tuning {
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_d32: get("LATLAB_ATTENTION_D32", d.attention_d32)?,
+            tiled_weights: get("LATLAB_TILED_WEIGHTS", d.tiled_weights)?,
             attention_cluster: match var("LATLAB_ATTENTION_CLUSTER").as_deref() {
                 None => d.attention_cluster,
                 Some("0") => AttentionCluster::Off,
@@ -295,6 +316,7 @@ mod tests {
             ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
             ("LATLAB_X_SMEM_KB", "64"),
             ("LATLAB_ATTENTION_D32", "0"),
+            ("LATLAB_TILED_WEIGHTS", "0"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
@@ -325,6 +347,7 @@ mod tests {
         );
         assert_eq!((d.x_smem_kb, t.x_smem_kb), (25, 64));
         assert!(d.attention_d32 && !t.attention_d32);
+        assert!(d.tiled_weights && !t.tiled_weights);
         let e = with(&[("LATLAB_X_SMEM_KB", "228")])
             .unwrap_err()
             .to_string();

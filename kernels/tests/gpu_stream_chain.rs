@@ -100,7 +100,9 @@ impl W {
         let xv = x.slice(..m * k);
         let mut yv = y.slice_mut(..m * n);
         match self {
-            W::Bf16(w) => ops::skinny_gemm_into(g, &xv, &w.as_view(), n, k, &mut yv),
+            W::Bf16(w) => {
+                ops::skinny_gemm_into(g, &xv, &w.as_view(), ops::WeightLayout::Rows, n, k, &mut yv)
+            }
             W::Fp8(c, s) => {
                 let (cv, sv) = (c.as_view(), s.as_view());
                 let m8 = ops::Fp8Matrix {
@@ -110,6 +112,7 @@ impl W {
                     n,
                     k,
                     interleave: 0,
+                    layout: ops::WeightLayout::Rows,
                 };
                 ops::skinny_gemm_fp8_into(g, &xv, &m8, &mut yv)
             }

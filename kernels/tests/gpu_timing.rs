@@ -52,8 +52,16 @@ fn qwen3_8b_step_kernel_times() {
             let x: CudaSlice<bf16> = s.alloc_zeros(m * k).unwrap();
             let mut y: CudaSlice<f32> = s.alloc_zeros(m * n).unwrap();
             let b = time_us(&g, || {
-                ops::skinny_gemm_into(&g, &x.as_view(), &w.as_view(), n, k, &mut y.as_view_mut())
-                    .unwrap()
+                ops::skinny_gemm_into(
+                    &g,
+                    &x.as_view(),
+                    &w.as_view(),
+                    ops::WeightLayout::Rows,
+                    n,
+                    k,
+                    &mut y.as_view_mut(),
+                )
+                .unwrap()
             });
             let c = time_us(&g, || {
                 let m8 = ops::Fp8Matrix {
@@ -63,6 +71,7 @@ fn qwen3_8b_step_kernel_times() {
                     n,
                     k,
                     interleave: 0,
+                    layout: ops::WeightLayout::Rows,
                 };
                 ops::skinny_gemm_fp8_into(&g, &x.as_view(), &m8, &mut y.as_view_mut()).unwrap()
             });
@@ -343,9 +352,15 @@ fn whole_model_linears(g: &Gpu, tunings: &[(String, Gpu)], quick: bool) {
                         let xs = x.slice(..m * k);
                         let mut ys = y.slice_mut(..m * n);
                         match kind {
-                            "skinny bf16" => {
-                                ops::skinny_gemm_into(g, &xs, &bf[l][i].as_view(), n, k, &mut ys)
-                            }
+                            "skinny bf16" => ops::skinny_gemm_into(
+                                g,
+                                &xs,
+                                &bf[l][i].as_view(),
+                                ops::WeightLayout::Rows,
+                                n,
+                                k,
+                                &mut ys,
+                            ),
                             "cublas" => ops::gemm_into(g, &xs, &bf[l][i].as_view(), n, k, &mut ys),
                             _ => ops::skinny_gemm_fp8_into(
                                 g,
@@ -357,6 +372,7 @@ fn whole_model_linears(g: &Gpu, tunings: &[(String, Gpu)], quick: bool) {
                                     n,
                                     k,
                                     interleave: 0,
+                                    layout: ops::WeightLayout::Rows,
                                 },
                                 &mut ys,
                             ),
@@ -368,7 +384,15 @@ fn whole_model_linears(g: &Gpu, tunings: &[(String, Gpu)], quick: bool) {
                 let mut ys = y.slice_mut(..m * vocab);
                 match kind {
                     "cublas" => ops::gemm_into(g, &xs, &head.as_view(), vocab, hd, &mut ys),
-                    _ => ops::skinny_gemm_into(g, &xs, &head.as_view(), vocab, hd, &mut ys),
+                    _ => ops::skinny_gemm_into(
+                        g,
+                        &xs,
+                        &head.as_view(),
+                        ops::WeightLayout::Rows,
+                        vocab,
+                        hd,
+                        &mut ys,
+                    ),
                 }
                 .unwrap();
             });

@@ -84,6 +84,10 @@ fn compile_all(include: PathBuf) {
     let (cubin, _) = compile_with_usage("wgmma_probe.cu", experiment_src::WGMMA_PROBE, &opts)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(&cubin[..4], b"\x7fELF", "wgmma_probe.cu: no cubin");
+    // And the copy-ceiling experiment (gpu_copy_ceiling).
+    let (cubin, _) = compile_with_usage("copy_ceiling.cu", experiment_src::COPY_CEILING, &opts)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(&cubin[..4], b"\x7fELF", "copy_ceiling.cu: no cubin");
     assert!(
         spills.is_empty(),
         "kernels spill registers (see MAY_SPILL): {}",

@@ -2,7 +2,7 @@
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
-# sweep splits fp8bulk bench prefill fp8prefill early http hf stream trace wgmma" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
+# sweep splits fp8bulk bench prefill fp8prefill early http hf stream trace wgmma copy" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
 # by default; its correctness tests run in "tests").
 set -uo pipefail
@@ -45,6 +45,12 @@ if has wgmma; then
   # (experiment: kernels/tests/gpu_wgmma_probe.rs).
   timeout 300 $T/gpu_wgmma_probe --ignored --nocapture > "$OUT/wgmma.log" 2>&1; echo "wgmma rc=$?"
   grep -E "^\||panicked" "$OUT/wgmma.log"
+fi
+if has copy; then
+  # How fast the step's weights stream by each way of moving them, with no multiplying
+  # (experiment: kernels/tests/gpu_copy_ceiling.rs).
+  timeout 300 $T/gpu_copy_ceiling --ignored --nocapture > "$OUT/copy.log" 2>&1; echo "copy rc=$?"
+  grep -E "^\||panicked" "$OUT/copy.log"
 fi
 if has normvec; then
   # The lean norm kernels (LATLAB_NORM_VEC, on by default): whole decode steps with 0 and 1.

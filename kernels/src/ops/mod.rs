@@ -11,6 +11,7 @@ mod elementwise;
 mod prefill_attention;
 mod skinny;
 mod skinny_plan;
+mod weight_layout;
 
 pub use argmax::{ARGMAX_PARTS, argmax_into};
 pub use attention::{AttnDims, PagedAttnArgs, RopeKvArgs, qk_norm_rope_kv_into};
@@ -30,6 +31,7 @@ pub use skinny::{
     skinny_gemm_fp8_into, skinny_gemm_fp8_swiglu_into, skinny_gemm_into, skinny_gemm_swiglu_into,
 };
 pub use skinny_plan::skinny_kernel;
+pub use weight_layout::{STAGE_ROW_BYTES, WeightLayout, tile_weights, tiled_index};
 
 use crate::error::{KernelError, Result};
 

@@ -5,6 +5,7 @@
 
 use super::skinny_plan::{bulk_args, launch_cfg, start, weights};
 use super::to_i32;
+use super::weight_layout::WeightLayout;
 use crate::error::{Result, check};
 use crate::gpu::Gpu;
 use crate::launch::Launch;
@@ -41,12 +42,13 @@ fn check_bf16_weights(op: &'static str, w_len: usize, n: usize, k: usize) -> Res
     check(w_len == n * k, op, || format!("w {w_len} != {n} x {k}"))
 }
 
-/// y[m, n] = sum_k x[m, k] w[n, k]: x [m, k] bf16 (1 <= m <= 8), w [n, k] bf16 (HF layout),
-/// y [m, n] f32; k % 8 == 0 (16-byte loads).
+/// y[m, n] = sum_k x[m, k] w[n, k]: x [m, k] bf16 (1 <= m <= 8), w [n, k] bf16 (HF layout,
+/// or tiled: `WeightLayout`), y [m, n] f32; k % 8 == 0 (16-byte loads).
 pub fn skinny_gemm_into(
     gpu: &Gpu,
     x: &CudaView<'_, bf16>,
     w: &CudaView<'_, bf16>,
+    layout: WeightLayout,
     n: usize,
     k: usize,
     y: &mut CudaViewMut<'_, f32>,
@@ -54,7 +56,7 @@ pub fn skinny_gemm_into(
     const OP: &str = "skinny_gemm_bf16";
     check_bf16_weights(OP, w.len(), n, k)?;
     let m = rows_of(OP, x.len(), k, y.len(), n)?;
-    launch_bf16(gpu, OP, x, w, (m, n, k), y)
+    launch_bf16(gpu, OP, x, (w, layout), (m, n, k), y)
 }
 
 /// Launch a bf16 skinny kernel whose shapes the caller checked: x [m, k], w [n, k], out.
@@ -62,16 +64,16 @@ fn launch_bf16<O>(
     gpu: &Gpu,
     op: &'static str,
     x: &CudaView<'_, bf16>,
-    w: &CudaView<'_, bf16>,
+    (w, layout): (&CudaView<'_, bf16>, WeightLayout),
     (m, n, k): (usize, usize, usize),
     out: &mut CudaViewMut<'_, O>,
 ) -> Result<()> {
     let (mi, ni, ki) = (m as i32, to_i32(op, "n", n)?, to_i32(op, "k", k)?);
     let (mut b, pipe) = start(gpu, op, (m, n, k))?;
     b.input(x);
-    weights(&mut b, w, pipe)?;
+    weights(&mut b, w, layout, pipe)?;
     b.output(out).i32(mi).i32(ni).i32(ki);
-    bulk_args(&mut b, pipe);
+    bulk_args(&mut b, pipe, layout);
     // SAFETY: the caller checked the shapes; k % 8 == 0 keeps every row 16-byte aligned
     // given cudarc's 256-byte-aligned allocations (views at row offsets keep it too).
     unsafe { b.launch(launch_cfg(n, pipe)) }?;
@@ -82,7 +84,8 @@ fn launch_bf16<O>(
 /// [ceil(n / scale_rows), ceil(k / 128)] f32, real weight = code * scale_inv[n /
 /// scale_rows][k / 128]. scale_rows is 128 in the Qwen3-8B-FP8 layout (1: a row each).
 /// `interleave` > 0: the codes are gate|up rows interleaved by `interleave_gate_up` (n = 2
-/// x interleave) while the scales stay in gate-then-up order; 0: plain rows.
+/// x interleave) while the scales stay in gate-then-up order; 0: plain rows. `layout`:
+/// how the codes lie (the scales are always row-major).
 pub struct Fp8Matrix<'a, 'b> {
     pub codes: &'a CudaView<'b, u8>,
     pub scale_inv: &'a CudaView<'b, f32>,
@@ -90,6 +93,7 @@ pub struct Fp8Matrix<'a, 'b> {
     pub n: usize,
     pub k: usize,
     pub interleave: usize,
+    pub layout: WeightLayout,
 }
 
 impl Fp8Matrix<'_, '_> {
@@ -152,10 +156,10 @@ fn launch_fp8<O>(
     let il = to_i32(op, "interleave", w.interleave)?;
     let (mut b, pipe) = start(gpu, op, (m, w.n, w.k))?;
     b.input(x);
-    weights(&mut b, w.codes, pipe)?;
+    weights(&mut b, w.codes, w.layout, pipe)?;
     b.input(w.scale_inv).output(out);
     b.i32(m as i32).i32(ni).i32(ki).i32(ri).i32(il);
-    bulk_args(&mut b, pipe);
+    bulk_args(&mut b, pipe, w.layout);
     // SAFETY: the caller checked the shapes; k % 16 == 0 keeps every fp8 row 16-byte
     // aligned.
     unsafe { b.launch(launch_cfg(w.n, pipe)) }?;
@@ -191,6 +195,7 @@ pub fn skinny_gemm_swiglu_into(
     gpu: &Gpu,
     x: &CudaView<'_, bf16>,
     w: &CudaView<'_, bf16>,
+    layout: WeightLayout,
     inter: usize,
     k: usize,
     act: &mut CudaViewMut<'_, bf16>,
@@ -202,7 +207,7 @@ pub fn skinny_gemm_swiglu_into(
     let n = 2 * inter;
     check_bf16_weights(OP, w.len(), n, k)?;
     let m = rows_of(OP, x.len(), k, act.len(), inter)?;
-    launch_bf16(gpu, OP, x, w, (m, n, k), act)
+    launch_bf16(gpu, OP, x, (w, layout), (m, n, k), act)
 }
 
 /// `skinny_gemm_swiglu_into` with FP8 weights: `w.interleave` must be `w.n / 2`.
@@ -221,7 +226,8 @@ pub fn skinny_gemm_fp8_swiglu_into(
     launch_fp8(gpu, OP, x, w, m, sizes, act)
 }
 
-/// out [n, k] bf16 = the FP8 matrix's values (prefill runs cuBLAS on them); k % 8 == 0.
+/// out [n, k] bf16 (row-major, whatever the codes' layout) = the FP8 matrix's values
+/// (prefill runs cuBLAS on them); k % 8 == 0.
 pub fn fp8_dequant_into(
     gpu: &Gpu,
     w: &Fp8Matrix<'_, '_>,
@@ -241,7 +247,8 @@ pub fn fp8_dequant_into(
         .i32(ni)
         .i32(ki)
         .i32(ri)
-        .i32(il);
+        .i32(il)
+        .i32(w.layout.arg());
     let cfg = LaunchConfig {
         grid_dim: (groups.div_ceil(256), 1, 1),
         block_dim: (256, 1, 1),

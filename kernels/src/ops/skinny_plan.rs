@@ -5,7 +5,8 @@
 //! launch through `start`.
 
 use super::skinny::{THREADS, TILE_N};
-use crate::error::Result;
+use super::weight_layout::WeightLayout;
+use crate::error::{Result, check};
 use crate::gpu::{Gpu, Tuning};
 use crate::launch::Launch;
 use cudarc::driver::{CudaView, LaunchConfig};
@@ -161,18 +162,27 @@ pub fn skinny_kernel(
     names[persistent as usize]
 }
 
-/// The bulk kernels' trailing argument: their ring depth.
-pub(super) fn bulk_args(b: &mut Launch<'_>, pipe: Pipe) {
+/// The bulk kernels' trailing arguments: their ring depth and the weights' layout.
+pub(super) fn bulk_args(b: &mut Launch<'_>, pipe: Pipe, layout: WeightLayout) {
     if let Pipe::Bulk { stages, .. } = pipe {
-        b.i32(stages as i32);
+        b.i32(stages as i32).i32(layout.arg());
     }
 }
 
-/// Weight argument: the bulk kernels copy from it and need 16-byte alignment.
-pub(super) fn weights<T>(b: &mut Launch<'_>, w: &CudaView<'_, T>, pipe: Pipe) -> Result<()> {
+/// Weight argument: the bulk kernels copy from it and need 16-byte alignment; the register
+/// pipeline reads row-major weights only.
+pub(super) fn weights<T>(
+    b: &mut Launch<'_>,
+    w: &CudaView<'_, T>,
+    layout: WeightLayout,
+    pipe: Pipe,
+) -> Result<()> {
     match pipe {
         Pipe::Bulk { .. } => b.input_aligned16(w, "weights").map(drop),
         Pipe::Regs => {
+            check(layout == WeightLayout::Rows, b.op(), || {
+                "tiled weights need the bulk-copy pipeline (LATLAB_SKINNY_BULK_*=1)".to_string()
+            })?;
             b.input(w);
             Ok(())
         }

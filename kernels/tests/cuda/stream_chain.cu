@@ -74,9 +74,10 @@ __device__ __forceinline__ void chain_pipeline(const ChainGemm* __restrict__ gs,
             const unsigned ntiles = (d.N + 15) / 16;
             for (unsigned tile = first_tile(off); tile < ntiles; tile += G) {
                 const int n0 = (int)tile * 16, rows = min(16, d.N - n0);
-                const unsigned char* src = d.w + (size_t)(n0 + lane) * row_bytes;
+                const unsigned char* tb = d.w + (size_t)n0 * row_bytes;
                 for (int k = 0; k < nst; ++k, ++i)
-                    produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, src, policy);
+                    produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, tb, 0,
+                                  policy);
             }
             if (rotate) off = (off + ntiles) % G;
         }

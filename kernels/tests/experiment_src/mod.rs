@@ -23,3 +23,5 @@ macro_rules! behind_bulk_pipeline {
 pub const STREAM_CHAIN: &str = behind_bulk_pipeline!("stream_chain.cu");
 /// The warpgroup-MMA experiment (gpu_wgmma_probe.rs).
 pub const WGMMA_PROBE: &str = behind_bulk_pipeline!("wgmma_probe.cu");
+/// The copy-ceiling experiment (gpu_copy_ceiling.rs).
+pub const COPY_CEILING: &str = behind_bulk_pipeline!("copy_ceiling.cu");

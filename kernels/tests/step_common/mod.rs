@@ -45,7 +45,18 @@ impl Linear {
         }
     }
 
+    /// The layout the engine would upload these weights in (`Tuning::tiles_weights`); the
+    /// weights are zeros, so only the kernels' addressing follows it.
+    fn layout(g: &Gpu, fp8: bool) -> ops::WeightLayout {
+        if g.tuning().tiles_weights(fp8) {
+            ops::WeightLayout::Tiled
+        } else {
+            ops::WeightLayout::Rows
+        }
+    }
+
     fn fp8<'a, 'b>(
+        g: &Gpu,
         codes: &'a kernels::cudarc::driver::CudaView<'b, u8>,
         scales: &'a kernels::cudarc::driver::CudaView<'b, f32>,
         n: usize,
@@ -59,6 +70,7 @@ impl Linear {
             n,
             k,
             interleave,
+            layout: Self::layout(g, true),
         }
     }
 
@@ -66,10 +78,12 @@ impl Linear {
     pub fn run(&self, g: &Gpu, x: &CudaSlice<bf16>, n: usize, k: usize, y: &mut CudaSlice<f32>) {
         let (xv, mut yv) = (x.as_view(), y.as_view_mut());
         match self {
-            Linear::Bf16(w) => ops::skinny_gemm_into(g, &xv, &w.as_view(), n, k, &mut yv),
+            Linear::Bf16(w) => {
+                ops::skinny_gemm_into(g, &xv, &w.as_view(), Self::layout(g, false), n, k, &mut yv)
+            }
             Linear::Fp8(c, s) => {
                 let (cv, sv) = (c.as_view(), s.as_view());
-                ops::skinny_gemm_fp8_into(g, &xv, &Self::fp8(&cv, &sv, n, k, 0), &mut yv)
+                ops::skinny_gemm_fp8_into(g, &xv, &Self::fp8(g, &cv, &sv, n, k, 0), &mut yv)
             }
         }
         .unwrap()
@@ -79,12 +93,18 @@ impl Linear {
     pub fn run_swiglu(&self, g: &Gpu, x: &CudaSlice<bf16>, act: &mut CudaSlice<bf16>) {
         let (xv, mut av) = (x.as_view(), act.as_view_mut());
         match self {
-            Linear::Bf16(w) => {
-                ops::skinny_gemm_swiglu_into(g, &xv, &w.as_view(), INTER, HIDDEN, &mut av)
-            }
+            Linear::Bf16(w) => ops::skinny_gemm_swiglu_into(
+                g,
+                &xv,
+                &w.as_view(),
+                Self::layout(g, false),
+                INTER,
+                HIDDEN,
+                &mut av,
+            ),
             Linear::Fp8(c, s) => {
                 let (cv, sv) = (c.as_view(), s.as_view());
-                let m8 = Self::fp8(&cv, &sv, 2 * INTER, HIDDEN, INTER);
+                let m8 = Self::fp8(g, &cv, &sv, 2 * INTER, HIDDEN, INTER);
                 ops::skinny_gemm_fp8_swiglu_into(g, &xv, &m8, &mut av)
             }
         }
@@ -216,6 +236,7 @@ pub fn step(
         g,
         &b.h.as_view(),
         &head.as_view(),
+        ops::WeightLayout::Rows,
         VOCAB,
         HIDDEN,
         &mut logits,

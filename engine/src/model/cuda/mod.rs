@@ -90,7 +90,12 @@ impl CudaBackend {
             );
         }
         gpu.sync().map_err(kernel_err)?;
-        tracing::info!(gpu = gpu.name(), arch = gpu.arch(), "CUDA backend ready");
+        tracing::info!(
+            gpu = gpu.name(),
+            arch = gpu.arch(),
+            tiled_copies_gb = weights.tiled_copy_bytes() as f64 / 1e9,
+            "CUDA backend ready"
+        );
         let graphs_enabled = std::env::var("LATLAB_CUDA_GRAPHS").map_or(true, |v| v != "0");
         Ok(CudaBackend {
             gpu,

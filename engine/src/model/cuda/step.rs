@@ -76,14 +76,45 @@ pub(super) fn linear(
     k: usize,
     y: &mut CudaSlice<f32>,
 ) -> Result<()> {
+    linear_bf16(gpu, x, (w, None), n, k, y)
+}
+
+/// `linear` over a row-major matrix and, for the skinny GEMM, its tiled copy if any.
+fn linear_bf16(
+    gpu: &Gpu,
+    x: &CudaSlice<bf16>,
+    (rows_w, tiled): (&CudaSlice<bf16>, Option<&CudaSlice<bf16>>),
+    n: usize,
+    k: usize,
+    y: &mut CudaSlice<f32>,
+) -> Result<()> {
     let rows = x.len() / k;
     if rows > SKINNY_MAX_ROWS && ops::blas_available(gpu) {
-        return ops::gemm_into(gpu, &x.as_view(), &w.as_view(), n, k, &mut y.as_view_mut())
-            .map_err(kernel_err);
+        return ops::gemm_into(
+            gpu,
+            &x.as_view(),
+            &rows_w.as_view(),
+            n,
+            k,
+            &mut y.as_view_mut(),
+        )
+        .map_err(kernel_err);
     }
+    let (w, layout) = decode_bf16(rows_w, tiled);
     in_row_chunks(x, y, n, k, |xs, ys| {
-        ops::skinny_gemm_into(gpu, xs, &w.as_view(), n, k, ys)
+        ops::skinny_gemm_into(gpu, xs, &w.as_view(), layout, n, k, ys)
     })
+}
+
+/// The matrix the skinny GEMM reads: the tiled copy where there is one.
+fn decode_bf16<'w>(
+    rows: &'w CudaSlice<bf16>,
+    tiled: Option<&'w CudaSlice<bf16>>,
+) -> (&'w CudaSlice<bf16>, ops::WeightLayout) {
+    match tiled {
+        Some(t) => (t, ops::WeightLayout::Tiled),
+        None => (rows, ops::WeightLayout::Rows),
+    }
 }
 
 /// Run `f` over x and y in chunks of at most 8 rows (the skinny GEMM's limit).
@@ -110,8 +141,7 @@ fn in_row_chunks(
 fn fp8_matrix<'a, 'b>(
     codes: &'a CudaView<'b, u8>,
     scale_inv: &'a CudaView<'b, f32>,
-    scale_rows: usize,
-    interleave: usize,
+    (scale_rows, interleave, layout): (usize, usize, ops::WeightLayout),
     n: usize,
     k: usize,
 ) -> ops::Fp8Matrix<'a, 'b> {
@@ -122,6 +152,7 @@ fn fp8_matrix<'a, 'b>(
         n,
         k,
         interleave,
+        layout,
     }
 }
 
@@ -139,18 +170,26 @@ pub(super) fn linear_w(
     y: &mut CudaSlice<f32>,
     deq: Option<&mut CudaSlice<bf16>>,
 ) -> Result<()> {
-    let (codes, scale_inv, scale_rows, interleave, prefill) = match w {
-        GpuLinear::Bf16(w) => return linear(gpu, x, w, n, k, y),
+    let (codes, scale_inv, how, prefill) = match w {
+        GpuLinear::Bf16 { rows, tiled } => {
+            return linear_bf16(gpu, x, (rows, tiled.as_ref()), n, k, y);
+        }
         GpuLinear::Fp8 {
             codes,
             scale_inv,
             scale_rows,
             interleave,
+            layout,
             prefill,
-        } => (codes, scale_inv, *scale_rows, *interleave, prefill),
+        } => (
+            codes,
+            scale_inv,
+            (*scale_rows, *interleave, *layout),
+            prefill,
+        ),
     };
     let (cv, sv) = (codes.as_view(), scale_inv.as_view());
-    let m8 = fp8_matrix(&cv, &sv, scale_rows, interleave, n, k);
+    let m8 = fp8_matrix(&cv, &sv, how, n, k);
     let rows = x.len() / k;
     if rows > SKINNY_MAX_ROWS && ops::blas_available(gpu) {
         // The kept bf16 copy (made by the same dequantization), else a fresh one.
@@ -191,18 +230,21 @@ fn gate_up_act(
     if lw.gu_tiled && rows <= SKINNY_MAX_ROWS {
         let (xv, mut av) = (x.as_view(), act.as_view_mut());
         return match &lw.wgu {
-            GpuLinear::Bf16(w) => {
-                ops::skinny_gemm_swiglu_into(gpu, &xv, &w.as_view(), inter, k, &mut av)
+            GpuLinear::Bf16 { rows, tiled } => {
+                let (w, layout) = decode_bf16(rows, tiled.as_ref());
+                ops::skinny_gemm_swiglu_into(gpu, &xv, &w.as_view(), layout, inter, k, &mut av)
             }
             GpuLinear::Fp8 {
                 codes,
                 scale_inv,
                 scale_rows,
                 interleave,
+                layout,
                 ..
             } => {
                 let (cv, sv) = (codes.as_view(), scale_inv.as_view());
-                let m8 = fp8_matrix(&cv, &sv, *scale_rows, *interleave, 2 * inter, k);
+                let how = (*scale_rows, *interleave, *layout);
+                let m8 = fp8_matrix(&cv, &sv, how, 2 * inter, k);
                 ops::skinny_gemm_fp8_swiglu_into(gpu, &xv, &m8, &mut av)
             }
         }

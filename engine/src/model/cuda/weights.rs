@@ -14,19 +14,25 @@ use crate::weights::{Fp8Weight, Mat, ModelWeights};
 use kernels::Gpu;
 use kernels::bf16;
 use kernels::cudarc::driver::CudaSlice;
-use kernels::ops::{FP8_BLOCK, GATE_UP_GROUP, interleave_gate_up};
+use kernels::ops::{FP8_BLOCK, GATE_UP_GROUP, WeightLayout, interleave_gate_up, tile_weights};
 use rayon::prelude::*;
 
 /// One (possibly fused) projection [n, k] on the device.
 pub enum GpuLinear {
-    Bf16(CudaSlice<bf16>),
-    /// Codes [n, k] and scale_inv [ceil(n / scale_rows), ceil(k / 128)]; `interleave` as
-    /// `ops::Fp8Matrix` (gate|up interleaved: the intermediate size, else 0).
+    /// Row-major (prefill's cuBLAS GEMMs; decode too when `tiled` is None), and the same
+    /// matrix tiled for the decode GEMMs (`Tuning::tiled_weights`, `ops::tile_weights`).
+    Bf16 {
+        rows: CudaSlice<bf16>,
+        tiled: Option<CudaSlice<bf16>>,
+    },
+    /// Codes [n, k] in `layout` and scale_inv [ceil(n / scale_rows), ceil(k / 128)];
+    /// `interleave` as `ops::Fp8Matrix` (gate|up interleaved: the intermediate size, else 0).
     Fp8 {
         codes: CudaSlice<u8>,
         scale_inv: CudaSlice<f32>,
         scale_rows: usize,
         interleave: usize,
+        layout: WeightLayout,
         /// The dequantized matrix in bf16 for prefill's cuBLAS GEMMs, kept from load
         /// (`CudaBackend::keep_fp8_prefill_copies`); None: prefill dequantizes into a
         /// scratch buffer every time.
@@ -38,7 +44,7 @@ impl GpuLinear {
     /// Elements (= weights) in the matrix.
     pub fn len(&self) -> usize {
         match self {
-            GpuLinear::Bf16(w) => w.len(),
+            GpuLinear::Bf16 { rows, .. } => rows.len(),
             GpuLinear::Fp8 { codes, .. } => codes.len(),
         }
     }
@@ -68,6 +74,19 @@ pub struct GpuWeights {
 impl GpuWeights {
     pub fn lm_head(&self) -> &CudaSlice<bf16> {
         self.lm_head.as_ref().unwrap_or(&self.embed)
+    }
+
+    /// Bytes of the bf16 projections' tiled decode copies (`Tuning::tiled_weights`), held
+    /// beside their row-major matrices.
+    pub fn tiled_copy_bytes(&self) -> usize {
+        self.layers
+            .iter()
+            .flat_map(|l| [&l.wqkv, &l.wo, &l.wgu, &l.wdown])
+            .filter_map(|w| match w {
+                GpuLinear::Bf16 { tiled: Some(t), .. } => Some(t.len() * 2),
+                _ => None,
+            })
+            .sum()
     }
 
     /// Elements of the largest FP8 projection without a prefill copy (0 if none): the
@@ -158,22 +177,53 @@ fn fp8_parts(what: &str, mats: &[&Mat]) -> Result<Option<Fp8Parts>> {
     }))
 }
 
-fn upload_fp8(gpu: &Gpu, what: &str, p: Fp8Parts, interleave: usize) -> Result<GpuLinear> {
+/// FP8 codes [n, k] and their scales, the codes tiled where the tuning says so.
+fn upload_fp8(
+    gpu: &Gpu,
+    what: &str,
+    p: Fp8Parts,
+    interleave: usize,
+    (n, k): (usize, usize),
+) -> Result<GpuLinear> {
     let s = gpu.stream();
+    let (codes, layout) = if gpu.tuning().tiles_weights(true) {
+        (tile_weights(&p.codes, n, k), WeightLayout::Tiled)
+    } else {
+        (p.codes, WeightLayout::Rows)
+    };
     Ok(GpuLinear::Fp8 {
-        codes: s.clone_htod(&p.codes).map_err(gpu_err(what))?,
+        codes: s.clone_htod(&codes).map_err(gpu_err(what))?,
         scale_inv: s.clone_htod(&p.scales).map_err(gpu_err(what))?,
         scale_rows: p.scale_rows,
         interleave,
+        layout,
         prefill: None,
+    })
+}
+
+/// A bf16 matrix [n, k] row-major, and tiled beside it where the tuning says so.
+fn upload_bf16(gpu: &Gpu, what: &str, w: Vec<bf16>, (n, k): (usize, usize)) -> Result<GpuLinear> {
+    let s = gpu.stream();
+    let tiled = if gpu.tuning().tiles_weights(false) {
+        Some(
+            s.clone_htod(&tile_weights(&w, n, k))
+                .map_err(gpu_err(what))?,
+        )
+    } else {
+        None
+    };
+    Ok(GpuLinear::Bf16 {
+        rows: s.clone_htod(&w).map_err(gpu_err(what))?,
+        tiled,
     })
 }
 
 /// Upload `mats` fused along rows, as FP8 when they all carry codes, else as bf16.
 fn upload_linear(gpu: &Gpu, what: &str, mats: &[&Mat]) -> Result<GpuLinear> {
+    let shape = (mats.iter().map(|m| m.rows).sum(), mats[0].cols);
     match fp8_parts(what, mats)? {
-        Some(parts) => upload_fp8(gpu, what, parts, 0),
-        None => upload_mats(gpu, what, mats).map(GpuLinear::Bf16),
+        Some(parts) => upload_fp8(gpu, what, parts, 0, shape),
+        None => upload_bf16(gpu, what, to_bf16(mats), shape),
     }
 }
 
@@ -188,12 +238,12 @@ fn upload_gate_up(gpu: &Gpu, what: &str, gate: &Mat, up: &Mat) -> Result<(GpuLin
     let w = match fp8_parts(what, &[gate, up])? {
         Some(p) => {
             let codes = interleave_gate_up(&p.codes[..half], &p.codes[half..], k);
-            upload_fp8(gpu, what, Fp8Parts { codes, ..p }, inter)?
+            upload_fp8(gpu, what, Fp8Parts { codes, ..p }, inter, (2 * inter, k))?
         }
         None => {
             let w = to_bf16(&[gate, up]);
             let w = interleave_gate_up(&w[..half], &w[half..], k);
-            GpuLinear::Bf16(gpu.stream().clone_htod(&w).map_err(gpu_err(what))?)
+            upload_bf16(gpu, what, w, (2 * inter, k))?
         }
     };
     Ok((w, true))

@@ -1,0 +1,119 @@
+// Experiment (gpu_copy_ceiling.rs): how fast can the step's weights stream into the SMs at
+// all, by each way of moving them, with no multiplying? The engine's bulk GEMMs fill a
+// ring of 16 KB stages with 16 bulk copies of 1 KB, one per weight row (rows are K
+// elements apart in the checkpoint's row-major layout). Here the same ring is filled
+// either that way or from weights laid out tile by tile, so that a stage is one contiguous
+// 16 KB (one copy, or a few), against plain 16-byte loads (the GPU.md read ceiling's way).
+// Built behind skinny_bulk.cu (its mbarrier and bulk-copy helpers).
+
+// Streams the 16-row tiles of w [N, row_bytes] (rows `pitch` bytes apart) through a ring of `stages` stages per block
+// (grid of persistent blocks, block b taking tiles b, b + grid, ...). tiled = 0: a stage is
+// 1 KB of each of the tile's 16 rows (16 copies, as the engine); tiled = 1: the tile's
+// 16 * row_bytes bytes are taken as laid out stage after stage, each stage `copies`
+// contiguous copies of 16 KB / copies. The 8 consumer warps read every 16 bytes of a stage
+// from shared memory (as the GEMMs' consumers do) and hand it back; `out` keeps the reads
+// alive.
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 1)
+    copy_ceiling_ring(const unsigned char* __restrict__ w, int N, int row_bytes, int pitch,
+                      int piece, int tiled, int copies, int stages, unsigned* __restrict__ out) {
+    pdl_trigger();
+    extern __shared__ __align__(128) unsigned char ring[];
+    __shared__ __align__(8) unsigned long long full[TM_MAX_STAGES], empty[TM_MAX_STAGES];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned ntiles = (N + 15) / 16;
+    // Rows mode: a stage is `piece` bytes (1 or 2 KB) of each of the 16 rows, rows `pitch`
+    // bytes apart. Tiled mode: pieces of 1 KB, rows packed.
+    const int nst = row_bytes / piece;
+    const int stage_bytes = 16 * (piece + 16);
+    ring_init(full, empty, stages);
+    if (warp == SG_WARPS) {
+        unsigned long long policy;
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+        const int cb = 16 * TM_ROW_BYTES / copies;
+        int i = 0;
+        for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+            const unsigned char* tb = w + (size_t)tile * 16 * (tiled ? row_bytes : pitch);
+            for (int k = 0; k < nst; ++k, ++i) {
+                const int s = i % stages;
+                if (i >= stages) mbar_wait(&empty[s], (i / stages - 1) & 1);
+                if (lane == 0) mbar_arrive_tx(&full[s], 16 * piece);
+                __syncwarp();
+                unsigned char* dst = ring + s * stage_bytes;
+                if (!tiled) {
+                    if (lane < 16)
+                        bulk_load(dst + lane * (piece + 16), tb + (size_t)lane * pitch + k * piece,
+                                  piece, &full[s], policy);
+                } else if (lane < copies) {
+                    bulk_load(dst + lane * cb, tb + (size_t)k * 16 * TM_ROW_BYTES + lane * cb,
+                              cb, &full[s], policy);
+                }
+            }
+        }
+        return;
+    }
+    pdl_wait();
+    uint4 acc = make_uint4(0, 0, 0, 0);
+    int i = 0;
+    for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        for (int k = 0; k < nst; ++k, ++i) {
+            const int s = i % stages;
+            mbar_wait(&full[s], (i / stages) & 1);
+            // Warp w reads rows 2w and 2w + 1 of the stage (16-byte words, row stride as the
+            // engine's ring; a tiled stage is read at the same places, wrong but as costly).
+            const unsigned char* st = ring + s * stage_bytes;
+            const int words = piece / 16;  // per row
+#pragma unroll 4
+            for (int j = 0; j < piece / 256; ++j) {
+                const int word = lane + 32 * j;  // 2 rows of `words` words
+                const uint4 v = *reinterpret_cast<const uint4*>(
+                    st + (2 * warp + word / words) * (piece + 16) + (word % words) * 16);
+                acc.x ^= v.x;
+                acc.y ^= v.y;
+                acc.z ^= v.z;
+                acc.w ^= v.w;
+            }
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&empty[s]);
+        }
+    }
+    if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) out[blockIdx.x] = acc.x;
+}
+
+// Plain loads: every thread streams 16-byte words of w [bytes] with `unroll` (1, 4 or 8)
+// loads in flight, cache-streaming, grid-stride.
+template <int U>
+__device__ __forceinline__ uint4 xor_words(const uint4* __restrict__ w, size_t n) {
+    uint4 acc = make_uint4(0, 0, 0, 0);
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + (U - 1) * stride < n; i += U * stride) {
+        uint4 v[U];
+#pragma unroll
+        for (int j = 0; j < U; ++j) v[j] = __ldcs(w + i + j * stride);
+#pragma unroll
+        for (int j = 0; j < U; ++j) {
+            acc.x ^= v[j].x;
+            acc.y ^= v[j].y;
+            acc.z ^= v[j].z;
+            acc.w ^= v[j].w;
+        }
+    }
+    for (; i < n; i += stride) {
+        const uint4 v = __ldcs(w + i);
+        acc.x ^= v.x;
+        acc.y ^= v.y;
+        acc.z ^= v.z;
+        acc.w ^= v.w;
+    }
+    return acc;
+}
+
+extern "C" __global__ void copy_ceiling_loads(const uint4* __restrict__ w, unsigned long long n,
+                                              int unroll, unsigned* __restrict__ out) {
+    pdl_trigger();
+    const uint4 acc = unroll >= 8 ? xor_words<8>(w, n)
+                      : unroll >= 4 ? xor_words<4>(w, n)
+                                    : xor_words<1>(w, n);
+    pdl_wait();
+    if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) out[blockIdx.x] = acc.x;
+}

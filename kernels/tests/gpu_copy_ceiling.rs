@@ -1,0 +1,274 @@
+//! Experiment, GPU machine only (prints the speeds, asserts nothing about them): how fast
+//! the weights of a Qwen3-8B decode step's 144 layer linears (36 distinct layers, bf16
+//! 13.9 GB, FP8 6.9 GB) can stream into the SMs at all, with no multiplying, and by which
+//! way of moving them (tests/cuda/copy_ceiling.cu):
+//! - plain 16-byte loads (GPU.md's read ceiling was measured so: 4.52 TB/s);
+//! - the engine's ring (a producer warp, 16 KB stages of 16 bulk copies of 1 KB, one per
+//!   weight row, 8 warps reading the stage from shared memory);
+//! - the same ring fed from weights laid out tile by tile, so that a stage is one
+//!   contiguous 16 KB, taken in 1, 2, 4 or 16 copies;
+//!
+//! each as one launch over all the bytes and as a chain of 144 launches with PDL in a CUDA
+//! graph (as a step runs them), beside the engine's bf16 GEMMs on the same bytes. If the
+//! tiled ring streams much faster than the row ring, a tiled weight layout is the way to
+//! faster linears. `cargo test -p kernels --test gpu_copy_ceiling -- --ignored --nocapture`.
+
+mod experiment_src;
+mod timing_common;
+
+use kernels::compile::{CompileOptions, compile_cubin};
+use kernels::cudarc::driver::sys::{self, CUfunction_attribute};
+use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr};
+use kernels::cudarc::nvrtc::Ptx;
+use kernels::ops;
+use kernels::{Gpu, GpuOptions, bf16};
+use std::ffi::c_void;
+use timing_common::time_us_reps;
+
+const HIDDEN: usize = 4096;
+const INTER: usize = 12288;
+const QKV: usize = 6144;
+const LAYERS: usize = 36;
+const RING_THREADS: u32 = 9 * 32;
+
+/// The (N, K) of one layer's linears, in step order.
+const SHAPES: [(usize, usize); 4] = [
+    (QKV, HIDDEN),
+    (HIDDEN, HIDDEN),
+    (2 * INTER, HIDDEN),
+    (HIDDEN, INTER),
+];
+
+/// One matrix of the step: its byte offset in the buffer, rows, bytes per row, and bytes
+/// from one row's start to the next (row_bytes + a pad).
+#[derive(Clone, Copy)]
+struct Mat {
+    off: usize,
+    n: usize,
+    k: usize,
+    row_bytes: usize,
+    pitch: usize,
+}
+
+fn step_mats(elem: usize, pad: usize) -> Vec<Mat> {
+    let mut off = 0;
+    let mut v = Vec::new();
+    for _ in 0..LAYERS {
+        for (n, k) in SHAPES {
+            let row_bytes = k * elem;
+            let pitch = row_bytes + pad;
+            v.push(Mat {
+                off,
+                n,
+                k,
+                row_bytes,
+                pitch,
+            });
+            off += n * pitch;
+        }
+    }
+    v
+}
+
+/// How the ring takes its stages.
+#[derive(Clone, Copy)]
+enum Feed {
+    /// `piece` bytes of each of 16 rows per stage, rows `Mat::pitch` apart (the engine: 1 KB).
+    Rows { piece: usize },
+    /// Weights laid out tile by tile: a stage is 16 KB in a row, taken in this many copies.
+    Tiled { copies: usize },
+}
+
+/// A launch with the PDL attribute (as the engine's launch.rs), arguments as 8-byte words.
+fn launch_pdl(g: &Gpu, f: &CudaFunction, grid: u32, block: u32, smem: u32, args: &mut [u64]) {
+    // SAFETY: an all-zero attribute is valid for every variant of the union.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    let cfg = sys::CUlaunchConfig {
+        gridDimX: grid,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: block,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: smem,
+        hStream: g.stream().cu_stream(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    let mut ptrs: Vec<*mut c_void> = args
+        .iter_mut()
+        .map(|a| a as *mut u64 as *mut c_void)
+        .collect();
+    // SAFETY: the callers pass the kernel's parameters in order, each buffer as large as
+    // the kernel reads for its arguments.
+    unsafe {
+        sys::cuLaunchKernelEx(
+            &cfg,
+            f.cu_function(),
+            ptrs.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+    .unwrap();
+}
+
+struct Kernels {
+    ring: CudaFunction,
+    loads: CudaFunction,
+}
+
+impl Kernels {
+    /// The ring over matrix m of the buffer at `base`.
+    fn ring(&self, g: &Gpu, base: u64, out: u64, m: &Mat, feed: Feed, stages: usize) {
+        let piece = match feed {
+            Feed::Rows { piece } => piece,
+            Feed::Tiled { .. } => 1024,
+        };
+        let smem = (stages * 16 * (piece + 16)) as u32;
+        self.ring
+            .set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                smem as i32,
+            )
+            .unwrap();
+        let per_sm = self
+            .ring
+            .occupancy_max_active_blocks_per_multiprocessor(RING_THREADS, smem as usize, None)
+            .unwrap() as usize;
+        let grid = m.n.div_ceil(16).min(per_sm * g.sms()) as u32;
+        let (tiled, copies) = match feed {
+            Feed::Rows { .. } => (0, 16),
+            Feed::Tiled { copies } => (1, copies as u64),
+        };
+        let mut a = [
+            base + m.off as u64,
+            m.n as u64,
+            m.row_bytes as u64,
+            m.pitch as u64,
+            piece as u64,
+            tiled,
+            copies,
+            stages as u64,
+            out,
+        ];
+        launch_pdl(g, &self.ring, grid, RING_THREADS, smem, &mut a);
+    }
+
+    fn loads(&self, g: &Gpu, base: u64, out: u64, bytes: usize, unroll: u64, per_sm: usize) {
+        let mut a = [base, (bytes / 16) as u64, unroll, out];
+        launch_pdl(g, &self.loads, (per_sm * g.sms()) as u32, 256, 0, &mut a);
+    }
+}
+
+#[test]
+#[ignore = "gpu"]
+fn how_fast_the_step_weights_stream_by_each_way_of_moving_them() {
+    let opts = GpuOptions::from_env().unwrap();
+    let g = Gpu::new(&opts).unwrap();
+    let st = g.stream();
+    let copts = CompileOptions {
+        arch: g.arch().to_string(),
+        include_dirs: opts.include_dirs.clone(),
+        defines: vec![],
+    };
+    let cubin = compile_cubin("copy_ceiling.cu", experiment_src::COPY_CEILING, &copts).unwrap();
+    let module = g.ctx().load_module(Ptx::from_binary(cubin)).unwrap();
+    let k = Kernels {
+        ring: module.load_function("copy_ceiling_ring").unwrap(),
+        loads: module.load_function("copy_ceiling_loads").unwrap(),
+    };
+    /// Row pads tried (bytes added to each row's pitch): the rows feed's 16 pieces sit a
+    /// power of two apart in the checkpoint's layout.
+    const PADS: [usize; 5] = [0, 128, 256, 1024, 2048];
+    let bf16_mats = step_mats(2, PADS[PADS.len() - 1]);
+    let last = bf16_mats.last().unwrap();
+    let total = last.off + last.n * last.pitch;
+    // The bytes' values do not matter: nothing checks them.
+    // SAFETY: read as plain bytes only.
+    let buf: CudaSlice<bf16> = unsafe { st.alloc::<bf16>(total / 2) }.unwrap();
+    let out: CudaSlice<u32> = st.alloc_zeros::<u32>(1 << 16).unwrap();
+    let (base, _s1) = buf.device_ptr(st);
+    let (outp, _s2) = out.device_ptr(st);
+    println!("| weights | how | 144 launches, PDL: us (TB/s of the weights) |");
+    for (name, elem) in [("bf16", 2usize), ("FP8", 1)] {
+        let mats = step_mats(elem, 0);
+        let l = mats.last().unwrap();
+        let bytes = l.off + l.n * l.row_bytes;
+        let row = |label: &str, us: f32| {
+            println!(
+                "| {name} | {label} | {us:.0} ({:.2}) |",
+                bytes as f64 / (us as f64 * 1e-6) / 1e12
+            );
+        };
+        let us = time_us_reps(&g, 1, || {
+            for m in &mats {
+                k.loads(&g, base + m.off as u64, outp, m.n * m.row_bytes, 4, 4);
+            }
+        });
+        row("16-byte loads, 4 in flight, 4 x 256 threads per SM", us);
+        for (main, small) in [(4usize, 6usize), (3, 6)] {
+            let stages = |m: &Mat, piece: usize| {
+                let s = if m.n.div_ceil(16) < 2 * g.sms() {
+                    small
+                } else {
+                    main
+                };
+                // 2 KB pieces: stages twice as large, half as many.
+                (s * 1024 / piece).max(2)
+            };
+            for copies in [1usize, 16] {
+                let feed = Feed::Tiled { copies };
+                let us = time_us_reps(&g, 1, || {
+                    for m in &mats {
+                        k.ring(&g, base, outp, m, feed, stages(m, 1024));
+                    }
+                });
+                row(
+                    &format!("ring {main}/{small}, tiled layout, {copies} copies per 16 KB stage"),
+                    us,
+                );
+            }
+            for piece in [1024usize, 2048] {
+                for pad in PADS {
+                    let mats = step_mats(elem, pad);
+                    let feed = Feed::Rows { piece };
+                    let us = time_us_reps(&g, 1, || {
+                        for m in &mats {
+                            k.ring(&g, base, outp, m, feed, stages(m, piece));
+                        }
+                    });
+                    row(
+                        &format!(
+                            "ring {main}/{small} (16 KB stages), rows: {} KB per row, row pitch + {pad} B",
+                            piece / 1024
+                        ),
+                        us,
+                    );
+                }
+            }
+        }
+        if elem == 2 {
+            // The engine's GEMMs (batch 1) on the same bytes.
+            let x = st.alloc_zeros::<bf16>(INTER).unwrap();
+            let mut y = st.alloc_zeros::<f32>(2 * INTER).unwrap();
+            for layout in [ops::WeightLayout::Rows, ops::WeightLayout::Tiled] {
+                let us = time_us_reps(&g, 1, || {
+                    for m in &mats {
+                        let e = m.off / 2;
+                        let w = buf.slice(e..e + m.n * m.k);
+                        let xv = x.slice(0..m.k);
+                        let mut yv = y.slice_mut(0..m.n);
+                        ops::skinny_gemm_into(&g, &xv, &w, layout, m.n, m.k, &mut yv).unwrap();
+                    }
+                });
+                row(
+                    &format!("the engine's GEMMs, batch 1 (no SwiGLU), {layout:?} layout"),
+                    us,
+                );
+            }
+        }
+    }
+}
