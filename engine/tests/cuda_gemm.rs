@@ -170,8 +170,9 @@ fn skinny_cases(g: Gpu) {
         let dcodes = up(&g, &codes);
         // The same matrices tiled (ops::tile_weights), where the bulk pipeline reads them.
         let bulk = g.tuning().skinny_bulk_bf16;
-        let dw_tiled = up_bf16(&g, &ops::tile_weights(&w, n, k));
-        let dcodes_tiled = up(&g, &ops::tile_weights(&codes, n, k));
+        let wb: Vec<bf16> = w.iter().map(|&v| bf16::from_f32(v)).collect();
+        let dw_tiled = up(&g, &ops::tile_weights(&wb, n, k));
+        let dcodes_tiled = up(&g, &ops::tile_codes(&codes, n, k));
         let (ds128, ds1) = (up(&g, &s128), up(&g, &s1));
         let fp8 = |s: &CudaSlice<f32>, rows: usize| (s.clone(), rows);
         let variants = [
@@ -365,7 +366,7 @@ fn gate_up_cases(g: Gpu) {
         let dcodes = up(&g, &il_codes);
         // Tiled copies (ops::tile_weights) for the bulk pipeline.
         let dwb_tiled = up(&g, &ops::tile_weights(&il_b, n, k));
-        let dcodes_tiled = up(&g, &ops::tile_weights(&il_codes, n, k));
+        let dcodes_tiled = up(&g, &ops::tile_codes(&il_codes, n, k));
         let dscales = up(&g, &scales);
         let (cv, sv) = (dcodes.as_view(), dscales.as_view());
         let m8 = ops::Fp8Matrix {

@@ -31,7 +31,7 @@ pub use skinny::{
     skinny_gemm_fp8_into, skinny_gemm_fp8_swiglu_into, skinny_gemm_into, skinny_gemm_swiglu_into,
 };
 pub use skinny_plan::skinny_kernel;
-pub use weight_layout::{STAGE_ROW_BYTES, WeightLayout, tile_weights, tiled_index};
+pub use weight_layout::{STAGE_ROW_BYTES, WeightLayout, tile_codes, tile_weights, tiled_index};
 
 use crate::error::{KernelError, Result};
 

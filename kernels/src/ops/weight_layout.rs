@@ -31,10 +31,22 @@ pub const STAGE_ROW_BYTES: usize = 1024;
 /// Rows per tile (the MMA's m; TILE_N in skinny.rs).
 const TILE_ROWS: usize = 16;
 
+/// bf16 weights [n, k] row-major -> the tiled layout (`tile_rows`).
+pub fn tile_weights(w: &[half::bf16], n: usize, k: usize) -> Vec<half::bf16> {
+    tile_rows(w, n, k)
+}
+
+/// FP8 codes [n, k] row-major -> the tiled layout (`tile_rows`).
+pub fn tile_codes(w: &[u8], n: usize, k: usize) -> Vec<u8> {
+    tile_rows(w, n, k)
+}
+
 /// w [n, k] row-major -> the tiled layout: tile by tile (16 rows; the last may have fewer),
 /// and inside a tile, piece by piece (STAGE_ROW_BYTES of each row; the last may be
-/// shorter), each piece's rows side by side. Element (r, c) lands at `tiled_index`.
-pub fn tile_weights<T: Copy + Send + Sync>(w: &[T], n: usize, k: usize) -> Vec<T> {
+/// shorter), each piece's rows side by side. Element (r, c) lands at `tiled_index`. The
+/// pieces are counted in T's bytes, so T must be what the kernels read (bf16 or e4m3
+/// codes): the public wrappers fix it.
+fn tile_rows<T: Copy + Send + Sync>(w: &[T], n: usize, k: usize) -> Vec<T> {
     assert_eq!(w.len(), n * k, "w is not {n} x {k}");
     let piece = (STAGE_ROW_BYTES / std::mem::size_of::<T>()).max(1);
     let mut out = Vec::with_capacity(w.len());
@@ -72,23 +84,27 @@ pub fn tiled_index(row: usize, col: usize, n: usize, k: usize, elem: usize) -> u
 
 #[cfg(test)]
 mod tests {
-    use super::{WeightLayout, tile_weights, tiled_index};
+    use super::{WeightLayout, tile_codes, tile_weights, tiled_index};
+    use half::bf16;
 
     #[test]
     fn a_stage_is_contiguous_and_every_element_lands_where_the_kernels_look() {
-        // bf16-sized values: 512 per piece. n = 37 leaves a 5-row last tile; k = 1288 a
-        // 264-element last piece.
+        // bf16 values (as bits): 512 per piece. n = 37 leaves a 5-row last tile; k = 1288
+        // a 264-element last piece.
         let (n, k) = (37usize, 1288usize);
-        let w: Vec<u16> = (0..n * k).map(|i| (i % 65521) as u16).collect();
+        let w: Vec<bf16> = (0..n * k)
+            .map(|i| bf16::from_bits((i % 65521) as u16))
+            .collect();
         let t = tile_weights(&w, n, k);
+        let (t, w): (Vec<u16>, Vec<u16>) = (
+            t.iter().map(|v| v.to_bits()).collect(),
+            w.iter().map(|v| v.to_bits()).collect(),
+        );
         assert_eq!(t.len(), w.len());
         for row in 0..n {
             for col in 0..k {
-                assert_eq!(
-                    t[tiled_index(row, col, n, k, 2)],
-                    w[row * k + col],
-                    "({row}, {col})"
-                );
+                let at = tiled_index(row, col, n, k, 2);
+                assert_eq!(t[at], w[row * k + col], "({row}, {col})");
             }
         }
         // The first stage: 512 elements of row 0, then of row 1, ...
@@ -105,7 +121,7 @@ mod tests {
     fn bytes_take_1_kb_pieces() {
         let (n, k) = (16usize, 2048usize);
         let w: Vec<u8> = (0..n * k).map(|i| (i * 7 % 251) as u8).collect();
-        let t = tile_weights(&w, n, k);
+        let t = tile_codes(&w, n, k);
         assert_eq!(&t[1024..2048], &w[2048..3072], "row 1's first KB is second");
         assert_eq!(tiled_index(0, 1024, n, k, 1), 16 * 1024);
     }

@@ -14,7 +14,9 @@ use crate::weights::{Fp8Weight, Mat, ModelWeights};
 use kernels::Gpu;
 use kernels::bf16;
 use kernels::cudarc::driver::CudaSlice;
-use kernels::ops::{FP8_BLOCK, GATE_UP_GROUP, WeightLayout, interleave_gate_up, tile_weights};
+use kernels::ops::{
+    FP8_BLOCK, GATE_UP_GROUP, WeightLayout, interleave_gate_up, tile_codes, tile_weights,
+};
 use rayon::prelude::*;
 
 /// One (possibly fused) projection [n, k] on the device.
@@ -187,7 +189,7 @@ fn upload_fp8(
 ) -> Result<GpuLinear> {
     let s = gpu.stream();
     let (codes, layout) = if gpu.tuning().tiles_weights(true) {
-        (tile_weights(&p.codes, n, k), WeightLayout::Tiled)
+        (tile_codes(&p.codes, n, k), WeightLayout::Tiled)
     } else {
         (p.codes, WeightLayout::Rows)
     };
