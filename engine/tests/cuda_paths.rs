@@ -148,7 +148,11 @@ fn early_attention_loads_give_the_same_logits() {
 #[test]
 #[ignore = "gpu"]
 fn tiled_weights_give_the_same_logits() {
-    same_logits(|t, on| t.tiled_weights = on, "tiled weights");
+    use kernels::TiledWeights::{All, Off};
+    same_logits(
+        |t, on| t.tiled_weights = if on { All } else { Off },
+        "tiled weights",
+    );
 }
 
 /// The FP8 GEMMs with x staged in shared memory as f16 (Tuning::x_smem_kb, the `*_xs`

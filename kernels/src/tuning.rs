@@ -30,6 +30,11 @@ pub struct Tuning {
     /// Shared-memory stages of the bulk pipeline's ring, 16 KiB each
     /// (`BULK_STAGES_RANGE`); fewer stages fit more blocks per SM. `LATLAB_BULK_STAGES`.
     pub bulk_stages: u32,
+    /// `bulk_stages` for launches of `WIDE_ROWS` rows or more (decode batches 5-8 run the
+    /// 8-row graph). With tiled weights (session 12, whole steps, us) 5 stages took bf16
+    /// batch 8 from 4466-4483 to 4411 (6: 4412), while batch 1 lost with them (4001-4008
+    /// -> 4058). `LATLAB_BULK_STAGES_WIDE`.
+    pub bulk_stages_wide: u32,
     /// The ring depth for bulk GEMMs with fewer 16-row tiles than two per SM (o_proj and
     /// down at Qwen3-8B's size: 256 tiles on 132 SMs). Up to 6 stages two blocks still fit
     /// per SM, all the grid is resident at once, and the deeper ring only adds bytes in
@@ -112,15 +117,29 @@ pub struct Tuning {
     /// with it 1.1 us, and whole steps at batch 1 -115 us (bf16) and -150 us (FP8).
     /// `LATLAB_ATTENTION_D32=0|1`.
     pub attention_d32: bool,
-    /// The engine uploads the decode GEMMs' weights tiled (`ops::tile_weights`: each ring
-    /// stage one contiguous run of bytes) where the bulk pipeline reads them. The ring
-    /// alone streams a step's layer linears at 4.63 TB/s tiled against 4.23 row-major (H200,
-    /// gpu_copy_ceiling, session 12). bf16 models keep their row-major matrices too, for
-    /// prefill's cuBLAS GEMMs: 2 more bytes of GPU memory per layer weight (13.9 GB at
-    /// Qwen3-8B); FP8 codes are tiled in place (prefill reads the bf16 copies, or
-    /// dequantizes from either layout). `LATLAB_TILED_WEIGHTS=0|1`.
-    pub tiled_weights: bool,
+    /// Which decode GEMMs' weights the engine uploads tiled (`ops::tile_weights`: each
+    /// bulk ring stage one contiguous run of bytes) where the bulk pipeline reads them. The
+    /// ring alone streams a step's layer linears at 4.63 TB/s tiled against 4.23 row-major
+    /// (H200, gpu_copy_ceiling, session 12); whole steps (gpu_step_chain, us, batch 1 / 8):
+    /// bf16 4061 / 4524 -> 4001-4008 / 4466-4483, FP8 2689-2696 / 3455-3460 -> 2700-2709 /
+    /// 3462-3469 (its GEMMs are bound by their consumers). So bf16 only by default. bf16
+    /// models keep their row-major matrices too, for prefill's cuBLAS GEMMs: 2 more bytes
+    /// of GPU memory per layer weight (13.9 GB at Qwen3-8B); FP8 codes are tiled in place
+    /// (prefill reads the bf16 copies, or dequantizes from either layout).
+    /// `LATLAB_TILED_WEIGHTS=0|bf16|1` (1: FP8 codes too).
+    pub tiled_weights: TiledWeights,
 }
+
+/// `Tuning::tiled_weights`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TiledWeights {
+    Off,
+    Bf16,
+    All,
+}
+
+/// Rows from which bf16 bulk launches take `Tuning::bulk_stages_wide`.
+pub const WIDE_ROWS: usize = 5;
 
 /// The block targets `Tuning::attention_blocks` takes.
 pub const ATTENTION_BLOCKS_RANGE: std::ops::RangeInclusive<u32> = 1..=4096;
@@ -151,6 +170,7 @@ impl Default for Tuning {
             skinny_bulk_bf16: true,
             skinny_bulk_fp8: true,
             bulk_stages: 4,
+            bulk_stages_wide: 5,
             bulk_stages_small: 6,
             fp8_bulk_stages: 2,
             fp8_bulk_stages_small: 5,
@@ -163,7 +183,7 @@ impl Default for Tuning {
             attention_cluster: AttentionCluster::Fp8Only,
             x_smem_kb: 25,
             attention_d32: true,
-            tiled_weights: true,
+            tiled_weights: TiledWeights::Bf16,
         }
     }
 }
@@ -202,16 +222,16 @@ impl Tuning {
     /// Whether decode weights (FP8 codes when `fp8`, else bf16) are uploaded tiled: asked
     /// for, and read by the bulk pipeline (the register pipeline reads row-major only).
     pub fn tiles_weights(&self, fp8: bool) -> bool {
-        self.tiled_weights
-            && if fp8 {
-                self.skinny_bulk_fp8
-            } else {
-                self.skinny_bulk_bf16
-            }
+        match (self.tiled_weights, fp8) {
+            (TiledWeights::Off, _) | (TiledWeights::Bf16, true) => false,
+            (_, true) => self.skinny_bulk_fp8,
+            (_, false) => self.skinny_bulk_bf16,
+        }
     }
 
     /// The defaults, overridden by `LATLAB_PDL`, `LATLAB_PREFILL_ATTENTION`,
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
+    /// `LATLAB_BULK_STAGES_WIDE`,
     /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
@@ -240,7 +260,17 @@ impl Tuning {
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_d32: get("LATLAB_ATTENTION_D32", d.attention_d32)?,
-            tiled_weights: get("LATLAB_TILED_WEIGHTS", d.tiled_weights)?,
+            tiled_weights: match var("LATLAB_TILED_WEIGHTS").as_deref() {
+                None => d.tiled_weights,
+                Some("0") => TiledWeights::Off,
+                Some("bf16") => TiledWeights::Bf16,
+                Some("1") => TiledWeights::All,
+                Some(v) => {
+                    return Err(KernelError::Config(format!(
+                        "LATLAB_TILED_WEIGHTS={v:?}: expected 0, bf16 or 1"
+                    )));
+                }
+            },
             attention_cluster: match var("LATLAB_ATTENTION_CLUSTER").as_deref() {
                 None => d.attention_cluster,
                 Some("0") => AttentionCluster::Off,
@@ -274,6 +304,7 @@ impl Tuning {
             )?,
             x_smem_kb: int("LATLAB_X_SMEM_KB", d.x_smem_kb, X_SMEM_KB_RANGE)?,
             bulk_stages: stages("LATLAB_BULK_STAGES", d.bulk_stages)?,
+            bulk_stages_wide: stages("LATLAB_BULK_STAGES_WIDE", d.bulk_stages_wide)?,
             bulk_stages_small: stages("LATLAB_BULK_STAGES_SMALL", d.bulk_stages_small)?,
             fp8_bulk_stages: stages("LATLAB_FP8_BULK_STAGES", d.fp8_bulk_stages)?,
             fp8_bulk_stages_small: stages("LATLAB_FP8_BULK_STAGES_SMALL", d.fp8_bulk_stages_small)?,
@@ -283,7 +314,7 @@ impl Tuning {
 
 #[cfg(test)]
 mod tests {
-    use super::{AttentionCluster, Carveout, Tuning};
+    use super::{AttentionCluster, Carveout, TiledWeights, Tuning};
 
     #[test]
     fn tuning_reads_switches_and_names_a_bad_value() {
@@ -305,6 +336,7 @@ mod tests {
             ("LATLAB_SKINNY_BULK_FP8", "0"),
             ("LATLAB_BULK_STAGES", "6"),
             ("LATLAB_BULK_STAGES_SMALL", "8"),
+            ("LATLAB_BULK_STAGES_WIDE", "3"),
             ("LATLAB_FP8_BULK_STAGES", "3"),
             ("LATLAB_FP8_BULK_STAGES_SMALL", "6"),
             ("LATLAB_ATTENTION_EARLY", "0"),
@@ -321,6 +353,7 @@ mod tests {
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
         assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
+        assert_eq!((d.bulk_stages_wide, t.bulk_stages_wide), (5, 3));
         assert_eq!((d.fp8_bulk_stages, t.fp8_bulk_stages), (2, 3));
         assert_eq!((d.fp8_bulk_stages_small, t.fp8_bulk_stages_small), (5, 6));
         assert!(d.attention_early_loads && !t.attention_early_loads);
@@ -347,7 +380,27 @@ mod tests {
         );
         assert_eq!((d.x_smem_kb, t.x_smem_kb), (25, 64));
         assert!(d.attention_d32 && !t.attention_d32);
-        assert!(d.tiled_weights && !t.tiled_weights);
+        assert_eq!(
+            (d.tiled_weights, t.tiled_weights),
+            (TiledWeights::Bf16, TiledWeights::Off)
+        );
+        assert!(d.tiles_weights(false) && !d.tiles_weights(true));
+        assert!(!t.tiles_weights(false) && !t.tiles_weights(true));
+        let all = with(&[("LATLAB_TILED_WEIGHTS", "1")]).unwrap();
+        assert!(all.tiles_weights(true) && all.tiles_weights(false));
+        let regs = with(&[
+            ("LATLAB_TILED_WEIGHTS", "1"),
+            ("LATLAB_SKINNY_BULK_FP8", "0"),
+        ])
+        .unwrap();
+        assert!(
+            !regs.tiles_weights(true),
+            "the register pipeline reads row-major only"
+        );
+        let e = with(&[("LATLAB_TILED_WEIGHTS", "yes")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("0, bf16 or 1"), "{e}");
         let e = with(&[("LATLAB_X_SMEM_KB", "228")])
             .unwrap_err()
             .to_string();
