@@ -30,11 +30,6 @@ pub struct Tuning {
     /// Shared-memory stages of the bulk pipeline's ring, 16 KiB each
     /// (`BULK_STAGES_RANGE`); fewer stages fit more blocks per SM. `LATLAB_BULK_STAGES`.
     pub bulk_stages: u32,
-    /// `bulk_stages` for launches of `WIDE_ROWS` rows or more (decode batches 5-8 run the
-    /// 8-row graph). With tiled weights (session 12, whole steps, us) 5 stages took bf16
-    /// batch 8 from 4466-4483 to 4411 (6: 4412), while batch 1 lost with them (4001-4008
-    /// -> 4058). `LATLAB_BULK_STAGES_WIDE`.
-    pub bulk_stages_wide: u32,
     /// The ring depth for bulk GEMMs with fewer 16-row tiles than two per SM (o_proj and
     /// down at Qwen3-8B's size: 256 tiles on 132 SMs). Up to 6 stages two blocks still fit
     /// per SM, all the grid is resident at once, and the deeper ring only adds bytes in
@@ -120,13 +115,14 @@ pub struct Tuning {
     /// Which decode GEMMs' weights the engine uploads tiled (`ops::tile_weights`: each
     /// bulk ring stage one contiguous run of bytes) where the bulk pipeline reads them. The
     /// ring alone streams a step's layer linears at 4.63 TB/s tiled against 4.23 row-major
-    /// (H200, gpu_copy_ceiling, session 12); whole steps (gpu_step_chain, us, batch 1 / 8):
-    /// bf16 4061 / 4524 -> 4001-4008 / 4466-4483, FP8 2689-2696 / 3455-3460 -> 2700-2709 /
-    /// 3462-3469 (its GEMMs are bound by their consumers). So bf16 only by default. bf16
-    /// models keep their row-major matrices too, for prefill's cuBLAS GEMMs: 2 more bytes
-    /// of GPU memory per layer weight (13.9 GB at Qwen3-8B); FP8 codes are tiled in place
-    /// (prefill reads the bf16 copies, or dequantizes from either layout).
-    /// `LATLAB_TILED_WEIGHTS=0|bf16|1` (1: FP8 codes too).
+    /// (H200, gpu_copy_ceiling, session 12), and whole bf16 steps of the chain (zero or
+    /// random weights) run 60-75 us shorter at batch 1 and 8 (FP8: 0 to +15 us, its GEMMs
+    /// bound by their consumers). But the engine's own decode did not move (latlab-engine
+    /// bench, batch 1, one call, 2 x 5 rounds: 3.97-4.00 ms/step tiled, 3.98-4.03
+    /// row-major), and bf16 models keep their row-major matrices too, for prefill's cuBLAS
+    /// GEMMs: 13.9 GB more GPU memory at Qwen3-8B. So off until the engine gains. FP8
+    /// codes are tiled in place (prefill reads the bf16 copies, or dequantizes from either
+    /// layout). `LATLAB_TILED_WEIGHTS=0|bf16|1` (1: FP8 codes too).
     pub tiled_weights: TiledWeights,
 }
 
@@ -137,9 +133,6 @@ pub enum TiledWeights {
     Bf16,
     All,
 }
-
-/// Rows from which bf16 bulk launches take `Tuning::bulk_stages_wide`.
-pub const WIDE_ROWS: usize = 5;
 
 /// The block targets `Tuning::attention_blocks` takes.
 pub const ATTENTION_BLOCKS_RANGE: std::ops::RangeInclusive<u32> = 1..=4096;
@@ -170,7 +163,6 @@ impl Default for Tuning {
             skinny_bulk_bf16: true,
             skinny_bulk_fp8: true,
             bulk_stages: 4,
-            bulk_stages_wide: 5,
             bulk_stages_small: 6,
             fp8_bulk_stages: 2,
             fp8_bulk_stages_small: 5,
@@ -183,7 +175,7 @@ impl Default for Tuning {
             attention_cluster: AttentionCluster::Fp8Only,
             x_smem_kb: 25,
             attention_d32: true,
-            tiled_weights: TiledWeights::Bf16,
+            tiled_weights: TiledWeights::Off,
         }
     }
 }
@@ -231,7 +223,6 @@ impl Tuning {
 
     /// The defaults, overridden by `LATLAB_PDL`, `LATLAB_PREFILL_ATTENTION`,
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
-    /// `LATLAB_BULK_STAGES_WIDE`,
     /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
@@ -304,7 +295,6 @@ impl Tuning {
             )?,
             x_smem_kb: int("LATLAB_X_SMEM_KB", d.x_smem_kb, X_SMEM_KB_RANGE)?,
             bulk_stages: stages("LATLAB_BULK_STAGES", d.bulk_stages)?,
-            bulk_stages_wide: stages("LATLAB_BULK_STAGES_WIDE", d.bulk_stages_wide)?,
             bulk_stages_small: stages("LATLAB_BULK_STAGES_SMALL", d.bulk_stages_small)?,
             fp8_bulk_stages: stages("LATLAB_FP8_BULK_STAGES", d.fp8_bulk_stages)?,
             fp8_bulk_stages_small: stages("LATLAB_FP8_BULK_STAGES_SMALL", d.fp8_bulk_stages_small)?,
@@ -336,7 +326,6 @@ mod tests {
             ("LATLAB_SKINNY_BULK_FP8", "0"),
             ("LATLAB_BULK_STAGES", "6"),
             ("LATLAB_BULK_STAGES_SMALL", "8"),
-            ("LATLAB_BULK_STAGES_WIDE", "3"),
             ("LATLAB_FP8_BULK_STAGES", "3"),
             ("LATLAB_FP8_BULK_STAGES_SMALL", "6"),
             ("LATLAB_ATTENTION_EARLY", "0"),
@@ -348,12 +337,11 @@ mod tests {
             ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
             ("LATLAB_X_SMEM_KB", "64"),
             ("LATLAB_ATTENTION_D32", "0"),
-            ("LATLAB_TILED_WEIGHTS", "0"),
+            ("LATLAB_TILED_WEIGHTS", "bf16"),
         ])
         .unwrap();
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
         assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
-        assert_eq!((d.bulk_stages_wide, t.bulk_stages_wide), (5, 3));
         assert_eq!((d.fp8_bulk_stages, t.fp8_bulk_stages), (2, 3));
         assert_eq!((d.fp8_bulk_stages_small, t.fp8_bulk_stages_small), (5, 6));
         assert!(d.attention_early_loads && !t.attention_early_loads);
@@ -382,10 +370,13 @@ mod tests {
         assert!(d.attention_d32 && !t.attention_d32);
         assert_eq!(
             (d.tiled_weights, t.tiled_weights),
-            (TiledWeights::Bf16, TiledWeights::Off)
+            (TiledWeights::Off, TiledWeights::Bf16)
         );
-        assert!(d.tiles_weights(false) && !d.tiles_weights(true));
+        assert!(!d.tiles_weights(false) && !d.tiles_weights(true));
+        // bf16 only, and only where the bulk pipeline runs (t turns it off for bf16).
         assert!(!t.tiles_weights(false) && !t.tiles_weights(true));
+        let bf = with(&[("LATLAB_TILED_WEIGHTS", "bf16")]).unwrap();
+        assert!(bf.tiles_weights(false) && !bf.tiles_weights(true));
         let all = with(&[("LATLAB_TILED_WEIGHTS", "1")]).unwrap();
         assert!(all.tiles_weights(true) && all.tiles_weights(false));
         let regs = with(&[

@@ -9,7 +9,6 @@ use super::weight_layout::WeightLayout;
 use crate::error::{Result, check};
 use crate::gpu::{Gpu, Tuning};
 use crate::launch::Launch;
-use crate::tuning::WIDE_ROWS;
 use cudarc::driver::{CudaView, LaunchConfig};
 
 /// The bulk-copy variants (`Tuning::skinny_bulk_*`): the 8 warps plus one producer warp,
@@ -71,11 +70,10 @@ pub(super) fn launch_cfg(n: usize, pipe: Pipe) -> LaunchConfig {
     }
 }
 
-/// The ring depth of a bulk launch of m rows: FP8 or bf16, and the deeper one for grids
-/// with fewer tiles than two per SM (`small`).
-fn ring_stages(t: &Tuning, fp8: bool, small: bool, m: usize) -> u32 {
+/// The ring depth of a bulk launch: FP8 or bf16, and the deeper one for grids with fewer
+/// tiles than two per SM (`small`).
+fn ring_stages(t: &Tuning, fp8: bool, small: bool) -> u32 {
     match (fp8, small) {
-        (false, false) if m >= WIDE_ROWS => t.bulk_stages_wide,
         (false, false) => t.bulk_stages,
         (false, true) => t.bulk_stages_small,
         (true, false) => t.fp8_bulk_stages,
@@ -103,7 +101,7 @@ pub(super) fn start<'g>(
 ) -> Result<(Launch<'g>, Pipe)> {
     let t = gpu.tuning();
     let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
-    let stages = ring_stages(&t, op.starts_with("skinny_gemm_fp8"), small, m);
+    let stages = ring_stages(&t, op.starts_with("skinny_gemm_fp8"), small);
     let name = skinny_kernel(&t, op, (m, k), stages);
     if name == op {
         return Ok((Launch::new(gpu, op)?, Pipe::Regs));
