@@ -2,7 +2,7 @@
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
-# sweep splits fp8bulk bench prefill fp8prefill early http hf stream trace wgmma copy" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
+# sweep splits fp8bulk bench prefill fp8prefill early http hf stream trace wgmma copy steptiming" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
 # by default; its correctness tests run in "tests").
 set -uo pipefail
@@ -94,6 +94,18 @@ if has bench; then
     set -- $qb
     timeout 120 $B --batch "$2" --quantization "$1" > "$OUT/bench_$1_$2.log" 2>&1
     echo "bench $1 batch $2 rc=$?"; grep -E "round 1|rror" "$OUT/bench_$1_$2.log"
+  done
+fi
+if has steptiming; then
+  # Where the engine's decode step goes (LATLAB_STEP_TIMING=1, engine/src/model/cuda/
+  # step_timing.rs): GPU replay, the whole call, the loop between calls; row-major and tiled
+  # bf16 weights (session 12: the chain gains 55-75 us tiled, the engine did not).
+  for tw in 0 bf16; do
+    LATLAB_STEP_TIMING=1 LATLAB_TILED_WEIGHTS=$tw RUST_LOG=info timeout 150 $BENCH --gen-len 220 \
+      --rounds 3 --batch 1 > "$OUT/steptiming_$tw.log" 2>&1
+    echo "step timing, tiled=$tw rc=$?"; grep -E "round [12]" "$OUT/steptiming_$tw.log"
+    sed 's/\x1b\[[0-9;]*m//g' "$OUT/steptiming_$tw.log" \
+      | grep -oE "gpu_us=[0-9.]+ call_us=[0-9.]+ between_calls_us=[0-9.]+" | tail -4
   done
 fi
 if has prefill; then

@@ -41,6 +41,9 @@ impl CudaBackend {
         mut host: HostMeta,
         all_greedy: bool,
     ) -> Result<Vec<Next>> {
+        if let Some(t) = &mut self.step_timing {
+            t.call_begins();
+        }
         let n = host.ids.len();
         let b = GRAPH_BATCHES
             .iter()
@@ -73,12 +76,14 @@ impl CudaBackend {
             w,
             cache,
             graphs,
+            step_timing,
             ..
         } = self;
         let g = graphs[slot].as_mut().expect("created above");
         host.pad(g.rows, cache.num_pages, cache.block_size);
         g.meta.write(&s, &host)?;
-        if g.graph.is_none() {
+        let captured = g.graph.is_none();
+        if captured {
             s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
                 .map_err(driver_err("begin graph capture"))?;
             // One token per sequence (run() checks): the cache before it is settled.
@@ -103,23 +108,35 @@ impl CudaBackend {
             tracing::info!(batch = b, "captured decode graph");
             g.graph = Some(OwnedGraph(graph));
         }
+        if let Some(t) = step_timing {
+            t.replay_begins(gpu)?;
+        }
         g.graph
             .as_ref()
             .expect("captured")
             .0
             .launch()
             .map_err(driver_err("graph launch"))?;
+        if let Some(t) = step_timing {
+            t.replay_ends(gpu)?;
+        }
         if all_greedy {
             let out = s
                 .clone_dtoh(&g.tokens.slice(..n))
                 .map_err(driver_err("download tokens"))?;
             gpu.sync().map_err(kernel_err)?;
+            if let Some(t) = step_timing {
+                t.call_ends(captured)?;
+            }
             return Ok(out.into_iter().map(Next::Token).collect());
         }
         let out = s
             .clone_dtoh(&g.logits.slice(..n * vocab))
             .map_err(driver_err("download logits"))?;
         gpu.sync().map_err(kernel_err)?;
+        if let Some(t) = step_timing {
+            t.call_ends(captured)?;
+        }
         Ok(out
             .chunks_exact(vocab)
             .map(|r| Next::Logits(r.to_vec()))

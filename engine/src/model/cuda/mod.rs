@@ -7,6 +7,7 @@ mod graph;
 mod meta;
 mod prefill_copy;
 mod step;
+mod step_timing;
 mod weights;
 
 use super::{Backend, Next, SeqChunk};
@@ -37,6 +38,8 @@ pub struct CudaBackend {
     graphs: Vec<Option<graph::DecodeGraph>>,
     /// FP8 models: bf16 buffer for the largest projection, which prefill expands into.
     deq: Option<CudaSlice<bf16>>,
+    /// `LATLAB_STEP_TIMING=1`: where decode steps' time goes (step_timing.rs).
+    step_timing: Option<step_timing::StepTiming>,
 }
 
 pub(crate) fn driver_err(
@@ -97,6 +100,7 @@ impl CudaBackend {
             "CUDA backend ready"
         );
         let graphs_enabled = std::env::var("LATLAB_CUDA_GRAPHS").map_or(true, |v| v != "0");
+        let step_timing = step_timing::StepTiming::from_env(&gpu)?;
         Ok(CudaBackend {
             gpu,
             cfg,
@@ -105,6 +109,7 @@ impl CudaBackend {
             graphs_enabled,
             graphs: graph::GRAPH_BATCHES.iter().map(|_| None).collect(),
             deq,
+            step_timing,
         })
     }
 

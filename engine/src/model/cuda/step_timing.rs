@@ -1,0 +1,110 @@
+//! Where a decode step's wall time goes (`LATLAB_STEP_TIMING=1`, an instrument; off by
+//! default): CUDA events around the graph replay give the GPU's time, a host clock around
+//! the whole call (metadata upload, replay, token download and wait) the call's time, and
+//! the clock between calls the engine loop's own time. Session 12 found kernel changes
+//! that shorten the step chain's replays by 55-75 us leave the engine's ms/step where it
+//! was; this says which of the three the engine's step is made of. Logged at info every
+//! `EVERY` steps, then reset.
+
+use super::driver_err;
+use crate::error::Result;
+use kernels::Gpu;
+use kernels::cudarc::driver::{CudaEvent, sys};
+use std::time::{Duration, Instant};
+
+/// Steps per log line (short enough that most windows hold no prefill: a prefill between two
+/// decode calls counts as the loop's time).
+const EVERY: u32 = 100;
+
+pub(super) struct StepTiming {
+    start: CudaEvent,
+    end: CudaEvent,
+    /// When the last call returned (the loop's time runs from there to the next call).
+    last_return: Option<Instant>,
+    call_began: Option<Instant>,
+    steps: u32,
+    gpu: Duration,
+    call: Duration,
+    between: Duration,
+}
+
+impl StepTiming {
+    /// The instrument when `LATLAB_STEP_TIMING=1`.
+    pub fn from_env(gpu: &Gpu) -> Result<Option<Self>> {
+        if std::env::var("LATLAB_STEP_TIMING").map_or(true, |v| v != "1") {
+            return Ok(None);
+        }
+        let ev = || {
+            gpu.ctx()
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(driver_err("create step timing event"))
+        };
+        Ok(Some(StepTiming {
+            start: ev()?,
+            end: ev()?,
+            last_return: None,
+            call_began: None,
+            steps: 0,
+            gpu: Duration::ZERO,
+            call: Duration::ZERO,
+            between: Duration::ZERO,
+        }))
+    }
+
+    /// A decode call begins (before its metadata upload).
+    pub fn call_begins(&mut self) {
+        let now = Instant::now();
+        if let Some(t) = self.last_return {
+            self.between += now - t;
+        }
+        self.call_began = Some(now);
+    }
+
+    /// Just before and after the graph's launch, on its stream.
+    pub fn replay_begins(&self, gpu: &Gpu) -> Result<()> {
+        self.start
+            .record(gpu.stream())
+            .map_err(driver_err("record step timing event"))
+    }
+    pub fn replay_ends(&self, gpu: &Gpu) -> Result<()> {
+        self.end
+            .record(gpu.stream())
+            .map_err(driver_err("record step timing event"))
+    }
+
+    /// The call has its results (the stream is synchronized, so both events are done).
+    /// `captured`: this call captured the graph first, so it counts as no step.
+    pub fn call_ends(&mut self, captured: bool) -> Result<()> {
+        let now = Instant::now();
+        if captured {
+            self.call_began = None;
+            self.last_return = Some(now);
+            return Ok(());
+        }
+        let ms = self
+            .start
+            .elapsed_ms(&self.end)
+            .map_err(driver_err("read step timing events"))?;
+        self.gpu += Duration::from_secs_f64(ms as f64 / 1e3);
+        if let Some(t) = self.call_began.take() {
+            self.call += now - t;
+        }
+        self.last_return = Some(now);
+        self.steps += 1;
+        if self.steps == EVERY {
+            let per = |d: Duration| d.as_secs_f64() * 1e6 / self.steps as f64;
+            tracing::info!(
+                steps = self.steps,
+                gpu_us = per(self.gpu),
+                call_us = per(self.call),
+                between_calls_us = per(self.between),
+                "decode step timing (graph replay on the GPU; the whole call; the engine loop between calls)"
+            );
+            self.steps = 0;
+            self.gpu = Duration::ZERO;
+            self.call = Duration::ZERO;
+            self.between = Duration::ZERO;
+        }
+        Ok(())
+    }
+}
