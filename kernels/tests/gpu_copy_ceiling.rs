@@ -16,10 +16,8 @@
 mod experiment_src;
 mod timing_common;
 
-use kernels::compile::{CompileOptions, compile_cubin};
 use kernels::cudarc::driver::sys::{self, CUfunction_attribute};
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr};
-use kernels::cudarc::nvrtc::Ptx;
 use kernels::ops;
 use kernels::{Gpu, GpuOptions, bf16};
 use std::ffi::c_void;
@@ -169,13 +167,7 @@ fn how_fast_the_step_weights_stream_by_each_way_of_moving_them() {
     let opts = GpuOptions::from_env().unwrap();
     let g = Gpu::new(&opts).unwrap();
     let st = g.stream();
-    let copts = CompileOptions {
-        arch: g.arch().to_string(),
-        include_dirs: opts.include_dirs.clone(),
-        defines: vec![],
-    };
-    let cubin = compile_cubin("copy_ceiling.cu", experiment_src::COPY_CEILING, &copts).unwrap();
-    let module = g.ctx().load_module(Ptx::from_binary(cubin)).unwrap();
+    let module = experiment_src::module(&g, &opts, "copy_ceiling.cu", experiment_src::COPY_CEILING);
     let k = Kernels {
         ring: module.load_function("copy_ceiling_ring").unwrap(),
         loads: module.load_function("copy_ceiling_loads").unwrap(),

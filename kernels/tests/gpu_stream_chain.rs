@@ -16,7 +16,6 @@
 mod timing_common;
 
 mod experiment_src;
-use kernels::compile::{CompileOptions, compile_cubin};
 use kernels::cudarc::driver::sys::CUfunction_attribute;
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use kernels::cudarc::nvrtc::Ptx;
@@ -263,12 +262,7 @@ fn linears_as_launches_against_one_streaming_kernel() {
     let opts = GpuOptions::from_env().unwrap();
     let g = Gpu::new(&opts).unwrap();
     let s = g.stream();
-    let copts = CompileOptions {
-        arch: g.arch().to_string(),
-        include_dirs: opts.include_dirs.clone(),
-        defines: vec![],
-    };
-    let cubin = compile_cubin("stream_chain.cu", experiment_src::STREAM_CHAIN, &copts).unwrap();
+    let cubin = experiment_src::cubin(&g, &opts, "stream_chain.cu", experiment_src::STREAM_CHAIN);
     let bytes_per_step = |fp8: bool| {
         let e: usize = SHAPES.iter().map(|(n, k)| n * k).sum::<usize>() * LAYERS;
         if fp8 { e } else { 2 * e }

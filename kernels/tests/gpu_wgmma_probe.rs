@@ -17,12 +17,10 @@
 mod experiment_src;
 mod timing_common;
 
-use kernels::compile::{CompileOptions, compile_cubin};
 use kernels::cudarc::driver::sys::{self, CUfunction_attribute};
 use kernels::cudarc::driver::{
     CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
 };
-use kernels::cudarc::nvrtc::Ptx;
 use kernels::ops;
 use kernels::{Gpu, GpuOptions, bf16};
 use timing_common::time_us_reps;
@@ -183,13 +181,7 @@ fn fp8_decode_gemm_on_the_warpgroup_mma() {
     let opts = GpuOptions::from_env().unwrap();
     let g = Gpu::new(&opts).unwrap();
     let st = g.stream();
-    let copts = CompileOptions {
-        arch: g.arch().to_string(),
-        include_dirs: opts.include_dirs.clone(),
-        defines: vec![],
-    };
-    let cubin = compile_cubin("wgmma_probe.cu", experiment_src::WGMMA_PROBE, &copts).unwrap();
-    let module = g.ctx().load_module(Ptx::from_binary(cubin)).unwrap();
+    let module = experiment_src::module(&g, &opts, "wgmma_probe.cu", experiment_src::WGMMA_PROBE);
     let probe = Probe {
         func: module.load_function("fp8_wgmma_probe").unwrap(),
     };

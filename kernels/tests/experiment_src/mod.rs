@@ -4,6 +4,29 @@
 //! Each test binary uses part of it.
 #![allow(dead_code)]
 
+use kernels::compile::{CompileOptions, compile_cubin};
+use kernels::cudarc::driver::CudaModule;
+use kernels::cudarc::nvrtc::Ptx;
+use kernels::{Gpu, GpuOptions};
+use std::sync::Arc;
+
+/// An experiment's source (`name` for errors and the cache) compiled for `g`'s
+/// architecture with the options' include directories.
+pub fn cubin(g: &Gpu, opts: &GpuOptions, name: &str, src: &str) -> Vec<u8> {
+    let copts = CompileOptions {
+        arch: g.arch().to_string(),
+        include_dirs: opts.include_dirs.clone(),
+        defines: vec![],
+    };
+    compile_cubin(name, src, &copts).unwrap()
+}
+
+/// `cubin`, loaded on `g`.
+pub fn module(g: &Gpu, opts: &GpuOptions, name: &str, src: &str) -> Arc<CudaModule> {
+    let bin = cubin(g, opts, name, src);
+    g.ctx().load_module(Ptx::from_binary(bin)).unwrap()
+}
+
 /// An experiment's file under tests/cuda/ behind the bulk pipeline it builds on.
 macro_rules! behind_bulk_pipeline {
     ($file:literal) => {
