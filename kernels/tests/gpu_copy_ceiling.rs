@@ -12,6 +12,11 @@
 //! graph (as a step runs them), beside the engine's bf16 GEMMs on the same bytes. If the
 //! tiled ring streams much faster than the row ring, a tiled weight layout is the way to
 //! faster linears. `cargo test -p kernels --test gpu_copy_ceiling -- --ignored --nocapture`.
+//!
+//! Answer (H200, session 12, engine/PERF.md steps 34-35): yes for the ring (4.23 TB/s
+//! row-major, 4.63 tiled), but the engine's GEMMs went only from 4.00 to 4.06 TB/s tiled: their
+//! consumers hold them. `what_in_the_gemm_consumers_costs` rebuilds the engine's bf16 GEMM
+//! with consumer parts switched off (timing only) to say which part.
 
 mod experiment_src;
 mod timing_common;
@@ -116,7 +121,11 @@ fn launch_pdl(g: &Gpu, f: &CudaFunction, grid: u32, block: u32, smem: u32, args:
 struct Kernels {
     ring: CudaFunction,
     loads: CudaFunction,
+    gemm: CudaFunction,
 }
+
+/// copy_ceiling_gemm's consumer parts (bits: x loads, MMAs, epilogue).
+const ALL_PARTS: u64 = 7;
 
 impl Kernels {
     /// The ring over matrix m of the buffer at `base`.
@@ -155,6 +164,43 @@ impl Kernels {
         launch_pdl(g, &self.ring, grid, RING_THREADS, smem, &mut a);
     }
 
+    /// The engine's bf16 GEMM rebuilt with consumer `parts` (copy_ceiling_gemm) over matrix
+    /// m at `w`, x [1, k] at `x`, y at `y`; the engine's ring depths.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm(&self, g: &Gpu, w: u64, x: u64, y: u64, m: &Mat, tiled: bool, parts: u64) {
+        let small = m.n.div_ceil(16) < 2 * g.sms();
+        let t = g.tuning();
+        let stages = if small {
+            t.bulk_stages_small
+        } else {
+            t.bulk_stages
+        } as usize;
+        let smem = (stages * 16 * (1024 + 16)) as u32;
+        self.gemm
+            .set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                smem as i32,
+            )
+            .unwrap();
+        let per_sm = self
+            .gemm
+            .occupancy_max_active_blocks_per_multiprocessor(RING_THREADS, smem as usize, None)
+            .unwrap() as usize;
+        let grid = m.n.div_ceil(16).min(per_sm * g.sms()) as u32;
+        let mut a = [
+            x,
+            w,
+            y,
+            1,
+            m.n as u64,
+            m.k as u64,
+            stages as u64,
+            tiled as u64,
+            parts,
+        ];
+        launch_pdl(g, &self.gemm, grid, RING_THREADS, smem, &mut a);
+    }
+
     fn loads(&self, g: &Gpu, base: u64, out: u64, bytes: usize, unroll: u64, per_sm: usize) {
         let mut a = [base, (bytes / 16) as u64, unroll, out];
         launch_pdl(g, &self.loads, (per_sm * g.sms()) as u32, 256, 0, &mut a);
@@ -171,6 +217,7 @@ fn how_fast_the_step_weights_stream_by_each_way_of_moving_them() {
     let k = Kernels {
         ring: module.load_function("copy_ceiling_ring").unwrap(),
         loads: module.load_function("copy_ceiling_loads").unwrap(),
+        gemm: module.load_function("copy_ceiling_gemm").unwrap(),
     };
     /// Row pads tried (bytes added to each row's pitch): the rows feed's 16 pieces sit a
     /// power of two apart in the checkpoint's layout.
@@ -263,4 +310,112 @@ fn how_fast_the_step_weights_stream_by_each_way_of_moving_them() {
             }
         }
     }
+}
+
+/// What in the bf16 GEMMs' consumers costs (copy_ceiling_gemm with parts switched off,
+/// timing only), over the step's 144 layer linears as PDL launches, row-major and tiled,
+/// beside the ring alone. First the rebuilt kernel with every part on is checked against
+/// the engine's op, bit for bit, in both layouts: it is the engine's kernel.
+#[test]
+#[ignore = "gpu"]
+fn what_in_the_gemm_consumers_costs() {
+    let opts = GpuOptions::from_env().unwrap();
+    let g = Gpu::new(&opts).unwrap();
+    let st = g.stream();
+    let module = experiment_src::module(&g, &opts, "copy_ceiling.cu", experiment_src::COPY_CEILING);
+    let k = Kernels {
+        ring: module.load_function("copy_ceiling_ring").unwrap(),
+        loads: module.load_function("copy_ceiling_loads").unwrap(),
+        gemm: module.load_function("copy_ceiling_gemm").unwrap(),
+    };
+    // Correctness: one gate|up-sized and one down-sized matrix of random values.
+    let mut r = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = move || {
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        bf16::from_f32(((r >> 40) as f32 / (1u64 << 24) as f32) - 0.5)
+    };
+    for (n, kk) in [(1000usize, 4096usize), (4096, 12288)] {
+        let wv: Vec<bf16> = (0..n * kk).map(|_| rnd()).collect();
+        let xv: Vec<bf16> = (0..kk).map(|_| rnd()).collect();
+        let m = Mat {
+            off: 0,
+            n,
+            k: kk,
+            row_bytes: kk * 2,
+            pitch: kk * 2,
+        };
+        let x = st.clone_htod(&xv).unwrap();
+        let mut want = st.alloc_zeros::<f32>(n).unwrap();
+        let w_rows = st.clone_htod(&wv).unwrap();
+        let mut yv = want.as_view_mut();
+        let layout = ops::WeightLayout::Rows;
+        ops::skinny_gemm_into(&g, &x.as_view(), &w_rows.as_view(), layout, n, kk, &mut yv).unwrap();
+        let want = st.clone_dtoh(&want).unwrap();
+        for tiled in [false, true] {
+            let w = if tiled {
+                st.clone_htod(&ops::tile_weights(&wv, n, kk)).unwrap()
+            } else {
+                w_rows.clone()
+            };
+            let y = st.alloc_zeros::<f32>(n).unwrap();
+            let ((wp, _a), (xp, _b), (yp, _c)) =
+                (w.device_ptr(st), x.device_ptr(st), y.device_ptr(st));
+            k.gemm(&g, wp, xp, yp, &m, tiled, ALL_PARTS);
+            let got = st.clone_dtoh(&y).unwrap();
+            let same = got
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(
+                same,
+                "{n}x{kk} tiled {tiled}: the rebuilt GEMM != the engine's op"
+            );
+        }
+    }
+    // Timing over the step's linears (their values do not matter).
+    let mats = step_mats(2, 0);
+    let l = mats.last().unwrap();
+    let bytes = l.off + l.n * l.row_bytes;
+    // SAFETY: read as plain bytes only.
+    let buf: CudaSlice<bf16> = unsafe { st.alloc::<bf16>(bytes / 2) }.unwrap();
+    let x = st.alloc_zeros::<bf16>(INTER).unwrap();
+    let y = st.alloc_zeros::<f32>(2 * INTER).unwrap();
+    let ((base, _a), (xp, _b), (yp, _c)) = (buf.device_ptr(st), x.device_ptr(st), y.device_ptr(st));
+    let tbs = |us: f32| bytes as f64 / (us as f64 * 1e-6) / 1e12;
+    println!("| bf16 linears, 144 launches, PDL | row-major: us (TB/s) | tiled: us (TB/s) |");
+    let row = |label: &str, f: &dyn Fn(bool)| {
+        let [a, b] = [false, true].map(|tiled| time_us_reps(&g, 1, || f(tiled)));
+        println!(
+            "| {label} | {a:.0} ({:.2}) | {b:.0} ({:.2}) |",
+            tbs(a),
+            tbs(b)
+        );
+    };
+    for (parts, label) in [
+        (7u64, "GEMM, all parts (the engine's kernel)"),
+        (6, "without x loads"),
+        (5, "without MMAs"),
+        (3, "without the per-tile epilogue"),
+        (1, "x loads only"),
+        (0, "no consumer work (weights read from shared memory only)"),
+    ] {
+        row(label, &|tiled| {
+            for m in &mats {
+                k.gemm(&g, base + m.off as u64, xp, yp, m, tiled, parts);
+            }
+        });
+    }
+    row("the ring alone (4 / 6 stages)", &|tiled| {
+        let feed = if tiled {
+            Feed::Tiled { copies: 1 }
+        } else {
+            Feed::Rows { piece: 1024 }
+        };
+        for m in &mats {
+            let stages = if m.n.div_ceil(16) < 2 * g.sms() { 6 } else { 4 };
+            k.ring(&g, base, yp, m, feed, stages);
+        }
+    });
 }

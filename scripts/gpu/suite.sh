@@ -47,8 +47,8 @@ if has wgmma; then
   grep -E "^\||panicked" "$OUT/wgmma.log"
 fi
 if has copy; then
-  # How fast the step's weights stream by each way of moving them, with no multiplying
-  # (experiment: kernels/tests/gpu_copy_ceiling.rs).
+  # How fast the step's weights stream by each way of moving them, with no multiplying, and
+  # what in the bf16 GEMMs' consumers costs (experiment: kernels/tests/gpu_copy_ceiling.rs).
   timeout 300 $T/gpu_copy_ceiling --ignored --nocapture > "$OUT/copy.log" 2>&1; echo "copy rc=$?"
   grep -E "^\||panicked" "$OUT/copy.log"
 fi

@@ -117,3 +117,68 @@ extern "C" __global__ void copy_ceiling_loads(const uint4* __restrict__ w, unsig
     pdl_wait();
     if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) out[blockIdx.x] = acc.x;
 }
+
+// The engine's persistent bf16 GEMM (skinny_bulk.cu's skinny_pipeline_bulk_tiles with
+// TileBf16, f32 out), rebuilt here with parts of its consumers switched off (timing only:
+// the values are wrong where a part is off). With tiled weights the ring alone streams the
+// step's linears ~250 us faster than the GEMMs (session 12): this says which consumer part
+// holds them. parts: bit 0 loads x, bit 1 multiplies, bit 2 runs the per-tile epilogue
+// (gather, barrier, reduce, store, and the barrier before the next tile); 7 is the engine's
+// kernel, instruction for instruction in what it computes.
+extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
+    copy_ceiling_gemm(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
+                      float* __restrict__ y, int M, int N, int K, int stages, int tiled,
+                      int parts) {
+    pdl_trigger();
+    extern __shared__ __align__(128) unsigned char ring[];
+    __shared__ __align__(8) unsigned long long full[TM_MAX_STAGES], empty[TM_MAX_STAGES];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned ntiles = (N + 15) / 16;
+    const TileBf16 first(x, w, M, N, K, blockIdx.x);
+    const int row_bytes = first.row_bytes();
+    const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
+    ring_init(full, empty, stages);
+    if (warp == SG_WARPS) {
+        unsigned long long policy;
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+        int i = 0;
+        for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+            const int n0 = (int)tile * 16, rows = min(16, N - n0);
+            const unsigned char* tb = first.bytes() + (size_t)n0 * row_bytes;
+            for (int k = 0; k < nst; ++k, ++i)
+                produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, tb, tiled,
+                              policy);
+        }
+        return;
+    }
+    TileBf16::Stage st;
+    st.x[0] = st.x[1] = make_uint4(0, 0, 0, 0);
+    pdl_wait();
+    first.prepare();
+    int i = 0;
+    for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        const TileBf16 t(x, w, M, N, K, tile);
+        float c[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int k = 0; k < nst; ++k, ++i) {
+            const int s = i % stages, ch = k * SG_WARPS + warp;
+            if (parts & 1) t.load_x(st, ch);
+            mbar_wait(&full[s], (i / stages) & 1);
+            load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, t.pieces());
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&empty[s]);
+            if (parts & 2) {
+                t.mma(c, st);
+            } else {
+                // Keep the loads: one integer op per register instead of the MMAs.
+                c[0] += __uint_as_float((st.a[0].x ^ st.a[1].y ^ st.b[0].z ^ st.b[1].w ^
+                                         st.x[0].x ^ st.x[1].y) & 0x3fffffffu);
+            }
+        }
+        if (parts & 4) {
+            store_out(c, y, M, N, t.n0);
+            if (tile + gridDim.x < ntiles) consumers_sync();
+        } else if (c[0] == 1234.5f) {
+            y[t.n0] = c[1];
+        }
+    }
+}
