@@ -21,6 +21,9 @@ for line in sys.stdin:
         print(m["target"]["name"], m["executable"])
 ' | while read -r name exe; do cp "$exe" ".gpu/t/$name"; done
 done
+# Debug symbols take a quarter of the binaries; without them everything fits the device
+# tool's 64 MiB carry (it did not in session 12). Panic messages stay; backtraces lose names.
+if command -v strip > /dev/null; then strip .gpu/t/*; fi
 cp assets/cache/qwen3/tokenizer.json assets/cache/qwen3/tokenizer_config.json .gpu/tok/
 cp scripts/gpu/hf_qwen3_8b.py scripts/gpu/suite.sh scripts/gpu/ncu_step.sh .gpu/
 du -sh .gpu
