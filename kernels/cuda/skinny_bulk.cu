@@ -163,6 +163,25 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
     TRACE_MARK(3);
 }
 
+// The persistent pipeline's producer warp: block b's tiles b, b + gridDim.x, ... of w [N,
+// row_bytes], stage after stage, the ring running on across tiles.
+__device__ __forceinline__ void produce_tiles(unsigned char* ring, unsigned long long* full,
+                                              unsigned long long* empty,
+                                              const unsigned char* w, int N, int row_bytes,
+                                              int stages, int tiled) {
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    const unsigned ntiles = (N + 15) / 16;
+    const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
+    int i = 0;
+    for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        const int n0 = (int)tile * 16, rows = min(16, N - n0);
+        const unsigned char* tb = w + (size_t)n0 * row_bytes;
+        for (int k = 0; k < nst; ++k, ++i)
+            produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, tb, tiled, policy);
+    }
+}
+
 // The persistent form (`_persistent` entry points, `Tuning::bulk_persistent`): a grid of at
 // most the blocks that fit at once, block b taking tiles b, b + gridDim.x, ... The ring and
 // its barriers run on across the block's tiles (the stage counter i counts all of them), so
@@ -185,16 +204,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
     const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
     ring_init(full, empty, stages);
     if (warp == SG_WARPS) {
-        unsigned long long policy;
-        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-        int i = 0;
-        for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
-            const int n0 = (int)tile * 16, rows = min(16, N - n0);
-            const unsigned char* tb = first.bytes() + (size_t)n0 * row_bytes;
-            for (int k = 0; k < nst; ++k, ++i)
-                produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, tb, tiled,
-                              policy);
-        }
+        produce_tiles(ring, full, empty, first.bytes(), N, row_bytes, stages, tiled);
         return;
     }
     typename Tile::Stage st;

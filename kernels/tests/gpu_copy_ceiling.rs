@@ -128,6 +128,17 @@ struct Kernels {
 const ALL_PARTS: u64 = 7;
 
 impl Kernels {
+    /// copy_ceiling.cu compiled and loaded on `g`.
+    fn load(g: &Gpu, opts: &GpuOptions) -> Self {
+        let module =
+            experiment_src::module(g, opts, "copy_ceiling.cu", experiment_src::COPY_CEILING);
+        Kernels {
+            ring: module.load_function("copy_ceiling_ring").unwrap(),
+            loads: module.load_function("copy_ceiling_loads").unwrap(),
+            gemm: module.load_function("copy_ceiling_gemm").unwrap(),
+        }
+    }
+
     /// The ring over matrix m of the buffer at `base`.
     fn ring(&self, g: &Gpu, base: u64, out: u64, m: &Mat, feed: Feed, stages: usize) {
         let piece = match feed {
@@ -213,12 +224,7 @@ fn how_fast_the_step_weights_stream_by_each_way_of_moving_them() {
     let opts = GpuOptions::from_env().unwrap();
     let g = Gpu::new(&opts).unwrap();
     let st = g.stream();
-    let module = experiment_src::module(&g, &opts, "copy_ceiling.cu", experiment_src::COPY_CEILING);
-    let k = Kernels {
-        ring: module.load_function("copy_ceiling_ring").unwrap(),
-        loads: module.load_function("copy_ceiling_loads").unwrap(),
-        gemm: module.load_function("copy_ceiling_gemm").unwrap(),
-    };
+    let k = Kernels::load(&g, &opts);
     /// Row pads tried (bytes added to each row's pitch): the rows feed's 16 pieces sit a
     /// power of two apart in the checkpoint's layout.
     const PADS: [usize; 5] = [0, 128, 256, 1024, 2048];
@@ -322,12 +328,7 @@ fn what_in_the_gemm_consumers_costs() {
     let opts = GpuOptions::from_env().unwrap();
     let g = Gpu::new(&opts).unwrap();
     let st = g.stream();
-    let module = experiment_src::module(&g, &opts, "copy_ceiling.cu", experiment_src::COPY_CEILING);
-    let k = Kernels {
-        ring: module.load_function("copy_ceiling_ring").unwrap(),
-        loads: module.load_function("copy_ceiling_loads").unwrap(),
-        gemm: module.load_function("copy_ceiling_gemm").unwrap(),
-    };
+    let k = Kernels::load(&g, &opts);
     // Correctness: one gate|up-sized and one down-sized matrix of random values.
     let mut r = 0x2545_f491_4f6c_dd1du64;
     let mut rnd = move || {

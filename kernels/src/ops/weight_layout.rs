@@ -49,25 +49,22 @@ pub fn tile_codes(w: &[u8], n: usize, k: usize) -> Vec<u8> {
 fn tile_rows<T: Copy + Send + Sync>(w: &[T], n: usize, k: usize) -> Vec<T> {
     assert_eq!(w.len(), n * k, "w is not {n} x {k}");
     let piece = (STAGE_ROW_BYTES / std::mem::size_of::<T>()).max(1);
-    let mut out = Vec::with_capacity(w.len());
-    // Each tile is a contiguous run of rows in both layouts: permute tiles in parallel.
-    let tiles: Vec<Vec<T>> = w
-        .par_chunks(TILE_ROWS * k)
-        .map(|tile| {
+    // Each tile is the same run of rows in both layouts: permute the tiles in parallel,
+    // straight into the output.
+    let mut out = w.to_vec();
+    out.par_chunks_mut(TILE_ROWS * k)
+        .zip(w.par_chunks(TILE_ROWS * k))
+        .for_each(|(dst, tile)| {
             let rows = tile.len() / k;
-            let mut t = Vec::with_capacity(tile.len());
+            let mut at = 0;
             for c0 in (0..k).step_by(piece) {
-                let c1 = (c0 + piece).min(k);
+                let len = piece.min(k - c0);
                 for r in 0..rows {
-                    t.extend_from_slice(&tile[r * k + c0..r * k + c1]);
+                    dst[at..at + len].copy_from_slice(&tile[r * k + c0..r * k + c0 + len]);
+                    at += len;
                 }
             }
-            t
-        })
-        .collect();
-    for t in tiles {
-        out.extend_from_slice(&t);
-    }
+        });
     out
 }
 

@@ -139,16 +139,7 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
     const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
     ring_init(full, empty, stages);
     if (warp == SG_WARPS) {
-        unsigned long long policy;
-        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-        int i = 0;
-        for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
-            const int n0 = (int)tile * 16, rows = min(16, N - n0);
-            const unsigned char* tb = first.bytes() + (size_t)n0 * row_bytes;
-            for (int k = 0; k < nst; ++k, ++i)
-                produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, tb, tiled,
-                              policy);
-        }
+        produce_tiles(ring, full, empty, first.bytes(), N, row_bytes, stages, tiled);
         return;
     }
     TileBf16::Stage st;

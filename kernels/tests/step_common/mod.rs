@@ -43,7 +43,7 @@ fn random_weights() -> bool {
 fn fill_from<T: kernels::cudarc::driver::DeviceRepr>(
     g: &Gpu,
     buf: &mut CudaSlice<T>,
-    block: &CudaSlice<T>,
+    block: &kernels::cudarc::driver::CudaView<'_, T>,
 ) {
     let mut off = 0;
     while off < buf.len() {
@@ -83,7 +83,7 @@ impl Linear {
         if fp8 {
             let mut codes = s.alloc_zeros(n * k).unwrap();
             if let Some(b) = random {
-                fill_from(g, &mut codes, b);
+                fill_from(g, &mut codes, &b.as_view());
             }
             Linear::Fp8(
                 codes,
@@ -94,20 +94,14 @@ impl Linear {
             if let Some(b) = random {
                 // SAFETY: bf16 is two plain bytes; the block's length is even.
                 let b16 = unsafe { b.transmute::<bf16>(b.len() / 2) }.unwrap();
-                let mut off = 0;
-                while off < w.len() {
-                    let len = b16.len().min(w.len() - off);
-                    let mut dst = w.slice_mut(off..off + len);
-                    s.memcpy_dtod(&b16.slice(..len), &mut dst).unwrap();
-                    off += len;
-                }
+                fill_from(g, &mut w, &b16);
             }
             Linear::Bf16(w)
         }
     }
 
     /// The layout the engine would upload these weights in (`Tuning::tiles_weights`); the
-    /// weights are zeros, so only the kernels' addressing follows it.
+    /// weights are zeros or a repeated block, so only the kernels' addressing follows it.
     fn layout(g: &Gpu, fp8: bool) -> ops::WeightLayout {
         if g.tuning().tiles_weights(fp8) {
             ops::WeightLayout::Tiled
