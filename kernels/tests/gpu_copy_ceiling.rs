@@ -118,6 +118,21 @@ fn launch_pdl(g: &Gpu, f: &CudaFunction, grid: u32, block: u32, smem: u32, args:
     .unwrap();
 }
 
+/// The persistent grid over n rows' 16-row tiles: the blocks of `smem` bytes that fit at
+/// once (the kernel opted in to that much dynamic shared memory first), as the engine sizes
+/// it.
+fn persistent_grid(g: &Gpu, f: &CudaFunction, smem: u32, n: usize) -> u32 {
+    f.set_attribute(
+        CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        smem as i32,
+    )
+    .unwrap();
+    let per_sm = f
+        .occupancy_max_active_blocks_per_multiprocessor(RING_THREADS, smem as usize, None)
+        .unwrap() as usize;
+    n.div_ceil(16).min(per_sm * g.sms()) as u32
+}
+
 struct Kernels {
     ring: CudaFunction,
     loads: CudaFunction,
@@ -146,17 +161,7 @@ impl Kernels {
             Feed::Tiled { .. } => 1024,
         };
         let smem = (stages * 16 * (piece + 16)) as u32;
-        self.ring
-            .set_attribute(
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                smem as i32,
-            )
-            .unwrap();
-        let per_sm = self
-            .ring
-            .occupancy_max_active_blocks_per_multiprocessor(RING_THREADS, smem as usize, None)
-            .unwrap() as usize;
-        let grid = m.n.div_ceil(16).min(per_sm * g.sms()) as u32;
+        let grid = persistent_grid(g, &self.ring, smem, m.n);
         let (tiled, copies) = match feed {
             Feed::Rows { .. } => (0, 16),
             Feed::Tiled { copies } => (1, copies as u64),
@@ -187,17 +192,7 @@ impl Kernels {
             t.bulk_stages
         } as usize;
         let smem = (stages * 16 * (1024 + 16)) as u32;
-        self.gemm
-            .set_attribute(
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                smem as i32,
-            )
-            .unwrap();
-        let per_sm = self
-            .gemm
-            .occupancy_max_active_blocks_per_multiprocessor(RING_THREADS, smem as usize, None)
-            .unwrap() as usize;
-        let grid = m.n.div_ceil(16).min(per_sm * g.sms()) as u32;
+        let grid = persistent_grid(g, &self.gemm, smem, m.n);
         let mut a = [
             x,
             w,
