@@ -82,18 +82,7 @@ fn ab_steps(
     set: impl Fn(&mut kernels::Tuning, bool),
     mut judge: impl FnMut(&str, &[Vec<f32>], &[Vec<f32>]),
 ) {
-    let mut cfg = engine::presets::preset("qwen3-0.6b").unwrap();
-    cfg.num_hidden_layers = 2;
-    let mut w = ModelWeights::random(&cfg, 5).unwrap();
-    if fp8 {
-        w.quantize_fp8().unwrap();
-    }
-    let base = kernels::GpuOptions::from_env().unwrap();
-    let mut backends = [false, true].map(|on| {
-        let mut o = base.clone();
-        set(&mut o.tuning, on);
-        CudaBackend::new(cfg.clone(), &w, 64, 16, &o).unwrap()
-    });
+    let mut backends = ab_backends(fp8, set);
     let tables: [Vec<u32>; 3] = [vec![40, 3, 17, 8], vec![9, 22, 30], vec![5, 61, 12]];
     let seqs = [prompt(37, 1), prompt(20, 2), prompt(30, 3)];
     for batch in [1usize, 3] {
@@ -124,6 +113,22 @@ fn ab_steps(
     }
 }
 
+/// `ab_steps`' two backends: off, then on.
+fn ab_backends(fp8: bool, set: impl Fn(&mut kernels::Tuning, bool)) -> [CudaBackend; 2] {
+    let mut cfg = engine::presets::preset("qwen3-0.6b").unwrap();
+    cfg.num_hidden_layers = 2;
+    let mut w = ModelWeights::random(&cfg, 5).unwrap();
+    if fp8 {
+        w.quantize_fp8().unwrap();
+    }
+    let base = kernels::GpuOptions::from_env().unwrap();
+    [false, true].map(|on| {
+        let mut o = base.clone();
+        set(&mut o.tuning, on);
+        CudaBackend::new(cfg.clone(), &w, 64, 16, &o).unwrap()
+    })
+}
+
 /// `ab_steps` for a switch that must not change a bit: bf16 and FP8 weights.
 fn same_logits(set: impl Fn(&mut kernels::Tuning, bool) + Copy, change: &str) {
     for fp8 in [false, true] {
@@ -149,10 +154,21 @@ fn early_attention_loads_give_the_same_logits() {
 #[ignore = "gpu"]
 fn tiled_weights_give_the_same_logits() {
     use kernels::TiledWeights::{All, Off};
-    same_logits(
-        |t, on| t.tiled_weights = if on { All } else { Off },
-        "tiled weights",
-    );
+    use kernels::ops::WeightLayout::{Rows, Tiled};
+    let set = |t: &mut kernels::Tuning, on| t.tiled_weights = if on { All } else { Off };
+    // Equal logits prove nothing if the switch never reached the weights.
+    for fp8 in [false, true] {
+        let [off, on] = ab_backends(fp8, set);
+        assert!(
+            off.decode_layouts().iter().all(|l| *l == Rows),
+            "fp8 {fp8}: off"
+        );
+        assert!(
+            on.decode_layouts().iter().all(|l| *l == Tiled),
+            "fp8 {fp8}: on"
+        );
+    }
+    same_logits(set, "tiled weights");
 }
 
 /// The FP8 GEMMs with x staged in shared memory as f16 (Tuning::x_smem_kb, the `*_xs`

@@ -49,7 +49,7 @@ fi
 if has copy; then
   # How fast the step's weights stream by each way of moving them, with no multiplying, and
   # what in the bf16 GEMMs' consumers costs (experiment: kernels/tests/gpu_copy_ceiling.rs).
-  timeout 300 $T/gpu_copy_ceiling --ignored --nocapture > "$OUT/copy.log" 2>&1; echo "copy rc=$?"
+  timeout 300 $T/gpu_copy_ceiling --ignored --nocapture --test-threads=1 > "$OUT/copy.log" 2>&1; echo "copy rc=$?"
   grep -E "^\||panicked" "$OUT/copy.log"
 fi
 if has normvec; then
@@ -98,14 +98,14 @@ if has bench; then
 fi
 if has steptiming; then
   # Where the engine's decode step goes (LATLAB_STEP_TIMING=1, engine/src/model/cuda/
-  # step_timing.rs): GPU replay, the whole call, the loop between calls; row-major and tiled
-  # bf16 weights (session 12: the chain gains 55-75 us tiled, the engine did not).
-  for tw in 0 bf16; do
-    LATLAB_STEP_TIMING=1 LATLAB_TILED_WEIGHTS=$tw RUST_LOG=info timeout 150 $BENCH --gen-len 220 \
-      --rounds 3 --batch 1 > "$OUT/steptiming_$tw.log" 2>&1
-    echo "step timing, tiled=$tw rc=$?"; grep -E "round [12]" "$OUT/steptiming_$tw.log"
-    sed 's/\x1b\[[0-9;]*m//g' "$OUT/steptiming_$tw.log" \
-      | grep -oE "gpu_us=[0-9.]+ call_us=[0-9.]+ between_calls_us=[0-9.]+" | tail -4
+  # step_timing.rs): GPU replay, the whole call, the loop between calls, and the same graph
+  # replayed back to back (burst_us); bf16 and FP8 at batch 1 (STEPTIMING_BATCH to change).
+  for q in none fp8; do
+    LATLAB_STEP_TIMING=1 RUST_LOG=info timeout 150 $BENCH --gen-len 220 --rounds 3 \
+      --batch ${STEPTIMING_BATCH:-1} --quantization $q > "$OUT/steptiming_$q.log" 2>&1
+    echo "step timing, $q rc=$?"; grep -E "round [12]" "$OUT/steptiming_$q.log"
+    sed 's/\x1b\[[0-9;]*m//g' "$OUT/steptiming_$q.log" \
+      | grep -oE "(gpu_us=[0-9.]+ call_us=[0-9.]+ between_calls_us=[0-9.]+|burst_us=[0-9.]+)" | tail -6
   done
 fi
 if has prefill; then

@@ -127,6 +127,8 @@ impl CudaBackend {
             gpu.sync().map_err(kernel_err)?;
             if let Some(t) = step_timing {
                 t.call_ends(captured)?;
+                let graph = &g.graph.as_ref().expect("captured").0;
+                t.burst(gpu, || graph.launch().map_err(driver_err("graph launch")))?;
             }
             return Ok(out.into_iter().map(Next::Token).collect());
         }

@@ -130,6 +130,17 @@ impl CudaBackend {
     }
 
     /// The device's name, e.g. "NVIDIA H200" (for /v1/engine/info).
+    /// The layout each layer projection's decode GEMM reads, layer by layer (wqkv, wo,
+    /// wgu, wdown): lets tests see that a tuning switch reached the weights.
+    pub fn decode_layouts(&self) -> Vec<kernels::ops::WeightLayout> {
+        self.w
+            .layers
+            .iter()
+            .flat_map(|l| [&l.wqkv, &l.wo, &l.wgu, &l.wdown])
+            .map(|w| w.decode_layout())
+            .collect()
+    }
+
     pub fn gpu_name(&self) -> &str {
         self.gpu.name()
     }

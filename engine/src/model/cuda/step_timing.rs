@@ -12,6 +12,9 @@ use kernels::Gpu;
 use kernels::cudarc::driver::{CudaEvent, sys};
 use std::time::{Duration, Instant};
 
+/// Replays of the same step back to back after each log line (`burst`).
+const BURST: u32 = 20;
+
 /// Steps per log line (short enough that most windows hold no prefill: a prefill between two
 /// decode calls counts as the loop's time).
 const EVERY: u32 = 100;
@@ -26,6 +29,8 @@ pub(super) struct StepTiming {
     gpu: Duration,
     call: Duration,
     between: Duration,
+    /// A log line was just written: `burst` runs next.
+    burst_due: bool,
 }
 
 impl StepTiming {
@@ -48,6 +53,7 @@ impl StepTiming {
             gpu: Duration::ZERO,
             call: Duration::ZERO,
             between: Duration::ZERO,
+            burst_due: false,
         }))
     }
 
@@ -104,7 +110,39 @@ impl StepTiming {
             self.gpu = Duration::ZERO;
             self.call = Duration::ZERO;
             self.between = Duration::ZERO;
+            self.burst_due = true;
         }
+        Ok(())
+    }
+
+    /// After a log line: replay the step just run `BURST` times back to back and log the
+    /// GPU time per replay. With the stream never idle, the graph's launch is hidden behind
+    /// the replay before it, so this against `gpu_us` is what waiting on the host for each
+    /// step costs on the GPU. Replaying a decode step again is idempotent (the same token at
+    /// the same position writes the same K/V into the same slot), so the run's output does
+    /// not change.
+    pub fn burst(&mut self, gpu: &Gpu, mut replay: impl FnMut() -> Result<()>) -> Result<()> {
+        if !std::mem::take(&mut self.burst_due) {
+            return Ok(());
+        }
+        let rec = driver_err("record step timing event");
+        self.start.record(gpu.stream()).map_err(&rec)?;
+        for _ in 0..BURST {
+            replay()?;
+        }
+        self.end.record(gpu.stream()).map_err(&rec)?;
+        gpu.sync().map_err(super::kernel_err)?;
+        let ms = self
+            .start
+            .elapsed_ms(&self.end)
+            .map_err(driver_err("read step timing events"))?;
+        tracing::info!(
+            replays = BURST,
+            burst_us = ms as f64 * 1e3 / BURST as f64,
+            "decode step replayed back to back (GPU time per replay)"
+        );
+        // The burst's time is not the loop's.
+        self.last_return = Some(Instant::now());
         Ok(())
     }
 }

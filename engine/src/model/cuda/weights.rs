@@ -50,6 +50,15 @@ impl GpuLinear {
             GpuLinear::Fp8 { codes, .. } => codes.len(),
         }
     }
+
+    /// The layout the decode GEMMs read.
+    pub fn decode_layout(&self) -> WeightLayout {
+        match self {
+            GpuLinear::Bf16 { tiled: Some(_), .. } => WeightLayout::Tiled,
+            GpuLinear::Bf16 { tiled: None, .. } => WeightLayout::Rows,
+            GpuLinear::Fp8 { layout, .. } => *layout,
+        }
+    }
 }
 
 pub struct GpuLayer {
