@@ -5,7 +5,7 @@
 use super::driver_err;
 use crate::error::{EngineError, Result};
 use crate::model::SeqChunk;
-use kernels::cudarc::driver::{CudaSlice, CudaStream};
+use kernels::cudarc::driver::{CudaSlice, CudaStream, CudaView};
 use std::sync::Arc;
 
 #[derive(Debug, Default)]
@@ -77,65 +77,137 @@ impl HostMeta {
     }
 }
 
-/// The device copy of a step's metadata.
+impl HostMeta {
+    /// The metadata as one array, in `StepMeta`'s order: ids (their bits), positions,
+    /// slots, table offsets, context lengths, then the tables (one 0 when there are none:
+    /// a zero-length buffer has no pointer to pass, and the kernels never read it then).
+    fn packed(&self) -> Vec<i32> {
+        let mut v = Vec::with_capacity(5 * self.ids.len() + self.tables.len().max(1));
+        v.extend(self.ids.iter().map(|&t| t as i32));
+        for f in [
+            &self.positions,
+            &self.slots,
+            &self.table_offs,
+            &self.ctx_lens,
+        ] {
+            v.extend_from_slice(f);
+        }
+        v.extend_from_slice(&self.tables);
+        if self.tables.is_empty() {
+            v.push(0);
+        }
+        v
+    }
+}
+
+/// The device copy of a step's metadata: one buffer, uploaded in one copy. Six copies
+/// (one per array) were most of the ~37 us the host spent around each decode graph's
+/// replay at batch 1 (LATLAB_STEP_TIMING, H200, session 13), time in which the GPU idles.
+/// Layout: `rows` ids, positions, slots, table offsets and context lengths, then up to
+/// `table_cap` table entries.
 pub(super) struct StepMeta {
-    pub ids: CudaSlice<u32>,
-    pub positions: CudaSlice<i32>,
-    pub slots: CudaSlice<i32>,
-    pub tables: CudaSlice<i32>,
-    pub table_offs: CudaSlice<i32>,
-    pub ctx_lens: CudaSlice<i32>,
+    buf: CudaSlice<i32>,
+    rows: usize,
 }
 
 impl StepMeta {
+    fn field(&self, i: usize) -> CudaView<'_, i32> {
+        self.buf.slice(i * self.rows..(i + 1) * self.rows)
+    }
+    pub fn ids(&self) -> CudaView<'_, u32> {
+        // SAFETY: i32 and u32 have the same size and every bit pattern is valid in both;
+        // the ids were written as their bits (HostMeta::packed).
+        unsafe { self.field(0).transmute::<u32>(self.rows) }.expect("rows fit the buffer")
+    }
+    pub fn positions(&self) -> CudaView<'_, i32> {
+        self.field(1)
+    }
+    pub fn slots(&self) -> CudaView<'_, i32> {
+        self.field(2)
+    }
+    pub fn table_offs(&self) -> CudaView<'_, i32> {
+        self.field(3)
+    }
+    pub fn ctx_lens(&self) -> CudaView<'_, i32> {
+        self.field(4)
+    }
+    pub fn tables(&self) -> CudaView<'_, i32> {
+        self.buf.slice(5 * self.rows..)
+    }
+
     pub fn upload(s: &Arc<CudaStream>, h: &HostMeta) -> Result<Self> {
-        let up = driver_err("upload step metadata");
-        // A zero-length table has no pointer to pass; the kernels never read it then.
-        let tables: &[i32] = if h.tables.is_empty() { &[0] } else { &h.tables };
         Ok(StepMeta {
-            ids: s.clone_htod(&h.ids).map_err(&up)?,
-            positions: s.clone_htod(&h.positions).map_err(&up)?,
-            slots: s.clone_htod(&h.slots).map_err(&up)?,
-            tables: s.clone_htod(tables).map_err(&up)?,
-            table_offs: s.clone_htod(&h.table_offs).map_err(&up)?,
-            ctx_lens: s.clone_htod(&h.ctx_lens).map_err(&up)?,
+            buf: s
+                .clone_htod(&h.packed())
+                .map_err(driver_err("upload step metadata"))?,
+            rows: h.ids.len(),
         })
     }
 
     /// Fixed buffers for `rows` tokens and `table_cap` table entries (a graph's inputs).
     pub fn alloc(s: &Arc<CudaStream>, rows: usize, table_cap: usize) -> Result<Self> {
-        let a = driver_err("alloc step metadata");
         Ok(StepMeta {
-            ids: s.alloc_zeros(rows).map_err(&a)?,
-            positions: s.alloc_zeros(rows).map_err(&a)?,
-            slots: s.alloc_zeros(rows).map_err(&a)?,
-            tables: s.alloc_zeros(table_cap).map_err(&a)?,
-            table_offs: s.alloc_zeros(rows).map_err(&a)?,
-            ctx_lens: s.alloc_zeros(rows).map_err(&a)?,
+            buf: s
+                .alloc_zeros(5 * rows + table_cap.max(1))
+                .map_err(driver_err("alloc step metadata"))?,
+            rows,
         })
     }
 
     /// Overwrite fixed buffers in place (same row count; tables must fit).
     pub fn write(&mut self, s: &Arc<CudaStream>, h: &HostMeta) -> Result<()> {
-        if h.ids.len() != self.ids.len() || h.tables.len() > self.tables.len() {
+        let cap = self.buf.len() - 5 * self.rows;
+        if h.ids.len() != self.rows || h.tables.len() > cap {
             return Err(EngineError::Backend(format!(
                 "graph metadata: {} rows / {} table entries do not fit {} / {}",
                 h.ids.len(),
                 h.tables.len(),
-                self.ids.len(),
-                self.tables.len()
+                self.rows,
+                cap
             )));
         }
-        let w = driver_err("write step metadata");
-        s.memcpy_htod(&h.ids, &mut self.ids).map_err(&w)?;
-        s.memcpy_htod(&h.positions, &mut self.positions)
-            .map_err(&w)?;
-        s.memcpy_htod(&h.slots, &mut self.slots).map_err(&w)?;
-        s.memcpy_htod(&h.tables, &mut self.tables.slice_mut(..h.tables.len()))
-            .map_err(&w)?;
-        s.memcpy_htod(&h.table_offs, &mut self.table_offs)
-            .map_err(&w)?;
-        s.memcpy_htod(&h.ctx_lens, &mut self.ctx_lens).map_err(&w)?;
-        Ok(())
+        let packed = h.packed();
+        s.memcpy_htod(&packed, &mut self.buf.slice_mut(..packed.len()))
+            .map_err(driver_err("write step metadata"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HostMeta;
+    use crate::model::SeqChunk;
+
+    /// The packed order is the one StepMeta's views read: a misplaced array would feed the
+    /// kernels another array's values.
+    #[test]
+    fn packed_metadata_lies_in_step_meta_order() {
+        let (t0, t1) = ([3u32, 9], [7u32]);
+        let chunks = [
+            SeqChunk {
+                tokens: &t0,
+                start_pos: 4,
+                block_table: &[2, 5],
+                want_logits: true,
+            },
+            SeqChunk {
+                tokens: &t1,
+                start_pos: 0,
+                block_table: &[1],
+                want_logits: true,
+            },
+        ];
+        let mut h = HostMeta::build(&chunks, 100, 4, 8).unwrap();
+        h.pad(4, 8, 4);
+        #[rustfmt::skip]
+        let want = [
+            3, 9, 7, 0, // ids (the pad row's token 0)
+            4, 5, 0, 0, // positions
+            20, 21, 4, 32, // slots: page * 4 + pos % 4; the pad page 8
+            0, 0, 2, 3, // table offsets
+            5, 6, 1, 1, // context lengths
+            2, 5, 1, 8, // tables
+        ];
+        assert_eq!(h.packed(), want);
+        assert_eq!(HostMeta::default().packed(), [0], "no tables: one 0");
     }
 }

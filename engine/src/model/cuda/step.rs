@@ -304,7 +304,7 @@ pub(super) fn forward_layers(
     let ke = kernel_err;
     ops::embed_gather_into(
         gpu,
-        &meta.ids.as_view(),
+        &meta.ids(),
         &w.embed.as_view(),
         hd,
         &mut sc.x.as_view_mut(),
@@ -345,8 +345,8 @@ pub(super) fn forward_layers(
             qkv: &sc.qkv.as_view(),
             q_norm: &lw.q_norm.as_view(),
             k_norm: &lw.k_norm.as_view(),
-            positions: &meta.positions.as_view(),
-            slots: &meta.slots.as_view(),
+            positions: &meta.positions(),
+            slots: &meta.slots(),
             theta,
             eps,
         };
@@ -364,9 +364,9 @@ pub(super) fn forward_layers(
             q: &sc.q.as_view(),
             k_cache: &kc.as_view(),
             v_cache: &vc.as_view(),
-            tables: &meta.tables.as_view(),
-            table_offs: &meta.table_offs.as_view(),
-            ctx_lens: &meta.ctx_lens.as_view(),
+            tables: &meta.tables(),
+            table_offs: &meta.table_offs(),
+            ctx_lens: &meta.ctx_lens(),
             block_size: cache.block_size,
             settled,
         };
