@@ -119,7 +119,9 @@ pub struct Tuning {
     /// random weights) run 60-75 us shorter at batch 1 and 8 (FP8: 0 to +15 us, its GEMMs
     /// bound by their consumers). But the engine's own decode did not move (latlab-engine
     /// bench, batch 1, one call, 2 x 5 rounds: 3.97-4.00 ms/step tiled, 3.98-4.03
-    /// row-major), and bf16 models keep their row-major matrices too, for prefill's cuBLAS
+    /// row-major), nor did its graph's GPU time (`LATLAB_STEP_TIMING`, session 13: 4000-4004
+    /// us tiled, 4001-4013 row-major: the engine's row-major graph already runs ~60 us
+    /// under the chain's), and bf16 models keep their row-major matrices too, for prefill's cuBLAS
     /// GEMMs: 13.9 GB more GPU memory at Qwen3-8B. So off until the engine gains. FP8
     /// codes are tiled in place (prefill reads the bf16 copies, or dequantizes from either
     /// layout). `LATLAB_TILED_WEIGHTS=0|bf16|1` (1: FP8 codes too).

@@ -26,4 +26,13 @@ done
 if command -v strip > /dev/null; then strip .gpu/t/*; fi
 cp assets/cache/qwen3/tokenizer.json assets/cache/qwen3/tokenizer_config.json .gpu/tok/
 cp scripts/gpu/hf_qwen3_8b.py scripts/gpu/suite.sh scripts/gpu/ncu_step.sh .gpu/
+# Which tree the binaries are: suite.sh prints it first, so a log says what it measured
+# (session 13 benched binaries packaged while a reverted experiment was still in the tree).
+dirty=$(git status --porcelain --untracked-files=no | wc -l)
+stamp="$(git rev-parse --short HEAD)"
+if [ "$dirty" -gt 0 ]; then
+  stamp="$stamp + uncommitted changes in $dirty files (diff $(git diff HEAD | sha256sum | cut -c1-12))"
+fi
+echo "$stamp, packaged $(date -u +%FT%TZ)" > .gpu/BUILD
+cat .gpu/BUILD
 du -sh .gpu

@@ -8,6 +8,7 @@
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} LATLAB_KERNEL_CACHE=/tmp/kc RUST_LOG=warn
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+echo "binaries: $(cat .gpu/BUILD 2>/dev/null || echo 'unknown (no .gpu/BUILD)')"
 T=.gpu/t
 SUITE=${SUITE:-tests timing chain bench prefill early http}
 has() { [[ " $SUITE " == *" $1 "* ]]; }
