@@ -392,6 +392,17 @@ fn what_in_the_gemm_consumers_costs() {
             tbs(b)
         );
     };
+    // LATLAB_CONSUMER_ONLY=7,6: only those parts (and no ring), for a profiler
+    // (scripts/gpu/ncu_gemm.sh) to see a few variants' launches.
+    let only: Option<Vec<u64>> = std::env::var("LATLAB_CONSUMER_ONLY").ok().map(|v| {
+        v.split(',')
+            .map(|p| {
+                p.trim()
+                    .parse()
+                    .expect("LATLAB_CONSUMER_ONLY: parts numbers")
+            })
+            .collect()
+    });
     for (parts, label) in [
         (7u64, "GEMM, all parts (the engine's kernel)"),
         (6, "without x loads"),
@@ -400,11 +411,17 @@ fn what_in_the_gemm_consumers_costs() {
         (1, "x loads only"),
         (0, "no consumer work (weights read from shared memory only)"),
     ] {
+        if only.as_ref().is_some_and(|o| !o.contains(&parts)) {
+            continue;
+        }
         row(label, &|tiled| {
             for m in &mats {
                 k.gemm(&g, base + m.off as u64, xp, yp, m, tiled, parts);
             }
         });
+    }
+    if only.is_some() {
+        return;
     }
     row("the ring alone (4 / 6 stages)", &|tiled| {
         let feed = if tiled {
