@@ -4,7 +4,7 @@
 # bf16 GEMM rebuilt in gpu_copy_ceiling (copy_ceiling_gemm), with every consumer part on
 # (parts 7) and without the x loads (parts 6), three launches each (gate|up, down, qkv)
 # from the timed chain. Run on the device machine after scripts/gpu/package.sh;
-# writes $OUT/ncu_gemm_<parts>.txt and prints the lines that differ most.
+# writes $OUT/ncu_gemm_<parts>.txt and prints their key lines (time, stalls, throughput, hits).
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} LATLAB_KERNEL_CACHE=/tmp/kc RUST_LOG=warn
 OUT=${OUT:-/tmp/out}
