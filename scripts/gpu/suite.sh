@@ -149,6 +149,12 @@ if has http; then
       --random-output-len 220 --num-prompts 10 --max-concurrency 1 --ignore-eos --warmup-requests 2 \
       --metric-percentiles 50,99 > "$OUT/http_$q.log" 2>&1
     echo "http $q rc=$?"; grep -E "Mean TTFT|P99 TTFT|Mean TPOT|P99 ITL \(" "$OUT/http_$q.log"
+    # The server's own TTFT (engine submit -> first token event, after tokenization; the
+    # warm-ups included): the client's TTFT less this is parsing, tokenization and the SSE
+    # path on both sides.
+    curl -s http://127.0.0.1:8100/metrics > "$OUT/metrics_$q.txt"
+    awk '/^latlab_time_to_first_token_seconds_sum/ {s = $2} /^latlab_time_to_first_token_seconds_count/ {c = $2}
+      END {if (c > 0) printf "server TTFT mean (ms): %.2f over %d requests\n", 1000 * s / c, c}' "$OUT/metrics_$q.txt"
     kill $sp; wait $sp 2> /dev/null
   done
 fi
