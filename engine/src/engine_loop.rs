@@ -3,7 +3,7 @@
 //! request's own bounded channel. A closed event channel (client gone) cancels the request.
 
 use crate::block_manager::BlockManager;
-use crate::model::{Backend, Next, SeqChunk};
+use crate::model::{Backend, Next, RowHint, SeqChunk};
 use crate::plan::Plan;
 use crate::request::{FinishReason, Finished, GenerateRequest, TokenEvent};
 use crate::sampling::{Rng, SamplingParams, sample};
@@ -12,6 +12,17 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, mpsc};
 use tokio::sync::mpsc as tmpsc;
+
+/// Whether a sequence of `total` tokens (`prompt_len` of them the prompt) is done by its
+/// length: on_token's rule, which the run-ahead hint (`RowHint::may_continue`) predicts.
+fn ends_by_length(
+    p: &SamplingParams,
+    total: usize,
+    prompt_len: usize,
+    max_model_len: usize,
+) -> bool {
+    p.max_tokens.is_some_and(|m| total - prompt_len >= m) || total >= max_model_len
+}
 
 pub(crate) struct Command {
     pub id: SeqId,
@@ -151,18 +162,29 @@ impl EngineLoop {
                     }
                 })
                 .collect();
-            // A panic inside the backend (a bug) fails this step's requests, not the server.
-            let greedy: Vec<bool> = chunks
+            let hints: Vec<RowHint> = chunks
                 .iter()
                 .map(|c| {
-                    self.active
-                        .get(&c.seq_id)
-                        .is_some_and(|a| a.params.is_greedy())
+                    let Some(a) = self.active.get(&c.seq_id) else {
+                        return RowHint::default();
+                    };
+                    // The sequence holds this step's tokens; the one it picks comes next.
+                    let total = self.sched.get(c.seq_id).map_or(0, |s| s.tokens.len()) + 1;
+                    RowHint {
+                        greedy: a.params.is_greedy(),
+                        may_continue: !ends_by_length(
+                            &a.params,
+                            total,
+                            a.prompt_len,
+                            self.max_model_len,
+                        ),
+                    }
                 })
                 .collect();
+            // A panic inside the backend (a bug) fails this step's requests, not the server.
             let backend = &mut self.backend;
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                backend.forward_next(&inputs, &greedy)
+                backend.forward_next(&inputs, &hints)
             }))
             .unwrap_or_else(|_| {
                 Err(crate::error::EngineError::Backend(
@@ -208,8 +230,7 @@ impl EngineLoop {
             || a.params.stop_token_ids.contains(&tok)
         {
             Some(FinishReason::Stop)
-        } else if a.params.max_tokens.is_some_and(|m| generated >= m) || total >= self.max_model_len
-        {
+        } else if ends_by_length(&a.params, total, a.prompt_len, self.max_model_len) {
             Some(FinishReason::Length)
         } else {
             None
@@ -247,5 +268,30 @@ impl EngineLoop {
         s.kv_pages_used
             .store(self.sched.block_manager().used_pages() as u64, Relaxed);
         s.preemptions.store(self.sched.preemptions(), Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ends_by_length;
+    use crate::sampling::SamplingParams;
+
+    /// The run-ahead hint predicts on_token's length rule: a sequence of `total` tokens
+    /// ends when its completion reaches max_tokens or the whole reaches max_model_len.
+    #[test]
+    fn a_sequence_ends_by_length_at_max_tokens_or_the_model_length() {
+        let p = SamplingParams {
+            max_tokens: Some(3),
+            ..SamplingParams::default()
+        };
+        // Prompt of 10: completions of 2 and 3 tokens.
+        assert!(!ends_by_length(&p, 12, 10, 100));
+        assert!(ends_by_length(&p, 13, 10, 100));
+        let open = SamplingParams {
+            max_tokens: None,
+            ..SamplingParams::default()
+        };
+        assert!(!ends_by_length(&open, 99, 10, 100));
+        assert!(ends_by_length(&open, 100, 10, 100));
     }
 }

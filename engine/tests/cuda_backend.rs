@@ -14,7 +14,7 @@ mod cuda_common;
 use cuda_common::logits::{diff_and_scale, prompt};
 use engine::model::cpu::CpuBackend;
 use engine::model::cuda::CudaBackend;
-use engine::model::{Backend, Next, SeqChunk};
+use engine::model::{Backend, Next, RowHint, SeqChunk};
 use engine::sampling::argmax;
 use engine::weights::ModelWeights;
 
@@ -208,7 +208,13 @@ fn decode_graphs_equal_eager_launches() {
             }
             // The same step again (it rewrites identical K/V), greedy: tokens picked on the
             // GPU, in the graph and eagerly, equal the host's argmax of the logits.
-            let greedy = vec![true; chunks.len()];
+            let greedy = vec![
+                RowHint {
+                    greedy: true,
+                    may_continue: false,
+                };
+                chunks.len()
+            ];
             for (name, be) in [("eager", &mut eager), ("graph", &mut graphs)] {
                 let next = be.forward_next(&chunks, &greedy).unwrap();
                 let want: Vec<Next> = b.iter().map(|r| Next::Token(argmax(r))).collect();

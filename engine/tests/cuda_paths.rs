@@ -8,7 +8,7 @@ mod cuda_common;
 
 use cuda_common::logits::{close_logits, prompt};
 use engine::model::cuda::CudaBackend;
-use engine::model::{Backend, SeqChunk};
+use engine::model::{Backend, Next, RowHint, SeqChunk};
 use engine::weights::ModelWeights;
 
 /// The tensor-core prefill attention (Tuning::prefill_attention) against the split kernel
@@ -317,5 +317,98 @@ fn fp8_prefill_copies_give_the_same_logits() {
             a == b,
             "{preset}: prefill logits differ with the kept copies"
         );
+    }
+}
+
+/// Run-ahead (`LATLAB_RUN_AHEAD`, graph.rs) against none: greedy decoding as the engine
+/// drives it, with its hints, gives the same tokens. Three sequences on 16-token pages
+/// whose tables grow only when the next position needs a page (as the scheduler's), so
+/// steps cross page boundaries where nothing can be queued; one sequence leaves the batch
+/// at step 12 (the queued step is not the next one); step 20 is asked twice (the second
+/// time it is not the queued one either); the last step's hint says the sequences end.
+/// The queued steps must have been used (`ahead_hits`), or the test proves nothing.
+#[test]
+#[ignore = "gpu"]
+fn run_ahead_gives_the_same_tokens() {
+    for fp8 in [false, true] {
+        let mut cfg = engine::presets::preset("qwen3-0.6b").unwrap();
+        cfg.num_hidden_layers = 2;
+        let mut w = ModelWeights::random(&cfg, 5).unwrap();
+        if fp8 {
+            w.quantize_fp8().unwrap();
+        }
+        let o = kernels::GpuOptions::from_env().unwrap();
+        let runs: Vec<(Vec<Vec<u32>>, u64)> = [false, true]
+            .into_iter()
+            .map(|on| {
+                let mut be = CudaBackend::new(cfg.clone(), &w, 64, 16, &o).unwrap();
+                be.set_run_ahead(on);
+                let mut seqs = [prompt(10, 1), prompt(14, 2), prompt(5, 3)];
+                let mut tables: [Vec<u32>; 3] = [vec![], vec![], vec![]];
+                let mut free = (0..64u32).rev().collect::<Vec<_>>();
+                let grow = |t: &mut Vec<u32>, len: usize, free: &mut Vec<u32>| {
+                    while t.len() * 16 < len {
+                        t.push(free.pop().unwrap());
+                    }
+                };
+                let hint = |may_continue| RowHint {
+                    greedy: true,
+                    may_continue,
+                };
+                // Prefill each prompt; its last position's token comes back.
+                for i in 0..3 {
+                    grow(&mut tables[i], seqs[i].len(), &mut free);
+                    let c = [SeqChunk {
+                        tokens: &seqs[i],
+                        start_pos: 0,
+                        block_table: &tables[i],
+                        want_logits: true,
+                    }];
+                    let Next::Token(t) = be.forward_next(&c, &[hint(true)]).unwrap()[0] else {
+                        panic!("greedy prefill gave logits");
+                    };
+                    seqs[i].push(t);
+                }
+                for step in 0..30 {
+                    let live: Vec<usize> = if step < 12 { vec![0, 1, 2] } else { vec![0, 2] };
+                    for &i in &live {
+                        grow(&mut tables[i], seqs[i].len(), &mut free);
+                    }
+                    let chunks: Vec<SeqChunk> = live
+                        .iter()
+                        .map(|&i| SeqChunk {
+                            tokens: &seqs[i][seqs[i].len() - 1..],
+                            start_pos: seqs[i].len() - 1,
+                            block_table: &tables[i],
+                            want_logits: true,
+                        })
+                        .collect();
+                    let hints = vec![hint(step < 29); live.len()];
+                    let mut next = be.forward_next(&chunks, &hints).unwrap();
+                    if step == 20 {
+                        let again = be.forward_next(&chunks, &hints).unwrap();
+                        assert_eq!(again, next, "fp8 {fp8} run-ahead {on}: step 20 again");
+                        next = again;
+                    }
+                    for (&i, n) in live.iter().zip(next) {
+                        let Next::Token(t) = n else {
+                            panic!("greedy decode gave logits");
+                        };
+                        seqs[i].push(t);
+                    }
+                }
+                (seqs.to_vec(), be.ahead_hits())
+            })
+            .collect();
+        let ((off, off_hits), (on, on_hits)) = (&runs[0], &runs[1]);
+        assert_eq!(on, off, "fp8 {fp8}: run-ahead changed the tokens");
+        assert_eq!(*off_hits, 0);
+        // Of the 31 decode calls, those after a call that could queue: not after a page
+        // boundary, the batch change, the repeat or the last hint.
+        assert!(
+            *on_hits >= 20,
+            "fp8 {fp8}: only {on_hits} queued steps were used"
+        );
+        eprintln!("fp8 {fp8}: {on_hits} of 31 decode calls found their step queued");
     }
 }

@@ -2,7 +2,9 @@
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
-# sweep splits fp8bulk bench prefill fp8prefill early http hf stream trace wgmma copy steptiming" (default all but hf, which writes a 16 GB checkpoint and takes ~3 minutes). prefill:
+# sweep splits fp8bulk bench ahead prefill fp8prefill early http hf stream trace wgmma copy
+# steptiming" (default: tests timing chain bench prefill early http; hf writes a 16 GB
+# checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
 # by default; its correctness tests run in "tests").
 set -uo pipefail
@@ -107,6 +109,19 @@ if has steptiming; then
     echo "step timing, $q rc=$?"; grep -E "round [12]" "$OUT/steptiming_$q.log"
     sed 's/\x1b\[[0-9;]*m//g' "$OUT/steptiming_$q.log" \
       | grep -oE "(gpu_us=[0-9.]+ call_us=[0-9.]+ between_calls_us=[0-9.]+|burst_us=[0-9.]+)" | tail -6
+  done
+fi
+if has ahead; then
+  # Run-ahead (LATLAB_RUN_AHEAD=1, engine/src/model/cuda/graph.rs; its test runs in
+  # "tests"): the bench at batch 1 and 8, bf16 and FP8, off and on. Over HTTP:
+  # LATLAB_RUN_AHEAD=1 SUITE=http.
+  B="$BENCH --gen-len 220 --rounds 2"
+  for qb in "none 1" "none 8" "fp8 1" "fp8 8"; do
+    set -- $qb
+    for on in 0 1; do
+      LATLAB_RUN_AHEAD=$on timeout 120 $B --batch "$2" --quantization "$1" > "$OUT/ahead_$1_$2_$on.log" 2>&1
+      echo "run-ahead=$on $1 batch $2 rc=$?"; grep -E "round 1|rror" "$OUT/ahead_$1_$2_$on.log"
+    done
   done
 fi
 if has prefill; then

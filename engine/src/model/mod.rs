@@ -29,16 +29,27 @@ pub enum Next {
     Token(u32),
 }
 
+/// What the engine knows of a chunk that wants logits, for `Backend::forward_next`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RowHint {
+    /// The engine picks the next token by argmax: the backend may answer with it.
+    pub greedy: bool,
+    /// The token this step picks cannot end the sequence by its length (max_tokens,
+    /// max_model_len), so the engine will ask for the next step unless it stops on the
+    /// token itself: a backend may start that step early (CUDA run-ahead).
+    pub may_continue: bool,
+}
+
 pub trait Backend: Send {
     /// "cpu", "cuda", ...
     fn name(&self) -> &'static str;
     /// Run one step. Returns one logits row (vocab_size) per chunk with `want_logits`, in order.
     fn forward(&mut self, chunks: &[SeqChunk<'_>]) -> Result<Vec<Vec<f32>>>;
-    /// Like `forward`, for the engine loop: `greedy` has one flag per chunk, and a backend
-    /// may answer a greedy chunk with its token instead of its logits (the GPU then copies
-    /// 4 bytes per row to the host instead of 600 KB of Qwen3 logits).
-    fn forward_next(&mut self, chunks: &[SeqChunk<'_>], greedy: &[bool]) -> Result<Vec<Next>> {
-        let _ = greedy;
+    /// Like `forward`, for the engine loop: `hints` has one per chunk, and a backend may
+    /// answer a greedy chunk with its token instead of its logits (the GPU then copies 4
+    /// bytes per row to the host instead of 600 KB of Qwen3 logits).
+    fn forward_next(&mut self, chunks: &[SeqChunk<'_>], hints: &[RowHint]) -> Result<Vec<Next>> {
+        let _ = hints;
         Ok(self
             .forward(chunks)?
             .into_iter()

@@ -5,10 +5,10 @@
 use super::driver_err;
 use crate::error::{EngineError, Result};
 use crate::model::SeqChunk;
-use kernels::cudarc::driver::{CudaSlice, CudaStream, CudaView};
+use kernels::cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, PinnedHostSlice};
 use std::sync::Arc;
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub(super) struct HostMeta {
     pub ids: Vec<u32>,
     pub positions: Vec<i32>,
@@ -19,6 +19,9 @@ pub(super) struct HostMeta {
     pub table_offs: Vec<i32>,
     /// Per token: how many positions it attends to (position + 1: causal).
     pub ctx_lens: Vec<i32>,
+    /// Per token: the positions its sequence's table covers (host only: what `advanced`
+    /// may predict into).
+    pub covered: Vec<usize>,
 }
 
 impl HostMeta {
@@ -57,9 +60,31 @@ impl HostMeta {
                 );
                 m.table_offs.push(off);
                 m.ctx_lens.push(pos as i32 + 1);
+                m.covered.push(ch.block_table.len() * block_size);
             }
         }
         Ok(m)
+    }
+
+    /// The decode step after this one, as the engine will ask for it if each of the first
+    /// `rows` tokens' sequences takes one more token (run-ahead, graph.rs): every position,
+    /// slot and context one further on, the tables and padding rows as they are, ids 0
+    /// (the caller fills them with this step's tokens). None when a table does not cover
+    /// the next position: the engine will grow it first, so the step would not match.
+    pub fn advanced(&self, rows: usize, block_size: usize) -> Option<HostMeta> {
+        let mut m = self.clone();
+        for i in 0..rows {
+            let pos = self.positions[i] as usize + 1;
+            if pos >= self.covered[i] {
+                return None;
+            }
+            let page = self.tables[self.table_offs[i] as usize + pos / block_size] as usize;
+            m.ids[i] = 0;
+            m.positions[i] = pos as i32;
+            m.slots[i] = (page * block_size + pos % block_size) as i32;
+            m.ctx_lens[i] = pos as i32 + 1;
+        }
+        Some(m)
     }
 
     /// Pad to `rows` tokens with dummies that live on `pad_page` (a page the block manager
@@ -73,6 +98,7 @@ impl HostMeta {
             self.slots.push((pad_page * block_size) as i32);
             self.table_offs.push(off);
             self.ctx_lens.push(1);
+            self.covered.push(block_size);
         }
     }
 }
@@ -81,7 +107,7 @@ impl HostMeta {
     /// The metadata as one array, in `StepMeta`'s order: ids (their bits), positions,
     /// slots, table offsets, context lengths, then the tables (one 0 when there are none:
     /// a zero-length buffer has no pointer to pass, and the kernels never read it then).
-    fn packed(&self) -> Vec<i32> {
+    pub fn packed(&self) -> Vec<i32> {
         let mut v = Vec::with_capacity(5 * self.ids.len() + self.tables.len().max(1));
         v.extend(self.ids.iter().map(|&t| t as i32));
         for f in [
@@ -170,6 +196,50 @@ impl StepMeta {
         s.memcpy_htod(&packed, &mut self.buf.slice_mut(..packed.len()))
             .map_err(driver_err("write step metadata"))
     }
+
+    /// `write` through page-locked `staging` (as long as the buffer), so that the copy is
+    /// queued on the stream and the host goes on (run-ahead, graph.rs): a pageable copy
+    /// returns only once it has been staged, which would wait for the graph before it.
+    /// `staging` is not written while a copy out of it may still run (its event).
+    pub fn write_staged(
+        &mut self,
+        s: &Arc<CudaStream>,
+        h: &HostMeta,
+        staging: &mut PinnedHostSlice<i32>,
+    ) -> Result<()> {
+        let packed = h.packed();
+        if h.ids.len() != self.rows || packed.len() > staging.len() {
+            return Err(EngineError::Backend(format!(
+                "graph metadata: {} rows / {} values do not fit {} / {}",
+                h.ids.len(),
+                packed.len(),
+                self.rows,
+                staging.len()
+            )));
+        }
+        staging
+            .as_mut_slice()
+            .map_err(driver_err("wait for metadata staging"))?[..packed.len()]
+            .copy_from_slice(&packed);
+        s.memcpy_htod(staging, &mut self.buf)
+            .map_err(driver_err("write step metadata"))
+    }
+
+    /// Staging for `write_staged` (page-locked, cached: the host writes it).
+    pub fn staging(&self, s: &Arc<CudaStream>) -> Result<PinnedHostSlice<i32>> {
+        // SAFETY: i32 is valid for any bits; write_staged fills what it copies.
+        unsafe {
+            s.context()
+                .alloc_pinned_with_flags::<i32>(self.buf.len(), 0)
+        }
+        .map_err(driver_err("alloc metadata staging"))
+    }
+
+    /// The ids, to be written on the GPU (run-ahead: the graph's own tokens).
+    pub fn ids_mut(&mut self) -> CudaViewMut<'_, u32> {
+        // SAFETY: as `ids`, which lie at the buffer's start.
+        unsafe { self.buf.transmute_mut::<u32>(self.rows) }.expect("rows fit the buffer")
+    }
 }
 
 #[cfg(test)]
@@ -209,5 +279,42 @@ mod tests {
         ];
         assert_eq!(h.packed(), want);
         assert_eq!(HostMeta::default().packed(), [0], "no tables: one 0");
+    }
+
+    /// Run-ahead queues `advanced`'s step and skips the engine's next call only when that
+    /// call's metadata equals it: so the prediction, with its ids filled, must be exactly
+    /// what the next step builds, across a page boundary too; and there is none where a
+    /// table does not cover the next position.
+    #[test]
+    fn advanced_metadata_is_the_next_steps() {
+        let bs = 4;
+        let step = |pos: [usize; 2], toks: [u32; 2], tables: [&[u32]; 2]| {
+            let t = [[toks[0]], [toks[1]]];
+            let chunks: Vec<SeqChunk> = (0..2)
+                .map(|i| SeqChunk {
+                    tokens: &t[i],
+                    start_pos: pos[i],
+                    block_table: tables[i],
+                    want_logits: true,
+                })
+                .collect();
+            let mut h = HostMeta::build(&chunks, 100, bs, 16).unwrap();
+            h.pad(4, 15, bs);
+            h
+        };
+        let tables: [&[u32]; 2] = [&[3, 7], &[9, 2, 5]];
+        // Row 0 crosses from its first page into its second (position 3 -> 4).
+        let now = step([3, 9], [11, 12], tables);
+        let mut next = now
+            .advanced(2, bs)
+            .expect("both tables cover the next position");
+        assert_eq!(&next.ids, &[0, 0, 0, 0], "ids wait for this step's tokens");
+        next.ids[..2].copy_from_slice(&[21, 22]);
+        assert_eq!(next, step([4, 10], [21, 22], tables));
+        assert_eq!(next.slots[..2], [7 * 4, 5 * 4 + 2]);
+        // Row 0 at its table's last position (7 of 8): the engine grows the table first.
+        assert_eq!(step([7, 9], [1, 2], tables).advanced(2, bs), None);
+        // Padding rows stay as they are.
+        assert_eq!(next.positions[2..], now.positions[2..]);
     }
 }

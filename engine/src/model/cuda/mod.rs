@@ -10,7 +10,7 @@ mod step;
 mod step_timing;
 mod weights;
 
-use super::{Backend, Next, SeqChunk};
+use super::{Backend, Next, RowHint, SeqChunk};
 use crate::config::ModelConfig;
 use crate::error::{EngineError, Result};
 use crate::weights::ModelWeights;
@@ -40,6 +40,13 @@ pub struct CudaBackend {
     deq: Option<CudaSlice<bf16>>,
     /// `LATLAB_STEP_TIMING=1`: where decode steps' time goes (step_timing.rs).
     step_timing: Option<step_timing::StepTiming>,
+    /// `LATLAB_RUN_AHEAD=1`: greedy decode steps queue the next step before they return
+    /// (graph.rs); off by default until measured.
+    run_ahead: bool,
+    /// The step queued ahead, if any.
+    ahead: Option<graph::Ahead>,
+    /// Decode calls whose step had been queued ahead (tests see run-ahead work).
+    ahead_hits: u64,
 }
 
 pub(crate) fn driver_err(
@@ -101,6 +108,7 @@ impl CudaBackend {
         );
         let graphs_enabled = std::env::var("LATLAB_CUDA_GRAPHS").map_or(true, |v| v != "0");
         let step_timing = step_timing::StepTiming::from_env(&gpu)?;
+        let run_ahead = std::env::var("LATLAB_RUN_AHEAD").is_ok_and(|v| v == "1");
         Ok(CudaBackend {
             gpu,
             cfg,
@@ -110,6 +118,9 @@ impl CudaBackend {
             graphs: graph::GRAPH_BATCHES.iter().map(|_| None).collect(),
             deq,
             step_timing,
+            run_ahead,
+            ahead: None,
+            ahead_hits: 0,
         })
     }
 
@@ -129,7 +140,16 @@ impl CudaBackend {
         self.graphs_enabled = on;
     }
 
-    /// The device's name, e.g. "NVIDIA H200" (for /v1/engine/info).
+    /// Turn run-ahead on or off (tests compare both; `LATLAB_RUN_AHEAD`).
+    pub fn set_run_ahead(&mut self, on: bool) {
+        self.run_ahead = on;
+    }
+
+    /// Decode calls so far whose step run-ahead had already queued.
+    pub fn ahead_hits(&self) -> u64 {
+        self.ahead_hits
+    }
+
     /// The layout each layer projection's decode GEMM reads, layer by layer (wqkv, wo,
     /// wgu, wdown): lets tests see that a tuning switch reached the weights.
     pub fn decode_layouts(&self) -> Vec<kernels::ops::WeightLayout> {
@@ -141,6 +161,7 @@ impl CudaBackend {
             .collect()
     }
 
+    /// The device's name, e.g. "NVIDIA H200" (for /v1/engine/info).
     pub fn gpu_name(&self) -> &str {
         self.gpu.name()
     }
@@ -156,21 +177,32 @@ impl CudaBackend {
             want_logits: true,
         };
         let rows: Vec<usize> = (0..tokens.len()).collect();
-        logits_only(self.run(&[chunk], &rows, false)?)
+        logits_only(self.run(&[chunk], &rows, RowHint::default())?)
     }
 
     /// Flat indices of the tokens whose logits the chunks want, and whether every one of
     /// those chunks is greedy.
-    fn wanted_rows(chunks: &[SeqChunk<'_>], greedy: &[bool]) -> (Vec<usize>, bool) {
-        let (mut rows, mut all_greedy, mut offset) = (Vec::new(), true, 0);
+    /// The flat token index of each chunk that wants logits, and whether all of them are
+    /// greedy and may continue (`RowHint`; a missing hint is neither).
+    fn wanted_rows(chunks: &[SeqChunk<'_>], hints: &[RowHint]) -> (Vec<usize>, RowHint) {
+        let (mut rows, mut all, mut offset) = (
+            Vec::new(),
+            RowHint {
+                greedy: true,
+                may_continue: true,
+            },
+            0,
+        );
         for (i, ch) in chunks.iter().enumerate() {
             if ch.want_logits && !ch.tokens.is_empty() {
                 rows.push(offset + ch.tokens.len() - 1);
-                all_greedy &= greedy.get(i).copied().unwrap_or(false);
+                let h = hints.get(i).copied().unwrap_or_default();
+                all.greedy &= h.greedy;
+                all.may_continue &= h.may_continue;
             }
             offset += ch.tokens.len();
         }
-        (rows, all_greedy)
+        (rows, all)
     }
 }
 
@@ -190,11 +222,13 @@ impl Backend for CudaBackend {
 
     fn forward(&mut self, chunks: &[SeqChunk<'_>]) -> Result<Vec<Vec<f32>>> {
         let (rows, _) = Self::wanted_rows(chunks, &[]);
-        logits_only(self.run(chunks, &rows, false)?)
+        logits_only(self.run(chunks, &rows, RowHint::default())?)
     }
 
-    fn forward_next(&mut self, chunks: &[SeqChunk<'_>], greedy: &[bool]) -> Result<Vec<Next>> {
-        let (rows, all_greedy) = Self::wanted_rows(chunks, greedy);
-        self.run(chunks, &rows, all_greedy && !rows.is_empty())
+    fn forward_next(&mut self, chunks: &[SeqChunk<'_>], hints: &[RowHint]) -> Result<Vec<Next>> {
+        let (rows, mut all) = Self::wanted_rows(chunks, hints);
+        all.greedy &= !rows.is_empty();
+        all.may_continue &= all.greedy;
+        self.run(chunks, &rows, all)
     }
 }

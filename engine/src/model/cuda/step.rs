@@ -9,7 +9,7 @@ use super::weights::{GpuLayer, GpuLinear, GpuWeights};
 use super::{CudaBackend, GpuKvCache, driver_err, kernel_err};
 use crate::config::ModelConfig;
 use crate::error::Result;
-use crate::model::{Next, SeqChunk};
+use crate::model::{Next, RowHint, SeqChunk};
 use kernels::Gpu;
 use kernels::bf16;
 use kernels::cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
@@ -416,13 +416,15 @@ pub(super) fn forward_layers(
 
 impl CudaBackend {
     /// Forward all chunks' tokens; return logits for the flat token indices in `rows`, or
-    /// their greedy tokens when `all_greedy`.
+    /// their greedy tokens when `all.greedy` (and, a decode graph's step, queue the next
+    /// step ahead when `all.may_continue`: graph.rs).
     pub(super) fn run(
         &mut self,
         chunks: &[SeqChunk<'_>],
         rows: &[usize],
-        all_greedy: bool,
+        all: RowHint,
     ) -> Result<Vec<Next>> {
+        let all_greedy = all.greedy;
         let host = HostMeta::build(
             chunks,
             self.cfg.vocab_size,
@@ -437,8 +439,10 @@ impl CudaBackend {
         let settled = chunks.iter().all(|c| c.tokens.len() == 1);
         // Pure decode (one token per sequence, each wanting logits) replays a graph.
         if self.graphs_enabled && settled && rows.len() == t && t <= SKINNY_MAX_ROWS {
-            return self.decode_with_graph(host, all_greedy);
+            return self.decode_with_graph(host, all);
         }
+        // A step queued ahead (graph.rs) runs first, in stream order; it cannot be this one.
+        self.ahead = None;
         let (hd, vocab) = (self.cfg.hidden_size, self.cfg.vocab_size);
         let s = self.gpu.stream().clone();
         let meta = StepMeta::upload(&s, &host)?;
