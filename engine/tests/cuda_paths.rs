@@ -113,14 +113,20 @@ fn ab_steps(
     }
 }
 
-/// `ab_steps`' two backends: off, then on.
-fn ab_backends(fp8: bool, set: impl Fn(&mut kernels::Tuning, bool)) -> [CudaBackend; 2] {
+/// Qwen3-0.6B's shape with 2 layers of random weights (seed 5), FP8 with `fp8`.
+fn small_model(fp8: bool) -> (engine::config::ModelConfig, ModelWeights) {
     let mut cfg = engine::presets::preset("qwen3-0.6b").unwrap();
     cfg.num_hidden_layers = 2;
     let mut w = ModelWeights::random(&cfg, 5).unwrap();
     if fp8 {
         w.quantize_fp8().unwrap();
     }
+    (cfg, w)
+}
+
+/// `ab_steps`' two backends: off, then on.
+fn ab_backends(fp8: bool, set: impl Fn(&mut kernels::Tuning, bool)) -> [CudaBackend; 2] {
+    let (cfg, w) = small_model(fp8);
     let base = kernels::GpuOptions::from_env().unwrap();
     [false, true].map(|on| {
         let mut o = base.clone();
@@ -331,12 +337,7 @@ fn fp8_prefill_copies_give_the_same_logits() {
 #[ignore = "gpu"]
 fn run_ahead_gives_the_same_tokens() {
     for fp8 in [false, true] {
-        let mut cfg = engine::presets::preset("qwen3-0.6b").unwrap();
-        cfg.num_hidden_layers = 2;
-        let mut w = ModelWeights::random(&cfg, 5).unwrap();
-        if fp8 {
-            w.quantize_fp8().unwrap();
-        }
+        let (cfg, w) = small_model(fp8);
         let o = kernels::GpuOptions::from_env().unwrap();
         let runs: Vec<(Vec<Vec<u32>>, u64)> = [false, true]
             .into_iter()

@@ -416,15 +416,13 @@ pub(super) fn forward_layers(
 
 impl CudaBackend {
     /// Forward all chunks' tokens; return logits for the flat token indices in `rows`, or
-    /// their greedy tokens when `all.greedy` (and, a decode graph's step, queue the next
-    /// step ahead when `all.may_continue`: graph.rs).
+    /// their greedy tokens when `all.greedy` (a graph step may queue the next: graph.rs).
     pub(super) fn run(
         &mut self,
         chunks: &[SeqChunk<'_>],
         rows: &[usize],
         all: RowHint,
     ) -> Result<Vec<Next>> {
-        let all_greedy = all.greedy;
         let host = HostMeta::build(
             chunks,
             self.cfg.vocab_size,
@@ -441,8 +439,7 @@ impl CudaBackend {
         if self.graphs_enabled && settled && rows.len() == t && t <= SKINNY_MAX_ROWS {
             return self.decode_with_graph(host, all);
         }
-        // A step queued ahead (graph.rs) runs first, in stream order; it cannot be this one.
-        self.ahead = None;
+        self.ahead = None; // a step queued ahead (graph.rs) runs first; it is not this one
         let (hd, vocab) = (self.cfg.hidden_size, self.cfg.vocab_size);
         let s = self.gpu.stream().clone();
         let meta = StepMeta::upload(&s, &host)?;
@@ -472,7 +469,7 @@ impl CudaBackend {
         }
         let mut logits = s.alloc_zeros::<f32>(rows.len() * vocab).map_err(&a)?;
         linear(&self.gpu, &hsel, self.w.lm_head(), vocab, hd, &mut logits)?;
-        if all_greedy {
+        if all.greedy {
             let mut tokens = s.alloc_zeros::<u32>(rows.len()).map_err(&a)?;
             let mut keys = s
                 .alloc_zeros::<u64>(rows.len() * ops::ARGMAX_PARTS)
