@@ -6,7 +6,7 @@
 //! graph turns ~4.5 ms of launch overhead into ~0.2 ms. Padding rows run on a spare KV page
 //! that the block manager never hands out, so they cannot disturb real sequences.
 
-use super::meta::{HostMeta, StepMeta};
+use super::meta::{HostMeta, Staging, StepMeta};
 use super::step::{Scratch, forward_layers, linear};
 use super::{CudaBackend, driver_err, kernel_err};
 use crate::error::{EngineError, Result};
@@ -33,9 +33,9 @@ pub(super) struct DecodeGraph {
     argmax_keys: CudaSlice<u64>,
     graph: Option<OwnedGraph>,
     /// Run-ahead: page-locked metadata staging, two so that one is written while a copy
-    /// out of the other may still be queued (`StepMeta::write_staged` waits for that);
+    /// out of the other may still be queued (`StepMeta::write_staged` waits for that one);
     /// the tokens' page-locked landing place, and the event after they land.
-    staging: [PinnedHostSlice<i32>; 2],
+    staging: [Staging; 2],
     next_staging: usize,
     tokens_host: PinnedHostSlice<u32>,
     tokens_landed: CudaEvent,

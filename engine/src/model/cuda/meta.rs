@@ -5,7 +5,9 @@
 use super::driver_err;
 use crate::error::{EngineError, Result};
 use crate::model::SeqChunk;
-use kernels::cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, PinnedHostSlice};
+use kernels::cudarc::driver::{
+    CudaEvent, CudaSlice, CudaStream, CudaView, CudaViewMut, PinnedHostSlice, sys,
+};
 use std::sync::Arc;
 
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -126,6 +128,13 @@ impl HostMeta {
     }
 }
 
+/// Page-locked host memory a step's metadata goes up from (`StepMeta::write_staged`;
+/// cached: the host writes it), and the event after its last copy.
+pub(super) struct Staging {
+    host: PinnedHostSlice<i32>,
+    copied: CudaEvent,
+}
+
 /// The device copy of a step's metadata: one buffer, uploaded in one copy. Six copies
 /// (one per array) were most of the ~37 us the host spent around each decode graph's
 /// replay at batch 1 (LATLAB_STEP_TIMING, H200, session 13), time in which the GPU idles.
@@ -197,42 +206,57 @@ impl StepMeta {
             .map_err(driver_err("write step metadata"))
     }
 
-    /// `write` through page-locked `staging` (as long as the buffer), so that the copy is
-    /// queued on the stream and the host goes on (run-ahead, graph.rs): a pageable copy
-    /// returns only once it has been staged, which would wait for the graph before it.
-    /// `staging` is not written while a copy out of it may still run (its event).
+    /// `write` through page-locked `staging`, so that the copy is queued on the stream and
+    /// the host goes on (run-ahead, graph.rs): a pageable copy returns only once it has been
+    /// staged, which would wait for the graph before it. Only the packed length goes up
+    /// (the tables' capacity is rows x KV pages, far more than a step uses), and `staging`
+    /// is not rewritten before its last copy has run (its event).
     pub fn write_staged(
         &mut self,
         s: &Arc<CudaStream>,
         h: &HostMeta,
-        staging: &mut PinnedHostSlice<i32>,
+        staging: &mut Staging,
     ) -> Result<()> {
         let packed = h.packed();
-        if h.ids.len() != self.rows || packed.len() > staging.len() {
+        let n = packed.len();
+        if h.ids.len() != self.rows || n > self.buf.len() {
             return Err(EngineError::Backend(format!(
-                "graph metadata: {} rows / {} values do not fit {} / {}",
+                "graph metadata: {} rows / {n} values do not fit {} / {}",
                 h.ids.len(),
-                packed.len(),
                 self.rows,
-                staging.len()
+                self.buf.len()
             )));
         }
         staging
+            .copied
+            .synchronize()
+            .map_err(driver_err("wait for metadata staging"))?;
+        let host = staging
+            .host
             .as_mut_slice()
-            .map_err(driver_err("wait for metadata staging"))?[..packed.len()]
-            .copy_from_slice(&packed);
-        s.memcpy_htod(staging, &mut self.buf)
-            .map_err(driver_err("write step metadata"))
+            .map_err(driver_err("metadata staging"))?;
+        host[..n].copy_from_slice(&packed);
+        s.memcpy_htod(&host[..n], &mut self.buf.slice_mut(..n))
+            .map_err(driver_err("write step metadata"))?;
+        staging
+            .copied
+            .record(s)
+            .map_err(driver_err("record metadata staging"))
     }
 
-    /// Staging for `write_staged` (page-locked, cached: the host writes it).
-    pub fn staging(&self, s: &Arc<CudaStream>) -> Result<PinnedHostSlice<i32>> {
+    /// Staging for `write_staged`.
+    pub fn staging(&self, s: &Arc<CudaStream>) -> Result<Staging> {
         // SAFETY: i32 is valid for any bits; write_staged fills what it copies.
-        unsafe {
+        let host = unsafe {
             s.context()
                 .alloc_pinned_with_flags::<i32>(self.buf.len(), 0)
         }
-        .map_err(driver_err("alloc metadata staging"))
+        .map_err(driver_err("alloc metadata staging"))?;
+        let copied = s
+            .context()
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+            .map_err(driver_err("create metadata staging event"))?;
+        Ok(Staging { host, copied })
     }
 
     /// The ids, to be written on the GPU (run-ahead: the graph's own tokens).
