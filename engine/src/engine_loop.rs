@@ -24,6 +24,16 @@ fn ends_by_length(
     p.max_tokens.is_some_and(|m| total - prompt_len >= m) || total >= max_model_len
 }
 
+/// What the backend may know of a row whose sequence holds `total` tokens once this step's
+/// pick is in (`RowHint`): how it picks, whether it may go on, whether only length ends it.
+fn row_hint(p: &SamplingParams, total: usize, prompt_len: usize, max_model_len: usize) -> RowHint {
+    RowHint {
+        greedy: p.is_greedy(),
+        may_continue: !ends_by_length(p, total, prompt_len, max_model_len),
+        only_length_ends: p.ignore_eos && p.stop_token_ids.is_empty(),
+    }
+}
+
 pub(crate) struct Command {
     pub id: SeqId,
     pub req: GenerateRequest,
@@ -170,15 +180,7 @@ impl EngineLoop {
                     };
                     // The sequence holds this step's tokens; the one it picks comes next.
                     let total = self.sched.get(c.seq_id).map_or(0, |s| s.tokens.len()) + 1;
-                    RowHint {
-                        greedy: a.params.is_greedy(),
-                        may_continue: !ends_by_length(
-                            &a.params,
-                            total,
-                            a.prompt_len,
-                            self.max_model_len,
-                        ),
-                    }
+                    row_hint(&a.params, total, a.prompt_len, self.max_model_len)
                 })
                 .collect();
             // A panic inside the backend (a bug) fails this step's requests, not the server.
@@ -273,7 +275,7 @@ impl EngineLoop {
 
 #[cfg(test)]
 mod tests {
-    use super::ends_by_length;
+    use super::{ends_by_length, row_hint};
     use crate::sampling::SamplingParams;
 
     /// The run-ahead hint predicts on_token's length rule: a sequence of `total` tokens
@@ -293,5 +295,33 @@ mod tests {
         };
         assert!(!ends_by_length(&open, 99, 10, 100));
         assert!(ends_by_length(&open, 100, 10, 100));
+    }
+
+    #[test]
+    fn only_a_row_that_ignores_eos_and_has_no_stop_ids_ends_only_by_length() {
+        let bench = SamplingParams {
+            temperature: 0.0,
+            max_tokens: Some(3),
+            ignore_eos: true,
+            ..SamplingParams::default()
+        };
+        let h = row_hint(&bench, 12, 10, 100);
+        assert!(h.greedy && h.may_continue && h.only_length_ends, "{h:?}");
+        assert!(!row_hint(&bench, 13, 10, 100).may_continue);
+        let eos = SamplingParams {
+            ignore_eos: false,
+            ..bench.clone()
+        };
+        assert!(!row_hint(&eos, 12, 10, 100).only_length_ends);
+        let stop_ids = SamplingParams {
+            stop_token_ids: vec![7],
+            ..bench.clone()
+        };
+        assert!(!row_hint(&stop_ids, 12, 10, 100).only_length_ends);
+        let sampled = SamplingParams {
+            temperature: 0.7,
+            ..bench
+        };
+        assert!(!row_hint(&sampled, 12, 10, 100).greedy);
     }
 }

@@ -212,6 +212,7 @@ fn decode_graphs_equal_eager_launches() {
                 RowHint {
                     greedy: true,
                     may_continue: false,
+                    only_length_ends: false,
                 };
                 chunks.len()
             ];

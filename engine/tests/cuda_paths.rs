@@ -7,7 +7,7 @@
 mod cuda_common;
 
 use cuda_common::logits::{close_logits, prompt};
-use engine::model::cuda::CudaBackend;
+use engine::model::cuda::{CudaBackend, RunAhead};
 use engine::model::{Backend, Next, RowHint, SeqChunk};
 use engine::weights::ModelWeights;
 
@@ -332,18 +332,27 @@ fn fp8_prefill_copies_give_the_same_logits() {
 /// steps cross page boundaries where nothing can be queued; one sequence leaves the batch
 /// at step 12 (the queued step is not the next one); step 20 is asked twice (the second
 /// time it is not the queued one either); the last step's hint says the sequences end.
-/// The queued steps must have been used (`ahead_hits`), or the test proves nothing.
+/// The queued steps must have been used (`ahead_hits`), or the test proves nothing. Each
+/// policy runs it: off; the default (`sure`) with rows that end only by length, which must
+/// queue, and with rows that may stop on a token, which must not; `always` with the latter.
 #[test]
 #[ignore = "gpu"]
 fn run_ahead_gives_the_same_tokens() {
     for fp8 in [false, true] {
         let (cfg, w) = small_model(fp8);
         let o = kernels::GpuOptions::from_env().unwrap();
-        let runs: Vec<(Vec<Vec<u32>>, u64)> = [false, true]
+        let cases = [
+            (RunAhead::Off, true),
+            (RunAhead::Sure, true),
+            (RunAhead::Sure, false),
+            (RunAhead::Always, false),
+        ];
+        let runs: Vec<(Vec<Vec<u32>>, u64)> = cases
             .into_iter()
-            .map(|on| {
+            .map(|(policy, only_length_ends)| {
+                let on = format!("{policy:?}/{only_length_ends}");
                 let mut be = CudaBackend::new(cfg.clone(), &w, 64, 16, &o).unwrap();
-                be.set_run_ahead(on);
+                be.set_run_ahead(policy);
                 let mut seqs = [prompt(10, 1), prompt(14, 2), prompt(5, 3)];
                 let mut tables: [Vec<u32>; 3] = [vec![], vec![], vec![]];
                 let mut free = (0..64u32).rev().collect::<Vec<_>>();
@@ -355,6 +364,7 @@ fn run_ahead_gives_the_same_tokens() {
                 let hint = |may_continue| RowHint {
                     greedy: true,
                     may_continue,
+                    only_length_ends,
                 };
                 // Prefill each prompt; its last position's token comes back.
                 for i in 0..3 {
@@ -401,15 +411,22 @@ fn run_ahead_gives_the_same_tokens() {
                 (seqs.to_vec(), be.ahead_hits())
             })
             .collect();
-        let ((off, off_hits), (on, on_hits)) = (&runs[0], &runs[1]);
-        assert_eq!(on, off, "fp8 {fp8}: run-ahead changed the tokens");
-        assert_eq!(*off_hits, 0);
-        // Of the 31 decode calls, those after a call that could queue: not after a page
-        // boundary, the batch change, the repeat or the last hint.
-        assert!(
-            *on_hits >= 20,
-            "fp8 {fp8}: only {on_hits} queued steps were used"
-        );
-        eprintln!("fp8 {fp8}: {on_hits} of 31 decode calls found their step queued");
+        let (off, _) = &runs[0];
+        for ((tokens, hits), (policy, only_length_ends)) in runs.iter().zip(cases) {
+            let case = format!("fp8 {fp8}, {policy:?}, only_length_ends {only_length_ends}");
+            assert_eq!(tokens, off, "{case}: run-ahead changed the tokens");
+            if policy.queues(&RowHint {
+                greedy: true,
+                may_continue: true,
+                only_length_ends,
+            }) {
+                // Of the 31 decode calls, those after a call that could queue: not after a
+                // page boundary, the batch change, the repeat or the last hint.
+                assert!(*hits >= 20, "{case}: only {hits} queued steps were used");
+            } else {
+                assert_eq!(*hits, 0, "{case}: queued steps where none may be");
+            }
+            eprintln!("{case}: {hits} of 31 decode calls found their step queued");
+        }
     }
 }

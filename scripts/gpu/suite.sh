@@ -112,13 +112,13 @@ if has steptiming; then
   done
 fi
 if has ahead; then
-  # Run-ahead (LATLAB_RUN_AHEAD=1, engine/src/model/cuda/graph.rs; its test runs in
-  # "tests"): the bench at batch 1 and 8, bf16 and FP8, off and on. Over HTTP:
-  # LATLAB_RUN_AHEAD=1 SUITE=http.
+  # Run-ahead (LATLAB_RUN_AHEAD=0|sure|always, engine/src/model/cuda/run_ahead.rs; its
+  # test runs in "tests"): the bench (greedy, ignore_eos) at batch 1 and 8, bf16 and FP8,
+  # off and with the default policy. Over HTTP: LATLAB_RUN_AHEAD=0 SUITE=http for off.
   B="$BENCH --gen-len 220 --rounds 2"
   for qb in "none 1" "none 8" "fp8 1" "fp8 8"; do
     set -- $qb
-    for on in 0 1; do
+    for on in 0 sure; do
       LATLAB_RUN_AHEAD=$on timeout 120 $B --batch "$2" --quantization "$1" > "$OUT/ahead_$1_$2_$on.log" 2>&1
       echo "run-ahead=$on $1 batch $2 rc=$?"; grep -E "round 1|rror" "$OUT/ahead_$1_$2_$on.log"
     done

@@ -38,6 +38,11 @@ pub struct RowHint {
     /// max_model_len), so the engine will ask for the next step unless it stops on the
     /// token itself: a backend may start that step early (CUDA run-ahead).
     pub may_continue: bool,
+    /// The sequence can end only by its length (EOS ignored, no stop token ids), so
+    /// `may_continue` is certain: a step started early is never lost to a stop token. (A
+    /// server-side stop string ends a request by cancelling it, which the engine learns one
+    /// step late anyway.)
+    pub only_length_ends: bool,
 }
 
 pub trait Backend: Send {

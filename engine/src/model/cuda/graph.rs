@@ -8,7 +8,7 @@
 
 use super::meta::{HostMeta, Staging, StepMeta};
 use super::step::{Scratch, forward_layers, linear};
-use super::{CudaBackend, driver_err, kernel_err};
+use super::{CudaBackend, RunAhead, driver_err, kernel_err};
 use crate::error::{EngineError, Result};
 use crate::model::{Next, RowHint};
 use kernels::cudarc::driver::{CudaEvent, CudaGraph, CudaSlice, PinnedHostSlice, sys};
@@ -41,8 +41,8 @@ pub(super) struct DecodeGraph {
     tokens_landed: CudaEvent,
 }
 
-/// Run-ahead (`LATLAB_RUN_AHEAD=1`): a greedy decode step whose rows may all continue
-/// (`RowHint`) queues the step after it, as the engine will ask for it, before it waits for
+/// Run-ahead (`LATLAB_RUN_AHEAD`, run_ahead.rs): a greedy decode step whose rows may all
+/// continue (`RowHint`, `RunAhead::queues`) queues the step after it, as the engine will ask for it, before it waits for
 /// its own tokens: its metadata with the positions one further on, the ids copied on the
 /// GPU from this step's argmax, and the graph again. The host's work between steps (the
 /// token's trip, the engine loop, the next metadata) then overlaps the GPU's step instead
@@ -69,7 +69,7 @@ impl CudaBackend {
     ) -> Result<Vec<Next>> {
         let all_greedy = all.greedy;
         // Not with the step timing, which brackets each replay (and replays it again).
-        let ahead_on = self.run_ahead && all_greedy && self.step_timing.is_none();
+        let ahead_on = self.run_ahead != RunAhead::Off && all_greedy && self.step_timing.is_none();
         if let Some(t) = &mut self.step_timing {
             t.call_begins();
         }

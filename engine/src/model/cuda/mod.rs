@@ -6,6 +6,7 @@
 mod graph;
 mod meta;
 mod prefill_copy;
+mod run_ahead;
 mod step;
 mod step_timing;
 mod weights;
@@ -19,6 +20,7 @@ use kernels::{Gpu, GpuOptions, bf16};
 use weights::GpuWeights;
 
 pub use kernels::gpu::cuda_available;
+pub use run_ahead::RunAhead;
 
 /// Per layer K and V caches, each [num_pages * block_size, kv_dim] bf16.
 pub(crate) struct GpuKvCache {
@@ -40,9 +42,9 @@ pub struct CudaBackend {
     deq: Option<CudaSlice<bf16>>,
     /// `LATLAB_STEP_TIMING=1`: where decode steps' time goes (step_timing.rs).
     step_timing: Option<step_timing::StepTiming>,
-    /// `LATLAB_RUN_AHEAD=1`: greedy decode steps queue the next step before they return
-    /// (graph.rs); off by default until measured.
-    run_ahead: bool,
+    /// Which greedy decode steps queue the next step before they return (graph.rs,
+    /// run_ahead.rs; `LATLAB_RUN_AHEAD`).
+    run_ahead: RunAhead,
     /// The step queued ahead, if any.
     ahead: Option<graph::Ahead>,
     /// Decode calls whose step had been queued ahead (tests see run-ahead work).
@@ -108,7 +110,7 @@ impl CudaBackend {
         );
         let graphs_enabled = std::env::var("LATLAB_CUDA_GRAPHS").map_or(true, |v| v != "0");
         let step_timing = step_timing::StepTiming::from_env(&gpu)?;
-        let run_ahead = std::env::var("LATLAB_RUN_AHEAD").is_ok_and(|v| v == "1");
+        let run_ahead = RunAhead::from_env()?;
         Ok(CudaBackend {
             gpu,
             cfg,
@@ -140,9 +142,9 @@ impl CudaBackend {
         self.graphs_enabled = on;
     }
 
-    /// Turn run-ahead on or off (tests compare both; `LATLAB_RUN_AHEAD`).
-    pub fn set_run_ahead(&mut self, on: bool) {
-        self.run_ahead = on;
+    /// Set the run-ahead policy (tests compare them; `LATLAB_RUN_AHEAD`).
+    pub fn set_run_ahead(&mut self, policy: RunAhead) {
+        self.run_ahead = policy;
     }
 
     /// Decode calls so far whose step run-ahead had already queued.
@@ -190,6 +192,7 @@ impl CudaBackend {
             RowHint {
                 greedy: true,
                 may_continue: true,
+                only_length_ends: true,
             },
             0,
         );
@@ -199,6 +202,7 @@ impl CudaBackend {
                 let h = hints.get(i).copied().unwrap_or_default();
                 all.greedy &= h.greedy;
                 all.may_continue &= h.may_continue;
+                all.only_length_ends &= h.only_length_ends;
             }
             offset += ch.tokens.len();
         }
@@ -228,7 +232,8 @@ impl Backend for CudaBackend {
     fn forward_next(&mut self, chunks: &[SeqChunk<'_>], hints: &[RowHint]) -> Result<Vec<Next>> {
         let (rows, mut all) = Self::wanted_rows(chunks, hints);
         all.greedy &= !rows.is_empty();
-        all.may_continue &= all.greedy;
+        // From here `may_continue` means: queue the next step (graph.rs).
+        all.may_continue = self.run_ahead.queues(&all);
         self.run(chunks, &rows, all)
     }
 }

@@ -1,0 +1,109 @@
+//! Which greedy decode steps queue the next step before they return (graph.rs, `Ahead`).
+//!
+//! Queuing ahead hides the host's 10-60 us between steps behind the GPU's step (H200,
+//! session 14: bench ms/step 3.97 -> 3.96 bf16, 2.68 -> 2.66 FP8 at batch 1; HTTP TPOT
+//! 4.02 -> 3.96). A queued step is lost when its rows stop on the token the step before it
+//! picked: the GPU then runs one step nobody asked for before the next request's prefill, up
+//! to a whole step (~4 ms) on that request's TTFT. So by default only rows that cannot stop
+//! on a token (`RowHint::only_length_ends`: benchmarks with `ignore_eos`) run ahead, where
+//! nothing is ever lost; `always` takes that risk for every greedy row.
+
+use crate::error::{EngineError, Result};
+use crate::model::RowHint;
+
+/// `LATLAB_RUN_AHEAD`: `0` / `off`, `sure` (the default), `1` / `always`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunAhead {
+    /// Never queue ahead.
+    Off,
+    /// Queue ahead when every row may continue by length and can end only by length.
+    #[default]
+    Sure,
+    /// Queue ahead when every row may continue by length, even if one may stop on its token.
+    Always,
+}
+
+impl RunAhead {
+    pub const SYNTAX: &'static str = "0 | off | sure | 1 | always";
+
+    pub fn parse(s: &str) -> Result<Self> {
+        match s.trim() {
+            "0" | "off" => Ok(RunAhead::Off),
+            "sure" => Ok(RunAhead::Sure),
+            "1" | "always" => Ok(RunAhead::Always),
+            other => Err(EngineError::Config {
+                field: "LATLAB_RUN_AHEAD".into(),
+                msg: format!("`{other}` is not one of {}", Self::SYNTAX),
+            }),
+        }
+    }
+
+    /// The policy from `LATLAB_RUN_AHEAD`; unset means the default.
+    pub fn from_env() -> Result<Self> {
+        match std::env::var("LATLAB_RUN_AHEAD") {
+            Ok(v) => Self::parse(&v),
+            Err(_) => Ok(Self::default()),
+        }
+    }
+
+    /// Whether a step whose rows, taken together, are `all` may queue the next one
+    /// (greedy rows only: the next step's ids are this step's argmax, on the GPU).
+    pub fn queues(self, all: &RowHint) -> bool {
+        all.greedy
+            && all.may_continue
+            && match self {
+                RunAhead::Off => false,
+                RunAhead::Sure => all.only_length_ends,
+                RunAhead::Always => true,
+            }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hint(greedy: bool, may_continue: bool, only_length_ends: bool) -> RowHint {
+        RowHint {
+            greedy,
+            may_continue,
+            only_length_ends,
+        }
+    }
+
+    #[test]
+    fn the_default_queues_only_steps_that_cannot_be_lost() {
+        let p = RunAhead::default();
+        assert_eq!(p, RunAhead::Sure);
+        assert!(p.queues(&hint(true, true, true)));
+        assert!(!p.queues(&hint(true, true, false)), "a row may stop on EOS");
+        assert!(!p.queues(&hint(true, false, true)), "a row ends by length");
+        assert!(!p.queues(&hint(false, true, true)), "a row samples");
+    }
+
+    #[test]
+    fn always_also_queues_rows_that_may_stop_and_off_never_queues() {
+        assert!(RunAhead::Always.queues(&hint(true, true, false)));
+        assert!(!RunAhead::Always.queues(&hint(true, false, false)));
+        assert!(!RunAhead::Always.queues(&hint(false, true, true)));
+        for h in [hint(true, true, true), hint(true, true, false)] {
+            assert!(!RunAhead::Off.queues(&h));
+        }
+    }
+
+    #[test]
+    fn the_setting_parses_and_a_bad_one_is_named() {
+        for (s, p) in [
+            ("0", RunAhead::Off),
+            ("off", RunAhead::Off),
+            ("sure", RunAhead::Sure),
+            (" 1 ", RunAhead::Always),
+            ("always", RunAhead::Always),
+        ] {
+            assert_eq!(RunAhead::parse(s).unwrap(), p, "{s}");
+        }
+        let e = RunAhead::parse("yes").unwrap_err().to_string();
+        assert!(e.contains("LATLAB_RUN_AHEAD") && e.contains("`yes`"), "{e}");
+        assert!(e.contains(RunAhead::SYNTAX), "{e}");
+    }
+}
