@@ -88,6 +88,10 @@ fn compile_all(include: PathBuf) {
     let (cubin, _) = compile_with_usage("copy_ceiling.cu", experiment_src::COPY_CEILING, &opts)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(&cubin[..4], b"\x7fELF", "copy_ceiling.cu: no cubin");
+    // And the latency-under-load experiment (gpu_latency_load).
+    let (cubin, _) = compile_with_usage("latency_load.cu", experiment_src::LATENCY_LOAD, &opts)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(&cubin[..4], b"\x7fELF", "latency_load.cu: no cubin");
     assert!(
         spills.is_empty(),
         "kernels spill registers (see MAY_SPILL): {}",

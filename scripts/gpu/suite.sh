@@ -2,7 +2,7 @@
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
-# sweep splits fp8bulk bench ahead prefill fp8prefill early http hf stream trace wgmma copy
+# sweep splits fp8bulk bench ahead latency prefill fp8prefill early http hf stream trace wgmma copy
 # steptiming" (default: tests timing chain bench prefill early http; hf writes a 16 GB
 # checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
@@ -123,6 +123,11 @@ if has ahead; then
       echo "run-ahead=$on $1 batch $2 rc=$?"; grep -E "round 1|rror" "$OUT/ahead_$1_$2_$on.log"
     done
   done
+fi
+if has latency; then
+  # One dependent load at rest and beside an HBM stream (kernels/tests/gpu_latency_load.rs).
+  timeout 120 $T/gpu_latency_load --ignored --nocapture > "$OUT/latency.log" 2>&1; echo "latency rc=$?"
+  grep -E "stream alone|per dependent|panicked" "$OUT/latency.log"
 fi
 if has prefill; then
   B="$BENCH --gen-len 8 --rounds 3"

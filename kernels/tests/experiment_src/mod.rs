@@ -48,3 +48,9 @@ pub const STREAM_CHAIN: &str = behind_bulk_pipeline!("stream_chain.cu");
 pub const WGMMA_PROBE: &str = behind_bulk_pipeline!("wgmma_probe.cu");
 /// The copy-ceiling experiment (gpu_copy_ceiling.rs).
 pub const COPY_CEILING: &str = behind_bulk_pipeline!("copy_ceiling.cu");
+/// The latency-under-load experiment (gpu_latency_load.rs): common.cuh only.
+pub const LATENCY_LOAD: &str = concat!(
+    include_str!("../../cuda/common.cuh"),
+    "\n",
+    include_str!("../cuda/latency_load.cu")
+);

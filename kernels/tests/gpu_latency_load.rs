@@ -1,0 +1,122 @@
+//! Experiment, GPU machine only (prints the latencies, asserts only that the instrument
+//! worked): how long one dependent load takes on an idle GPU and while every other SM
+//! streams HBM as a decode step's GEMMs do (tests/cuda/latency_load.cu). A decode layer's
+//! latency-bound kernels (norms, rope, attention, merge) sit on the critical path for one or
+//! two such round trips each, while the next GEMM's early copies stream (engine/PERF.md,
+//! session 14: the attention's q arrives 1.4 us after its release). If a round trip under
+//! load costs several times one at rest, the lever is fewer trips per layer, not a
+//! different kernel around them.
+//! `cargo test -p kernels --test gpu_latency_load -- --ignored --nocapture`.
+//!
+//! Answer (H200, session 14, engine/PERF.md): an L2 hit costs 145 ns at rest and 456-490
+//! ns beside the stream, nearly an HBM miss's 555 (352 at rest).
+
+mod experiment_src;
+
+use kernels::cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use kernels::{Gpu, GpuOptions};
+use std::sync::Arc;
+
+const LINE_WORDS: usize = 32; // 128-byte lines of u32
+const HOPS: i32 = 20_000;
+
+/// A random cycle over `lines` 128-byte lines: next[l * 32] = the next line's first word.
+fn chase_buffer(lines: usize, seed: u64) -> Vec<u32> {
+    let mut order: Vec<usize> = (0..lines).collect();
+    let mut s = seed;
+    for i in (1..lines).rev() {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        order.swap(i, (s >> 33) as usize % (i + 1));
+    }
+    let mut next = vec![0u32; lines * LINE_WORDS];
+    for w in 0..lines {
+        next[order[w] * LINE_WORDS] = (order[(w + 1) % lines] * LINE_WORDS) as u32;
+    }
+    next
+}
+
+/// ns per hop of `HOPS` dependent loads through `next` from line `start`, on `s`.
+fn chase(s: &Arc<CudaStream>, f: &CudaFunction, next: &CudaSlice<u32>, start: usize) -> f64 {
+    let mut out = s.alloc_zeros::<u64>(2).unwrap();
+    let start = (start * LINE_WORDS) as u32;
+    let mut b = s.launch_builder(f);
+    b.arg(next).arg(&start).arg(&HOPS).arg(&mut out);
+    let cfg = LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (1, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: next holds a cycle of in-range indices; out has two words.
+    unsafe { b.launch(cfg) }.unwrap();
+    let v = s.clone_dtoh(&out).unwrap();
+    v[0] as f64 / HOPS as f64
+}
+
+#[test]
+#[ignore = "gpu"]
+fn one_round_trip_at_rest_and_under_a_weight_stream() {
+    let opts = GpuOptions::from_env().unwrap();
+    let g = Gpu::new(&opts).unwrap();
+    let m = experiment_src::module(&g, &opts, "latency_load.cu", experiment_src::LATENCY_LOAD);
+    let (chase_f, stream_f) = (
+        m.load_function("latency_chase").unwrap(),
+        m.load_function("stream_load").unwrap(),
+    );
+    let s = g.stream();
+    let other = g.ctx().new_stream().unwrap();
+    // L2-resident (2 MB of lines) and HBM (512 MB, ten times the L2).
+    let small = s.clone_htod(&chase_buffer(1 << 14, 1)).unwrap();
+    let large = s.clone_htod(&chase_buffer(1 << 22, 2)).unwrap();
+    let bytes = 8usize << 30;
+    let weights = other.alloc_zeros::<u8>(bytes).unwrap();
+    let sink = other.alloc_zeros::<u32>(1).unwrap();
+    let n16 = (bytes / 16) as u64;
+    // One block of 1024 threads per SM: the chase's one thread still finds room beside it.
+    let stream_cfg = LaunchConfig {
+        grid_dim: (g.sms() as u32, 1, 1),
+        block_dim: (1024, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let launch_stream = |passes: i32| {
+        let mut b = other.launch_builder(&stream_f);
+        b.arg(&weights).arg(&n16).arg(&passes).arg(&sink);
+        // SAFETY: weights holds n16 16-byte pieces; sink one word.
+        unsafe { b.launch(stream_cfg) }.unwrap();
+    };
+    // The stream alone, for its bandwidth.
+    launch_stream(1);
+    other.synchronize().unwrap();
+    let t = std::time::Instant::now();
+    launch_stream(4);
+    other.synchronize().unwrap();
+    let tbs = 4.0 * bytes as f64 / t.elapsed().as_secs_f64() / 1e12;
+    println!("stream alone: {tbs:.2} TB/s over {} GiB x 4", bytes >> 30);
+    // The L2 chase repeats one warm path (2 MB in all); the HBM one starts each run at
+    // another line of its 4M-line cycle, so its 20k hops meet lines no run touched.
+    for (name, buf, fresh) in [("L2 hit", &small, 0), ("HBM", &large, 1)] {
+        let start = |run: usize| run * fresh * 400_009;
+        chase(s, &chase_f, buf, 0); // warm (L2, TLB)
+        let rest: Vec<f64> = (1..4).map(|r| chase(s, &chase_f, buf, start(r))).collect();
+        // Under load: the stream runs 40 passes (~80 ms) while the chase (~10-40 ms at most
+        // for 20k hops) runs beside it; the chase is queued right behind the stream's launch.
+        let mut loaded = vec![];
+        for r in 4..7 {
+            launch_stream(40);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            loaded.push(chase(s, &chase_f, buf, start(r)));
+            other.synchronize().unwrap();
+        }
+        println!(
+            "{name}: ns per dependent load at rest {:.0} / {:.0} / {:.0}, under the stream {:.0} / {:.0} / {:.0}",
+            rest[0], rest[1], rest[2], loaded[0], loaded[1], loaded[2]
+        );
+        assert!(
+            rest.iter()
+                .chain(&loaded)
+                .all(|&v| v > 50.0 && v < 10_000.0),
+            "{name}"
+        );
+    }
+}
