@@ -114,7 +114,7 @@ fi
 if has ahead; then
   # Run-ahead (LATLAB_RUN_AHEAD=0|sure|always, engine/src/model/cuda/run_ahead.rs; its
   # test runs in "tests"): the bench (greedy, ignore_eos) at batch 1 and 8, bf16 and FP8,
-  # off and with the default policy. Over HTTP: LATLAB_RUN_AHEAD=0 SUITE=http for off.
+  # off (the default) and `sure`. Over HTTP: LATLAB_RUN_AHEAD=sure SUITE=http.
   B="$BENCH --gen-len 220 --rounds 2"
   for qb in "none 1" "none 8" "fp8 1" "fp8 8"; do
     set -- $qb

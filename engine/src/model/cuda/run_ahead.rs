@@ -1,23 +1,31 @@
 //! Which greedy decode steps queue the next step before they return (graph.rs, `Ahead`).
 //!
-//! Queuing ahead hides the host's 10-60 us between steps behind the GPU's step (H200,
-//! session 14: bench ms/step 3.97 -> 3.96 bf16, 2.68 -> 2.66 FP8 at batch 1; HTTP TPOT
-//! 4.02 -> 3.96). A queued step is lost when its rows stop on the token the step before it
-//! picked: the GPU then runs one step nobody asked for before the next request's prefill, up
-//! to a whole step (~4 ms) on that request's TTFT. So by default only rows that cannot stop
-//! on a token (`RowHint::only_length_ends`: benchmarks with `ignore_eos`) run ahead, where
-//! nothing is ever lost; `always` takes that risk for every greedy row.
+//! Queuing ahead hides the host's time between steps behind the GPU's step. Measured on
+//! the H200 (session 14): bench ms/step 3.97 -> 3.96 bf16, 2.68 -> 2.66 FP8 at batch 1. Over
+//! HTTP at concurrency 1 it was within the machine's spread (TPOT 4.02 -> 4.01).
+//!
+//! A queued step is lost whenever the engine's next call is not that step:
+//! - a row stopped on the token the step before it picked (EOS, a stop id);
+//! - a new request arrived while the step ran. Its prefill then waits for the queued step
+//!   (~4 ms), and so do the running rows, whose step is run again with the prefill.
+//!
+//! So it is off by default. At concurrency above 1 every arrival costs a whole step, against
+//! 10-20 us won per step. It pays with no arrivals (one client at a time, or a batch
+//! submitted at once).
+//! - `sure` queues only rows that cannot stop on a token (`RowHint::only_length_ends`:
+//!   `ignore_eos` and no stop ids), so only arrivals can waste a step;
+//! - `always` also queues rows that may stop on a token.
 
 use crate::error::{EngineError, Result};
 use crate::model::RowHint;
 
-/// `LATLAB_RUN_AHEAD`: `0` / `off`, `sure` (the default), `1` / `always`.
+/// `LATLAB_RUN_AHEAD`: `0` / `off` (the default), `sure`, `1` / `always`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RunAhead {
     /// Never queue ahead.
+    #[default]
     Off,
     /// Queue ahead when every row may continue by length and can end only by length.
-    #[default]
     Sure,
     /// Queue ahead when every row may continue by length, even if one may stop on its token.
     Always,
@@ -72,9 +80,9 @@ mod tests {
     }
 
     #[test]
-    fn the_default_queues_only_steps_that_cannot_be_lost() {
-        let p = RunAhead::default();
-        assert_eq!(p, RunAhead::Sure);
+    fn the_default_never_queues_and_sure_only_steps_no_stop_can_lose() {
+        assert_eq!(RunAhead::default(), RunAhead::Off);
+        let p = RunAhead::Sure;
         assert!(p.queues(&hint(true, true, true)));
         assert!(!p.queues(&hint(true, true, false)), "a row may stop on EOS");
         assert!(!p.queues(&hint(true, false, true)), "a row ends by length");
