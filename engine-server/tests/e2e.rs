@@ -194,6 +194,9 @@ async fn completions_stop_strings_errors_and_metrics() {
     assert_eq!(info["weights"], "random");
     assert_eq!(info["quantization"], "none");
     assert_eq!(info["plan"]["max_model_len"], 128);
+    // Kernel settings belong to the CUDA backend only.
+    assert!(info["plan"]["cuda"].is_null(), "{}", info["plan"]);
+    assert_eq!(info["plan"]["backend"], "cpu");
     assert_eq!(info["config"]["hidden_size"], 64);
     assert_eq!(
         c.get(format!("{}/health", s.base))

@@ -76,6 +76,8 @@ pub struct Plan {
     pub gpu: Option<String>,
     /// FP8 models on CUDA: how prefill gets bf16 weights (`EngineArgs::fp8_prefill`).
     pub fp8_prefill: Option<Fp8Prefill>,
+    /// The CUDA backend's kernel tuning, run-ahead and graphs (filled in once it is up).
+    pub cuda: Option<crate::model::cuda::CudaSettings>,
 }
 
 /// Default CPU KV budget when --kv-pages is not given.
@@ -171,6 +173,7 @@ impl Plan {
                 (false, false) => "f32",
             },
             gpu: None,
+            cuda: None,
             fp8_prefill: (cuda && cfg.quantization.is_some()).then_some(a.fp8_prefill),
             threads: std::thread::available_parallelism()
                 .map(|n| n.get())

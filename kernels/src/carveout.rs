@@ -8,7 +8,7 @@
 
 /// Percent of the largest carveout per group of kernels; `None` leaves it to the driver,
 /// which picks per kernel from its shared memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Carveout {
     /// The bf16 skinny GEMMs (`skinny_gemm_bf16*`).
     pub bf16_gemm: Option<u8>,

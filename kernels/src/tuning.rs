@@ -4,11 +4,12 @@
 
 use crate::carveout::Carveout;
 use crate::error::{KernelError, Result};
+use serde::Serialize;
 
 /// How kernels are launched and which variants run; fixed for a `Gpu`'s life. The
 /// defaults are what measured fastest and was verified on the H200 (engine/PERF.md); the
 /// environment can override them for A/B runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Tuning {
     /// Programmatic dependent launch on every kernel (`launch.rs`). `LATLAB_PDL=0|1`.
     pub pdl: bool,
@@ -129,7 +130,8 @@ pub struct Tuning {
 }
 
 /// `Tuning::tiled_weights`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum TiledWeights {
     Off,
     Bf16,
@@ -143,7 +145,8 @@ pub const ATTENTION_BLOCKS_RANGE: std::ops::RangeInclusive<u32> = 1..=4096;
 pub const BULK_STAGES_RANGE: std::ops::RangeInclusive<u32> = 2..=8;
 
 /// `Tuning::attention_cluster`: where the split attention merges in clusters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AttentionCluster {
     Off,
     On,

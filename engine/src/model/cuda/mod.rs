@@ -7,6 +7,7 @@ mod graph;
 mod meta;
 mod prefill_copy;
 mod run_ahead;
+mod settings;
 mod step;
 mod step_timing;
 mod weights;
@@ -21,6 +22,7 @@ use weights::GpuWeights;
 
 pub use kernels::gpu::cuda_available;
 pub use run_ahead::RunAhead;
+pub use settings::CudaSettings;
 
 /// Per layer K and V caches, each [num_pages * block_size, kv_dim] bf16.
 pub(crate) struct GpuKvCache {
@@ -166,6 +168,15 @@ impl CudaBackend {
     /// The device's name, e.g. "NVIDIA H200" (for /v1/engine/info).
     pub fn gpu_name(&self) -> &str {
         self.gpu.name()
+    }
+
+    /// What this backend runs with (for /v1/engine/info).
+    pub fn settings(&self) -> CudaSettings {
+        CudaSettings {
+            tuning: self.gpu.tuning(),
+            run_ahead: self.run_ahead,
+            graphs: self.graphs_enabled,
+        }
     }
 
     /// Logits at every position of `tokens` run from position 0 on pages 0.. (tests).

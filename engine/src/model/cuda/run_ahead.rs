@@ -20,7 +20,8 @@ use crate::error::{EngineError, Result};
 use crate::model::RowHint;
 
 /// `LATLAB_RUN_AHEAD`: `0` / `off` (the default), `sure`, `1` / `always`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum RunAhead {
     /// Never queue ahead.
     #[default]
