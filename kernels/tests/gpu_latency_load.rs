@@ -9,13 +9,20 @@
 //! `cargo test -p kernels --test gpu_latency_load -- --ignored --nocapture`.
 //!
 //! Answer (H200, session 14, engine/PERF.md): an L2 hit costs 145 ns at rest and 456-490
-//! ns beside the stream, nearly an HBM miss's 555 (352 at rest).
+//! ns beside the stream, nearly an HBM miss's 555 (352 at rest). The chain of dependent PDL
+//! kernels (a boundary plus one trip each, what a fusion saves per kernel it removes) was
+//! written after the device time was spent: not yet run.
 
 mod experiment_src;
+mod timing_common;
 
-use kernels::cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use kernels::cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg, sys,
+};
 use kernels::{Gpu, GpuOptions};
+use std::ffi::c_void;
 use std::sync::Arc;
+use timing_common::time_us_reps;
 
 const LINE_WORDS: usize = 32; // 128-byte lines of u32
 const HOPS: i32 = 20_000;
@@ -54,15 +61,68 @@ fn chase(s: &Arc<CudaStream>, f: &CudaFunction, next: &CudaSlice<u32>, start: us
     v[0] as f64 / HOPS as f64
 }
 
+/// Kernels in the chain of `hop_chain`.
+const CHAIN: usize = 200;
+
+/// `latency_hop` launched with the PDL attribute (as launch.rs launches the engine's
+/// kernels): one block of 32 threads, reading `from`, writing `to`.
+fn launch_hop(s: &Arc<CudaStream>, f: &CudaFunction, from: u64, to: u64) {
+    // SAFETY: an all-zero attribute is valid for every variant of the union.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    let cfg = sys::CUlaunchConfig {
+        gridDimX: 1,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: 32,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: 0,
+        hStream: s.cu_stream(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    let mut args = [from, to];
+    let mut ptrs: Vec<*mut c_void> = args
+        .iter_mut()
+        .map(|a| a as *mut u64 as *mut c_void)
+        .collect();
+    // SAFETY: both pointers are live one-word device buffers.
+    unsafe {
+        sys::cuLaunchKernelEx(
+            &cfg,
+            f.cu_function(),
+            ptrs.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+    .unwrap();
+}
+
+/// us per kernel of a chain of `CHAIN` dependent PDL kernels, replayed as a CUDA graph.
+fn hop_chain(g: &Gpu, f: &CudaFunction, a: &CudaSlice<u32>, b: &CudaSlice<u32>) -> f32 {
+    let s = g.stream();
+    let ((pa, _sa), (pb, _sb)) = (a.device_ptr(s), b.device_ptr(s));
+    time_us_reps(g, 1, || {
+        for i in 0..CHAIN {
+            let (from, to) = if i % 2 == 0 { (pa, pb) } else { (pb, pa) };
+            launch_hop(s, f, from, to);
+        }
+    }) / CHAIN as f32
+}
+
 #[test]
 #[ignore = "gpu"]
 fn one_round_trip_at_rest_and_under_a_weight_stream() {
     let opts = GpuOptions::from_env().unwrap();
     let g = Gpu::new(&opts).unwrap();
     let m = experiment_src::module(&g, &opts, "latency_load.cu", experiment_src::LATENCY_LOAD);
-    let (chase_f, stream_f) = (
+    let (chase_f, stream_f, hop_f) = (
         m.load_function("latency_chase").unwrap(),
         m.load_function("stream_load").unwrap(),
+        m.load_function("latency_hop").unwrap(),
     );
     let s = g.stream();
     let other = g.ctx().new_stream().unwrap();
@@ -119,4 +179,23 @@ fn one_round_trip_at_rest_and_under_a_weight_stream() {
             "{name}"
         );
     }
+    // A kernel boundary plus one round trip: a chain of dependent PDL kernels, at rest and
+    // beside the stream (its 40 passes outlast the graph's 10 replays of 200 kernels).
+    let (ha, hb) = (
+        s.alloc_zeros::<u32>(1).unwrap(),
+        s.alloc_zeros::<u32>(1).unwrap(),
+    );
+    let rest = hop_chain(&g, &hop_f, &ha, &hb);
+    launch_stream(40);
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let loaded = hop_chain(&g, &hop_f, &ha, &hb);
+    other.synchronize().unwrap();
+    println!(
+        "dependent PDL kernels: us per kernel at rest {rest:.2}, under the stream {loaded:.2}"
+    );
+    assert!(rest > 0.2 && loaded > 0.2 && rest < 50.0 && loaded < 50.0);
+    // Every replay ran every kernel: the value counts the kernels (the eager run, the
+    // capture does not run, 10 replays).
+    let v = s.clone_dtoh(&ha).unwrap()[0];
+    assert_eq!(v as usize, 2 * 11 * CHAIN, "hops counted");
 }

@@ -127,7 +127,7 @@ fi
 if has latency; then
   # One dependent load at rest and beside an HBM stream (kernels/tests/gpu_latency_load.rs).
   timeout 120 $T/gpu_latency_load --ignored --nocapture > "$OUT/latency.log" 2>&1; echo "latency rc=$?"
-  grep -E "stream alone|per dependent|panicked" "$OUT/latency.log"
+  grep -E "stream alone|per dependent|PDL kernels|panicked" "$OUT/latency.log"
 fi
 if has prefill; then
   B="$BENCH --gen-len 8 --rounds 3"

@@ -42,3 +42,12 @@ extern "C" __global__ void stream_load(const uint4* __restrict__ src, unsigned l
     }
     if (acc == 0x9e3779b9u) out[0] = acc;
 }
+
+// One hop of a chain of dependent kernels, as a decode layer's latency-bound kernels chain:
+// launched with PDL, it waits on the kernel before it, reads what that one wrote and writes
+// the next value. A chain of them measures a kernel boundary plus one round trip.
+extern "C" __global__ void latency_hop(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
+    pdl_trigger();
+    pdl_wait();
+    if (threadIdx.x == 0) out[0] = in[0] + 1;
+}
