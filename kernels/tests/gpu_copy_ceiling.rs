@@ -24,12 +24,11 @@
 mod experiment_src;
 mod timing_common;
 
-use kernels::cudarc::driver::sys::{self, CUfunction_attribute};
+use kernels::cudarc::driver::sys::CUfunction_attribute;
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr};
 use kernels::ops;
 use kernels::{Gpu, GpuOptions, bf16};
-use std::ffi::c_void;
-use timing_common::time_us_reps;
+use timing_common::{launch_pdl, time_us_reps};
 
 const HIDDEN: usize = 4096;
 const INTER: usize = 12288;
@@ -83,42 +82,6 @@ enum Feed {
     Rows { piece: usize },
     /// Weights laid out tile by tile: a stage is 16 KB in a row, taken in this many copies.
     Tiled { copies: usize },
-}
-
-/// A launch with the PDL attribute (as the engine's launch.rs), arguments as 8-byte words.
-fn launch_pdl(g: &Gpu, f: &CudaFunction, grid: u32, block: u32, smem: u32, args: &mut [u64]) {
-    // SAFETY: an all-zero attribute is valid for every variant of the union.
-    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
-    let cfg = sys::CUlaunchConfig {
-        gridDimX: grid,
-        gridDimY: 1,
-        gridDimZ: 1,
-        blockDimX: block,
-        blockDimY: 1,
-        blockDimZ: 1,
-        sharedMemBytes: smem,
-        hStream: g.stream().cu_stream(),
-        attrs: &mut attr,
-        numAttrs: 1,
-    };
-    let mut ptrs: Vec<*mut c_void> = args
-        .iter_mut()
-        .map(|a| a as *mut u64 as *mut c_void)
-        .collect();
-    // SAFETY: the callers pass the kernel's parameters in order, each buffer as large as
-    // the kernel reads for its arguments.
-    unsafe {
-        sys::cuLaunchKernelEx(
-            &cfg,
-            f.cu_function(),
-            ptrs.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
-    }
-    .result()
-    .unwrap();
 }
 
 /// The persistent grid over n rows' 16-row tiles: the blocks of `smem` bytes that fit at

@@ -17,12 +17,11 @@ mod experiment_src;
 mod timing_common;
 
 use kernels::cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg, sys,
+    CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
 use kernels::{Gpu, GpuOptions};
-use std::ffi::c_void;
 use std::sync::Arc;
-use timing_common::time_us_reps;
+use timing_common::{launch_pdl, time_us_reps};
 
 const LINE_WORDS: usize = 32; // 128-byte lines of u32
 const HOPS: i32 = 20_000;
@@ -64,43 +63,6 @@ fn chase(s: &Arc<CudaStream>, f: &CudaFunction, next: &CudaSlice<u32>, start: us
 /// Kernels in the chain of `hop_chain`.
 const CHAIN: usize = 200;
 
-/// `latency_hop` launched with the PDL attribute (as launch.rs launches the engine's
-/// kernels): one block of 32 threads, reading `from`, writing `to`.
-fn launch_hop(s: &Arc<CudaStream>, f: &CudaFunction, from: u64, to: u64) {
-    // SAFETY: an all-zero attribute is valid for every variant of the union.
-    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
-    let cfg = sys::CUlaunchConfig {
-        gridDimX: 1,
-        gridDimY: 1,
-        gridDimZ: 1,
-        blockDimX: 32,
-        blockDimY: 1,
-        blockDimZ: 1,
-        sharedMemBytes: 0,
-        hStream: s.cu_stream(),
-        attrs: &mut attr,
-        numAttrs: 1,
-    };
-    let mut args = [from, to];
-    let mut ptrs: Vec<*mut c_void> = args
-        .iter_mut()
-        .map(|a| a as *mut u64 as *mut c_void)
-        .collect();
-    // SAFETY: both pointers are live one-word device buffers.
-    unsafe {
-        sys::cuLaunchKernelEx(
-            &cfg,
-            f.cu_function(),
-            ptrs.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
-    }
-    .result()
-    .unwrap();
-}
-
 /// us per kernel of a chain of `CHAIN` dependent PDL kernels, replayed as a CUDA graph.
 fn hop_chain(g: &Gpu, f: &CudaFunction, a: &CudaSlice<u32>, b: &CudaSlice<u32>) -> f32 {
     let s = g.stream();
@@ -108,7 +70,8 @@ fn hop_chain(g: &Gpu, f: &CudaFunction, a: &CudaSlice<u32>, b: &CudaSlice<u32>) 
     time_us_reps(g, 1, || {
         for i in 0..CHAIN {
             let (from, to) = if i % 2 == 0 { (pa, pb) } else { (pb, pa) };
-            launch_hop(s, f, from, to);
+            // One block of 32 threads, reading `from`, writing `to`.
+            launch_pdl(g, f, 1, 32, 0, &mut [from, to]);
         }
     }) / CHAIN as f32
 }

@@ -1,7 +1,11 @@
-//! Shared by the GPU timing tests: time a sequence of launches as a CUDA graph.
+//! Shared by the GPU timing tests: time a sequence of launches as a CUDA graph; launch an
+//! experiment's kernel with PDL, as the engine launches its own. Each test binary uses part
+//! of it.
+#![allow(dead_code)]
 
 use kernels::Gpu;
-use kernels::cudarc::driver::{CudaGraph, sys};
+use kernels::cudarc::driver::{CudaFunction, CudaGraph, sys};
+use std::ffi::c_void;
 
 /// `f` run once eagerly (loading the module and any lazily created handles outside the
 /// capture), then captured `reps` times back to back into a CUDA graph.
@@ -45,4 +49,40 @@ pub fn time_us_reps(g: &Gpu, reps: usize, mut f: impl FnMut()) -> f32 {
         .collect();
     t.sort_by(f32::total_cmp);
     t[3]
+}
+
+/// A launch with the PDL attribute (as the engine's launch.rs), arguments as 8-byte words.
+pub fn launch_pdl(g: &Gpu, f: &CudaFunction, grid: u32, block: u32, smem: u32, args: &mut [u64]) {
+    // SAFETY: an all-zero attribute is valid for every variant of the union.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    let cfg = sys::CUlaunchConfig {
+        gridDimX: grid,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: block,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: smem,
+        hStream: g.stream().cu_stream(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    let mut ptrs: Vec<*mut c_void> = args
+        .iter_mut()
+        .map(|a| a as *mut u64 as *mut c_void)
+        .collect();
+    // SAFETY: the callers pass the kernel's parameters in order, each buffer as large as
+    // the kernel reads for its arguments.
+    unsafe {
+        sys::cuLaunchKernelEx(
+            &cfg,
+            f.cu_function(),
+            ptrs.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+    .unwrap();
 }

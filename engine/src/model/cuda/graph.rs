@@ -42,16 +42,17 @@ pub(super) struct DecodeGraph {
 }
 
 /// Run-ahead (`LATLAB_RUN_AHEAD`, run_ahead.rs): a greedy decode step whose rows may all
-/// continue (`RowHint`, `RunAhead::queues`) queues the step after it, as the engine will ask for it, before it waits for
-/// its own tokens: its metadata with the positions one further on, the ids copied on the
-/// GPU from this step's argmax, and the graph again. The host's work between steps (the
-/// token's trip, the engine loop, the next metadata) then overlaps the GPU's step instead
-/// of leaving the GPU idle: 30-45 us per step at batch 1 (LATLAB_STEP_TIMING, H200,
-/// session 13). When the engine's next call is that step, it is already queued; when it
-/// is not (a row stopped on its token, a new request, a row sampled), the queued step
-/// still runs first and its work is lost: it wrote each row's K/V at the next position,
-/// in the row's own pages, which a real step rewrites or, once a page is freed, its next
-/// owner writes before it reads (attention reads only positions below a row's context).
+/// continue (`RowHint`, `RunAhead::queues`) queues the step after it, as the engine will
+/// ask for it, before it waits for its own tokens: its metadata with the positions one
+/// further on, the ids copied on the GPU from this step's argmax, and the graph again. The
+/// host's work between steps (the token's trip, the engine loop, the next metadata) then
+/// overlaps the GPU's step instead of leaving the GPU idle: 30-45 us per step at batch 1
+/// (LATLAB_STEP_TIMING, H200, session 13), of which 10-20 came back (session 14). When the
+/// engine's next call is that step, it is already queued; when it is not (a row stopped on
+/// its token, a new request, a row sampled), the queued step still runs first and its work
+/// is lost: it wrote each row's K/V at the next position, in the row's own pages, which a
+/// real step rewrites or, once a page is freed, its next owner writes before it reads
+/// (attention reads only positions below a row's context).
 pub(super) struct Ahead {
     /// The graph slot it was queued on.
     slot: usize,

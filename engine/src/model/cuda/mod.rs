@@ -193,8 +193,6 @@ impl CudaBackend {
         logits_only(self.run(&[chunk], &rows, RowHint::default())?)
     }
 
-    /// Flat indices of the tokens whose logits the chunks want, and whether every one of
-    /// those chunks is greedy.
     /// The flat token index of each chunk that wants logits, and whether all of them are
     /// greedy and may continue (`RowHint`; a missing hint is neither).
     fn wanted_rows(chunks: &[SeqChunk<'_>], hints: &[RowHint]) -> (Vec<usize>, RowHint) {
