@@ -63,15 +63,16 @@ fn chase(s: &Arc<CudaStream>, f: &CudaFunction, next: &CudaSlice<u32>, start: us
 /// Kernels in the chain of `hop_chain`.
 const CHAIN: usize = 200;
 
-/// us per kernel of a chain of `CHAIN` dependent PDL kernels, replayed as a CUDA graph.
-fn hop_chain(g: &Gpu, f: &CudaFunction, a: &CudaSlice<u32>, b: &CudaSlice<u32>) -> f32 {
+/// us per kernel of a chain of `CHAIN` dependent PDL kernels, replayed as a CUDA graph;
+/// kernel i is `fs[i % fs.len()]`.
+fn hop_chain(g: &Gpu, fs: &[&CudaFunction], a: &CudaSlice<u32>, b: &CudaSlice<u32>) -> f32 {
     let s = g.stream();
     let ((pa, _sa), (pb, _sb)) = (a.device_ptr(s), b.device_ptr(s));
     time_us_reps(g, 1, || {
         for i in 0..CHAIN {
             let (from, to) = if i % 2 == 0 { (pa, pb) } else { (pb, pa) };
             // One block of 32 threads, reading `from`, writing `to`.
-            launch_pdl(g, f, 1, 32, 0, &mut [from, to]);
+            launch_pdl(g, fs[i % fs.len()], 1, 32, 0, &mut [from, to]);
         }
     }) / CHAIN as f32
 }
@@ -144,21 +145,37 @@ fn one_round_trip_at_rest_and_under_a_weight_stream() {
     }
     // A kernel boundary plus one round trip: a chain of dependent PDL kernels, at rest and
     // beside the stream (its 40 passes outlast the graph's 10 replays of 200 kernels).
+    // Two words each: the code hops may write a second (never, in practice).
     let (ha, hb) = (
-        s.alloc_zeros::<u32>(1).unwrap(),
-        s.alloc_zeros::<u32>(1).unwrap(),
+        s.alloc_zeros::<u32>(2).unwrap(),
+        s.alloc_zeros::<u32>(2).unwrap(),
     );
-    let rest = hop_chain(&g, &hop_f, &ha, &hb);
-    launch_stream(40);
-    std::thread::sleep(std::time::Duration::from_millis(2));
-    let loaded = hop_chain(&g, &hop_f, &ha, &hb);
-    other.synchronize().unwrap();
-    println!(
-        "dependent PDL kernels: us per kernel at rest {rest:.2}, under the stream {loaded:.2}"
-    );
-    assert!(rest > 0.2 && loaded > 0.2 && rest < 50.0 && loaded < 50.0);
-    // Every replay ran every kernel: the value counts the kernels (the eager run, the
-    // capture does not run, 10 replays).
+    // Then the same with ~48 KB of straight code per kernel, four kernels taking turns,
+    // so that each is fetched again (what a layer's ~9 kernels between GEMMs may pay).
+    let code_fs: Vec<CudaFunction> = (0..4)
+        .map(|v| m.load_function(&format!("latency_hop_code{v}")).unwrap())
+        .collect();
+    let chains: [(&str, Vec<&CudaFunction>); 3] = [
+        ("tiny kernels", vec![&hop_f]),
+        ("one ~48 KB kernel", vec![&code_fs[0]]),
+        ("four ~48 KB kernels taking turns", code_fs.iter().collect()),
+    ];
+    for (name, fs) in &chains {
+        let rest = hop_chain(&g, fs, &ha, &hb);
+        launch_stream(40);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let loaded = hop_chain(&g, fs, &ha, &hb);
+        other.synchronize().unwrap();
+        println!(
+            "dependent PDL kernels, {name}: us per kernel at rest {rest:.2}, under the stream {loaded:.2}"
+        );
+        assert!(
+            rest > 0.2 && loaded > 0.2 && rest < 50.0 && loaded < 50.0,
+            "{name}"
+        );
+    }
+    // Every replay ran every kernel: the value counts the kernels (per chain and state: the
+    // eager run, the capture does not run, 10 replays).
     let v = s.clone_dtoh(&ha).unwrap()[0];
-    assert_eq!(v as usize, 2 * 11 * CHAIN, "hops counted");
+    assert_eq!(v as usize, chains.len() * 2 * 11 * CHAIN, "hops counted");
 }

@@ -62,14 +62,22 @@ fn compile_all(include: PathBuf) {
             s.file
         );
         eprintln!("{}: {} bytes in {:?}", s.file, cubin.len(), t.elapsed());
+        let code = text_sizes(&cubin);
         for &k in s.kernels {
             let u = usage
                 .iter()
                 .find(|u| u.kernel == k)
                 .unwrap_or_else(|| panic!("{}: ptxas compiled no kernel named {k}", s.file));
+            // Code size: a latency-bound kernel whose code was evicted fetches it again
+            // from L2, one trip per miss, on its critical path (engine/PERF.md, session 15).
+            let bytes = code
+                .iter()
+                .find(|(name, _)| name == k)
+                .unwrap_or_else(|| panic!("{}: no .text section for {k}", s.file))
+                .1;
             eprintln!(
-                "  {k:<32} {:>3} registers, spills {} B stored / {} B loaded",
-                u.registers, u.spill_stores, u.spill_loads
+                "  {k:<32} {:>3} registers, spills {} B stored / {} B loaded, {:>6} B of code",
+                u.registers, u.spill_stores, u.spill_loads, bytes
             );
             if u.spill_stores + u.spill_loads > 0 && !MAY_SPILL.iter().any(|(name, _)| *name == k) {
                 spills.push(format!("{k} ({} / {} B)", u.spill_stores, u.spill_loads));
@@ -92,6 +100,13 @@ fn compile_all(include: PathBuf) {
     let (cubin, _) = compile_with_usage("latency_load.cu", experiment_src::LATENCY_LOAD, &opts)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(&cubin[..4], b"\x7fELF", "latency_load.cu: no cubin");
+    // Its code hops must hold the ~48 KB of straight code they are named for.
+    for (k, bytes) in text_sizes(&cubin) {
+        eprintln!("  latency_load.cu {k:<24} {bytes:>6} B of code");
+        if k.starts_with("latency_hop_code") {
+            assert!(bytes > 40_000, "{k}: {bytes} B of code, expected ~48 KB");
+        }
+    }
     assert!(
         spills.is_empty(),
         "kernels spill registers (see MAY_SPILL): {}",
@@ -111,6 +126,61 @@ fn compile_all(include: PathBuf) {
             compile_with_usage(s.file, s.src, &traced).unwrap_or_else(|e| panic!("traced {e}"));
         assert_eq!(&cubin[..4], b"\x7fELF", "{} (traced): no cubin", s.file);
     }
+}
+
+/// (kernel, bytes of SASS) for every `.text.<kernel>` section of a cubin (an ELF64
+/// little-endian file: section headers at e_shoff, e_shnum of e_shentsize bytes, names in
+/// section e_shstrndx).
+fn text_sizes(elf: &[u8]) -> Vec<(String, u64)> {
+    let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap());
+    assert_eq!(elf[4], 2, "cubin is not ELF64");
+    let (shoff, shentsize, shnum, shstrndx) = (
+        u64_at(0x28) as usize,
+        u16_at(0x3a),
+        u16_at(0x3c),
+        u16_at(0x3e),
+    );
+    let header = |i: usize| shoff + i * shentsize;
+    let names = u64_at(header(shstrndx) + 0x18) as usize;
+    (0..shnum)
+        .filter_map(|i| {
+            let h = header(i);
+            let start = names + u32_at(h);
+            let end = start + elf[start..].iter().position(|&c| c == 0)?;
+            let name = std::str::from_utf8(&elf[start..end]).ok()?;
+            let kernel = name.strip_prefix(".text.")?;
+            Some((kernel.to_string(), u64_at(h + 0x20)))
+        })
+        .collect()
+}
+
+#[test]
+fn text_sizes_reads_an_elf64_section_table() {
+    // A minimal ELF64: header, a string table and a .text.k section of 48 bytes.
+    let strtab = b"\0.shstrtab\0.text.k\0";
+    let mut elf = vec![0u8; 64];
+    elf[..4].copy_from_slice(b"\x7fELF");
+    elf[4] = 2;
+    let strtab_at = elf.len();
+    elf.extend_from_slice(strtab);
+    let shoff = elf.len();
+    let section = |name: u32, offset: u64, size: u64| {
+        let mut h = vec![0u8; 64];
+        h[..4].copy_from_slice(&name.to_le_bytes());
+        h[0x18..0x20].copy_from_slice(&offset.to_le_bytes());
+        h[0x20..0x28].copy_from_slice(&size.to_le_bytes());
+        h
+    };
+    elf.extend(section(0, 0, 0));
+    elf.extend(section(1, strtab_at as u64, strtab.len() as u64));
+    elf.extend(section(11, 0, 48));
+    elf[0x28..0x30].copy_from_slice(&(shoff as u64).to_le_bytes());
+    elf[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
+    elf[0x3c..0x3e].copy_from_slice(&3u16.to_le_bytes());
+    elf[0x3e..0x40].copy_from_slice(&1u16.to_le_bytes());
+    assert_eq!(text_sizes(&elf), vec![("k".to_string(), 48)]);
 }
 
 #[test]

@@ -175,6 +175,10 @@ if has http; then
     curl -s http://127.0.0.1:8100/metrics > "$OUT/metrics_$q.txt"
     awk '/^latlab_time_to_first_token_seconds_sum/ {s = $2} /^latlab_time_to_first_token_seconds_count/ {c = $2}
       END {if (c > 0) printf "server TTFT mean (ms): %.2f over %d requests\n", 1000 * s / c, c}' "$OUT/metrics_$q.txt"
+    # What the server says produced these numbers: the backend, and with CUDA the kernels'
+    # tuning, run-ahead policy and graphs (plan.cuda).
+    curl -s http://127.0.0.1:8100/v1/engine/info > "$OUT/info_$q.json"
+    python3 -c 'import json,sys; i=json.load(open(sys.argv[1])); p=i["plan"]; print("engine info: backend", p["backend"], "gpu", p.get("gpu"), "plan.cuda", json.dumps(p.get("cuda")))' "$OUT/info_$q.json" || head -c 600 "$OUT/info_$q.json"
     kill $sp; wait $sp 2> /dev/null
   done
 fi

@@ -51,3 +51,48 @@ extern "C" __global__ void latency_hop(const unsigned* __restrict__ in, unsigned
     pdl_wait();
     if (threadIdx.x == 0) out[0] = in[0] + 1;
 }
+
+// The same hop with a long straight run of code before its store (~3000 instructions,
+// ~48 KB of SASS; independent chains, so it issues about one instruction a cycle), in
+// four variants with different constants, so that a chain cycling through them holds
+// ~190 KB of code, more than an SM keeps. A decode layer runs ~9 kernels between its
+// GEMMs; if their code is fetched again in every layer, each fetch is an L2 trip, which
+// costs ~3x beside the weight stream (session 14). The chain of these against the chain
+// of tiny hops says what that fetch costs per kernel.
+#ifndef HOP_CODE_STEPS
+#define HOP_CODE_STEPS 384
+#endif
+template <int V>
+__device__ __forceinline__ void latency_hop_code(const unsigned* __restrict__ in,
+                                                 unsigned* __restrict__ out) {
+    pdl_trigger();
+    pdl_wait();
+    const unsigned x = in[0];
+    // Xor-multiply and add-rotate steps do not fold into fewer instructions.
+    unsigned a = x, b = x ^ 0x1234567u, c = x + 0x89abcdefu, d = x * 3u;
+#pragma unroll
+    for (int i = 0; i < HOP_CODE_STEPS; ++i) {
+        const unsigned k = 0x9E3779B1u * (unsigned)(4 * i + V + 1);
+        a = (a ^ k) * 0x85EBCA6Bu;
+        b = __funnelshift_l(b + k, b + k, 7);
+        c = (c * 0xC2B2AE35u) ^ k;
+        d = __funnelshift_l(d ^ k, d ^ k, 13) + 0x27d4eb2fu;
+    }
+    if (threadIdx.x == 0) {
+        out[0] = x + 1;
+        // Keeps the run live without changing the count.
+        if ((a ^ b ^ c ^ d) == 0x9e3779b9u) out[1] = a;
+    }
+}
+extern "C" __global__ void latency_hop_code0(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
+    latency_hop_code<0>(in, out);
+}
+extern "C" __global__ void latency_hop_code1(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
+    latency_hop_code<1>(in, out);
+}
+extern "C" __global__ void latency_hop_code2(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
+    latency_hop_code<2>(in, out);
+}
+extern "C" __global__ void latency_hop_code3(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
+    latency_hop_code<3>(in, out);
+}
