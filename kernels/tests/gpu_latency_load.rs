@@ -150,15 +150,31 @@ fn one_round_trip_at_rest_and_under_a_weight_stream() {
         s.alloc_zeros::<u32>(2).unwrap(),
         s.alloc_zeros::<u32>(2).unwrap(),
     );
-    // Then the same with ~48 KB of straight code per kernel, four kernels taking turns,
+    // Then the same with ~43 KB of straight code per kernel, four kernels taking turns,
     // so that each is fetched again (what a layer's ~9 kernels between GEMMs may pay).
     let code_fs: Vec<CudaFunction> = (0..4)
         .map(|v| m.load_function(&format!("latency_hop_code{v}")).unwrap())
         .collect();
-    let chains: [(&str, Vec<&CudaFunction>); 3] = [
+    let tiny_fs: Vec<CudaFunction> = (1..4)
+        .map(|v| m.load_function(&format!("latency_hop_t{v}")).unwrap())
+        .collect();
+    // How many ~43 KB kernels an SM keeps: where taking turns starts to cost.
+    let chains: [(&str, Vec<&CudaFunction>); 6] = [
         ("tiny kernels", vec![&hop_f]),
-        ("one ~48 KB kernel", vec![&code_fs[0]]),
-        ("four ~48 KB kernels taking turns", code_fs.iter().collect()),
+        (
+            "four tiny kernels taking turns",
+            std::iter::once(&hop_f).chain(&tiny_fs).collect(),
+        ),
+        ("one ~43 KB kernel", vec![&code_fs[0]]),
+        (
+            "two ~43 KB kernels taking turns",
+            code_fs[..2].iter().collect(),
+        ),
+        (
+            "three ~43 KB kernels taking turns",
+            code_fs[..3].iter().collect(),
+        ),
+        ("four ~43 KB kernels taking turns", code_fs.iter().collect()),
     ];
     for (name, fs) in &chains {
         let rest = hop_chain(&g, fs, &ha, &hb);

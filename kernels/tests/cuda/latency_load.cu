@@ -52,10 +52,9 @@ extern "C" __global__ void latency_hop(const unsigned* __restrict__ in, unsigned
     if (threadIdx.x == 0) out[0] = in[0] + 1;
 }
 
-// The same hop with a long straight run of code before its store (~3000 instructions,
-// ~48 KB of SASS; independent chains, so it issues about one instruction a cycle), in
-// four variants with different constants, so that a chain cycling through them holds
-// ~190 KB of code, more than an SM keeps. A decode layer runs ~9 kernels between its
+// The same hop with a long straight run of code before its store (~2700 instructions,
+// 43.5 KB of SASS; four dependent chains, ~3 us of issue), in four variants with
+// different constants, so that a chain cycling through them holds ~174 KB of code. A decode layer runs ~9 kernels between its
 // GEMMs; if their code is fetched again in every layer, each fetch is an L2 trip, which
 // costs ~3x beside the weight stream (session 14). The chain of these against the chain
 // of tiny hops says what that fetch costs per kernel.
@@ -95,4 +94,22 @@ extern "C" __global__ void latency_hop_code2(const unsigned* __restrict__ in, un
 }
 extern "C" __global__ void latency_hop_code3(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
     latency_hop_code<3>(in, out);
+}
+
+// Tiny hops under other names: a chain cycling through four different tiny kernels
+// separates the cost of switching functions from that of fetching much code.
+extern "C" __global__ void latency_hop_t1(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
+    pdl_trigger();
+    pdl_wait();
+    if (threadIdx.x == 0) out[0] = in[0] + 1;
+}
+extern "C" __global__ void latency_hop_t2(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
+    pdl_trigger();
+    pdl_wait();
+    if (threadIdx.x == 0) out[0] = in[0] + 1;
+}
+extern "C" __global__ void latency_hop_t3(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
+    pdl_trigger();
+    pdl_wait();
+    if (threadIdx.x == 0) out[0] = in[0] + 1;
 }
