@@ -112,6 +112,77 @@ fn pipeline(g: &Gpu) -> String {
     }
 }
 
+/// The bf16 GEMMs at one row with x copied through the bulk ring (`Tuning::bf16_x_ring`)
+/// against the default persistent kernels: the same bits, plain and fused with SwiGLU,
+/// row-major and tiled, at ring depths 4 and 6 (the small grids'), for shapes whose
+/// stages do not fill the ring (x copied after the loop), whose last stage is partial
+/// (k = 4104), and Qwen3-8B's.
+#[test]
+#[ignore = "gpu"]
+fn x_through_the_ring_gives_the_same_bits() {
+    let base = GpuOptions::from_env().unwrap();
+    let [plain, xr] = [false, true].map(|on| {
+        let tuning = Tuning {
+            bf16_x_ring: on,
+            bulk_persistent: true,
+            skinny_bulk_bf16: true,
+            ..base.tuning
+        };
+        Gpu::new(&GpuOptions {
+            tuning,
+            ..base.clone()
+        })
+        .expect("GPU with kernels")
+    });
+    let mut r = Rng(41);
+    for (n, k) in [
+        (16, 512),
+        (48, 1024),
+        (1008, 4104),
+        (4096, 4096),
+        (6144, 4096),
+        (4096, 12288),
+        (24576, 4096),
+    ] {
+        let (w, x) = (r.vec(n * k), r.vec(k));
+        let wb: Vec<bf16> = w.iter().map(|&v| bf16::from_f32(v)).collect();
+        for (layout, host_w) in [
+            (ops::WeightLayout::Rows, wb.clone()),
+            (ops::WeightLayout::Tiled, ops::tile_weights(&wb, n, k)),
+        ] {
+            let run = |g: &Gpu, swiglu: bool| -> Vec<u32> {
+                let (dx, dw) = (up_bf16(g, &x), up(g, &host_w));
+                if swiglu {
+                    let mut act = g.stream().alloc_zeros::<bf16>(n / 2).unwrap();
+                    let mut av = act.as_view_mut();
+                    let (xv, wv) = (dx.as_view(), dw.as_view());
+                    ops::skinny_gemm_swiglu_into(g, &xv, &wv, layout, n / 2, k, &mut av).unwrap();
+                    down_bf16(g, &act).iter().map(|v| v.to_bits()).collect()
+                } else {
+                    let mut y = g.stream().alloc_zeros::<f32>(n).unwrap();
+                    let mut yv = y.as_view_mut();
+                    let (xv, wv) = (dx.as_view(), dw.as_view());
+                    ops::skinny_gemm_into(g, &xv, &wv, layout, n, k, &mut yv).unwrap();
+                    down(g, &y).iter().map(|v| v.to_bits()).collect()
+                }
+            };
+            for swiglu in [false, true] {
+                let (a, b) = (run(&plain, swiglu), run(&xr, swiglu));
+                assert!(
+                    a.iter().any(|&v| v != 0),
+                    "n={n} k={k}: an all-zero output proves nothing"
+                );
+                assert!(
+                    a == b,
+                    "n={n} k={k} {layout:?} swiglu {swiglu}: x through the ring changed {} of {} outputs",
+                    a.iter().zip(&b).filter(|(p, q)| p != q).count(),
+                    a.len()
+                );
+            }
+        }
+    }
+}
+
 /// e4m3fn code -> value, written out from the format (sign, 4 exponent bits with bias 7,
 /// 3 mantissa bits; exponent 0 is subnormal): the reference the FP8 GEMM is held to.
 fn e4m3_value(c: u8) -> f32 {
