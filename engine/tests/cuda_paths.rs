@@ -177,25 +177,6 @@ fn tiled_weights_give_the_same_logits() {
     same_logits(set, "tiled weights");
 }
 
-/// The bf16 GEMMs at batch 1 with x copied through the bulk ring (Tuning::bf16_x_ring, the
-/// `_xr` kernels) against x loaded through L1: the same x into the same MMAs, so the same
-/// logits bit for bit (batch 3 and FP8 run unchanged kernels).
-#[test]
-#[ignore = "gpu"]
-fn x_through_the_ring_gives_the_same_logits() {
-    let t = kernels::Tuning {
-        bf16_x_ring: true,
-        ..Default::default()
-    };
-    for op in ["skinny_gemm_bf16", "skinny_gemm_bf16_swiglu"] {
-        for stages in [t.bulk_stages, t.bulk_stages_small] {
-            let name = kernels::ops::skinny_kernel(&t, op, (1, 1024), stages);
-            assert!(name.ends_with("_xr"), "{name}");
-        }
-    }
-    same_logits(|t, on| t.bf16_x_ring = on, "x through the ring");
-}
-
 /// The FP8 GEMMs with x staged in shared memory as f16 (Tuning::x_smem_kb, the `*_xs`
 /// kernels) against x loaded through L1 at every stage: the same f16 values into the same
 /// MMAs, so the same logits bit for bit (bf16 runs too, on unchanged kernels).

@@ -20,8 +20,6 @@
 #define TM_ROW_STRIDE (TM_ROW_BYTES + 16)
 #define TM_STAGE_BYTES (16 * TM_ROW_STRIDE)
 #define TM_THREADS ((SG_WARPS + 1) * 32)
-// The `_xr` kernels' x slot per stage, behind the ring's stages (TileBf16R): one row.
-#define TM_X_SLOT TM_ROW_BYTES
 
 __device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(b)), "r"(count)
@@ -33,13 +31,6 @@ __device__ __forceinline__ void mbar_arrive(unsigned long long* b) {
 // Arrive and announce the bytes the stage's copies will deliver.
 __device__ __forceinline__ void mbar_arrive_tx(unsigned long long* b, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(b)),
-                 "r"(bytes)
-                 : "memory");
-}
-// Announce bytes the phase's copies will deliver, without arriving (the `_xr` producer's
-// stages filled before x exists: their one arrival comes with x's copy).
-__device__ __forceinline__ void mbar_expect_tx(unsigned long long* b, unsigned bytes) {
-    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(b)),
                  "r"(bytes)
                  : "memory");
 }
@@ -105,54 +96,23 @@ __device__ __forceinline__ void ring_init(unsigned long long* full, unsigned lon
 // stages one after another, each stage's `rows` pieces side by side, so that a stage is
 // one contiguous run of bytes. H200, the 144 layer linears of a step streamed by this ring
 // alone (gpu_copy_ceiling): 4.23 TB/s row-major, 4.63 tiled.
-// With x through the ring (TileBf16R), xmode 1 also copies the stage's k range of x (row 0)
-// into its slot on the same barrier; xmode 2 (a stage filled before the wait on the
-// previous kernel, which writes x) announces the weights' bytes without arriving, and
-// copy_x_late arrives with x's copy after the wait.
 __device__ __forceinline__ void produce_stage(unsigned char* ring, unsigned long long* full,
                                               unsigned long long* empty, int i, int k,
                                               int stages, int row_bytes, int rows,
                                               const unsigned char* tile, int tiled,
-                                              unsigned long long policy, int xmode = 0,
-                                              const unsigned char* x = nullptr,
-                                              unsigned long long xpolicy = 0) {
+                                              unsigned long long policy) {
     const int lane = threadIdx.x & 31;
     const int s = i % stages;
     if (i >= stages) mbar_wait(&empty[s], (i / stages - 1) & 1);
     const int off = k * TM_ROW_BYTES;
     const int bytes = min(TM_ROW_BYTES, row_bytes - off);
-    if (lane == 0) {
-        if (xmode == 2)
-            mbar_expect_tx(&full[s], bytes * rows);
-        else
-            mbar_arrive_tx(&full[s], bytes * rows + (xmode == 1 ? bytes : 0));
-    }
+    if (lane == 0) mbar_arrive_tx(&full[s], bytes * rows);
     __syncwarp();
     const unsigned char* src = tiled ? tile + (size_t)rows * off + (size_t)lane * bytes
                                      : tile + (size_t)lane * row_bytes + off;
     if (lane < rows)
         bulk_load(ring + s * TM_STAGE_BYTES + lane * TM_ROW_STRIDE, src, bytes, &full[s],
                   policy);
-    // Lane 31 never holds a row (rows <= 16).
-    if (xmode == 1 && lane == 31)
-        bulk_load(ring + stages * TM_STAGE_BYTES + s * TM_X_SLOT, x + off, bytes, &full[s],
-                  xpolicy);
-}
-
-// The `_xr` producer after its wait: x's copies for ring stages 0..n-1, filled before it
-// (stage j's k is j % nst: the block's stages run tile after tile from stage 0), each the
-// arrival that completes its slot.
-__device__ __forceinline__ void copy_x_late(unsigned char* ring, unsigned long long* full,
-                                            int n, int nst, int stages, int row_bytes,
-                                            const unsigned char* x, unsigned long long xpolicy) {
-    if ((threadIdx.x & 31) == 0)
-        for (int j = 0; j < n; ++j) {
-            const int off = (j % nst) * TM_ROW_BYTES, bytes = min(TM_ROW_BYTES, row_bytes - off);
-            mbar_arrive_tx(&full[j], bytes);
-            bulk_load(ring + stages * TM_STAGE_BYTES + j * TM_X_SLOT, x + off, bytes, &full[j],
-                      xpolicy);
-        }
-    __syncwarp();
 }
 
 // A multiplying warp's stage i (k: its place in the tile): x of chunk k * 8 + warp, the
@@ -165,13 +125,8 @@ __device__ __forceinline__ void consume_stage(const Tile& tile, typename Tile::S
                                               int stages) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int s = i % stages, ch = k * SG_WARPS + warp;
-    if constexpr (Tile::X_RING) {
-        mbar_wait(&full[s], (i / stages) & 1);
-        tile.load_x_ring(st, ring + stages * TM_STAGE_BYTES + s * TM_X_SLOT, ch);
-    } else {
-        tile.load_x(st, ch);
-        mbar_wait(&full[s], (i / stages) & 1);
-    }
+    tile.load_x(st, ch);
+    mbar_wait(&full[s], (i / stages) & 1);
     load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, tile.pieces());
     __syncwarp();  // every lane's shared reads are done before the stage is handed back
     if (lane == 0) mbar_arrive(&empty[s]);
@@ -209,49 +164,22 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
 }
 
 // The persistent pipeline's producer warp: block b's tiles b, b + gridDim.x, ... of w [N,
-// row_bytes], stage after stage, the ring running on across tiles. XR: x (row 0, `x`)
-// through the ring as well (TileBf16R): the first `stages` stages are filled before the
-// wait on the previous kernel without their x, which follows right after the wait.
-template <bool XR>
+// row_bytes], stage after stage, the ring running on across tiles.
 __device__ __forceinline__ void produce_tiles(unsigned char* ring, unsigned long long* full,
                                               unsigned long long* empty,
                                               const unsigned char* w, int N, int row_bytes,
-                                              int stages, int tiled,
-                                              const unsigned char* x = nullptr) {
-    unsigned long long policy, xpolicy = 0;
+                                              int stages, int tiled) {
+    unsigned long long policy;
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-    // x is read by every block: keep it in L2.
-    if (XR) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(xpolicy));
     const unsigned ntiles = (N + 15) / 16;
     const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
     int i = 0;
-    bool waited = !XR;
     for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const int n0 = (int)tile * 16, rows = min(16, N - n0);
         const unsigned char* tb = w + (size_t)n0 * row_bytes;
-        for (int k = 0; k < nst; ++k, ++i) {
-            if (!waited && i == stages) {
-                pdl_wait();  // x comes from the previous kernel
-                waited = true;
-                copy_x_late(ring, full, stages, nst, stages, row_bytes, x, xpolicy);
-            }
-            produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, tb, tiled, policy,
-                          XR ? (waited ? 1 : 2) : 0, x, xpolicy);
-        }
+        for (int k = 0; k < nst; ++k, ++i)
+            produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, tb, tiled, policy);
     }
-    if (!waited) {  // the block's stages did not fill the ring
-        pdl_wait();
-        copy_x_late(ring, full, i, nst, stages, row_bytes, x, xpolicy);
-    }
-}
-
-// The x the `_xr` producer copies (row 0 of the tile's x), or none.
-template <class Tile>
-__device__ __forceinline__ const unsigned char* ring_x(const Tile& t) {
-    if constexpr (Tile::X_RING)
-        return t.x_bytes();
-    else
-        return nullptr;
 }
 
 // The persistent form (`_persistent` entry points, `Tuning::bulk_persistent`): a grid of at
@@ -276,8 +204,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
     const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
     ring_init(full, empty, stages);
     if (warp == SG_WARPS) {
-        produce_tiles<Tile::X_RING>(ring, full, empty, first.bytes(), N, row_bytes, stages,
-                                    tiled, ring_x(first));
+        produce_tiles(ring, full, empty, first.bytes(), N, row_bytes, stages, tiled);
         return;
     }
     typename Tile::Stage st;
@@ -331,27 +258,6 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
     pdl_trigger();
     skinny_pipeline_bulk_tiles(
         [&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, act, M, N, stages, tiled);
-}
-
-// bf16 at batch 1 with x through the ring (TileBf16R; persistent only): the launcher adds
-// stages x TM_X_SLOT bytes of dynamic shared memory and passes M = 1.
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_bf16_bulk_persistent_xr(const __nv_bfloat16* __restrict__ x,
-                                        const __nv_bfloat16* __restrict__ w,
-                                        float* __restrict__ y, int M, int N, int K,
-                                        int stages, int tiled) {
-    pdl_trigger();
-    skinny_pipeline_bulk_tiles(
-        [&](unsigned t) { return TileBf16R(x, w, M, N, K, t); }, y, M, N, stages, tiled);
-}
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_bf16_swiglu_bulk_persistent_xr(const __nv_bfloat16* __restrict__ x,
-                                               const __nv_bfloat16* __restrict__ w,
-                                               __nv_bfloat16* __restrict__ act, int M,
-                                               int N, int K, int stages, int tiled) {
-    pdl_trigger();
-    skinny_pipeline_bulk_tiles(
-        [&](unsigned t) { return TileBf16R(x, w, M, N, K, t); }, act, M, N, stages, tiled);
 }
 
 // The FP8 kernels with x staged in shared memory (TileFp8S) keep it behind the ring's

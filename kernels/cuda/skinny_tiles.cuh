@@ -118,8 +118,6 @@ __device__ __forceinline__ void store_out(const float (&c)[4], __nv_bfloat16* ac
 // lane % 4 its place in the quad. Rows past N or M point at row 0 and are masked (va, vb,
 // vx) where they are loaded.
 struct TileRows {
-    // Whether the bulk pipeline's producer copies x through the ring (TileBf16R).
-    static constexpr bool X_RING = false;
     int n0, N, K, g, t;
     bool va, vb, vx;
     // `tile`: which 16-row tile (one per block, or several per block in the persistent
@@ -198,37 +196,6 @@ struct TileBf16 : TileRows {
         for (int j = 0; j < 2; ++j) {
             mma_bf16(c, s.a[j].x, s.b[j].x, s.a[j].y, s.b[j].y, s.x[j].x, s.x[j].y);
             mma_bf16(c, s.a[j].z, s.b[j].z, s.a[j].w, s.b[j].w, s.x[j].z, s.x[j].w);
-        }
-    }
-};
-
-// bf16 weights at batch 1 with x copied through the ring (`Tuning::bf16_x_ring`, the
-// `_xr` bulk kernels): the producer warp bulk-copies each stage's 1 KB of x (the k range
-// of the stage's weights) into a slot behind the ring, on the stage's own barrier, so the
-// warps read x from shared memory after the stage's wait instead of from L1/L2 before it.
-// Why: without the x loads the step's bf16 linears ran 143-170 us faster (session 13),
-// and staging x whole (step 36) cost the rings their residency. M must be 1 (the
-// launcher's rule): only row 0 is copied.
-struct TileBf16R : TileBf16 {
-    static constexpr bool X_RING = true;
-    const __nv_bfloat16* x0;
-    __device__ TileBf16R(const __nv_bfloat16* x, const __nv_bfloat16* w_, int M, int N_,
-                         int K_, unsigned tile)
-        : TileBf16(x, w_, M, N_, K_, tile), x0(x) {}
-    __device__ const unsigned char* x_bytes() const {
-        return reinterpret_cast<const unsigned char*>(x0);
-    }
-    // Chunk ch's x from the stage's slot into the registers load_x would fill (the same
-    // 32 bytes of row 0 for the quad of g = 0, zeros elsewhere).
-    __device__ void load_x_ring(Stage& s, const unsigned char* slot, int ch) const {
-        const int warp = threadIdx.x >> 5;
-        const uint4 z = make_uint4(0, 0, 0, 0);
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            const int p = (ch * 4 + t) * 2 + j;
-            s.x[j] = ch < nch && p < k8 && vx
-                         ? *reinterpret_cast<const uint4*>(slot + warp * 128 + t * 32 + 16 * j)
-                         : z;
         }
     }
 };

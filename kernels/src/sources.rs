@@ -86,8 +86,6 @@ pub const ALL: &[KernelSource] = &[
             "skinny_gemm_fp8_swiglu_bulk_xs",
             "skinny_gemm_fp8_bulk_persistent_xs",
             "skinny_gemm_fp8_swiglu_bulk_persistent_xs",
-            "skinny_gemm_bf16_bulk_persistent_xr",
-            "skinny_gemm_bf16_swiglu_bulk_persistent_xr",
         ],
     },
     KernelSource {

@@ -127,12 +127,6 @@ pub struct Tuning {
     /// codes are tiled in place (prefill reads the bf16 copies, or dequantizes from either
     /// layout). `LATLAB_TILED_WEIGHTS=0|bf16|1` (1: FP8 codes too).
     pub tiled_weights: TiledWeights,
-    /// bf16 decode GEMMs at batch 1 copy x through the bulk ring (the persistent `_xr`
-    /// kernels, skinny_tiles.cuh `TileBf16R`): the producer warp copies each stage's 1 KB
-    /// of x beside its weights, and the warps read it from shared memory, instead of
-    /// loading it through L1 at every stage (the x loads cost the step's bf16 linears
-    /// 143-170 us, session 13). Same bits. `LATLAB_BF16_X_RING=0|1`.
-    pub bf16_x_ring: bool,
 }
 
 /// `Tuning::tiled_weights`.
@@ -187,7 +181,6 @@ impl Default for Tuning {
             x_smem_kb: 25,
             attention_d32: true,
             tiled_weights: TiledWeights::Off,
-            bf16_x_ring: false,
         }
     }
 }
@@ -239,8 +232,7 @@ impl Tuning {
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
     /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
-    /// `LATLAB_X_SMEM_KB`, `LATLAB_ATTENTION_D32`, `LATLAB_TILED_WEIGHTS` and
-    /// `LATLAB_BF16_X_RING` when set.
+    /// `LATLAB_X_SMEM_KB`, `LATLAB_ATTENTION_D32` and `LATLAB_TILED_WEIGHTS` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -264,7 +256,6 @@ impl Tuning {
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_d32: get("LATLAB_ATTENTION_D32", d.attention_d32)?,
-            bf16_x_ring: get("LATLAB_BF16_X_RING", d.bf16_x_ring)?,
             tiled_weights: match var("LATLAB_TILED_WEIGHTS").as_deref() {
                 None => d.tiled_weights,
                 Some("0") => TiledWeights::Off,
@@ -352,10 +343,8 @@ mod tests {
             ("LATLAB_X_SMEM_KB", "64"),
             ("LATLAB_ATTENTION_D32", "0"),
             ("LATLAB_TILED_WEIGHTS", "bf16"),
-            ("LATLAB_BF16_X_RING", "1"),
         ])
         .unwrap();
-        assert!(!d.bf16_x_ring && t.bf16_x_ring);
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
         assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
         assert_eq!((d.fp8_bulk_stages, t.fp8_bulk_stages), (2, 3));

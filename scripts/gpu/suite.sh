@@ -3,7 +3,7 @@
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
 # sweep splits fp8bulk bench ahead latency prefill fp8prefill early http hf stream trace wgmma copy
-# steptiming xring" (default: tests timing chain bench prefill early http; hf writes a 16 GB
+# steptiming" (default: tests timing chain bench prefill early http; hf writes a 16 GB
 # checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
 # by default; its correctness tests run in "tests").
@@ -128,22 +128,6 @@ if has latency; then
   # One dependent load at rest and beside an HBM stream (kernels/tests/gpu_latency_load.rs).
   timeout 120 $T/gpu_latency_load --ignored --nocapture > "$OUT/latency.log" 2>&1; echo "latency rc=$?"
   grep -E "stream alone|per dependent|PDL kernels|panicked" "$OUT/latency.log"
-fi
-if has xring; then
-  # bf16 batch 1 with x copied through the bulk ring (LATLAB_BF16_X_RING, step 42): its bit
-  # checks, then the engine bench and the chain, off and on, twice.
-  timeout 150 $T/cuda_gemm --ignored x_through_the_ring --nocapture > "$OUT/xring_gemm.log" 2>&1
-  echo "cuda_gemm x_through_the_ring rc=$?"; grep -E "test result|panicked" "$OUT/xring_gemm.log" | head -3
-  timeout 150 $T/cuda_paths --ignored x_through_the_ring --nocapture > "$OUT/xring_paths.log" 2>&1
-  echo "cuda_paths x_through_the_ring rc=$?"; grep -E "test result|panicked" "$OUT/xring_paths.log" | head -3
-  for on in 0 1 0 1; do
-    LATLAB_BF16_X_RING=$on timeout 120 $BENCH --gen-len 220 --rounds 2 --batch 1 > "$OUT/xring_bench_$on.log" 2>&1
-    echo "bench x_ring=$on rc=$?"; grep -E "round 1|rror" "$OUT/xring_bench_$on.log"
-  done
-  for on in 0 1; do
-    LATLAB_BF16_X_RING=$on timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/xring_chain_$on.log" 2>&1
-    echo "chain x_ring=$on rc=$?"; grep -E "whole step" "$OUT/xring_chain_$on.log"
-  done
 fi
 if has prefill; then
   B="$BENCH --gen-len 8 --rounds 3"

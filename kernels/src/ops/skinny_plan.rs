@@ -29,11 +29,6 @@ const BULK_FP8_SWIGLU: BulkNames = [
     "skinny_gemm_fp8_swiglu_bulk",
     "skinny_gemm_fp8_swiglu_bulk_persistent",
 ];
-/// bf16 at batch 1 with x copied through the ring (`Tuning::bf16_x_ring`; persistent only).
-const BULK_BF16_XR: &str = "skinny_gemm_bf16_bulk_persistent_xr";
-const BULK_BF16_SWIGLU_XR: &str = "skinny_gemm_bf16_swiglu_bulk_persistent_xr";
-/// The `_xr` kernels' x slot per ring stage (skinny_bulk.cu TM_X_SLOT): one 1 KB row.
-const X_RING_SLOT_BYTES: u32 = 1024;
 /// FP8 with x staged in shared memory (`Tuning::x_smem_kb`).
 const BULK_FP8_XS: BulkNames = [
     "skinny_gemm_fp8_bulk_xs",
@@ -113,8 +108,6 @@ pub(super) fn start<'g>(
     }
     let x_bytes = if name.ends_with("_xs") {
         staged_x_bytes(m, k)
-    } else if name.ends_with("_xr") {
-        stages * X_RING_SLOT_BYTES
     } else {
         0
     };
@@ -157,14 +150,6 @@ pub fn skinny_kernel(
     }
     let fp8 = op.starts_with("skinny_gemm_fp8");
     let persistent = t.bulk_persistent && (!fp8 || m >= t.fp8_persistent_rows as usize);
-    // The `_xr` kernels copy x's row 0 only.
-    if !fp8 && persistent && m == 1 && t.bf16_x_ring {
-        return if op == "skinny_gemm_bf16" {
-            BULK_BF16_XR
-        } else {
-            BULK_BF16_SWIGLU_XR
-        };
-    }
     let x = staged_x_bytes(m, k);
     if fp8 && x <= t.x_smem_kb * 1024 && stages * BULK_STAGE_BYTES + x <= MAX_DYNAMIC_SMEM {
         let xs = if op == "skinny_gemm_fp8" {
@@ -234,27 +219,6 @@ mod tests {
         assert_eq!(pick(&one_tile, bf, 8), "skinny_gemm_bf16_bulk");
         assert_eq!(pick(&regs, bf, 1), bf);
         assert_eq!(pick(&xs, bf, 1), "skinny_gemm_bf16_bulk_persistent");
-        // x through the ring: bf16, persistent, one row only.
-        let xr = Tuning {
-            bf16_x_ring: true,
-            ..d
-        };
-        assert_eq!(pick(&xr, bf, 1), "skinny_gemm_bf16_bulk_persistent_xr");
-        assert_eq!(
-            pick(&xr, "skinny_gemm_bf16_swiglu", 1),
-            "skinny_gemm_bf16_swiglu_bulk_persistent_xr"
-        );
-        assert_eq!(pick(&xr, bf, 2), "skinny_gemm_bf16_bulk_persistent");
-        let xr_one_tile = Tuning {
-            bulk_persistent: false,
-            ..xr
-        };
-        assert_eq!(pick(&xr_one_tile, bf, 1), "skinny_gemm_bf16_bulk");
-        assert_eq!(
-            pick(&xr, "skinny_gemm_fp8", 1),
-            pick(&d, "skinny_gemm_fp8", 1),
-            "FP8 keeps its kernels"
-        );
         // FP8 without x staging: one tile below fp8_persistent_rows.
         let sw = "skinny_gemm_fp8_swiglu";
         assert_eq!(pick(&plain, sw, 1), "skinny_gemm_fp8_swiglu_bulk");

@@ -139,7 +139,7 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
     const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
     ring_init(full, empty, stages);
     if (warp == SG_WARPS) {
-        produce_tiles<false>(ring, full, empty, first.bytes(), N, row_bytes, stages, tiled);
+        produce_tiles(ring, full, empty, first.bytes(), N, row_bytes, stages, tiled);
         return;
     }
     TileBf16::Stage st;
