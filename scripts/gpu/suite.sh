@@ -132,8 +132,8 @@ fi
 if has rotate; then
   # The bulk GEMMs' stages in rotated order (LATLAB_BULK_ROTATE, step 43): its checks, then
   # the engine bench at batch 1 (bf16, FP8) and the chain, off and on.
-  timeout 200 $T/cuda_gemm --ignored skinny --nocapture --test-threads=1 > "$OUT/rot_gemm.log" 2>&1
-  echo "cuda_gemm skinny rc=$?"; grep -E "test result|panicked" "$OUT/rot_gemm.log" | head -3
+  timeout 250 $T/cuda_gemm --ignored --nocapture --test-threads=1 > "$OUT/rot_gemm.log" 2>&1
+  echo "cuda_gemm rc=$?"; grep -E "test result|panicked" "$OUT/rot_gemm.log" | head -3
   timeout 150 $T/cuda_paths --ignored rotated_stages --nocapture > "$OUT/rot_paths.log" 2>&1
   echo "cuda_paths rotated_stages rc=$?"; grep -E "test result|panicked" "$OUT/rot_paths.log" | head -3
   for q in none fp8; do
