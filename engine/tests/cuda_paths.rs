@@ -233,29 +233,6 @@ fn fast_attention_scores_keep_the_logits() {
     }
 }
 
-/// The bulk GEMMs with each tile's stages in rotated order (Tuning::bulk_rotate) against
-/// the plain order: the same products summed in another order, so the logits agree to f32
-/// rounding, not bit for bit.
-#[test]
-#[ignore = "gpu"]
-fn rotated_stages_keep_the_logits() {
-    for fp8 in [false, true] {
-        let mut differ = false;
-        ab_steps(
-            fp8,
-            |t, on| t.bulk_rotate = on,
-            |what, a, b| {
-                differ |= a != b;
-                for (x, y) in a.iter().zip(b) {
-                    close_logits(&format!("fp8 {fp8} {what}"), x, y);
-                }
-            },
-        );
-        // Equal bits would mean the switch never reached the kernels.
-        assert!(differ, "fp8 {fp8}: rotation left every logit bit unchanged");
-    }
-}
-
 /// Decode attention merging its splits inside thread block clusters
 /// (Tuning::attention_cluster) against the merge kernel, at the same split counts (a block
 /// target of 64: 8 splits at batch 1, 3 at batch 3, both taken by the cluster when on): the

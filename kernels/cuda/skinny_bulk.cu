@@ -133,19 +133,6 @@ __device__ __forceinline__ void consume_stage(const Tile& tile, typename Tile::S
     tile.mma(c, st);
 }
 
-// Rotated stage order (`Tuning::bulk_rotate`, bit 1 of the kernels' `tiled` argument; bit 0
-// is the layout): tile t starts at its stage t % nst and wraps around, so that at any
-// moment the grid's blocks read different k ranges of x (each x line is then wanted by
-// ~1/nst of the blocks at once, not by all) and of their weight rows. The sums run in
-// another order: the same values to f32 rounding, not the same bits.
-__device__ __forceinline__ int stage_rotation(int flags, unsigned tile, int nst) {
-    return (flags & 2) ? (int)(tile % (unsigned)nst) : 0;
-}
-__device__ __forceinline__ int rotated(int k, int k0, int nst) {
-    const int r = k + k0;
-    return r < nst ? r : r - nst;
-}
-
 // Block = TM_THREADS: warps 0..7 multiply, warp 8 copies. Dynamic shared memory:
 // stages * TM_STAGE_BYTES (the launcher raises the kernel's limit). Rows past N are not
 // copied: their stale shared memory only reaches their own outputs, which are not stored.
@@ -157,8 +144,6 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int row_bytes = tile.row_bytes();
     const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
-    const int k0 = stage_rotation(tiled, n0 / 16, nst);
-    tiled &= 1;
     ring_init(full, empty, stages);
     if (warp == SG_WARPS) {
         unsigned long long policy;
@@ -166,16 +151,14 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
         const int rows = min(16, N - n0);
         const unsigned char* tb = tile.bytes() + (size_t)n0 * row_bytes;
         for (int i = 0; i < nst; ++i)
-            produce_stage(ring, full, empty, i, rotated(i, k0, nst), stages, row_bytes, rows, tb,
-                          tiled, policy);
+            produce_stage(ring, full, empty, i, i, stages, row_bytes, rows, tb, tiled, policy);
         return;
     }
     float c[4] = {0.f, 0.f, 0.f, 0.f};
     typename Tile::Stage st;
     pdl_wait();  // x comes from the previous kernel
     tile.prepare();
-    for (int i = 0; i < nst; ++i)
-        consume_stage(tile, st, c, ring, full, empty, i, rotated(i, k0, nst), stages);
+    for (int i = 0; i < nst; ++i) consume_stage(tile, st, c, ring, full, empty, i, i, stages);
     store_out(c, y, M, N, n0);
     TRACE_MARK(3);
 }
@@ -194,10 +177,8 @@ __device__ __forceinline__ void produce_tiles(unsigned char* ring, unsigned long
     for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const int n0 = (int)tile * 16, rows = min(16, N - n0);
         const unsigned char* tb = w + (size_t)n0 * row_bytes;
-        const int k0 = stage_rotation(tiled, tile, nst);
         for (int k = 0; k < nst; ++k, ++i)
-            produce_stage(ring, full, empty, i, rotated(k, k0, nst), stages, row_bytes, rows, tb,
-                          tiled & 1, policy);
+            produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, tb, tiled, policy);
     }
 }
 
@@ -234,9 +215,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
     for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const Tile t = make(tile);
         float c[4] = {0.f, 0.f, 0.f, 0.f};
-        const int k0 = stage_rotation(tiled, tile, nst);
-        for (int k = 0; k < nst; ++k, ++i)
-            consume_stage(t, st, c, ring, full, empty, i, rotated(k, k0, nst), stages);
+        for (int k = 0; k < nst; ++k, ++i) consume_stage(t, st, c, ring, full, empty, i, k, stages);
         store_out(c, y, M, N, t.n0);
         // The next tile's fragments go where this one's store still reads.
         if (tile + gridDim.x < ntiles) consumers_sync();

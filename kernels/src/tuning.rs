@@ -127,11 +127,6 @@ pub struct Tuning {
     /// codes are tiled in place (prefill reads the bf16 copies, or dequantizes from either
     /// layout). `LATLAB_TILED_WEIGHTS=0|bf16|1` (1: FP8 codes too).
     pub tiled_weights: TiledWeights,
-    /// The bulk GEMMs take each tile's ring stages in a rotated order (tile t from its stage
-    /// t % stages-per-row, skinny_bulk.cu `stage_rotation`), so that the grid's ~400 blocks
-    /// do not all read the same k range of x, and of their rows, at once. The sums run in
-    /// another order (f32 rounding, not the same bits). `LATLAB_BULK_ROTATE=0|1`.
-    pub bulk_rotate: bool,
 }
 
 /// `Tuning::tiled_weights`.
@@ -186,7 +181,6 @@ impl Default for Tuning {
             x_smem_kb: 25,
             attention_d32: true,
             tiled_weights: TiledWeights::Off,
-            bulk_rotate: false,
         }
     }
 }
@@ -238,8 +232,7 @@ impl Tuning {
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
     /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
-    /// `LATLAB_X_SMEM_KB`, `LATLAB_ATTENTION_D32`, `LATLAB_TILED_WEIGHTS` and
-    /// `LATLAB_BULK_ROTATE` when set.
+    /// `LATLAB_X_SMEM_KB`, `LATLAB_ATTENTION_D32` and `LATLAB_TILED_WEIGHTS` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -263,7 +256,6 @@ impl Tuning {
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_d32: get("LATLAB_ATTENTION_D32", d.attention_d32)?,
-            bulk_rotate: get("LATLAB_BULK_ROTATE", d.bulk_rotate)?,
             tiled_weights: match var("LATLAB_TILED_WEIGHTS").as_deref() {
                 None => d.tiled_weights,
                 Some("0") => TiledWeights::Off,
@@ -351,10 +343,8 @@ mod tests {
             ("LATLAB_X_SMEM_KB", "64"),
             ("LATLAB_ATTENTION_D32", "0"),
             ("LATLAB_TILED_WEIGHTS", "bf16"),
-            ("LATLAB_BULK_ROTATE", "1"),
         ])
         .unwrap();
-        assert!(!d.bulk_rotate && t.bulk_rotate);
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
         assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
         assert_eq!((d.fp8_bulk_stages, t.fp8_bulk_stages), (2, 3));

@@ -3,7 +3,7 @@
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
 # sweep splits fp8bulk bench ahead latency prefill fp8prefill early http hf stream trace wgmma copy
-# steptiming rotate" (default: tests timing chain bench prefill early http; hf writes a 16 GB
+# steptiming" (default: tests timing chain bench prefill early http; hf writes a 16 GB
 # checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
 # by default; its correctness tests run in "tests").
@@ -128,24 +128,6 @@ if has latency; then
   # One dependent load at rest and beside an HBM stream (kernels/tests/gpu_latency_load.rs).
   timeout 120 $T/gpu_latency_load --ignored --nocapture > "$OUT/latency.log" 2>&1; echo "latency rc=$?"
   grep -E "stream alone|per dependent|PDL kernels|panicked" "$OUT/latency.log"
-fi
-if has rotate; then
-  # The bulk GEMMs' stages in rotated order (LATLAB_BULK_ROTATE, step 43): its checks, then
-  # the engine bench at batch 1 (bf16, FP8) and the chain, off and on.
-  timeout 250 $T/cuda_gemm --ignored --nocapture --test-threads=1 > "$OUT/rot_gemm.log" 2>&1
-  echo "cuda_gemm rc=$?"; grep -E "test result|panicked" "$OUT/rot_gemm.log" | head -3
-  timeout 150 $T/cuda_paths --ignored rotated_stages --nocapture > "$OUT/rot_paths.log" 2>&1
-  echo "cuda_paths rotated_stages rc=$?"; grep -E "test result|panicked" "$OUT/rot_paths.log" | head -3
-  for q in none fp8; do
-    for on in 0 1; do
-      LATLAB_BULK_ROTATE=$on timeout 120 $BENCH --gen-len 220 --rounds 2 --batch 1 --quantization $q > "$OUT/rot_bench_${q}_$on.log" 2>&1
-      echo "bench $q rotate=$on rc=$?"; grep -E "round 1|rror" "$OUT/rot_bench_${q}_$on.log"
-    done
-  done
-  for on in 0 1; do
-    LATLAB_BULK_ROTATE=$on timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/rot_chain_$on.log" 2>&1
-    echo "chain rotate=$on rc=$?"; grep -E "whole step" "$OUT/rot_chain_$on.log"
-  done
 fi
 if has prefill; then
   B="$BENCH --gen-len 8 --rounds 3"

@@ -50,8 +50,6 @@ pub(super) enum Pipe {
         stages: u32,
         blocks: u32,
         x_bytes: u32,
-        /// `Tuning::bulk_rotate`.
-        rotate: bool,
     },
 }
 
@@ -125,7 +123,6 @@ pub(super) fn start<'g>(
         stages,
         blocks,
         x_bytes,
-        rotate: t.bulk_rotate,
     };
     Ok((Launch::new(gpu, name)?, pipe))
 }
@@ -165,12 +162,10 @@ pub fn skinny_kernel(
     names[persistent as usize]
 }
 
-/// The bulk kernels' trailing arguments: their ring depth, and flags: the weights' layout
-/// (bit 0) and the rotated stage order (bit 1, `Tuning::bulk_rotate`).
+/// The bulk kernels' trailing arguments: their ring depth and the weights' layout.
 pub(super) fn bulk_args(b: &mut Launch<'_>, pipe: Pipe, layout: WeightLayout) {
-    if let Pipe::Bulk { stages, rotate, .. } = pipe {
-        b.i32(stages as i32)
-            .i32(layout.arg() | (rotate as i32) << 1);
+    if let Pipe::Bulk { stages, .. } = pipe {
+        b.i32(stages as i32).i32(layout.arg());
     }
 }
 
