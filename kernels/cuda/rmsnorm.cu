@@ -108,6 +108,14 @@ __device__ void add_rmsnorm_vec_impl(float* __restrict__ x, const float* __restr
             v[j].w += a.w;
         }
     }
+    // The block timeline's marks (trace builds only): thread 0's row has arrived (2), the
+    // block's sum is known (3), its part of the output is stored (4).
+#ifdef LATLAB_TRACE_BUF
+    if (threadIdx.x == 0) {
+        asm volatile("" ::"f"(v[3].w));
+        TRACE_MARK(2);
+    }
+#endif
     float ss = 0.f;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -118,6 +126,7 @@ __device__ void add_rmsnorm_vec_impl(float* __restrict__ x, const float* __restr
         ss += v[j].w * v[j].w;
     }
     const float r = rsqrtf(block_sum(ss, partial) / (float)dim + eps);
+    TRACE_MARK(3);
     uint2* orow = reinterpret_cast<uint2*>(out + (size_t)blockIdx.x * dim);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -126,6 +135,7 @@ __device__ void add_rmsnorm_vec_impl(float* __restrict__ x, const float* __restr
         orow[threadIdx.x + j * blockDim.x] = make_uint2(*reinterpret_cast<const unsigned*>(&lo),
                                                         *reinterpret_cast<const unsigned*>(&hi));
     }
+    TRACE_MARK(4);
 }
 
 extern "C" __global__ void rmsnorm_vec(float* x, const float* w, __nv_bfloat16* out, int dim,
