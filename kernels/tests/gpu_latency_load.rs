@@ -8,10 +8,12 @@
 //! different kernel around them.
 //! `cargo test -p kernels --test gpu_latency_load -- --ignored --nocapture`.
 //!
-//! Answer (H200, session 14, engine/PERF.md): an L2 hit costs 145 ns at rest and 456-490
-//! ns beside the stream, nearly an HBM miss's 555 (352 at rest). The chain of dependent PDL
-//! kernels (a boundary plus one trip each, what a fusion saves per kernel it removes) was
-//! written after the device time was spent: not yet run.
+//! Answer (H200, sessions 14-15, engine/PERF.md): an L2 hit costs 145 ns at rest and
+//! 456-512 ns beside the stream, nearly an HBM miss's 555 (340-352 at rest). A chain of
+//! dependent tiny PDL kernels (a boundary plus one trip each, what a fusion saves per
+//! kernel it removes) costs 0.61 us per kernel at rest and 0.95 beside the stream. Kernels
+//! of 43.5 KB of code taking turns cost +2.5 us each once four of them (174 KB) no longer
+//! fit what an SM keeps (~130 KB); switching between functions alone costs nothing.
 
 mod experiment_src;
 mod timing_common;
