@@ -45,22 +45,35 @@ extern "C" __global__ void stream_load(const uint4* __restrict__ src, unsigned l
 
 // One hop of a chain of dependent kernels, as a decode layer's latency-bound kernels chain:
 // launched with PDL, it waits on the kernel before it, reads what that one wrote and writes
-// the next value. A chain of them measures a kernel boundary plus one round trip.
-extern "C" __global__ void latency_hop(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
+// the next value. A chain of them measures a kernel boundary plus one round trip. V only
+// makes distinct functions: a chain cycling through latency_hop and latency_hop_t1..t3
+// separates the cost of switching functions from that of fetching much code.
+template <int V>
+__device__ __forceinline__ void tiny_hop(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
     pdl_trigger();
     pdl_wait();
     if (threadIdx.x == 0) out[0] = in[0] + 1;
 }
+extern "C" __global__ void latency_hop(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
+    tiny_hop<0>(in, out);
+}
+extern "C" __global__ void latency_hop_t1(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
+    tiny_hop<1>(in, out);
+}
+extern "C" __global__ void latency_hop_t2(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
+    tiny_hop<2>(in, out);
+}
+extern "C" __global__ void latency_hop_t3(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
+    tiny_hop<3>(in, out);
+}
 
 // The same hop with a long straight run of code before its store (~2700 instructions,
-// 43.5 KB of SASS; four dependent chains, ~3 us of issue), in four variants with
-// different constants, so that a chain cycling through them holds ~174 KB of code. A decode layer runs ~9 kernels between its
-// GEMMs; if their code is fetched again in every layer, each fetch is an L2 trip, which
-// costs ~3x beside the weight stream (session 14). The chain of these against the chain
-// of tiny hops says what that fetch costs per kernel.
-#ifndef HOP_CODE_STEPS
-#define HOP_CODE_STEPS 384
-#endif
+// 43.5 KB of SASS; four dependent chains, ~3 us of issue), in four variants with different
+// constants, so that a chain cycling through them holds ~174 KB of code: what fetching a
+// latency-bound kernel's code again costs, if an SM cannot keep a layer's kernels.
+// (Measured, session 15: an SM keeps ~130 KB; past that +2.5 us per such kernel, the same
+// beside the weight stream.)
+constexpr int HOP_CODE_STEPS = 384;
 template <int V>
 __device__ __forceinline__ void latency_hop_code(const unsigned* __restrict__ in,
                                                  unsigned* __restrict__ out) {
@@ -94,22 +107,4 @@ extern "C" __global__ void latency_hop_code2(const unsigned* __restrict__ in, un
 }
 extern "C" __global__ void latency_hop_code3(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
     latency_hop_code<3>(in, out);
-}
-
-// Tiny hops under other names: a chain cycling through four different tiny kernels
-// separates the cost of switching functions from that of fetching much code.
-extern "C" __global__ void latency_hop_t1(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
-    pdl_trigger();
-    pdl_wait();
-    if (threadIdx.x == 0) out[0] = in[0] + 1;
-}
-extern "C" __global__ void latency_hop_t2(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
-    pdl_trigger();
-    pdl_wait();
-    if (threadIdx.x == 0) out[0] = in[0] + 1;
-}
-extern "C" __global__ void latency_hop_t3(const unsigned* __restrict__ in, unsigned* __restrict__ out) {
-    pdl_trigger();
-    pdl_wait();
-    if (threadIdx.x == 0) out[0] = in[0] + 1;
 }
