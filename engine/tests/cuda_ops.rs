@@ -126,11 +126,14 @@ fn rope_kv_write_and_split_attention_match_cpu() {
     let g = {
         let mut o = kernels::GpuOptions::from_env().unwrap();
         o.tuning.attention_cluster = kernels::gpu::AttentionCluster::On;
+        // The CUDA-core kernels here; gmma below takes the tensor-core one.
+        o.tuning.attention_mma = false;
         kernels::Gpu::new(&o).unwrap()
     };
     let gm = {
         let mut o = kernels::GpuOptions::from_env().unwrap();
         o.tuning.attention_cluster = kernels::gpu::AttentionCluster::Off;
+        o.tuning.attention_mma = false;
         // The pair layout, as the clusters (the exact check below), where g takes the
         // `_d32` kernel (eight lanes per position) outside clusters.
         o.tuning.attention_d32 = false;
@@ -284,6 +287,15 @@ fn rope_kv_write_and_split_attention_match_cpu() {
         // The split-context kernel over the same inputs, with one split (direct write), a
         // few, the count decode picks, and the most (splits longer than short contexts).
         let mut split_outs = vec![];
+        // The tensor-core kernel (Tuning::attention_mma) where it applies (head_dim 128),
+        // judged below with the prefill kernel's bound: it too rounds P to bf16.
+        let gmma = {
+            let mut o = kernels::GpuOptions::from_env().unwrap();
+            o.tuning.attention_cluster = kernels::gpu::AttentionCluster::Off;
+            o.tuning.attention_mma = true;
+            kernels::Gpu::new(&o).unwrap()
+        };
+        let mut mma_outs = vec![];
         let mut cluster_checked = 0;
         for splits in [
             1,
@@ -325,6 +337,30 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                 cluster_checked += 1;
             }
             split_outs.push((splits, out));
+            if ops::attention_kernel(&gmma.tuning(), d, false) == "decode_attention_mma" {
+                // Both forms (settled and not) over gmma's copies of the inputs.
+                let (gq, gk, gv, gt, gof, gctx) = (
+                    up_bf16(&gmma, &qrows),
+                    up_bf16(&gmma, &kb),
+                    up_bf16(&gmma, &vb),
+                    up(&gmma, &flat),
+                    up(&gmma, &row_offs),
+                    up(&gmma, &ctx),
+                );
+                for settled in [false, true] {
+                    let pm = PagedAttnArgs {
+                        q: &gq.as_view(),
+                        k_cache: &gk.as_view(),
+                        v_cache: &gv.as_view(),
+                        tables: &gt.as_view(),
+                        table_offs: &gof.as_view(),
+                        ctx_lens: &gctx.as_view(),
+                        block_size: bs,
+                        settled,
+                    };
+                    mma_outs.push((splits, settled, attend(&gmma, d, &pm, splits, qd)));
+                }
+            }
             if head_dim % 32 == 0 {
                 // g ran a fast kernel outside clusters (`_d128_g4` for Qwen3-8B's geometry,
                 // `_d32` for head_dim 32), gm the pair layout: all judged against the CPU
@@ -375,6 +411,24 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                 got,
                 &want,
                 5e-2,
+                5e-3,
+            );
+        }
+        // The tensor-core decode kernel: P rounded to bf16 as in the prefill kernel below,
+        // so its bound.
+        assert_eq!(
+            mma_outs.is_empty(),
+            head_dim != 128,
+            "{tag}: mma kernel runs"
+        );
+        for (splits, settled, got) in &mma_outs {
+            check(
+                &format!(
+                    "decode_attention_mma ({tag}, {splits} splits, settled {settled}, bf16 P)"
+                ),
+                got,
+                &want,
+                0.5,
                 5e-3,
             );
         }

@@ -208,6 +208,7 @@ fn x_in_shared_memory_gives_the_same_logits() {
 fn fast_attention_scores_keep_the_logits() {
     let on = kernels::Tuning {
         attention_d32: true,
+        attention_mma: false,
         ..Default::default()
     };
     let c = engine::presets::preset("qwen3-0.6b").unwrap();
@@ -223,7 +224,41 @@ fn fast_attention_scores_keep_the_logits() {
     for fp8 in [false, true] {
         ab_steps(
             fp8,
-            |t, on| t.attention_d32 = on,
+            |t, on| {
+                t.attention_mma = false;
+                t.attention_d32 = on;
+            },
+            |what, a, b| {
+                for (x, y) in a.iter().zip(b) {
+                    close_logits(&format!("fp8 {fp8} {what}"), x, y);
+                }
+            },
+        );
+    }
+}
+
+/// Decode attention on the tensor cores (Tuning::attention_mma, the default) against the
+/// CUDA-core kernel it replaced (`_d128_g4` at qwen3-0.6b's geometry): P is rounded to bf16
+/// for P V and the dot products sum in another order, so the logits agree closely, not bit
+/// for bit.
+#[test]
+#[ignore = "gpu"]
+fn tensor_core_attention_keeps_the_logits() {
+    let c = engine::presets::preset("qwen3-0.6b").unwrap();
+    let d = kernels::ops::AttnDims {
+        heads: c.num_attention_heads,
+        kv_heads: c.num_key_value_heads,
+        head_dim: c.head_dim,
+    };
+    let t = kernels::Tuning::default();
+    assert_eq!(
+        kernels::ops::attention_kernel(&t, d, false),
+        "decode_attention_mma"
+    );
+    for fp8 in [false, true] {
+        ab_steps(
+            fp8,
+            |t, on| t.attention_mma = on,
             |what, a, b| {
                 for (x, y) in a.iter().zip(b) {
                     close_logits(&format!("fp8 {fp8} {what}"), x, y);
@@ -248,8 +283,10 @@ fn cluster_merged_attention_matches_the_merge_kernel() {
         } else {
             kernels::gpu::AttentionCluster::Off
         };
-        // The merge-kernel side in the clusters' pair layout, not the `_d32` scores.
+        // The merge-kernel side in the clusters' pair layout, not the `_d32` scores or the
+        // tensor cores.
         t.attention_d32 = false;
+        t.attention_mma = false;
     };
     // Else the A/B compares a path with itself.
     for (rows, want) in [(1, 8), (3, 3)] {

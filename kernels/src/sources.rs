@@ -100,6 +100,11 @@ pub const ALL: &[KernelSource] = &[
         ],
     },
     KernelSource {
+        file: "decode_attention_mma.cu",
+        src: with_common!("decode_attention_mma.cu"),
+        kernels: &["decode_attention_mma"],
+    },
+    KernelSource {
         file: "prefill_attention.cu",
         src: with_common!("prefill_attention.cu"),
         kernels: &["prefill_attention"],

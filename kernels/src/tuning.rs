@@ -94,8 +94,10 @@ pub struct Tuning {
     /// batch 8 (9 -> 8 splits) bf16 4849 -> 4798, FP8 3587 -> 3519; batch 1 (32 -> 8)
     /// slower, 4305 -> 4421. Since the fast scores outside clusters (`attention_d32`) and
     /// the attention's carveout at the largest (session 10, batch 8): bf16 4644 -> 4534
-    /// without clusters, FP8 3466 -> 3529; so for FP8 weights only. `for_weights` resolves
-    /// `Fp8Only`. `LATLAB_ATTENTION_CLUSTER=0|1|fp8`.
+    /// without clusters, FP8 3466 -> 3529; so for FP8 weights only until session 16, when
+    /// the tensor-core attention (`attention_mma`) outside clusters beat them at FP8 batch 8
+    /// too (3441-3446 -> 3321-3333 us): off. `for_weights` resolves `Fp8Only`.
+    /// `LATLAB_ATTENTION_CLUSTER=0|1|fp8`.
     pub attention_cluster: AttentionCluster,
     /// The FP8 bulk GEMMs stage x in shared memory as f16 once per block (the `*_xs`
     /// kernels, `TileFp8S`) where its rows take at most this many KiB, instead of loading
@@ -127,6 +129,13 @@ pub struct Tuning {
     /// codes are tiled in place (prefill reads the bf16 copies, or dequantizes from either
     /// layout). `LATLAB_TILED_WEIGHTS=0|bf16|1` (1: FP8 codes too).
     pub tiled_weights: TiledWeights,
+    /// Decode attention with head_dim 128 and at most 8 query heads per KV head, outside
+    /// clusters, runs on the tensor cores (`decode_attention_mma`: each warp 16 positions of
+    /// a tile, the softmax in registers, P rounded to bf16 for P V) instead of the CUDA-core
+    /// kernels. Whole steps (gpu_step_chain, H200, session 16, us, with clusters off): bf16
+    /// batch 1 4047-4058 -> 4022-4037, batch 8 4515-4533 -> 4396-4409; FP8 batch 1 2680-2690
+    /// -> 2664-2671, batch 8 3441-3446 -> 3321-3333. `LATLAB_ATTENTION_MMA=0|1`.
+    pub attention_mma: bool,
 }
 
 /// `Tuning::tiled_weights`.
@@ -177,10 +186,11 @@ impl Default for Tuning {
             bulk_persistent: true,
             fp8_persistent_rows: 1,
             smem_carveout: Carveout::ATTENTION_MAX,
-            attention_cluster: AttentionCluster::Fp8Only,
+            attention_cluster: AttentionCluster::Off,
             x_smem_kb: 25,
             attention_d32: true,
             tiled_weights: TiledWeights::Off,
+            attention_mma: true,
         }
     }
 }
@@ -232,7 +242,8 @@ impl Tuning {
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
     /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
-    /// `LATLAB_X_SMEM_KB`, `LATLAB_ATTENTION_D32` and `LATLAB_TILED_WEIGHTS` when set.
+    /// `LATLAB_X_SMEM_KB`, `LATLAB_ATTENTION_D32`, `LATLAB_TILED_WEIGHTS` and
+    /// `LATLAB_ATTENTION_MMA` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -256,6 +267,7 @@ impl Tuning {
             attention_early_loads: get("LATLAB_ATTENTION_EARLY", d.attention_early_loads)?,
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_d32: get("LATLAB_ATTENTION_D32", d.attention_d32)?,
+            attention_mma: get("LATLAB_ATTENTION_MMA", d.attention_mma)?,
             tiled_weights: match var("LATLAB_TILED_WEIGHTS").as_deref() {
                 None => d.tiled_weights,
                 Some("0") => TiledWeights::Off,
@@ -343,8 +355,12 @@ mod tests {
             ("LATLAB_X_SMEM_KB", "64"),
             ("LATLAB_ATTENTION_D32", "0"),
             ("LATLAB_TILED_WEIGHTS", "bf16"),
+            ("LATLAB_ATTENTION_MMA", "0"),
         ])
         .unwrap();
+
+        assert!(d.attention_mma && !t.attention_mma);
+
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
         assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
         assert_eq!((d.fp8_bulk_stages, t.fp8_bulk_stages), (2, 3));
@@ -353,14 +369,14 @@ mod tests {
         assert!(d.norm_vec && !t.norm_vec);
         assert_eq!(
             (d.attention_cluster, t.attention_cluster),
-            (AttentionCluster::Fp8Only, AttentionCluster::On)
+            (AttentionCluster::Off, AttentionCluster::On)
         );
         assert!(!d.clusters() && t.clusters());
-        assert!(d.for_weights(true).clusters() && !d.for_weights(false).clusters());
+        assert!(!d.for_weights(true).clusters() && !d.for_weights(false).clusters());
         // A choice made explicitly is kept for either weights.
         assert!(t.for_weights(false).clusters());
-        let off = with(&[("LATLAB_ATTENTION_CLUSTER", "0")]).unwrap();
-        assert!(!off.for_weights(true).clusters());
+        let fp8 = with(&[("LATLAB_ATTENTION_CLUSTER", "fp8")]).unwrap();
+        assert!(fp8.for_weights(true).clusters() && !fp8.for_weights(false).clusters());
         let e = with(&[("LATLAB_ATTENTION_CLUSTER", "yes")])
             .unwrap_err()
             .to_string();

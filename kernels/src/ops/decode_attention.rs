@@ -53,6 +53,8 @@ pub fn split_count(t: &Tuning, rows: usize, kv_heads: usize) -> usize {
 pub fn attention_kernel(t: &Tuning, d: AttnDims, cluster: bool) -> &'static str {
     if cluster {
         "decode_attention_cluster"
+    } else if t.attention_mma && d.head_dim == 128 && d.heads <= MAX_GROUP * d.kv_heads {
+        "decode_attention_mma"
     } else if !t.attention_d32 || !d.head_dim.is_multiple_of(32) {
         "decode_attention"
     } else if d.head_dim == 128 && d.heads <= 4 * d.kv_heads {
@@ -179,6 +181,7 @@ mod tests {
     fn the_fast_scores_take_head_dims_of_whole_32s() {
         let on = Tuning {
             attention_d32: true,
+            attention_mma: false,
             ..Tuning::default()
         };
         let dims = |heads, kv_heads, head_dim| AttnDims {
@@ -215,11 +218,30 @@ mod tests {
             ..on
         };
         assert_eq!(attention_kernel(&off, q8b, false), "decode_attention");
+        // The tensor-core kernel (the default): head_dim 128, up to 8 query heads per KV
+        // head, outside clusters.
+        let mma = Tuning::default();
+        assert!(mma.attention_mma);
+        for d in [q8b, q06b, q14b] {
+            assert_eq!(attention_kernel(&mma, d, false), "decode_attention_mma");
+        }
+        assert_eq!(
+            attention_kernel(&mma, q8b, true),
+            "decode_attention_cluster"
+        );
+        assert_eq!(
+            attention_kernel(&mma, dims(72, 8, 128), false),
+            "decode_attention_d32"
+        );
+        assert_eq!(
+            attention_kernel(&mma, dims(4, 2, 32), false),
+            "decode_attention_d32"
+        );
         let shipped: Vec<&str> = crate::sources::ALL
             .iter()
             .flat_map(|s| s.kernels.iter().copied())
             .collect();
-        for t in [on, off] {
+        for t in [on, off, mma] {
             for d in [q8b, q06b, q14b, dims(4, 2, 32), dims(6, 1, 8)] {
                 for c in [false, true] {
                     assert!(shipped.contains(&attention_kernel(&t, d, c)));
@@ -230,18 +252,15 @@ mod tests {
 
     #[test]
     fn clusters_take_only_split_counts_they_at_least_halve() {
-        // The default: clusters for FP8 weights only.
-        let on = Tuning::default().for_weights(true);
-        let off = Tuning::default().for_weights(false);
+        // Clusters for FP8 weights only (`fp8`; the default is off).
+        let fp8_only = Tuning {
+            attention_cluster: AttentionCluster::Fp8Only,
+            ..Tuning::default()
+        };
+        let on = fp8_only.for_weights(true);
+        let off = fp8_only.for_weights(false);
         assert!(on.clusters() && !off.clusters() && on.attention_blocks == 528);
-        assert_eq!(
-            Tuning {
-                attention_cluster: AttentionCluster::Off,
-                ..Tuning::default()
-            }
-            .for_weights(true),
-            off
-        );
+        assert_eq!(Tuning::default().for_weights(true), off);
         // Qwen3-8B (8 kv heads): batch 1 wants 66 splits (32 at most), batch 4 17, batch 8
         // 9; batch 16 5.
         for (rows, want_off, want_on) in [(1, 32, 32), (4, 17, 17), (8, 9, 8), (16, 5, 5)] {
