@@ -58,8 +58,13 @@ pub struct Tuning {
     pub norm_vec: bool,
     /// Blocks the split decode attention aims for (`ops::attention_splits`: splits =
     /// this / (rows x kv heads), 1..=32). 528 = four per SM of an H200 was best when each
-    /// split loaded its K/V after the wait (gpu_timing, session 2); with the loads before
-    /// the wait, fewer, longer splits may pay off, and the merge reads fewer partials.
+    /// split loaded its K/V after the wait (gpu_timing, session 2), and stayed best through
+    /// session 15. With the tensor-core attention (`attention_mma`), whose 4 warps take a
+    /// 64-position tile in one pass, fewer, longer splits pay: whole batch-8 steps
+    /// (gpu_step_chain, H200, session 16, us, bf16 / FP8) 528: 4352-4353 / 3332-3343; 384 (6
+    /// splits): 4322-4326 / 3309-3313; 448: 4319 / 3310; 320: 4369 / 3363; 128: 4402 / 3445;
+    /// 64: 4694 / 3586; 768: 4453 / 3425. Batch 1 keeps the 32-split cap. The engine's
+    /// batch-8 bench: 4.34-4.39 -> 4.35 ms/step (bf16), 3.39-3.41 -> 3.37-3.38 (FP8).
     /// `LATLAB_ATTENTION_BLOCKS` (`ATTENTION_BLOCKS_RANGE`), for sweeps.
     pub attention_blocks: u32,
     /// The bulk GEMMs run persistent (`*_bulk_persistent`, skinny_bulk.cu): a grid of the
@@ -182,7 +187,7 @@ impl Default for Tuning {
             fp8_bulk_stages_small: 5,
             attention_early_loads: true,
             norm_vec: true,
-            attention_blocks: 528,
+            attention_blocks: 384,
             bulk_persistent: true,
             fp8_persistent_rows: 1,
             smem_carveout: Carveout::ATTENTION_MAX,
@@ -430,7 +435,7 @@ mod tests {
             Some(58)
         );
 
-        assert_eq!((d.attention_blocks, t.attention_blocks), (528, 132));
+        assert_eq!((d.attention_blocks, t.attention_blocks), (384, 132));
         assert_eq!(t.bulk_stages, 6);
         let e = with(&[("LATLAB_PDL", "yes")]).unwrap_err().to_string();
         assert!(

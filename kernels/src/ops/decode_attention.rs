@@ -19,10 +19,8 @@ pub const MAX_SPLITS: usize = 32;
 /// Splits merged inside one thread block cluster (`Tuning::attention_cluster`): the
 /// portable cluster size (DA_MAXCLUSTER).
 pub const MAX_CLUSTER_SPLITS: usize = 8;
-/// Splits for `rows` rows: about `Tuning::attention_blocks` blocks (default four per SM of
-/// an H100/H200: two per SM gave batch 8 only 5 splits of ~90 positions at ctx 452, and the
-/// split kernel lost to the one-block-per-head kernel there, 27 vs 24 us), at most
-/// MAX_SPLITS. With `Tuning::attention_cluster`, counts up to twice MAX_CLUSTER_SPLITS are
+/// Splits for `rows` rows: about `Tuning::attention_blocks` blocks (default 384, about three
+/// per SM of an H100/H200; the tuning says what was measured), at most MAX_SPLITS. With `Tuning::attention_cluster`, counts up to twice MAX_CLUSTER_SPLITS are
 /// capped at MAX_CLUSTER_SPLITS and merge in a cluster (`uses_cluster`); larger ones keep
 /// the merge kernel, since a cluster would cut their parallelism by more than half (batch
 /// 1: 32 -> 8 splits measured slower). The same count for every step of a given batch
@@ -253,14 +251,27 @@ mod tests {
     #[test]
     fn clusters_take_only_split_counts_they_at_least_halve() {
         // Clusters for FP8 weights only (`fp8`; the default is off).
+        // At the block target of 528 (the default until session 16).
         let fp8_only = Tuning {
             attention_cluster: AttentionCluster::Fp8Only,
+            attention_blocks: 528,
             ..Tuning::default()
         };
         let on = fp8_only.for_weights(true);
         let off = fp8_only.for_weights(false);
-        assert!(on.clusters() && !off.clusters() && on.attention_blocks == 528);
-        assert_eq!(Tuning::default().for_weights(true), off);
+        assert!(on.clusters() && !off.clusters());
+        let d = Tuning::default();
+        assert_eq!(
+            Tuning {
+                attention_blocks: 528,
+                ..d.for_weights(true)
+            },
+            off
+        );
+        // The default target, 384: batch 1 32 splits, batch 4 12, batch 8 6.
+        for (rows, want) in [(1, 32), (4, 12), (8, 6)] {
+            assert_eq!(split_count(&d, rows, 8), want, "rows {rows}");
+        }
         // Qwen3-8B (8 kv heads): batch 1 wants 66 splits (32 at most), batch 4 17, batch 8
         // 9; batch 16 5.
         for (rows, want_off, want_on) in [(1, 32, 32), (4, 17, 17), (8, 9, 8), (16, 5, 5)] {
