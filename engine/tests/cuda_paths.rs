@@ -144,6 +144,29 @@ fn same_logits(set: impl Fn(&mut kernels::Tuning, bool) + Copy, change: &str) {
     }
 }
 
+/// `ab_steps` for a switch that sums in another order: bf16 and FP8 weights, every row's
+/// logits within `close_logits`.
+fn close_steps(set: impl Fn(&mut kernels::Tuning, bool) + Copy, change: &str) {
+    for fp8 in [false, true] {
+        ab_steps(fp8, set, |what, a, b| {
+            for (i, (ra, rb)) in a.iter().zip(b).enumerate() {
+                close_logits(&format!("fp8 {fp8} {what} row {i}: {change}"), ra, rb);
+            }
+        });
+    }
+}
+
+/// The attention geometry of `ab_steps`' model (qwen3-0.6b: 16 q / 8 kv heads, head_dim
+/// 128).
+fn small_attention_dims() -> kernels::ops::AttnDims {
+    let c = engine::presets::preset("qwen3-0.6b").unwrap();
+    kernels::ops::AttnDims {
+        heads: c.num_attention_heads,
+        kv_heads: c.num_key_value_heads,
+        head_dim: c.head_dim,
+    }
+}
+
 /// Decode attention reading the settled K/V before its wait (Tuning::attention_early_loads)
 /// against waiting first: the same logits, bit for bit (only the time of the loads moves).
 #[test]
@@ -211,30 +234,17 @@ fn fast_attention_scores_keep_the_logits() {
         attention_mma: false,
         ..Default::default()
     };
-    let c = engine::presets::preset("qwen3-0.6b").unwrap();
-    let d = kernels::ops::AttnDims {
-        heads: c.num_attention_heads,
-        kv_heads: c.num_key_value_heads,
-        head_dim: c.head_dim,
-    };
     assert_eq!(
-        kernels::ops::attention_kernel(&on, d, false),
+        kernels::ops::attention_kernel(&on, small_attention_dims(), false),
         "decode_attention_d128_g4"
     );
-    for fp8 in [false, true] {
-        ab_steps(
-            fp8,
-            |t, on| {
-                t.attention_mma = false;
-                t.attention_d32 = on;
-            },
-            |what, a, b| {
-                for (x, y) in a.iter().zip(b) {
-                    close_logits(&format!("fp8 {fp8} {what}"), x, y);
-                }
-            },
-        );
-    }
+    close_steps(
+        |t, on| {
+            t.attention_mma = false;
+            t.attention_d32 = on;
+        },
+        "fast scores",
+    );
 }
 
 /// Decode attention on the tensor cores (Tuning::attention_mma, the default) against the
@@ -244,28 +254,11 @@ fn fast_attention_scores_keep_the_logits() {
 #[test]
 #[ignore = "gpu"]
 fn tensor_core_attention_keeps_the_logits() {
-    let c = engine::presets::preset("qwen3-0.6b").unwrap();
-    let d = kernels::ops::AttnDims {
-        heads: c.num_attention_heads,
-        kv_heads: c.num_key_value_heads,
-        head_dim: c.head_dim,
-    };
-    let t = kernels::Tuning::default();
     assert_eq!(
-        kernels::ops::attention_kernel(&t, d, false),
+        kernels::ops::attention_kernel(&kernels::Tuning::default(), small_attention_dims(), false),
         "decode_attention_mma"
     );
-    for fp8 in [false, true] {
-        ab_steps(
-            fp8,
-            |t, on| t.attention_mma = on,
-            |what, a, b| {
-                for (x, y) in a.iter().zip(b) {
-                    close_logits(&format!("fp8 {fp8} {what}"), x, y);
-                }
-            },
-        );
-    }
+    close_steps(|t, on| t.attention_mma = on, "tensor-core attention");
 }
 
 /// Decode attention merging its splits inside thread block clusters
@@ -315,17 +308,7 @@ fn lean_norm_kernels_match_the_scalar_ones() {
         let g = kernels::Gpu::new(&o).unwrap();
         assert_eq!(kernels::ops::add_rmsnorm_kernel(&g, hidden), want);
     }
-    for fp8 in [false, true] {
-        ab_steps(
-            fp8,
-            |t, on| t.norm_vec = on,
-            |what, a, b| {
-                for (i, (ra, rb)) in a.iter().zip(b).enumerate() {
-                    close_logits(&format!("fp8 {fp8} {what} row {i}: lean norms"), ra, rb);
-                }
-            },
-        );
-    }
+    close_steps(|t, on| t.norm_vec = on, "lean norms");
 }
 
 /// FP8 prefill on bf16 copies kept from load (`keep_fp8_prefill_copies`, the engine's

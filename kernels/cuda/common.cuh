@@ -67,3 +67,20 @@ __device__ __forceinline__ void pdl_trigger() {
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
+
+// 16 bytes global -> shared without registers (cp.async, completed by cp.async.wait_*).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src)
+                 : "memory");
+}
+
+// c += a b on the tensor cores: m16n8k16, bf16 operands in the PTX fragment layouts (a: 4
+// registers of the 16x16 row-major tile, b: 2 of the 16x8 column-major one), f32 c.
+__device__ __forceinline__ void mma_bf16_16816(float (&c)[4], const unsigned (&a)[4],
+                                               unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}

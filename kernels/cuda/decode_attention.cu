@@ -33,11 +33,6 @@
 // Splits of one (row, kv head) merged in a cluster: the portable cluster size.
 #define DA_MAXCLUSTER 8
 
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src)
-                 : "memory");
-}
-
 // V rows of the tile's positions [t0, t0 + n) into s_v, those below `fresh` (early) or the
 // others (!early). 16-byte copies when a row is whole pieces (D % 8 == 0), else elements.
 __device__ __forceinline__ void load_v_tile(__nv_bfloat16 (*s_v)[DA_MAXD],

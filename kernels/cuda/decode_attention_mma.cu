@@ -32,20 +32,6 @@
 // A warp's P^T, [head][position], padded likewise for its B-fragment reads.
 #define DM_PPITCH (16 + 8)
 
-__device__ __forceinline__ void dm_cp_async16(void* dst, const void* src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src)
-                 : "memory");
-}
-
-__device__ __forceinline__ void dm_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0,
-                                       unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // Four 8x8 bf16 matrices from shared memory, lane l giving row l % 8 of matrix l / 8;
 // `trans`: each delivered transposed.
 template <bool TRANS>
@@ -68,7 +54,7 @@ __device__ __forceinline__ void dm_load_tile(__nv_bfloat16 (*s)[DM_PITCH],
     for (int idx = threadIdx.x; idx < n * (DM_D / 8); idx += DM_THREADS) {
         const int i = idx / (DM_D / 8), c = idx % (DM_D / 8);
         if ((t0 + i < fresh) == early)
-            dm_cp_async16(&s[i][c * 8], cache + (size_t)s_slot[i] * kvd + kv_off + c * 8);
+            cp_async16(&s[i][c * 8], cache + (size_t)s_slot[i] * kvd + kv_off + c * 8);
     }
 }
 
@@ -149,7 +135,7 @@ extern "C" __global__ void __launch_bounds__(DM_THREADS, 5)
                 unsigned a[4];
                 dm_ldmatrix4<false>(
                     a, &s_k[p0 + (lane & 7) + ((lane >> 3) & 1) * 8][ks * 16 + (lane >> 4) * 8]);
-                dm_mma(s, a, qb[ks][0], qb[ks][1]);
+                mma_bf16_16816(s, a, qb[ks][0], qb[ks][1]);
             }
             // s: positions p0 + g (s[0], s[1]) and p0 + g + 8 (s[2], s[3]); heads 2t, 2t + 1.
             const bool va = p0 + g < n, vb = p0 + g + 8 < n;
@@ -205,7 +191,7 @@ extern "C" __global__ void __launch_bounds__(DM_THREADS, 5)
                 unsigned a[4];
                 dm_ldmatrix4<true>(
                     a, &s_v[p0 + (lane & 7) + (lane >> 4) * 8][i * 16 + ((lane >> 3) & 1) * 8]);
-                dm_mma(o[i], a, b0, b1);
+                mma_bf16_16816(o[i], a, b0, b1);
             }
             __syncwarp();  // pw is rewritten at the next tile
         }

@@ -27,15 +27,6 @@
 #define PA_KPITCH (PA_D + 8)     // K rows padded so a fragment's 8 rows hit distinct banks
 #define PA_VPITCH (PA_TILE + 8)  // V^T rows likewise
 
-__device__ __forceinline__ void pa_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0,
-                                       unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // Two floats -> bf16x2 (lo in the low half), and the rounded values back.
 __device__ __forceinline__ unsigned pa_pack(float lo, float hi, float& rlo, float& rhi) {
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -147,7 +138,7 @@ extern "C" __global__ void __launch_bounds__(PA_MAXG * 32)
 #pragma unroll
                 for (int j = 0; j < PA_TILE / 8; ++j) {
                     const unsigned* kr = reinterpret_cast<const unsigned*>(&s_k[j * 8 + g][kk * 16]);
-                    pa_mma(s[j], qa[kk], kr[t], kr[4 + t]);
+                    mma_bf16_16816(s[j], qa[kk], kr[t], kr[4 + t]);
                 }
             }
             // Scale and mask; this tile's row maxima over the row's 4 threads.
@@ -206,7 +197,7 @@ extern "C" __global__ void __launch_bounds__(PA_MAXG * 32)
 #pragma unroll
                 for (int nd = 0; nd < PA_D / 8; ++nd) {
                     const unsigned* vr = reinterpret_cast<const unsigned*>(&s_vt[nd * 8 + g][kk * 16]);
-                    pa_mma(o[nd], pa[kk], vr[t], vr[4 + t]);
+                    mma_bf16_16816(o[nd], pa[kk], vr[t], vr[4 + t]);
                 }
             }
         }
