@@ -295,7 +295,15 @@ fn rope_kv_write_and_split_attention_match_cpu() {
             o.tuning.attention_mma = true;
             kernels::Gpu::new(&o).unwrap()
         };
+        // ... and its form merging in clusters, which must give gmma's bits.
+        let gmmac = {
+            let mut o = kernels::GpuOptions::from_env().unwrap();
+            o.tuning.attention_cluster = kernels::gpu::AttentionCluster::On;
+            o.tuning.attention_mma = true;
+            kernels::Gpu::new(&o).unwrap()
+        };
         let mut mma_outs = vec![];
+        let mut mma_cluster_checked = 0;
         let mut cluster_checked = 0;
         for splits in [
             1,
@@ -358,7 +366,26 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                         block_size: bs,
                         settled,
                     };
-                    mma_outs.push((splits, settled, attend(&gmma, d, &pm, splits, qd)));
+                    let got = attend(&gmma, d, &pm, splits, qd);
+                    // The inputs were last written on gmma's stream, which `attend`
+                    // synchronised.
+                    if ops::uses_cluster(&gmmac.tuning(), splits) {
+                        assert_eq!(
+                            ops::attention_kernel(&gmmac.tuning(), d, true),
+                            "decode_attention_mma_cluster"
+                        );
+                        check(
+                            &format!(
+                                "decode_attention_mma cluster vs merge kernel ({tag}, {splits} splits, settled {settled}) (exact)"
+                            ),
+                            &attend(&gmmac, d, &pm, splits, qd),
+                            &got,
+                            1e-30,
+                            0.0,
+                        );
+                        mma_cluster_checked += 1;
+                    }
+                    mma_outs.push((splits, settled, got));
                 }
             }
             if head_dim % 32 == 0 {
@@ -420,6 +447,10 @@ fn rope_kv_write_and_split_attention_match_cpu() {
             mma_outs.is_empty(),
             head_dim != 128,
             "{tag}: mma kernel runs"
+        );
+        assert!(
+            head_dim != 128 || mma_cluster_checked >= 4,
+            "{tag}: the mma cluster merge ran {mma_cluster_checked} times"
         );
         for (splits, settled, got) in &mma_outs {
             check(

@@ -294,6 +294,31 @@ fn cluster_merged_attention_matches_the_merge_kernel() {
     same_logits(set, "the cluster merge");
 }
 
+/// The tensor-core attention merging its splits in clusters against the same kernel with
+/// the merge kernel, as the test above for the CUDA-core pair: the same logits bit for bit.
+#[test]
+#[ignore = "gpu"]
+fn tensor_core_attention_in_clusters_matches_the_merge_kernel() {
+    use kernels::ops;
+    let set = |t: &mut kernels::Tuning, on: bool| {
+        t.attention_blocks = 64;
+        t.attention_mma = true;
+        t.attention_cluster = if on {
+            kernels::gpu::AttentionCluster::On
+        } else {
+            kernels::gpu::AttentionCluster::Off
+        };
+    };
+    let mut t = kernels::Tuning::default();
+    set(&mut t, true);
+    assert!(ops::uses_cluster(&t, ops::split_count(&t, 1, 8)));
+    assert_eq!(
+        ops::attention_kernel(&t, small_attention_dims(), true),
+        "decode_attention_mma_cluster"
+    );
+    same_logits(set, "the tensor-core attention's cluster merge");
+}
+
 /// The lean norm kernels (Tuning::norm_vec; hidden 1024 takes them) against the scalar
 /// ones, bf16 and FP8, prefill and decode: the same formula with the sum of squares in
 /// another order, so the logits agree to bf16 rounding.

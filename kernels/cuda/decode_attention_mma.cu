@@ -60,14 +60,18 @@ __device__ __forceinline__ void dm_load_tile(__nv_bfloat16 (*s)[DM_PITCH],
 
 // settled != 0: every row's positions before its last were written by earlier launches (a
 // decode step), so they are read before pdl_wait, as in decode_attention.cu.
-extern "C" __global__ void __launch_bounds__(DM_THREADS, 5)
-    decode_attention_mma(const __nv_bfloat16* __restrict__ q,
-                         const __nv_bfloat16* __restrict__ k_cache,
-                         const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
-                         const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
-                         float* __restrict__ part_acc, float* __restrict__ part_ml,
-                         __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D_arg,
-                         int block_size, float scale, int settled) {
+//
+// CLUSTER: the grid's z (splits, 2..8) is one thread block cluster, and the blocks merge
+// their states through distributed shared memory (cluster_merge_head: the merge kernel's
+// operations in its order, so the same bits), block `rank` taking heads rank, rank + nsplit,
+// ...; no partials in global memory, no merge kernel.
+template <bool CLUSTER>
+__device__ __forceinline__ void decode_attention_mma_body(
+    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,
+    const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
+    const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
+    float* __restrict__ part_acc, float* __restrict__ part_ml, __nv_bfloat16* __restrict__ out,
+    int heads, int kv_heads, int D_arg, int block_size, float scale, int settled) {
     pdl_trigger();
     __shared__ __align__(16) __nv_bfloat16 s_k[DM_TILE][DM_PITCH];
     __shared__ __align__(16) __nv_bfloat16 s_v[DM_TILE][DM_PITCH];
@@ -200,7 +204,7 @@ extern "C" __global__ void __launch_bounds__(DM_THREADS, 5)
     // A split past the row's context loaded nothing, but its (empty) partials overwrite
     // buffers the previous layer's merge may still read.
     if (!waited) pdl_wait();
-    if (per <= 16) {
+    if (!CLUSTER && per <= 16) {
         // Every position of the split was warp 0's (one tile, n <= 16; batch 1 at
         // Qwen3-8B: 32 splits of ~11): it writes the result from its fragments, with no
         // barrier and no merge of warps.
@@ -270,12 +274,16 @@ extern "C" __global__ void __launch_bounds__(DM_THREADS, 5)
     __syncthreads();
     TRACE_MARK(4);
     const int d = tid;
+    // CLUSTER: this block's state for its peers, [head][dim], where V's tile was.
+    float* s_acc = reinterpret_cast<float*>(&s_v[0][0]);
     for (int h = 0; h < G; ++h) {
         float acc = 0.f;
 #pragma unroll
         for (int w = 0; w < DM_WARPS; ++w) acc = fmaf(s_o[w][h][d], s_wt[w][h], acc);
         const size_t head = (size_t)r * heads + kvh * G + h;
-        if (nsplit == 1) {
+        if (CLUSTER) {
+            s_acc[h * DM_D + d] = acc;
+        } else if (nsplit == 1) {
             out[head * DM_D + d] = __float2bfloat16(acc * (1.f / s_lh[h]));
         } else {
             const size_t part = head * nsplit + split;
@@ -286,5 +294,29 @@ extern "C" __global__ void __launch_bounds__(DM_THREADS, 5)
             }
         }
     }
+    if (CLUSTER) {
+        __shared__ float s_w[32], s_inv_l;
+        cluster_sync();
+        const int rank = (int)cluster_rank();
+        for (int h = rank; h < G; h += nsplit)
+            cluster_merge_head(s_mh, s_lh, s_acc, s_w, &s_inv_l, h, DM_D, nsplit,
+                               out + ((size_t)r * heads + kvh * G + h) * DM_D);
+        cluster_sync();  // no block leaves while a peer still reads its shared memory
+    }
     TRACE_MARK(5);
 }
+
+#define DM_ENTRY(NAME, CLUSTER)                                                                \
+    extern "C" __global__ void __launch_bounds__(DM_THREADS, 5)                                \
+        NAME(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,   \
+             const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,        \
+             const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,             \
+             float* __restrict__ part_acc, float* __restrict__ part_ml,                        \
+             __nv_bfloat16* __restrict__ out, int heads, int kv_heads, int D, int block_size,  \
+             float scale, int settled) {                                                       \
+        decode_attention_mma_body<CLUSTER>(q, k_cache, v_cache, tables, table_offs, ctx_lens,  \
+                                           part_acc, part_ml, out, heads, kv_heads, D,         \
+                                           block_size, scale, settled);                        \
+    }
+DM_ENTRY(decode_attention_mma, false)
+DM_ENTRY(decode_attention_mma_cluster, true)

@@ -16,7 +16,8 @@ pub struct Carveout {
     pub fp8_gemm: Option<u8>,
     /// The split decode attention outside clusters and its merge kernel.
     pub attention: Option<u8>,
-    /// The split decode attention merging in clusters (`decode_attention_cluster`).
+    /// The split decode attention merging in clusters (`decode_attention_cluster`,
+    /// `decode_attention_mma_cluster`).
     pub attention_cluster: Option<u8>,
     /// Everything else (norms, rope, argmax, prefill).
     pub other: Option<u8>,
@@ -38,7 +39,7 @@ impl KernelGroup {
             KernelGroup::Bf16Gemm
         } else if kernel.starts_with("skinny_gemm_fp8") {
             KernelGroup::Fp8Gemm
-        } else if kernel == "decode_attention_cluster" {
+        } else if kernel.starts_with("decode_attention") && kernel.ends_with("_cluster") {
             KernelGroup::AttentionCluster
         } else if kernel.starts_with("decode_attention") {
             KernelGroup::Attention
@@ -132,6 +133,8 @@ mod tests {
             ("decode_attention_d128_g4", Some(100)),
             ("decode_attention_combine", Some(100)),
             ("decode_attention_cluster", Some(72)),
+            ("decode_attention_mma_cluster", Some(72)),
+            ("decode_attention_mma", Some(100)),
             ("add_rmsnorm_vec", Some(0)),
             ("qk_norm_rope_kv", Some(0)),
         ] {

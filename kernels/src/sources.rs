@@ -33,6 +33,19 @@ macro_rules! with_tiles {
     };
 }
 
+/// A split attention file with common.cuh and the splits' merge (attention_merge.cuh).
+macro_rules! with_merge {
+    ($file:literal) => {
+        concat!(
+            include_str!("../cuda/common.cuh"),
+            "\n",
+            include_str!("../cuda/attention_merge.cuh"),
+            "\n",
+            include_str!(concat!("../cuda/", $file))
+        )
+    };
+}
+
 pub const ALL: &[KernelSource] = &[
     KernelSource {
         file: "embedding.cu",
@@ -90,7 +103,7 @@ pub const ALL: &[KernelSource] = &[
     },
     KernelSource {
         file: "decode_attention.cu",
-        src: with_common!("decode_attention.cu"),
+        src: with_merge!("decode_attention.cu"),
         kernels: &[
             "decode_attention",
             "decode_attention_cluster",
@@ -101,8 +114,8 @@ pub const ALL: &[KernelSource] = &[
     },
     KernelSource {
         file: "decode_attention_mma.cu",
-        src: with_common!("decode_attention_mma.cu"),
-        kernels: &["decode_attention_mma"],
+        src: with_merge!("decode_attention_mma.cu"),
+        kernels: &["decode_attention_mma", "decode_attention_mma_cluster"],
     },
     KernelSource {
         file: "prefill_attention.cu",

@@ -49,9 +49,12 @@ pub fn split_count(t: &Tuning, rows: usize, kv_heads: usize) -> usize {
 /// FP8 +100 us and bf16 -60 us per step (engine/PERF.md, session 9), so they stay where
 /// they win, the many short splits.
 pub fn attention_kernel(t: &Tuning, d: AttnDims, cluster: bool) -> &'static str {
-    if cluster {
+    let mma = t.attention_mma && d.head_dim == 128 && d.heads <= MAX_GROUP * d.kv_heads;
+    if cluster && mma {
+        "decode_attention_mma_cluster"
+    } else if cluster {
         "decode_attention_cluster"
-    } else if t.attention_mma && d.head_dim == 128 && d.heads <= MAX_GROUP * d.kv_heads {
+    } else if mma {
         "decode_attention_mma"
     } else if !t.attention_d32 || !d.head_dim.is_multiple_of(32) {
         "decode_attention"
@@ -217,7 +220,7 @@ mod tests {
         };
         assert_eq!(attention_kernel(&off, q8b, false), "decode_attention");
         // The tensor-core kernel (the default): head_dim 128, up to 8 query heads per KV
-        // head, outside clusters.
+        // head; its own form in clusters.
         let mma = Tuning::default();
         assert!(mma.attention_mma);
         for d in [q8b, q06b, q14b] {
@@ -225,6 +228,10 @@ mod tests {
         }
         assert_eq!(
             attention_kernel(&mma, q8b, true),
+            "decode_attention_mma_cluster"
+        );
+        assert_eq!(
+            attention_kernel(&mma, dims(4, 2, 32), true),
             "decode_attention_cluster"
         );
         assert_eq!(
