@@ -142,10 +142,7 @@ __device__ __forceinline__ void decode_attention_body(
     bool waited = false;
     for (int t0 = start; t0 < end; t0 += DA_TILE) {
         const int n = min(DA_TILE, end - t0);
-        if (tid < n) {
-            const int p = t0 + tid;
-            s_slot[tid] = table[p / block_size] * block_size + p % block_size;
-        }
+        tile_slots(s_slot, table, t0, n, block_size);
         __syncthreads();  // also: the previous tile's readers of s_p and s_v are done
         const __nv_bfloat16* krow =
             k_cache + (size_t)(i < n ? s_slot[i] : 0) * kvd + kv_off + half * hd;

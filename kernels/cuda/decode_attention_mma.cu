@@ -99,10 +99,7 @@ __device__ __forceinline__ void decode_attention_mma_body(
     bool waited = false;
     for (int t0 = start; t0 < end; t0 += DM_TILE) {
         const int n = min(DM_TILE, end - t0);
-        if (tid < n) {
-            const int p = t0 + tid;
-            s_slot[tid] = table[p / block_size] * block_size + p % block_size;
-        }
+        tile_slots(s_slot, table, t0, n, block_size);
         __syncthreads();  // also: the previous tile's readers of s_k and s_v are done
         if (!waited) {
             dm_load_tile(s_k, k_cache, s_slot, t0, n, fresh, true, kvd, kv_off);

@@ -33,13 +33,14 @@ macro_rules! with_tiles {
     };
 }
 
-/// A split attention file with common.cuh and the splits' merge (attention_merge.cuh).
+/// A split attention file with common.cuh and what the split attention shares
+/// (attention_split.cuh: tile slots, the splits' merge).
 macro_rules! with_merge {
     ($file:literal) => {
         concat!(
             include_str!("../cuda/common.cuh"),
             "\n",
-            include_str!("../cuda/attention_merge.cuh"),
+            include_str!("../cuda/attention_split.cuh"),
             "\n",
             include_str!(concat!("../cuda/", $file))
         )

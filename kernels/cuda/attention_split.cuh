@@ -1,9 +1,19 @@
-// The split attention's merge, shared by decode_attention.cu and decode_attention_mma.cu
-// (sources.rs puts it in front of both, after common.cuh): the merge weights of the
-// splits' partial states, and the thread block cluster helpers that merge them through
-// distributed shared memory. Both merges (the combine kernel and the clusters) run the same
-// operations in the same order, so they give the same bits.
+// What the split attention files share (sources.rs puts it in front of decode_attention.cu
+// and decode_attention_mma.cu, after common.cuh): the cache slots of a tile's positions, the
+// merge weights of the splits' partial states, and the thread block cluster helpers that
+// merge them through distributed shared memory. Both merges (the combine kernel and the
+// clusters) run the same operations in the same order, so they give the same bits.
 #include <cuda_bf16.h>
+
+// The cache slot of each position [t0, t0 + n) of a row whose block table is `table`, into
+// s_slot[0, n) (threads below n, one each; the caller's barrier publishes them).
+__device__ __forceinline__ void tile_slots(int* s_slot, const int* __restrict__ table, int t0,
+                                           int n, int block_size) {
+    if (threadIdx.x < n) {
+        const int p = t0 + threadIdx.x;
+        s_slot[threadIdx.x] = table[p / block_size] * block_size + p % block_size;
+    }
+}
 
 // Thread block clusters (decode_attention_cluster): the splits of one (row, kv head) are one
 // cluster, and they merge through distributed shared memory instead of a second kernel.
