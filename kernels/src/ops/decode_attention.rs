@@ -192,56 +192,37 @@ mod tests {
         };
         // Qwen3-8B (32 / 8 heads), 0.6B (16 / 8), 14B (40 / 8: 5 per KV head).
         let (q8b, q06b, q14b) = (dims(32, 8, 128), dims(16, 8, 128), dims(40, 8, 128));
-        assert_eq!(
-            attention_kernel(&on, q8b, false),
-            "decode_attention_d128_g4"
-        );
-        assert_eq!(
-            attention_kernel(&on, q06b, false),
-            "decode_attention_d128_g4"
-        );
-        assert_eq!(attention_kernel(&on, q14b, false), "decode_attention_d32");
-        assert_eq!(
-            attention_kernel(&on, dims(4, 2, 32), false),
-            "decode_attention_d32"
-        );
-        assert_eq!(attention_kernel(&on, q8b, true), "decode_attention_cluster");
-        assert_eq!(
-            attention_kernel(&on, dims(6, 1, 8), false),
-            "decode_attention"
-        );
-        assert_eq!(
-            attention_kernel(&on, dims(4, 1, 48), false),
-            "decode_attention"
-        );
         let off = Tuning {
             attention_d32: false,
             ..on
         };
-        assert_eq!(attention_kernel(&off, q8b, false), "decode_attention");
         // The tensor-core kernel (the default): head_dim 128, up to 8 query heads per KV
         // head; its own form in clusters.
         let mma = Tuning::default();
         assert!(mma.attention_mma);
-        for d in [q8b, q06b, q14b] {
-            assert_eq!(attention_kernel(&mma, d, false), "decode_attention_mma");
+        for (t, d, cluster, want) in [
+            (on, q8b, false, "decode_attention_d128_g4"),
+            (on, q06b, false, "decode_attention_d128_g4"),
+            (on, q14b, false, "decode_attention_d32"),
+            (on, dims(4, 2, 32), false, "decode_attention_d32"),
+            (on, q8b, true, "decode_attention_cluster"),
+            (on, dims(6, 1, 8), false, "decode_attention"),
+            (on, dims(4, 1, 48), false, "decode_attention"),
+            (off, q8b, false, "decode_attention"),
+            (mma, q8b, false, "decode_attention_mma"),
+            (mma, q06b, false, "decode_attention_mma"),
+            (mma, q14b, false, "decode_attention_mma"),
+            (mma, q8b, true, "decode_attention_mma_cluster"),
+            (mma, dims(4, 2, 32), true, "decode_attention_cluster"),
+            (mma, dims(72, 8, 128), false, "decode_attention_d32"),
+            (mma, dims(4, 2, 32), false, "decode_attention_d32"),
+        ] {
+            assert_eq!(
+                attention_kernel(&t, d, cluster),
+                want,
+                "{d:?} cluster {cluster}"
+            );
         }
-        assert_eq!(
-            attention_kernel(&mma, q8b, true),
-            "decode_attention_mma_cluster"
-        );
-        assert_eq!(
-            attention_kernel(&mma, dims(4, 2, 32), true),
-            "decode_attention_cluster"
-        );
-        assert_eq!(
-            attention_kernel(&mma, dims(72, 8, 128), false),
-            "decode_attention_d32"
-        );
-        assert_eq!(
-            attention_kernel(&mma, dims(4, 2, 32), false),
-            "decode_attention_d32"
-        );
         let shipped: Vec<&str> = crate::sources::ALL
             .iter()
             .flat_map(|s| s.kernels.iter().copied())
