@@ -95,7 +95,7 @@ pub struct Tuning {
     /// states from distributed shared memory) instead of a second kernel, where that costs
     /// at most half the splits: a cluster holds at most 8 (the portable size), so counts of
     /// 9..=16 are capped at 8 and larger ones keep the merge kernel (`ops::attention_splits`).
-    /// Same bits at the same split count (cuda_ops). Whole steps (H200, session 6-7, us):
+    /// Same bits at the same split count (cuda_attention). Whole steps (H200, session 6-7, us):
     /// batch 8 (9 -> 8 splits) bf16 4849 -> 4798, FP8 3587 -> 3519; batch 1 (32 -> 8)
     /// slower, 4305 -> 4421. Since the fast scores outside clusters (`attention_d32`) and
     /// the attention's carveout at the largest (session 10, batch 8): bf16 4644 -> 4534

@@ -28,6 +28,12 @@ impl Rng {
 pub fn gpu() -> Gpu {
     Gpu::new(&GpuOptions::from_env().unwrap()).expect("GPU with kernels")
 }
+/// A `Gpu` whose tuning `set` changes from the environment's.
+pub fn gpu_tuned(set: impl FnOnce(&mut kernels::Tuning)) -> Gpu {
+    let mut o = GpuOptions::from_env().unwrap();
+    set(&mut o.tuning);
+    Gpu::new(&o).expect("GPU with kernels")
+}
 pub fn up_bf16(g: &Gpu, v: &[f32]) -> CudaSlice<bf16> {
     let b: Vec<bf16> = v.iter().map(|&x| bf16::from_f32(x)).collect();
     g.stream().clone_htod(&b).unwrap()

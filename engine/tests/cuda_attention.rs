@@ -1,0 +1,398 @@
+//! The CUDA attention ops against a CPU reference on fresh random inputs (GPU machine only:
+//! `cargo test -p engine --test cuda_attention -- --ignored`): q/k-norm + RoPE + the KV
+//! write, every split decode attention kernel (CUDA cores, tensor cores, merged in a kernel
+//! or in clusters) and the prefill kernel; forms that must agree bit for bit against each
+//! other.
+//!
+//! Inputs are bf16-representable, so the reference sees exactly what the kernel sees; what
+//! remains is f32 summation order and, where a kernel writes bf16 or rounds P to bf16, that
+//! rounding. Tolerances say which applies.
+
+mod cuda_common;
+
+use cuda_common::{Rng, check, down_bf16, gpu_tuned, up, up_bf16};
+use engine::model::cpu::ops::{rms_norm, rope};
+use kernels::bf16;
+use kernels::gpu::AttentionCluster;
+use kernels::ops::{self, AttnDims, PagedAttnArgs, RopeKvArgs};
+
+/// Qwen3-8B's head geometry (32 q heads, 8 kv heads, head_dim 128) and the tiny MQA one.
+#[test]
+#[ignore = "gpu"]
+fn rope_kv_write_and_split_attention_match_cpu() {
+    // g merges 2..=8 splits inside thread block clusters (Tuning::attention_cluster, the
+    // default for FP8 weights); gm merges them in the second kernel.
+    let g = gpu_tuned(|t| {
+        t.attention_cluster = AttentionCluster::On;
+        // The CUDA-core kernels here; gmma below takes the tensor-core one.
+        t.attention_mma = false;
+    });
+    let gm = gpu_tuned(|t| {
+        t.attention_cluster = AttentionCluster::Off;
+        t.attention_mma = false;
+        // The pair layout, as the clusters (the exact check below), where g takes the
+        // `_d32` kernel (eight lanes per position) outside clusters.
+        t.attention_d32 = false;
+    });
+    // The tensor-core kernel (Tuning::attention_mma) where it applies (head_dim 128),
+    // judged below with the prefill kernel's bound: it too rounds P to bf16 ...
+    let gmma = gpu_tuned(|t| {
+        t.attention_cluster = AttentionCluster::Off;
+        t.attention_mma = true;
+    });
+    // ... and its form merging in clusters, which must give gmma's bits.
+    let gmmac = gpu_tuned(|t| {
+        t.attention_cluster = AttentionCluster::On;
+        t.attention_mma = true;
+    });
+    for (heads, kv_heads, head_dim, theta) in
+        [(32, 8, 128, 1e6f32), (6, 1, 8, 1e6), (4, 2, 32, 1e4)]
+    {
+        let d = AttnDims {
+            heads,
+            kv_heads,
+            head_dim,
+        };
+        let (qd, kvd) = (d.q_dim(), d.kv_dim());
+        let mut r = Rng(3 + heads as u64);
+        let (bs, pages) = (16, 40);
+        // Three sequences on disjoint, scattered pages (a page shared by two positions would
+        // make the cache write a race): lengths 1, 37, 300.
+        let tables: Vec<Vec<u32>> = vec![
+            vec![39],
+            (0..3).map(|i| 30 - i).collect(),
+            (0..19).map(|i| i * 7 % 19).collect(),
+        ];
+        let lens = [1usize, 37, 300];
+        // Fill the caches through the kernel: every position of every sequence as one step.
+        let (mut positions, mut slots, mut seq_of) = (vec![], vec![], vec![]);
+        for (s, (tb, &n)) in tables.iter().zip(&lens).enumerate() {
+            for p in 0..n {
+                positions.push(p as i32);
+                slots.push((tb[p / bs] as usize * bs + p % bs) as i32);
+                seq_of.push(s);
+            }
+        }
+        let tt = positions.len();
+        let qkv = r.vec(tt * (qd + 2 * kvd));
+        let (qn, kn) = (r.vec(head_dim), r.vec(head_dim));
+        let mut q_out = g.stream().alloc_zeros::<bf16>(tt * qd).unwrap();
+        let mut kc = g.stream().alloc_zeros::<bf16>(pages * bs * kvd).unwrap();
+        let mut vc = g.stream().alloc_zeros::<bf16>(pages * bs * kvd).unwrap();
+        let (dqkv, dqn, dkn, dpos, dslots) = (
+            up(&g, &qkv),
+            up(&g, &qn),
+            up(&g, &kn),
+            up(&g, &positions),
+            up(&g, &slots),
+        );
+        let a = RopeKvArgs {
+            qkv: &dqkv.as_view(),
+            q_norm: &dqn.as_view(),
+            k_norm: &dkn.as_view(),
+            positions: &dpos.as_view(),
+            slots: &dslots.as_view(),
+            theta,
+            eps: 1e-6,
+        };
+        ops::qk_norm_rope_kv_into(
+            &g,
+            d,
+            &a,
+            &mut q_out.as_view_mut(),
+            &mut kc.as_view_mut(),
+            &mut vc.as_view_mut(),
+        )
+        .unwrap();
+        // CPU: per-head RMSNorm then RoPE, as the CPU backend does.
+        let (mut q_ref, mut k_ref, mut v_ref) = (
+            vec![0f32; tt * qd],
+            vec![0f32; pages * bs * kvd],
+            vec![0f32; pages * bs * kvd],
+        );
+        for i in 0..tt {
+            let row = &qkv[i * (qd + 2 * kvd)..][..qd + 2 * kvd];
+            let mut q = row[..qd].to_vec();
+            let mut k = row[qd..qd + kvd].to_vec();
+            rms_norm(&mut q, &qn, 1e-6);
+            rms_norm(&mut k, &kn, 1e-6);
+            q.chunks_exact_mut(head_dim)
+                .for_each(|h| rope(h, positions[i] as usize, theta));
+            k.chunks_exact_mut(head_dim)
+                .for_each(|h| rope(h, positions[i] as usize, theta));
+            q_ref[i * qd..][..qd].copy_from_slice(&q);
+            let sl = slots[i] as usize;
+            k_ref[sl * kvd..][..kvd].copy_from_slice(&k);
+            v_ref[sl * kvd..][..kvd].copy_from_slice(&row[qd + kvd..]);
+        }
+        let tag = format!("h{heads}/kv{kv_heads}/d{head_dim}");
+        // RoPE angles reach 300 rad: sin/cos implementations differ by ~1e-6 there.
+        check(
+            &format!("qk_norm_rope q ({tag}, bf16)"),
+            &down_bf16(&g, &q_out),
+            &q_ref,
+            1e-2,
+            5e-3,
+        );
+        check(
+            &format!("qk_norm_rope k cache ({tag}, bf16)"),
+            &down_bf16(&g, &kc),
+            &k_ref,
+            1e-2,
+            5e-3,
+        );
+        check(
+            &format!("v cache ({tag}, exact)"),
+            &down_bf16(&g, &vc),
+            &v_ref,
+            1e-6,
+            0.0,
+        );
+
+        // Attention: the last row of seq 0 and 1 (decode-like) and every row of seq 2
+        // (prefill-like, causal), from the bf16 q and caches the kernel just wrote.
+        let (qb, kb, vb) = (
+            down_bf16(&g, &q_out),
+            down_bf16(&g, &kc),
+            down_bf16(&g, &vc),
+        );
+        let mut flat = vec![];
+        let offs: Vec<i32> = tables
+            .iter()
+            .map(|tb| {
+                let o = flat.len() as i32;
+                flat.extend(tb.iter().map(|&p| p as i32));
+                o
+            })
+            .collect();
+        let rows: Vec<usize> = (0..tt)
+            .filter(|&i| seq_of[i] == 2 || positions[i] as usize + 1 == lens[seq_of[i]])
+            .collect();
+        let qrows: Vec<f32> = rows
+            .iter()
+            .flat_map(|&i| qb[i * qd..][..qd].to_vec())
+            .collect();
+        let row_offs: Vec<i32> = rows.iter().map(|&i| offs[seq_of[i]]).collect();
+        let ctx: Vec<i32> = rows.iter().map(|&i| positions[i] + 1).collect();
+        let (dq, dt, dof, dctx) = (
+            up_bf16(&g, &qrows),
+            up(&g, &flat),
+            up(&g, &row_offs),
+            up(&g, &ctx),
+        );
+        let pa = PagedAttnArgs {
+            q: &dq.as_view(),
+            k_cache: &kc.as_view(),
+            v_cache: &vc.as_view(),
+            tables: &dt.as_view(),
+            table_offs: &dof.as_view(),
+            ctx_lens: &dctx.as_view(),
+            block_size: bs,
+            settled: false,
+        };
+        // The split-context kernel over the same inputs, with one split (direct write), a
+        // few, the count decode picks, and the most (splits longer than short contexts).
+        let mut split_outs = vec![];
+        let mut mma_outs = vec![];
+        let mut mma_cluster_checked = 0;
+        let mut cluster_checked = 0;
+        for splits in [
+            1,
+            3,
+            ops::MAX_CLUSTER_SPLITS,
+            ops::attention_splits(&g, rows.len(), kv_heads),
+            ops::MAX_SPLITS,
+        ] {
+            let out = attend(&g, d, &pa, splits, qd);
+            // The decode form, which reads the older positions' K/V before waiting on the
+            // previous kernel (true here: the caches were written and downloaded above):
+            // the same arithmetic, so the same bits.
+            let settled = PagedAttnArgs {
+                settled: true,
+                ..pa
+            };
+            check(
+                &format!("decode_attention settled ({tag}, {splits} splits) vs not (exact)"),
+                &attend(&g, d, &settled, splits, qd),
+                &out,
+                1e-30,
+                0.0,
+            );
+            // Merged in the second kernel instead of a cluster (g's default for 2..=8
+            // splits, which `out` took and the CPU check above judged): the same operations
+            // in the same order, so the same bits. The inputs were last written on g's
+            // stream, which the check above synchronised.
+            if ops::uses_cluster(&g.tuning(), splits) {
+                assert!(!ops::uses_cluster(&gm.tuning(), splits));
+                check(
+                    &format!(
+                        "decode_attention merge kernel vs cluster ({tag}, {splits} splits) (exact)"
+                    ),
+                    &attend(&gm, d, &settled, splits, qd),
+                    &out,
+                    1e-30,
+                    0.0,
+                );
+                cluster_checked += 1;
+            }
+            split_outs.push((splits, out));
+            if ops::attention_kernel(&gmma.tuning(), d, false) == "decode_attention_mma" {
+                // Both forms (settled and not) over gmma's copies of the inputs.
+                let (gq, gk, gv, gt, gof, gctx) = (
+                    up_bf16(&gmma, &qrows),
+                    up_bf16(&gmma, &kb),
+                    up_bf16(&gmma, &vb),
+                    up(&gmma, &flat),
+                    up(&gmma, &row_offs),
+                    up(&gmma, &ctx),
+                );
+                for settled in [false, true] {
+                    let pm = PagedAttnArgs {
+                        q: &gq.as_view(),
+                        k_cache: &gk.as_view(),
+                        v_cache: &gv.as_view(),
+                        tables: &gt.as_view(),
+                        table_offs: &gof.as_view(),
+                        ctx_lens: &gctx.as_view(),
+                        block_size: bs,
+                        settled,
+                    };
+                    let got = attend(&gmma, d, &pm, splits, qd);
+                    // The inputs were last written on gmma's stream, which `attend`
+                    // synchronised.
+                    if ops::uses_cluster(&gmmac.tuning(), splits) {
+                        assert_eq!(
+                            ops::attention_kernel(&gmmac.tuning(), d, true),
+                            "decode_attention_mma_cluster"
+                        );
+                        check(
+                            &format!(
+                                "decode_attention_mma cluster vs merge kernel ({tag}, {splits} splits, settled {settled}) (exact)"
+                            ),
+                            &attend(&gmmac, d, &pm, splits, qd),
+                            &got,
+                            1e-30,
+                            0.0,
+                        );
+                        mma_cluster_checked += 1;
+                    }
+                    mma_outs.push((splits, settled, got));
+                }
+            }
+            if head_dim % 32 == 0 {
+                // g ran a fast kernel outside clusters (`_d128_g4` for Qwen3-8B's geometry,
+                // `_d32` for head_dim 32), gm the pair layout: all judged against the CPU
+                // below.
+                assert!(
+                    ops::attention_kernel(&g.tuning(), d, false).starts_with("decode_attention_d")
+                );
+                split_outs.push((splits, attend(&gm, d, &settled, splits, qd)));
+            }
+        }
+        assert!(
+            cluster_checked >= 2,
+            "{tag}: the cluster merge ran {cluster_checked} times"
+        );
+        let mut want = vec![0f32; rows.len() * qd];
+        let scale = 1.0 / (head_dim as f64).sqrt();
+        for (ri, &i) in rows.iter().enumerate() {
+            let tb = &tables[seq_of[i]];
+            for h in 0..heads {
+                let kvh = h / (heads / kv_heads);
+                let qv = &qb[i * qd + h * head_dim..][..head_dim];
+                let slot = |p: usize| tb[p / bs] as usize * bs + p % bs;
+                let sc: Vec<f64> = (0..ctx[ri] as usize)
+                    .map(|p| {
+                        qv.iter()
+                            .zip(&kb[slot(p) * kvd + kvh * head_dim..][..head_dim])
+                            .map(|(a, b)| *a as f64 * *b as f64)
+                            .sum::<f64>()
+                            * scale
+                    })
+                    .collect();
+                let mx = sc.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let z: f64 = sc.iter().map(|s| (s - mx).exp()).sum();
+                for dd in 0..head_dim {
+                    want[ri * qd + h * head_dim + dd] = (0..sc.len())
+                        .map(|p| {
+                            (sc[p] - mx).exp() / z * vb[slot(p) * kvd + kvh * head_dim + dd] as f64
+                        })
+                        .sum::<f64>()
+                        as f32;
+                }
+            }
+        }
+        // Outputs are averages of values in [-1, 1]: judge error against 0.05 + |want|.
+        for (splits, got) in &split_outs {
+            check(
+                &format!("decode_attention ({tag}, {splits} splits, bf16)"),
+                got,
+                &want,
+                5e-2,
+                5e-3,
+            );
+        }
+        // The tensor-core decode kernel: P rounded to bf16 as in the prefill kernel below,
+        // so its bound.
+        assert_eq!(
+            mma_outs.is_empty(),
+            head_dim != 128,
+            "{tag}: mma kernel runs"
+        );
+        assert!(
+            head_dim != 128 || mma_cluster_checked >= 4,
+            "{tag}: the mma cluster merge ran {mma_cluster_checked} times"
+        );
+        for (splits, settled, got) in &mma_outs {
+            check(
+                &format!(
+                    "decode_attention_mma ({tag}, {splits} splits, settled {settled}, bf16 P)"
+                ),
+                got,
+                &want,
+                0.5,
+                5e-3,
+            );
+        }
+        // The tensor-core prefill kernel where it applies (head_dim 128). Its first block of
+        // 16 rows holds rows of all three sequences (three passes over three tables). P is
+        // rounded to bf16 for the P V product: each weight is off by up to 2^-9 of itself,
+        // so an output may be off by 2^-9 * sum_p P |v| <= 2^-9 (|v| <= 1) before its own
+        // bf16 rounding (2^-9 |want|), whatever the context length; short contexts come
+        // close (H200, 2026-11-30: 6.5e-4 on a want of 0.0087). Bound: 2.5e-3 + 5e-3 |want|.
+        if ops::prefill_attention_supported(d) {
+            let mut o3 = g.stream().alloc_zeros::<bf16>(rows.len() * qd).unwrap();
+            ops::prefill_attention_into(&g, d, &pa, &mut o3.as_view_mut()).unwrap();
+            check(
+                &format!("prefill_attention ({tag}, bf16 P)"),
+                &down_bf16(&g, &o3),
+                &want,
+                0.5,
+                5e-3,
+            );
+        }
+    }
+}
+
+/// decode_attention_into on `g` over a fresh zeroed scratch, its output: allocated and read
+/// back through g's own stream (a read on another GPU's stream would not wait).
+fn attend(
+    g: &kernels::Gpu,
+    d: AttnDims,
+    pa: &PagedAttnArgs<'_, '_>,
+    splits: usize,
+    qd: usize,
+) -> Vec<f32> {
+    let rows = pa.ctx_lens.len();
+    let s = g.stream();
+    let (na, nm) = ops::attention_partials_len(rows, d, splits);
+    let mut acc = s.alloc_zeros::<f32>(na.max(1)).unwrap();
+    let mut ml = s.alloc_zeros::<f32>(nm.max(1)).unwrap();
+    let mut o = s.alloc_zeros::<bf16>(rows * qd).unwrap();
+    let mut scratch = ops::SplitScratch {
+        acc: acc.as_view_mut(),
+        ml: ml.as_view_mut(),
+    };
+    ops::decode_attention_into(g, d, pa, splits, &mut scratch, &mut o.as_view_mut()).unwrap();
+    down_bf16(g, &o)
+}
