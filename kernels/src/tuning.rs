@@ -134,8 +134,9 @@ pub struct Tuning {
     /// codes are tiled in place (prefill reads the bf16 copies, or dequantizes from either
     /// layout). `LATLAB_TILED_WEIGHTS=0|bf16|1` (1: FP8 codes too).
     pub tiled_weights: TiledWeights,
-    /// Decode attention with head_dim 128 and at most 8 query heads per KV head, outside
-    /// clusters, runs on the tensor cores (`decode_attention_mma`: each warp 16 positions of
+    /// Decode attention with head_dim 128 and at most 8 query heads per KV head runs on the
+    /// tensor cores (`decode_attention_mma`, and `_mma_cluster` in clusters, not yet run on
+    /// a GPU; outside clusters: each warp 16 positions of
     /// a tile, the softmax in registers, P rounded to bf16 for P V) instead of the CUDA-core
     /// kernels. Whole steps (gpu_step_chain, H200, session 16, us, with clusters off): bf16
     /// batch 1 4047-4058 -> 4022-4037, batch 8 4515-4533 -> 4396-4409; FP8 batch 1 2680-2690
