@@ -9,7 +9,7 @@ use crate::sources;
 use crate::trace::Trace;
 pub use crate::tuning::{
     ATTENTION_BLOCKS_RANGE, AttentionCluster, BULK_STAGES_RANGE, PERSISTENT_ROWS_RANGE,
-    TiledWeights, Tuning,
+    TiledWeights, Tuning, WIDE_ROWS,
 };
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtrMut, sys};

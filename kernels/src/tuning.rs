@@ -37,6 +37,14 @@ pub struct Tuning {
     /// flight: down 31.1 -> 24.3 us (4 -> 6 stages); 8 stages fit one block per SM and lose
     /// (`BULK_STAGES_RANGE`). `LATLAB_BULK_STAGES_SMALL`.
     pub bulk_stages_small: u32,
+    /// `bulk_stages` for bf16 launches of `WIDE_ROWS` rows or more (batch 4-8). With 5
+    /// stages two blocks fit per SM instead of three, each with a deeper ring, which pays
+    /// where the 4-8 rows of x make each stage's consumers slower; at batch 1-2 the third
+    /// block per SM pays more. Whole bf16 steps (gpu_step_chain, H200, session 17, clusters
+    /// on, us; 4 -> 5 -> 6 stages): batch 1 4025-4033 -> 4093; batch 2 4106-4108 ->
+    /// 4173-4181 -> 4134; batch 4 4221-4233 -> 4188-4197 -> 4214; batch 8 4358-4368 ->
+    /// 4307-4314 -> 4298. `LATLAB_BULK_STAGES_WIDE` (`BULK_STAGES_RANGE`).
+    pub bulk_stages_wide: u32,
     /// `bulk_stages` for FP8 weights (`LATLAB_FP8_BULK_STAGES`). Whole steps at FP8 batch
     /// 1 / 8 (us, session 6) with small rings of 6: 3 stages 3108 / 3786, 2 stages 3010 /
     /// 3663, 4 stages 3191 / 3851. Fewer, shallower rings leave shared memory to the
@@ -101,7 +109,11 @@ pub struct Tuning {
     /// the attention's carveout at the largest (session 10, batch 8): bf16 4644 -> 4534
     /// without clusters, FP8 3466 -> 3529; so for FP8 weights only until session 16, when
     /// the tensor-core attention (`attention_mma`) outside clusters beat them at FP8 batch 8
-    /// too (3441-3446 -> 3321-3333 us): off. `for_weights` resolves `Fp8Only`.
+    /// too (3441-3446 -> 3321-3333 us): off. Session 17, the tensor-core attention in
+    /// clusters (`decode_attention_mma_cluster`) against it outside (gpu_step_chain, us, off
+    /// -> on): FP8 batch 8 3313-3345 -> 3160-3193, batch 4 3066 -> 2921-2923, batch 2 2821
+    /// -> 2797-2806; bf16 batch 8 4367-4377 -> 4350-4368, batch 4 4257 -> 4221-4233; batch 1
+    /// unchanged (32 splits keep the merge kernel): on. `for_weights` resolves `Fp8Only`.
     /// `LATLAB_ATTENTION_CLUSTER=0|1|fp8`.
     pub attention_cluster: AttentionCluster,
     /// The FP8 bulk GEMMs stage x in shared memory as f16 once per block (the `*_xs`
@@ -135,10 +147,9 @@ pub struct Tuning {
     /// layout). `LATLAB_TILED_WEIGHTS=0|bf16|1` (1: FP8 codes too).
     pub tiled_weights: TiledWeights,
     /// Decode attention with head_dim 128 and at most 8 query heads per KV head runs on the
-    /// tensor cores (`decode_attention_mma`, and `_mma_cluster` in clusters, not yet run on
-    /// a GPU; outside clusters: each warp 16 positions of
-    /// a tile, the softmax in registers, P rounded to bf16 for P V) instead of the CUDA-core
-    /// kernels. Whole steps (gpu_step_chain, H200, session 16, us, with clusters off): bf16
+    /// tensor cores (`decode_attention_mma`, and `_mma_cluster` in clusters; each warp 16
+    /// positions of a tile, the softmax in registers, P rounded to bf16 for P V) instead of
+    /// the CUDA-core kernels. Whole steps (gpu_step_chain, H200, session 16, us, with clusters off): bf16
     /// batch 1 4047-4058 -> 4022-4037, batch 8 4515-4533 -> 4396-4409; FP8 batch 1 2680-2690
     /// -> 2664-2671, batch 8 3441-3446 -> 3321-3333. `LATLAB_ATTENTION_MMA=0|1`.
     pub attention_mma: bool,
@@ -158,6 +169,9 @@ pub const ATTENTION_BLOCKS_RANGE: std::ops::RangeInclusive<u32> = 1..=4096;
 
 /// The stage counts the bulk pipeline takes (TM_MAX_STAGES in skinny_bulk.cu).
 pub const BULK_STAGES_RANGE: std::ops::RangeInclusive<u32> = 2..=8;
+
+/// The rows from which bf16 bulk rings take `Tuning::bulk_stages_wide` stages.
+pub const WIDE_ROWS: usize = 4;
 
 /// `Tuning::attention_cluster`: where the split attention merges in clusters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -184,6 +198,7 @@ impl Default for Tuning {
             skinny_bulk_fp8: true,
             bulk_stages: 4,
             bulk_stages_small: 6,
+            bulk_stages_wide: 5,
             fp8_bulk_stages: 2,
             fp8_bulk_stages_small: 5,
             attention_early_loads: true,
@@ -192,7 +207,7 @@ impl Default for Tuning {
             bulk_persistent: true,
             fp8_persistent_rows: 1,
             smem_carveout: Carveout::ATTENTION_MAX,
-            attention_cluster: AttentionCluster::Off,
+            attention_cluster: AttentionCluster::On,
             x_smem_kb: 25,
             attention_d32: true,
             tiled_weights: TiledWeights::Off,
@@ -244,7 +259,7 @@ impl Tuning {
 
     /// The defaults, overridden by `LATLAB_PDL`, `LATLAB_PREFILL_ATTENTION`,
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
-    /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
+    /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_BULK_STAGES_WIDE`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
     /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
     /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
@@ -319,6 +334,7 @@ impl Tuning {
             x_smem_kb: int("LATLAB_X_SMEM_KB", d.x_smem_kb, X_SMEM_KB_RANGE)?,
             bulk_stages: stages("LATLAB_BULK_STAGES", d.bulk_stages)?,
             bulk_stages_small: stages("LATLAB_BULK_STAGES_SMALL", d.bulk_stages_small)?,
+            bulk_stages_wide: stages("LATLAB_BULK_STAGES_WIDE", d.bulk_stages_wide)?,
             fp8_bulk_stages: stages("LATLAB_FP8_BULK_STAGES", d.fp8_bulk_stages)?,
             fp8_bulk_stages_small: stages("LATLAB_FP8_BULK_STAGES_SMALL", d.fp8_bulk_stages_small)?,
         })
@@ -349,12 +365,13 @@ mod tests {
             ("LATLAB_SKINNY_BULK_FP8", "0"),
             ("LATLAB_BULK_STAGES", "6"),
             ("LATLAB_BULK_STAGES_SMALL", "8"),
+            ("LATLAB_BULK_STAGES_WIDE", "3"),
             ("LATLAB_FP8_BULK_STAGES", "3"),
             ("LATLAB_FP8_BULK_STAGES_SMALL", "6"),
             ("LATLAB_ATTENTION_EARLY", "0"),
             ("LATLAB_NORM_VEC", "0"),
             ("LATLAB_ATTENTION_BLOCKS", "132"),
-            ("LATLAB_ATTENTION_CLUSTER", "1"),
+            ("LATLAB_ATTENTION_CLUSTER", "0"),
             ("LATLAB_BULK_PERSISTENT", "0"),
             ("LATLAB_FP8_PERSISTENT_ROWS", "9"),
             ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
@@ -369,18 +386,19 @@ mod tests {
 
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
         assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
+        assert_eq!((d.bulk_stages_wide, t.bulk_stages_wide), (5, 3));
         assert_eq!((d.fp8_bulk_stages, t.fp8_bulk_stages), (2, 3));
         assert_eq!((d.fp8_bulk_stages_small, t.fp8_bulk_stages_small), (5, 6));
         assert!(d.attention_early_loads && !t.attention_early_loads);
         assert!(d.norm_vec && !t.norm_vec);
         assert_eq!(
             (d.attention_cluster, t.attention_cluster),
-            (AttentionCluster::Off, AttentionCluster::On)
+            (AttentionCluster::On, AttentionCluster::Off)
         );
-        assert!(!d.clusters() && t.clusters());
-        assert!(!d.for_weights(true).clusters() && !d.for_weights(false).clusters());
+        assert!(d.clusters() && !t.clusters());
         // A choice made explicitly is kept for either weights.
-        assert!(t.for_weights(false).clusters());
+        assert!(d.for_weights(true).clusters() && d.for_weights(false).clusters());
+        assert!(!t.for_weights(true).clusters() && !t.for_weights(false).clusters());
         let fp8 = with(&[("LATLAB_ATTENTION_CLUSTER", "fp8")]).unwrap();
         assert!(fp8.for_weights(true).clusters() && !fp8.for_weights(false).clusters());
         let e = with(&[("LATLAB_ATTENTION_CLUSTER", "yes")])

@@ -8,6 +8,8 @@
 //! kernel left out. The difference is what that kind costs inside the chain (its own work
 //! plus the dependency hand-offs around it), which a kernel timed alone cannot show: with
 //! programmatic dependent launch a kernel's cost depends on its neighbours.
+//!
+//! `LATLAB_CHAIN_BATCHES` (comma-separated, default `1,8`) picks the batch sizes.
 
 mod step_common;
 mod timing_common;
@@ -21,6 +23,14 @@ use timing_common::time_us_reps;
 #[ignore = "gpu"]
 fn decode_step_marginal_costs() {
     let opts = GpuOptions::from_env().unwrap();
+    let batches: Vec<usize> = std::env::var("LATLAB_CHAIN_BATCHES")
+        .unwrap_or_else(|_| "1,8".into())
+        .split(',')
+        .map(|b| match b.trim().parse() {
+            Ok(m @ 1..=8) => m,
+            _ => panic!("LATLAB_CHAIN_BATCHES: {b:?} is not a batch size in 1..=8"),
+        })
+        .collect();
     let variants: [(&str, Omit); 5] = [
         ("whole step", Omit::default()),
         (
@@ -60,7 +70,7 @@ fn decode_step_marginal_costs() {
         let g = Gpu::new(&opts.for_weights(fp8)).unwrap();
         let head: CudaSlice<bf16> = g.stream().alloc_zeros(VOCAB * HIDDEN).unwrap();
         let mut layers = Layer::all_zeros(&g, fp8);
-        for m in [1usize, 8] {
+        for &m in &batches {
             let meta = Meta::new(&g, m);
             let mut b = Buffers::new(&g, m);
             let mut whole = 0f32;

@@ -238,7 +238,7 @@ mod tests {
 
     #[test]
     fn clusters_take_only_split_counts_they_at_least_halve() {
-        // Clusters for FP8 weights only (`fp8`; the default is off).
+        // Clusters for FP8 weights only (`fp8`; the default is on for both).
         // At the block target of 528 (the default until session 16).
         let fp8_only = Tuning {
             attention_cluster: AttentionCluster::Fp8Only,
@@ -252,14 +252,21 @@ mod tests {
         assert_eq!(
             Tuning {
                 attention_blocks: 528,
-                ..d.for_weights(true)
+                ..d.for_weights(false)
             },
-            off
+            on
         );
-        // The default target, 384: batch 1 32 splits, batch 4 12, batch 8 6.
-        for (rows, want) in [(1, 32), (4, 12), (8, 6)] {
+        // The default target, 384: batch 1 32 splits (the merge kernel), batch 4 12
+        // capped at 8 (a cluster), batch 8 6 (a cluster); outside clusters 12 stay 12.
+        for (rows, want, cluster) in [(1, 32, false), (4, 8, true), (8, 6, true)] {
             assert_eq!(split_count(&d, rows, 8), want, "rows {rows}");
+            assert_eq!(uses_cluster(&d, want), cluster, "rows {rows}");
         }
+        let outside = Tuning {
+            attention_cluster: AttentionCluster::Off,
+            ..d
+        };
+        assert_eq!(split_count(&outside, 4, 8), 12);
         // Qwen3-8B (8 kv heads): batch 1 wants 66 splits (32 at most), batch 4 17, batch 8
         // 9; batch 16 5.
         for (rows, want_off, want_on) in [(1, 32, 32), (4, 17, 17), (8, 9, 8), (16, 5, 5)] {

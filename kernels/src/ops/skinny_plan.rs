@@ -7,7 +7,7 @@
 use super::skinny::{THREADS, TILE_N};
 use super::weight_layout::WeightLayout;
 use crate::error::{Result, check};
-use crate::gpu::{Gpu, Tuning};
+use crate::gpu::{Gpu, Tuning, WIDE_ROWS};
 use crate::launch::Launch;
 use cudarc::driver::{CudaView, LaunchConfig};
 
@@ -70,10 +70,12 @@ pub(super) fn launch_cfg(n: usize, pipe: Pipe) -> LaunchConfig {
     }
 }
 
-/// The ring depth of a bulk launch: FP8 or bf16, and the deeper one for grids with fewer
-/// tiles than two per SM (`small`).
-fn ring_stages(t: &Tuning, fp8: bool, small: bool) -> u32 {
+/// The ring depth of a bulk launch over `m` rows: FP8 or bf16, the deeper one for grids
+/// with fewer tiles than two per SM (`small`), and for bf16 the wide rows' own
+/// (`Tuning::bulk_stages_wide`).
+fn ring_stages(t: &Tuning, fp8: bool, small: bool, m: usize) -> u32 {
     match (fp8, small) {
+        (false, false) if m >= WIDE_ROWS => t.bulk_stages_wide,
         (false, false) => t.bulk_stages,
         (false, true) => t.bulk_stages_small,
         (true, false) => t.fp8_bulk_stages,
@@ -101,7 +103,7 @@ pub(super) fn start<'g>(
 ) -> Result<(Launch<'g>, Pipe)> {
     let t = gpu.tuning();
     let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
-    let stages = ring_stages(&t, op.starts_with("skinny_gemm_fp8"), small);
+    let stages = ring_stages(&t, op.starts_with("skinny_gemm_fp8"), small, m);
     let name = skinny_kernel(&t, op, (m, k), stages);
     if name == op {
         return Ok((Launch::new(gpu, op)?, Pipe::Regs));
@@ -191,8 +193,38 @@ pub(super) fn weights<T>(
 
 #[cfg(test)]
 mod tests {
-    use super::skinny_kernel;
+    use super::{ring_stages, skinny_kernel};
     use crate::gpu::Tuning;
+
+    #[test]
+    fn wide_bf16_launches_take_their_own_ring() {
+        let t = Tuning {
+            bulk_stages: 3,
+            bulk_stages_small: 6,
+            bulk_stages_wide: 7,
+            fp8_bulk_stages: 2,
+            fp8_bulk_stages_small: 5,
+            ..Tuning::default()
+        };
+        // (fp8, small, rows) -> stages: only bf16 grids of two tiles per SM or more, from
+        // WIDE_ROWS (4) rows on.
+        for (fp8, small, m, want) in [
+            (false, false, 1, 3),
+            (false, false, 3, 3),
+            (false, false, 4, 7),
+            (false, false, 8, 7),
+            (false, true, 8, 6),
+            (false, true, 1, 6),
+            (true, false, 8, 2),
+            (true, true, 8, 5),
+        ] {
+            assert_eq!(
+                ring_stages(&t, fp8, small, m),
+                want,
+                "fp8 {fp8} small {small} m {m}"
+            );
+        }
+    }
 
     #[test]
     fn each_switch_picks_its_own_kernel() {

@@ -31,7 +31,8 @@ mod tests {
         assert_eq!(t["bulk_stages"], 4);
         assert_eq!(t["pdl"], true);
         assert_eq!(t["tiled_weights"], "off");
-        assert_eq!(t["attention_cluster"], "off");
+        assert_eq!(t["attention_cluster"], "on");
+        assert_eq!(t["bulk_stages_wide"], 5);
         assert_eq!(t["attention_mma"], true);
         assert_eq!(t["smem_carveout"]["attention"], 100);
         assert!(t["smem_carveout"]["bf16_gemm"].is_null());
