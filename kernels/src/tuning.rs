@@ -171,7 +171,7 @@ pub const ATTENTION_BLOCKS_RANGE: std::ops::RangeInclusive<u32> = 1..=4096;
 pub const BULK_STAGES_RANGE: std::ops::RangeInclusive<u32> = 2..=8;
 
 /// The rows from which bf16 bulk rings take `Tuning::bulk_stages_wide` stages.
-pub const WIDE_ROWS: usize = 4;
+pub const WIDE_ROWS: usize = 3;
 
 /// `Tuning::attention_cluster`: where the split attention merges in clusters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -207,11 +207,11 @@ mod tests {
             ..Tuning::default()
         };
         // (fp8, small, rows) -> stages: only bf16 grids of two tiles per SM or more, from
-        // WIDE_ROWS (4) rows on.
+        // WIDE_ROWS (3) rows on.
         for (fp8, small, m, want) in [
             (false, false, 1, 3),
-            (false, false, 3, 3),
-            (false, false, 4, 7),
+            (false, false, 2, 3),
+            (false, false, 3, 7),
             (false, false, 8, 7),
             (false, true, 8, 6),
             (false, true, 1, 6),
