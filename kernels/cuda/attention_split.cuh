@@ -17,9 +17,6 @@ __device__ __forceinline__ void tile_slots(int* s_slot, const int* __restrict__ 
 
 // Thread block clusters (decode_attention_cluster): the splits of one (row, kv head) are one
 // cluster, and they merge through distributed shared memory instead of a second kernel.
-// The most blocks a cluster holds here (the portable size; MAX_CLUSTER_SPLITS in
-// ops/decode_attention.rs).
-#define AS_MAXCLUSTER 8
 __device__ __forceinline__ unsigned cluster_rank() {
     unsigned r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -74,17 +71,8 @@ __device__ __forceinline__ void cluster_merge_head(const float* s_m, const float
     }
     __syncthreads();
     if (tid < D) {
-        // All peers' values are loaded before the first is used: each is a round trip
-        // through the cluster's network, and a loop of load-then-fma paid them one after
-        // another. The sum keeps the combine kernel's order.
-        float v[AS_MAXCLUSTER];
-#pragma unroll
-        for (int s = 0; s < AS_MAXCLUSTER; ++s)
-            v[s] = s < nsplit ? peer(s_acc, s)[h * D + tid] : 0.f;
         float o = 0.f;
-#pragma unroll
-        for (int s = 0; s < AS_MAXCLUSTER; ++s)
-            if (s < nsplit) o = fmaf(v[s], s_w[s], o);
+        for (int s = 0; s < nsplit; ++s) o = fmaf(peer(s_acc, s)[h * D + tid], s_w[s], o);
         dst[tid] = __float2bfloat16(o * *s_inv_l);
     }
     __syncthreads();  // s_w and s_inv_l are rewritten for the next head

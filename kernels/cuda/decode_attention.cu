@@ -30,6 +30,8 @@
 #define DA_QSTRIDE (DA_MAXD + 1)
 
 #define DA_MAXSPLITS 32
+// Splits of one (row, kv head) merged in a cluster: the portable cluster size.
+#define DA_MAXCLUSTER 8
 
 // V rows of the tile's positions [t0, t0 + n) into s_v, those below `fresh` (early) or the
 // others (!early). 16-byte copies when a row is whole pieces (D % 8 == 0), else elements.

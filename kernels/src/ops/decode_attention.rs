@@ -17,7 +17,7 @@ const MAX_HEAD_DIM: usize = 128;
 /// Must match DA_MAXSPLITS in decode_attention.cu (the combine kernel's one warp).
 pub const MAX_SPLITS: usize = 32;
 /// Splits merged inside one thread block cluster (`Tuning::attention_cluster`): the
-/// portable cluster size (AS_MAXCLUSTER in attention_split.cuh).
+/// portable cluster size (DA_MAXCLUSTER).
 pub const MAX_CLUSTER_SPLITS: usize = 8;
 /// Splits for `rows` rows: about `Tuning::attention_blocks` blocks (default 384, about three
 /// per SM of an H100/H200; the tuning says what was measured), at most MAX_SPLITS. With `Tuning::attention_cluster`, counts up to twice MAX_CLUSTER_SPLITS are
