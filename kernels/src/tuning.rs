@@ -37,13 +37,15 @@ pub struct Tuning {
     /// flight: down 31.1 -> 24.3 us (4 -> 6 stages); 8 stages fit one block per SM and lose
     /// (`BULK_STAGES_RANGE`). `LATLAB_BULK_STAGES_SMALL`.
     pub bulk_stages_small: u32,
-    /// `bulk_stages` for bf16 launches of `WIDE_ROWS` rows or more (batch 4-8). With 5
-    /// stages two blocks fit per SM instead of three, each with a deeper ring, which pays
-    /// where the 4-8 rows of x make each stage's consumers slower; at batch 1-2 the third
-    /// block per SM pays more. Whole bf16 steps (gpu_step_chain, H200, session 17, clusters
-    /// on, us; 4 -> 5 -> 6 stages): batch 1 4025-4033 -> 4093; batch 2 4106-4108 ->
-    /// 4173-4181 -> 4134; batch 4 4221-4233 -> 4188-4197 -> 4214; batch 8 4358-4368 ->
-    /// 4307-4314 -> 4298. `LATLAB_BULK_STAGES_WIDE` (`BULK_STAGES_RANGE`).
+    /// `bulk_stages` for bf16 launches of `WIDE_ROWS` rows or more (batch 3-8) on grids of
+    /// two or more tiles per SM (qkv, gate|up). With 5 stages two blocks fit per SM instead
+    /// of three. At batch 8 the gain is beside qkv: the qk-norm/rope/kv kernel's blocks
+    /// then all fit before its release (6.1 -> 2.1 us per layer; engine/PERF.md step 49); at
+    /// batch 4 it is in gate|up; at batch 1-2 the third block per SM pays more. Whole bf16
+    /// steps (gpu_step_chain, H200, session 17, clusters on, us; 4 -> 5 -> 6 stages): batch
+    /// 1 4025-4033 -> 4093; batch 2 4106-4108 -> 4173-4181 -> 4134; batch 3 4222 -> 4165;
+    /// batch 4 4221-4233 -> 4188-4197 -> 4214; batch 8 4358-4368 -> 4307-4314 -> 4298-4313.
+    /// `LATLAB_BULK_STAGES_WIDE` (`BULK_STAGES_RANGE`).
     pub bulk_stages_wide: u32,
     /// `bulk_stages` for FP8 weights (`LATLAB_FP8_BULK_STAGES`). Whole steps at FP8 batch
     /// 1 / 8 (us, session 6) with small rings of 6: 3 stages 3108 / 3786, 2 stages 3010 /
@@ -111,8 +113,8 @@ pub struct Tuning {
     /// the tensor-core attention (`attention_mma`) outside clusters beat them at FP8 batch 8
     /// too (3441-3446 -> 3321-3333 us): off. Session 17, the tensor-core attention in
     /// clusters (`decode_attention_mma_cluster`) against it outside (gpu_step_chain, us, off
-    /// -> on): FP8 batch 8 3313-3345 -> 3160-3193, batch 4 3066 -> 2921-2923, batch 2 2821
-    /// -> 2797-2806; bf16 batch 8 4367-4377 -> 4350-4368, batch 4 4257 -> 4221-4233; batch 1
+    /// -> on): FP8 batch 8 3313-3345 -> 3178-3193, batch 4 3066 -> 2921-2923, batch 2 2821
+    /// -> 2797-2806; bf16 batch 8 4367-4377 -> 4360-4369, batch 4 4257 -> 4221-4233; batch 1
     /// unchanged (32 splits keep the merge kernel): on. `for_weights` resolves `Fp8Only`.
     /// `LATLAB_ATTENTION_CLUSTER=0|1|fp8`.
     pub attention_cluster: AttentionCluster,
