@@ -151,9 +151,10 @@ pub struct Tuning {
     /// Decode attention with head_dim 128 and at most 8 query heads per KV head runs on the
     /// tensor cores (`decode_attention_mma`, and `_mma_cluster` in clusters; each warp 16
     /// positions of a tile, the softmax in registers, P rounded to bf16 for P V) instead of
-    /// the CUDA-core kernels. Whole steps (gpu_step_chain, H200, session 16, us, with clusters off): bf16
-    /// batch 1 4047-4058 -> 4022-4037, batch 8 4515-4533 -> 4396-4409; FP8 batch 1 2680-2690
-    /// -> 2664-2671, batch 8 3441-3446 -> 3321-3333. `LATLAB_ATTENTION_MMA=0|1`.
+    /// the CUDA-core kernels. Whole steps (gpu_step_chain, H200, session 16, us, with
+    /// clusters off): bf16 batch 1 4047-4058 -> 4022-4037, batch 8 4515-4533 -> 4396-4409;
+    /// FP8 batch 1 2680-2690 -> 2664-2671, batch 8 3441-3446 -> 3321-3333.
+    /// `LATLAB_ATTENTION_MMA=0|1`.
     pub attention_mma: bool,
 }
 
@@ -261,8 +262,8 @@ impl Tuning {
 
     /// The defaults, overridden by `LATLAB_PDL`, `LATLAB_PREFILL_ATTENTION`,
     /// `LATLAB_SKINNY_BULK_BF16`, `LATLAB_SKINNY_BULK_FP8`, `LATLAB_BULK_STAGES`,
-    /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_BULK_STAGES_WIDE`, `LATLAB_FP8_BULK_STAGES`, `LATLAB_FP8_BULK_STAGES_SMALL`,
-    /// `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
+    /// `LATLAB_BULK_STAGES_SMALL`, `LATLAB_BULK_STAGES_WIDE`, `LATLAB_FP8_BULK_STAGES`,
+    /// `LATLAB_FP8_BULK_STAGES_SMALL`, `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
     /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
     /// `LATLAB_X_SMEM_KB`, `LATLAB_ATTENTION_D32`, `LATLAB_TILED_WEIGHTS` and
