@@ -20,7 +20,8 @@ pub const MAX_SPLITS: usize = 32;
 /// portable cluster size (DA_MAXCLUSTER).
 pub const MAX_CLUSTER_SPLITS: usize = 8;
 /// Splits for `rows` rows: about `Tuning::attention_blocks` blocks (default 384, about three
-/// per SM of an H100/H200; the tuning says what was measured), at most MAX_SPLITS. With `Tuning::attention_cluster`, counts up to twice MAX_CLUSTER_SPLITS are
+/// per SM of an H100/H200; the tuning says what was measured), at most MAX_SPLITS. With
+/// `Tuning::attention_cluster` (on by default), counts up to twice MAX_CLUSTER_SPLITS are
 /// capped at MAX_CLUSTER_SPLITS and merge in a cluster (`uses_cluster`); larger ones keep
 /// the merge kernel, since a cluster would cut their parallelism by more than half (batch
 /// 1: 32 -> 8 splits measured slower). The same count for every step of a given batch
