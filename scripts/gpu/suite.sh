@@ -108,7 +108,7 @@ if has steptiming; then
       --batch ${STEPTIMING_BATCH:-1} --quantization $q > "$OUT/steptiming_$q.log" 2>&1
     echo "step timing, $q rc=$?"; grep -E "round [12]" "$OUT/steptiming_$q.log"
     sed 's/\x1b\[[0-9;]*m//g' "$OUT/steptiming_$q.log" \
-      | grep -oE "(gpu_us=[0-9.]+ call_us=[0-9.]+ between_calls_us=[0-9.]+|burst_us=[0-9.]+)" | tail -6
+      | grep -oE "(gpu_us=[0-9.]+ call_us=[0-9.]+ between_calls_us=[0-9.]+ meta_us=[0-9.]+ launch_us=[0-9.]+|burst_us=[0-9.]+)" | tail -6
   done
 fi
 if has ahead; then

@@ -1,7 +1,10 @@
 //! Where a decode step's wall time goes (`LATLAB_STEP_TIMING=1`, an instrument; off by
 //! default): CUDA events around the graph replay give the GPU's time, a host clock around
 //! the whole call (metadata upload, replay, token download and wait) the call's time, and
-//! the clock between calls the engine loop's own time. Session 12 found kernel changes
+//! the clock between calls the engine loop's own time. Inside the call, host clocks also
+//! split out the metadata upload and the launch call; the rest of the call beyond the
+//! replay is the GPU's start latency, the token download and the host's wake. Session 12
+//! found kernel changes
 //! that shorten the step chain's replays by 55-75 us leave the engine's ms/step where it
 //! was; this says which of the three the engine's step is made of. Logged at info every
 //! `EVERY` steps, then reset. Answer (H200, session 13, engine/PERF.md): the replay, 4.00
@@ -27,10 +30,16 @@ pub(super) struct StepTiming {
     /// When the last call returned (the loop's time runs from there to the next call).
     last_return: Option<Instant>,
     call_began: Option<Instant>,
+    /// When the replay's start event was recorded (the metadata is up) and when the launch
+    /// call returned.
+    replay_began: Option<Instant>,
+    launched: Option<Instant>,
     steps: u32,
     gpu: Duration,
     call: Duration,
     between: Duration,
+    meta: Duration,
+    launch: Duration,
     /// A log line was just written: `burst` runs next.
     burst_due: bool,
 }
@@ -51,10 +60,14 @@ impl StepTiming {
             end: ev()?,
             last_return: None,
             call_began: None,
+            replay_began: None,
+            launched: None,
             steps: 0,
             gpu: Duration::ZERO,
             call: Duration::ZERO,
             between: Duration::ZERO,
+            meta: Duration::ZERO,
+            launch: Duration::ZERO,
             burst_due: false,
         }))
     }
@@ -69,12 +82,14 @@ impl StepTiming {
     }
 
     /// Just before and after the graph's launch, on its stream.
-    pub fn replay_begins(&self, gpu: &Gpu) -> Result<()> {
+    pub fn replay_begins(&mut self, gpu: &Gpu) -> Result<()> {
+        self.replay_began = Some(Instant::now());
         self.start
             .record(gpu.stream())
             .map_err(driver_err("record step timing event"))
     }
-    pub fn replay_ends(&self, gpu: &Gpu) -> Result<()> {
+    pub fn replay_ends(&mut self, gpu: &Gpu) -> Result<()> {
+        self.launched = Some(Instant::now());
         self.end
             .record(gpu.stream())
             .map_err(driver_err("record step timing event"))
@@ -96,6 +111,10 @@ impl StepTiming {
         self.gpu += Duration::from_secs_f64(ms as f64 / 1e3);
         if let Some(t) = self.call_began.take() {
             self.call += now - t;
+            if let (Some(r), Some(l)) = (self.replay_began.take(), self.launched.take()) {
+                self.meta += r - t;
+                self.launch += l - r;
+            }
         }
         self.last_return = Some(now);
         self.steps += 1;
@@ -106,12 +125,17 @@ impl StepTiming {
                 gpu_us = per(self.gpu),
                 call_us = per(self.call),
                 between_calls_us = per(self.between),
-                "decode step timing (graph replay on the GPU; the whole call; the engine loop between calls)"
+                meta_us = per(self.meta),
+                launch_us = per(self.launch),
+                "decode step timing (graph replay on the GPU; the whole call; the engine loop \
+                 between calls; in the call, the metadata upload and the launch call)"
             );
             self.steps = 0;
             self.gpu = Duration::ZERO;
             self.call = Duration::ZERO;
             self.between = Duration::ZERO;
+            self.meta = Duration::ZERO;
+            self.launch = Duration::ZERO;
             self.burst_due = true;
         }
         Ok(())
