@@ -2,6 +2,7 @@
 //! a bounded command channel, runs scheduler steps, samples, and sends token events to each
 //! request's own bounded channel. A closed event channel (client gone) cancels the request.
 
+use crate::arrivals::Arrivals;
 use crate::block_manager::BlockManager;
 use crate::model::{Backend, Next, RowHint, SeqChunk};
 use crate::plan::Plan;
@@ -67,18 +68,22 @@ pub(crate) struct EngineLoop {
     active: HashMap<SeqId, Active>,
     eos: Vec<u32>,
     max_model_len: usize,
+    /// Commands sent and not yet accepted (arrivals.rs); `accept` takes each.
+    arrivals: Arrivals,
     pub seed: u64,
     pub stats: Arc<EngineStats>,
 }
 
 impl EngineLoop {
     pub fn new(
-        backend: Box<dyn Backend>,
+        mut backend: Box<dyn Backend>,
         plan: &Plan,
         eos: Vec<u32>,
         seed: u64,
         stats: Arc<EngineStats>,
+        arrivals: Arrivals,
     ) -> Self {
+        backend.watch_arrivals(arrivals.clone());
         let sched = Scheduler::new(
             SchedulerConfig {
                 max_batch: plan.max_batch,
@@ -93,6 +98,7 @@ impl EngineLoop {
             active: HashMap::new(),
             eos,
             max_model_len: plan.max_model_len,
+            arrivals,
             seed,
             stats,
         }
@@ -119,6 +125,7 @@ impl EngineLoop {
     }
 
     fn accept(&mut self, cmd: Command) {
+        self.arrivals.taken();
         // Unseeded requests draw from the engine seed and their id: reproducible per server run.
         let seed = cmd
             .req
@@ -275,8 +282,127 @@ impl EngineLoop {
 
 #[cfg(test)]
 mod tests {
-    use super::{ends_by_length, row_hint};
+    use super::{Command, EngineLoop, EngineStats, ends_by_length, row_hint};
+    use crate::arrivals::Arrivals;
+    use crate::error::Result;
+    use crate::model::{Backend, SeqChunk};
+    use crate::plan::Plan;
+    use crate::request::{GenerateRequest, TokenEvent};
     use crate::sampling::SamplingParams;
+    use std::sync::{Arc, Mutex, mpsc};
+    use tokio::sync::mpsc as tmpsc;
+
+    /// A three-token model that always picks token 1 and notes, at every step, whether
+    /// the engine's count said a request was on its way in.
+    struct Watching {
+        arrivals: Option<Arrivals>,
+        seen: Arc<Mutex<Vec<bool>>>,
+    }
+
+    impl Backend for Watching {
+        fn name(&self) -> &'static str {
+            "watching"
+        }
+        fn forward(&mut self, chunks: &[SeqChunk<'_>]) -> Result<Vec<Vec<f32>>> {
+            let a = self
+                .arrivals
+                .as_ref()
+                .expect("the engine hands its count over");
+            self.seen.lock().unwrap().push(a.pending());
+            Ok(chunks
+                .iter()
+                .filter(|c| c.want_logits)
+                .map(|_| vec![0.0, 1.0, 0.0])
+                .collect())
+        }
+        fn watch_arrivals(&mut self, arrivals: Arrivals) {
+            self.arrivals = Some(arrivals);
+        }
+    }
+
+    /// Two requests of three tokens through the engine loop; `in_flight`: one more
+    /// request counted as on its way in that never arrives. Returns what each step saw.
+    fn steps_seeing_arrivals(in_flight: bool) -> Vec<bool> {
+        let plan = Plan {
+            backend: "cpu",
+            block_size: 16,
+            kv_pages: 16,
+            kv_bytes_per_token: 0,
+            kv_cache_bytes: 0,
+            max_batch: 8,
+            max_model_len: 64,
+            max_batched_tokens: 256,
+            weight_params: 0,
+            compute_dtype: "f32",
+            threads: 1,
+            gpu: None,
+            fp8_prefill: None,
+            cuda: None,
+        };
+        let seen = Arc::new(Mutex::new(vec![]));
+        let backend = Watching {
+            arrivals: None,
+            seen: seen.clone(),
+        };
+        let arrivals = Arrivals::default();
+        let engine = EngineLoop::new(
+            Box::new(backend),
+            &plan,
+            vec![],
+            0,
+            Arc::new(EngineStats::default()),
+            arrivals.clone(),
+        );
+        let (tx, rx) = mpsc::sync_channel(4);
+        let mut events = vec![];
+        for id in 1..=2 {
+            let (etx, erx) = tmpsc::channel(8);
+            arrivals.sent();
+            tx.send(Command {
+                id,
+                req: GenerateRequest {
+                    prompt: vec![2, 0, 2],
+                    params: SamplingParams {
+                        temperature: 0.0,
+                        max_tokens: Some(3),
+                        ..SamplingParams::default()
+                    },
+                },
+                events: etx,
+            })
+            .unwrap();
+            events.push(erx);
+        }
+        if in_flight {
+            arrivals.sent();
+        }
+        drop(tx);
+        engine.run(rx);
+        for mut erx in events {
+            let mut n = 0;
+            while let Ok(TokenEvent::Token { id, .. }) = erx.try_recv() {
+                assert_eq!(id, 1);
+                n += 1;
+            }
+            assert_eq!(n, 3, "every request got its tokens");
+        }
+        assert_eq!(
+            arrivals.pending(),
+            in_flight,
+            "accepted requests are taken off"
+        );
+        let seen = seen.lock().unwrap().clone();
+        assert!(!seen.is_empty());
+        seen
+    }
+
+    #[test]
+    fn the_backend_sees_requests_on_their_way_in_until_the_loop_accepts_them() {
+        // Both requests are accepted before the first step, so no step sees one coming.
+        assert!(steps_seeing_arrivals(false).iter().all(|p| !p));
+        // A request counted but not yet in the queue (a submit in progress) is seen.
+        assert!(steps_seeing_arrivals(true).iter().all(|p| *p));
+    }
 
     /// The run-ahead hint predicts on_token's length rule: a sequence of `total` tokens
     /// ends when its completion reaches max_tokens or the whole reaches max_model_len.

@@ -2,6 +2,7 @@
 //! bounded stream of token events. The handle is cheap to clone; the model lives on the
 //! engine thread alone.
 
+use crate::arrivals::Arrivals;
 use crate::config::ModelConfig;
 use crate::engine_loop::{Command, EngineLoop, EngineStats};
 use crate::error::{EngineError, Result};
@@ -40,6 +41,8 @@ impl EngineShared {
 pub struct EngineHandle {
     shared: Arc<EngineShared>,
     tx: mpsc::SyncSender<Command>,
+    /// Commands sent and not yet accepted by the engine loop (arrivals.rs).
+    arrivals: Arrivals,
     /// The engine thread, for `shutdown` to join.
     thread: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
@@ -92,12 +95,14 @@ impl EngineHandle {
             ))
         };
         let stats = Arc::new(EngineStats::default());
+        let arrivals = Arrivals::default();
         let engine = EngineLoop::new(
             backend,
             &plan,
             loaded.config.eos_token_ids.clone(),
             args.seed,
             stats.clone(),
+            arrivals.clone(),
         );
         let (tx, rx) = mpsc::sync_channel(COMMAND_QUEUE);
         let alive = Arc::new(AtomicBool::new(true));
@@ -124,6 +129,7 @@ impl EngineHandle {
         Ok(EngineHandle {
             shared: Arc::new(shared),
             tx,
+            arrivals,
             thread: Arc::new(Mutex::new(Some(thread))),
         })
     }
@@ -193,15 +199,21 @@ impl EngineHandle {
         let (etx, erx) = tmpsc::channel(max_tokens + 2);
         let mut req = req;
         req.params.max_tokens = Some(max_tokens);
+        // Counted before it is queued, so the engine thread never sees the command without
+        // the count (it takes one as it accepts the command).
+        self.arrivals.sent();
         self.tx
             .try_send(Command {
                 id,
                 req,
                 events: etx,
             })
-            .map_err(|e| match e {
-                mpsc::TrySendError::Full(_) => EngineError::QueueFull,
-                mpsc::TrySendError::Disconnected(_) => EngineError::Shutdown,
+            .map_err(|e| {
+                self.arrivals.taken();
+                match e {
+                    mpsc::TrySendError::Full(_) => EngineError::QueueFull,
+                    mpsc::TrySendError::Disconnected(_) => EngineError::Shutdown,
+                }
             })?;
         Ok(erx)
     }

@@ -14,6 +14,7 @@ pub mod tensor_names;
 pub mod weights;
 
 pub use error::{EngineError, Result};
+pub mod arrivals;
 pub mod block_manager;
 pub mod chat_template;
 pub mod detokenize;

@@ -5,6 +5,7 @@
 pub mod cpu;
 pub mod cuda;
 
+use crate::arrivals::Arrivals;
 use crate::error::Result;
 
 /// New tokens of one sequence to run through the model.
@@ -60,5 +61,10 @@ pub trait Backend: Send {
             .into_iter()
             .map(Next::Logits)
             .collect())
+    }
+    /// The engine's count of requests on their way in, for a backend that starts steps
+    /// before it is asked for them (CUDA run-ahead); others ignore it.
+    fn watch_arrivals(&mut self, arrivals: Arrivals) {
+        let _ = arrivals;
     }
 }
