@@ -7,6 +7,7 @@
 mod cuda_common;
 
 use cuda_common::logits::{close_logits, prompt};
+use engine::arrivals::Arrivals;
 use engine::model::cuda::{CudaBackend, RunAhead};
 use engine::model::{Backend, Next, RowHint, SeqChunk};
 use engine::weights::ModelWeights;
@@ -378,26 +379,36 @@ fn fp8_prefill_copies_give_the_same_logits() {
 /// at step 12 (the queued step is not the next one); step 20 is asked twice (the second
 /// time it is not the queued one either); the last step's hint says the sequences end.
 /// The queued steps must have been used (`ahead_hits`), or the test proves nothing. Each
-/// policy runs it: off; the default (`sure`) with rows that end only by length, which must
-/// queue, and with rows that may stop on a token, which must not; `always` with the latter.
+/// policy runs it: off; `sure` with rows that end only by length, which must queue, and
+/// with rows that may stop on a token, which must not; `always` with the latter; `late`
+/// as `sure`, and with a request on its way in the whole time, when it must queue nothing.
 #[test]
 #[ignore = "gpu"]
 fn run_ahead_gives_the_same_tokens() {
     for fp8 in [false, true] {
         let (cfg, w) = small_model(fp8);
         let o = kernels::GpuOptions::from_env().unwrap();
+        // (policy, rows end only by length, a request on its way in)
         let cases = [
-            (RunAhead::Off, true),
-            (RunAhead::Sure, true),
-            (RunAhead::Sure, false),
-            (RunAhead::Always, false),
+            (RunAhead::Off, true, false),
+            (RunAhead::Sure, true, false),
+            (RunAhead::Sure, false, false),
+            (RunAhead::Always, false, false),
+            (RunAhead::Late, true, false),
+            (RunAhead::Late, false, false),
+            (RunAhead::Late, true, true),
         ];
         let runs: Vec<(Vec<Vec<u32>>, u64)> = cases
             .into_iter()
-            .map(|(policy, only_length_ends)| {
-                let on = format!("{policy:?}/{only_length_ends}");
+            .map(|(policy, only_length_ends, arriving)| {
+                let on = format!("{policy:?}/{only_length_ends}/{arriving}");
                 let mut be = CudaBackend::new(cfg.clone(), &w, 64, 16, &o).unwrap();
                 be.set_run_ahead(policy);
+                let arrivals = Arrivals::default();
+                if arriving {
+                    arrivals.sent();
+                }
+                be.watch_arrivals(arrivals);
                 let mut seqs = [prompt(10, 1), prompt(14, 2), prompt(5, 3)];
                 let mut tables: [Vec<u32>; 3] = [vec![], vec![], vec![]];
                 let mut free = (0..64u32).rev().collect::<Vec<_>>();
@@ -457,14 +468,18 @@ fn run_ahead_gives_the_same_tokens() {
             })
             .collect();
         let (off, _) = &runs[0];
-        for ((tokens, hits), (policy, only_length_ends)) in runs.iter().zip(cases) {
-            let case = format!("fp8 {fp8}, {policy:?}, only_length_ends {only_length_ends}");
+        for ((tokens, hits), (policy, only_length_ends, arriving)) in runs.iter().zip(cases) {
+            let case = format!(
+                "fp8 {fp8}, {policy:?}, only_length_ends {only_length_ends}, arriving {arriving}"
+            );
             assert_eq!(tokens, off, "{case}: run-ahead changed the tokens");
-            if policy.queues(&RowHint {
+            let may_queue = policy.queues(&RowHint {
                 greedy: true,
                 may_continue: true,
                 only_length_ends,
-            }) {
+            });
+            // `late` launches nothing early while a request is on its way in.
+            if may_queue && !(arriving && policy.launches_after_tokens()) {
                 // Of the 31 decode calls, those after a call that could queue: not after a
                 // page boundary, the batch change, the repeat or the last hint.
                 assert!(*hits >= 20, "{case}: only {hits} queued steps were used");

@@ -112,13 +112,13 @@ if has steptiming; then
   done
 fi
 if has ahead; then
-  # Run-ahead (LATLAB_RUN_AHEAD=0|sure|always, engine/src/model/cuda/run_ahead.rs; its
-  # test runs in "tests"): the bench (greedy, ignore_eos) at batch 1 and 8, bf16 and FP8,
-  # off (the default) and `sure`. Over HTTP: LATLAB_RUN_AHEAD=sure SUITE=http.
+  # Run-ahead (LATLAB_RUN_AHEAD=0|sure|always|late, engine/src/model/cuda/run_ahead.rs;
+  # its test runs in "tests"): the bench (greedy, ignore_eos) at batch 1 and 8, bf16 and
+  # FP8, off (the default), `late` and `sure`. Over HTTP: LATLAB_RUN_AHEAD=late SUITE=http.
   B="$BENCH --gen-len 220 --rounds 2"
   for qb in "none 1" "none 8" "fp8 1" "fp8 8"; do
     set -- $qb
-    for on in 0 sure; do
+    for on in 0 late sure; do
       LATLAB_RUN_AHEAD=$on timeout 120 $B --batch "$2" --quantization "$1" > "$OUT/ahead_$1_$2_$on.log" 2>&1
       echo "run-ahead=$on $1 batch $2 rc=$?"; grep -E "round 1|rror" "$OUT/ahead_$1_$2_$on.log"
     done

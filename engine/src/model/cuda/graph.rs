@@ -52,7 +52,10 @@ pub(super) struct DecodeGraph {
 /// its token, a new request, a row sampled), the queued step still runs first and its work
 /// is lost: it wrote each row's K/V at the next position, in the row's own pages, which a
 /// real step rewrites or, once a page is freed, its next owner writes before it reads
-/// (attention reads only positions below a row's context).
+/// (attention reads only positions below a row's context). `RunAhead::Late` queues the
+/// metadata and ids the same way but launches the graph only after this step's tokens have
+/// landed, and only while no request is on its way in (`Arrivals`), so that a new request's
+/// prefill does not wait behind a step started early.
 pub(super) struct Ahead {
     /// The graph slot it was queued on.
     slot: usize,
@@ -122,6 +125,8 @@ impl CudaBackend {
             step_timing,
             ahead,
             ahead_hits,
+            run_ahead,
+            arrivals,
             ..
         } = self;
         let g = graphs[slot].as_mut().expect("created above");
@@ -179,31 +184,52 @@ impl CudaBackend {
             }
         }
         if ahead_on {
-            // This step's tokens, then (maybe) the next step, then the wait for the tokens.
+            // This step's tokens, then (maybe) the next step's metadata and ids, and its
+            // launch (`late`: after the wait for the tokens, and only with no request on its
+            // way in, so that a new prefill never queues behind it).
             s.memcpy_dtoh(&g.tokens.slice(..n), &mut g.tokens_host)
                 .map_err(driver_err("download tokens"))?;
             g.tokens_landed
                 .record(&s)
                 .map_err(driver_err("record token event"))?;
+            let late = run_ahead.launches_after_tokens();
+            let mut prepared = None;
             if all.may_continue
                 && let Some(next) = host.advanced(n, cache.block_size)
             {
+                // Harmless if no launch follows (`late`): the next call writes its own
+                // metadata, and these copies run after this step has read its own.
                 g.meta
                     .write_staged(&s, &next, &mut g.staging[g.next_staging])?;
                 g.next_staging ^= 1;
                 s.memcpy_dtod(&g.tokens.slice(..n), &mut g.meta.ids_mut().slice_mut(..n))
                     .map_err(driver_err("feed tokens ahead"))?;
+                if late {
+                    prepared = Some(next);
+                } else {
+                    g.graph
+                        .as_ref()
+                        .expect("captured")
+                        .0
+                        .launch()
+                        .map_err(driver_err("graph launch ahead"))?;
+                    *ahead = Some(Ahead { slot, meta: next });
+                }
+            }
+            g.tokens_landed
+                .synchronize()
+                .map_err(driver_err("wait for tokens"))?;
+            if let Some(next) = prepared
+                && !arrivals.pending()
+            {
                 g.graph
                     .as_ref()
                     .expect("captured")
                     .0
                     .launch()
-                    .map_err(driver_err("graph launch ahead"))?;
+                    .map_err(driver_err("graph launch after the tokens"))?;
                 *ahead = Some(Ahead { slot, meta: next });
             }
-            g.tokens_landed
-                .synchronize()
-                .map_err(driver_err("wait for tokens"))?;
             let out = g
                 .tokens_host
                 .as_slice()

@@ -13,6 +13,7 @@ mod step_timing;
 mod weights;
 
 use super::{Backend, Next, RowHint, SeqChunk};
+use crate::arrivals::Arrivals;
 use crate::config::ModelConfig;
 use crate::error::{EngineError, Result};
 use crate::weights::ModelWeights;
@@ -51,6 +52,9 @@ pub struct CudaBackend {
     ahead: Option<graph::Ahead>,
     /// Decode calls whose step had been queued ahead (tests see run-ahead work).
     ahead_hits: u64,
+    /// Requests on their way into the engine (`RunAhead::Late` launches no step early
+    /// while one is); none until the engine loop hands its count over.
+    arrivals: Arrivals,
 }
 
 pub(crate) fn driver_err(
@@ -125,6 +129,7 @@ impl CudaBackend {
             run_ahead,
             ahead: None,
             ahead_hits: 0,
+            arrivals: Arrivals::default(),
         })
     }
 
@@ -244,5 +249,9 @@ impl Backend for CudaBackend {
         // From here `may_continue` means: queue the next step (graph.rs).
         all.may_continue = self.run_ahead.queues(&all);
         self.run(chunks, &rows, all)
+    }
+
+    fn watch_arrivals(&mut self, arrivals: Arrivals) {
+        self.arrivals = arrivals;
     }
 }
