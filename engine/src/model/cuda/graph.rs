@@ -63,6 +63,18 @@ pub(super) struct Ahead {
     meta: HostMeta,
 }
 
+impl DecodeGraph {
+    /// Replay the captured step on its stream (`what` names the launch in an error).
+    fn replay(&self, what: &'static str) -> Result<()> {
+        self.graph
+            .as_ref()
+            .expect("captured before any replay")
+            .0
+            .launch()
+            .map_err(driver_err(what))
+    }
+}
+
 impl CudaBackend {
     /// One decode step of `host.ids.len()` rows; `all.greedy`: return tokens, not logits;
     /// with run-ahead on and `all.may_continue`, queue the next step first (`Ahead`).
@@ -173,12 +185,7 @@ impl CudaBackend {
             if let Some(t) = step_timing {
                 t.replay_begins(gpu)?;
             }
-            g.graph
-                .as_ref()
-                .expect("captured")
-                .0
-                .launch()
-                .map_err(driver_err("graph launch"))?;
+            g.replay("graph launch")?;
             if let Some(t) = step_timing {
                 t.replay_ends(gpu)?;
             }
@@ -204,17 +211,11 @@ impl CudaBackend {
                 g.next_staging ^= 1;
                 s.memcpy_dtod(&g.tokens.slice(..n), &mut g.meta.ids_mut().slice_mut(..n))
                     .map_err(driver_err("feed tokens ahead"))?;
-                if late {
-                    prepared = Some(next);
-                } else {
-                    g.graph
-                        .as_ref()
-                        .expect("captured")
-                        .0
-                        .launch()
-                        .map_err(driver_err("graph launch ahead"))?;
-                    *ahead = Some(Ahead { slot, meta: next });
-                }
+                prepared = Some(next);
+            }
+            if !late && let Some(next) = prepared.take() {
+                g.replay("graph launch ahead")?;
+                *ahead = Some(Ahead { slot, meta: next });
             }
             g.tokens_landed
                 .synchronize()
@@ -222,12 +223,7 @@ impl CudaBackend {
             if let Some(next) = prepared
                 && !arrivals.pending()
             {
-                g.graph
-                    .as_ref()
-                    .expect("captured")
-                    .0
-                    .launch()
-                    .map_err(driver_err("graph launch after the tokens"))?;
+                g.replay("graph launch after the tokens")?;
                 *ahead = Some(Ahead { slot, meta: next });
             }
             let out = g
@@ -247,8 +243,7 @@ impl CudaBackend {
             gpu.sync().map_err(kernel_err)?;
             if let Some(t) = step_timing {
                 t.call_ends(captured)?;
-                let graph = &g.graph.as_ref().expect("captured").0;
-                t.burst(gpu, || graph.launch().map_err(driver_err("graph launch")))?;
+                t.burst(gpu, || g.replay("graph launch"))?;
             }
             return Ok(out.into_iter().map(Next::Token).collect());
         }

@@ -4,12 +4,11 @@
 //! the clock between calls the engine loop's own time. Inside the call, host clocks also
 //! split out the metadata upload and the launch call; the rest of the call beyond the
 //! replay is the GPU's start latency, the token download and the host's wake. Session 12
-//! found kernel changes
-//! that shorten the step chain's replays by 55-75 us leave the engine's ms/step where it
-//! was; this says which of the three the engine's step is made of. Logged at info every
-//! `EVERY` steps, then reset. Answer (H200, session 13, engine/PERF.md): the replay, 4.00
-//! ms at bf16 batch 1 in either weight layout, the same back to back; the host adds
-//! 30-45 us per step around it.
+//! found kernel changes that shorten the step chain's replays by 55-75 us leave the
+//! engine's ms/step where it was; this says which of the three the engine's step is made
+//! of. Logged at info every `EVERY` steps, then reset. Answer (H200, session 13,
+//! engine/PERF.md): the replay, 4.00 ms at bf16 batch 1 in either weight layout, the same
+//! back to back; the host adds 30-45 us per step around it.
 
 use super::driver_err;
 use crate::error::Result;
