@@ -114,11 +114,12 @@ fi
 if has ahead; then
   # Run-ahead (LATLAB_RUN_AHEAD=0|sure|always|late, engine/src/model/cuda/run_ahead.rs;
   # its test runs in "tests"): the bench (greedy, ignore_eos) at batch 1 and 8, bf16 and
-  # FP8, off (the default), `late` and `sure`. Over HTTP: LATLAB_RUN_AHEAD=late SUITE=http.
+  # FP8, off, `late` (the default) and `sure`; AHEAD_CASES (e.g. "none_8 fp8_1") and
+  # AHEAD_POLICIES (e.g. "0 late") pick fewer.
   B="$BENCH --gen-len 220 --rounds 2"
-  for qb in "none 1" "none 8" "fp8 1" "fp8 8"; do
-    set -- $qb
-    for on in 0 late sure; do
+  for qb in ${AHEAD_CASES:-none_1 none_8 fp8_1 fp8_8}; do
+    set -- ${qb/_/ }
+    for on in ${AHEAD_POLICIES:-0 late sure}; do
       LATLAB_RUN_AHEAD=$on timeout 120 $B --batch "$2" --quantization "$1" > "$OUT/ahead_$1_$2_$on.log" 2>&1
       echo "run-ahead=$on $1 batch $2 rc=$?"; grep -E "round 1|rror" "$OUT/ahead_$1_$2_$on.log"
     done

@@ -1,36 +1,34 @@
 //! Which greedy decode steps queue the next step before they return (graph.rs, `Ahead`).
 //!
-//! Queuing ahead hides the host's time between steps behind the GPU's step. Measured on
-//! the H200 (session 14): bench ms/step 3.97 -> 3.96 bf16, 2.68 -> 2.66 FP8 at batch 1. Over
-//! HTTP at concurrency 1 it was within the machine's spread (TPOT 4.02 -> 4.01).
-//!
-//! A queued step is lost whenever the engine's next call is not that step:
+//! Queuing ahead hides the host's time between steps behind the GPU's step. A queued step
+//! is lost whenever the engine's next call is not that step:
 //! - a row stopped on the token the step before it picked (EOS, a stop id);
 //! - a new request arrived while the step ran. Its prefill then waits for the queued step
 //!   (~4 ms), and so do the running rows, whose step is run again with the prefill.
 //!
-//! So it is off by default. At concurrency above 1 every arrival costs a whole step, against
-//! 10-20 us won per step. It pays with no arrivals (one client at a time, or a batch
-//! submitted at once).
-//! - `sure` queues only rows that cannot stop on a token (`RowHint::only_length_ends`:
-//!   `ignore_eos` and no stop ids), so only arrivals can waste a step;
+//! - `late` (the default) queues only rows that cannot stop on a token
+//!   (`RowHint::only_length_ends`: `ignore_eos` and no stop ids). It launches the next step
+//!   only once this step's tokens have landed, and only if no request is on its way in
+//!   (`Arrivals::pending`). The GPU then idles for the tokens' trip, the host's wake and one
+//!   launch, but not for the engine loop's bookkeeping and the next step's metadata (which
+//!   are done while the step runs); an arrival waits for a queued step only if it comes in
+//!   the microseconds between that check and the launch. Measured on the H200 (session 18,
+//!   bench ms/step, off -> late): bf16 batch 8 4.38 -> 4.32, batch 1 4.02 -> 4.00, FP8
+//!   batch 8 3.26 -> 3.23; HTTP TTFT at concurrency 1 unchanged (10.72 ms bf16).
+//! - `sure` takes the same rows but launches the next step before this step's tokens land,
+//!   so every arrival mid-step waits a whole step: at concurrency above 1 that costs ~4 ms
+//!   against 10-20 us won per step;
 //! - `always` also queues rows that may stop on a token;
-//! - `late` takes `sure`'s rows, but launches the next step only once this step's tokens
-//!   have landed, and only if no request is on its way in (`Arrivals::pending`). The GPU
-//!   then idles for the tokens' trip, the host's wake and one launch (not the engine loop's
-//!   bookkeeping, the metadata and the launch, ~40-45 us at batch 8), and an arrival waits
-//!   for a queued step only if it comes in the microseconds between that check and the
-//!   launch. Written in session 17, not yet run on a GPU.
+//! - `off` never queues.
 
 use crate::error::{EngineError, Result};
 use crate::model::RowHint;
 
-/// `LATLAB_RUN_AHEAD`: `0` / `off` (the default), `sure`, `1` / `always`.
+/// `LATLAB_RUN_AHEAD`: `0` / `off`, `sure`, `1` / `always`, `late` (the default).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunAhead {
     /// Never queue ahead.
-    #[default]
     Off,
     /// Queue ahead when every row may continue by length and can end only by length.
     Sure,
@@ -38,6 +36,7 @@ pub enum RunAhead {
     Always,
     /// As `Sure`, but launch the queued step after this step's tokens land, and only with no
     /// request on its way in.
+    #[default]
     Late,
 }
 
@@ -97,8 +96,8 @@ mod tests {
     }
 
     #[test]
-    fn the_default_never_queues_and_sure_only_steps_no_stop_can_lose() {
-        assert_eq!(RunAhead::default(), RunAhead::Off);
+    fn the_default_is_late_and_sure_queues_only_steps_no_stop_can_lose() {
+        assert_eq!(RunAhead::default(), RunAhead::Late);
         let p = RunAhead::Sure;
         assert!(p.queues(&hint(true, true, true)));
         assert!(!p.queues(&hint(true, true, false)), "a row may stop on EOS");
