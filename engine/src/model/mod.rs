@@ -64,7 +64,5 @@ pub trait Backend: Send {
     }
     /// The engine's count of requests on their way in, for a backend that starts steps
     /// before it is asked for them (CUDA run-ahead); others ignore it.
-    fn watch_arrivals(&mut self, arrivals: Arrivals) {
-        let _ = arrivals;
-    }
+    fn watch_arrivals(&mut self, _arrivals: Arrivals) {}
 }
