@@ -223,6 +223,16 @@ fn x_in_shared_memory_gives_the_same_logits() {
     );
 }
 
+/// Decode's inner norms folded into the skinny GEMMs around them (Tuning::norm_epilogue)
+/// against the norm kernels: the normed x is rounded to bf16 before its row scale instead
+/// of after, so the logits agree closely, not bit for bit. The decode steps (batch 1 and 3)
+/// fold; the 10-token prefill does not.
+#[test]
+#[ignore = "gpu"]
+fn folded_norms_keep_the_logits() {
+    close_steps(|t, on| t.norm_epilogue = on, "folded norms");
+}
+
 /// Decode attention's fast scores (Tuning::attention_d32: eight lanes per position, K in
 /// shared memory; qwen3-0.6b's geometry takes the `_d128_g4` kernel) against the pair
 /// layout: the dot products sum in another order, so the logits agree to f32 rounding,

@@ -68,16 +68,124 @@ __device__ __forceinline__ const RedTile* gather_fragments(const float (&c)[4]) 
     return red;
 }
 
-// Sum the 8 warps' fragments and store y[m, n] for this block's 16 rows.
+// Decode's RMSNorm folded into the skinny GEMMs around it (`Tuning::norm_epilogue`,
+// ops::NormEpi): no norm kernel and no reduction round trip between the linears. A
+// *producer* (o_proj, down: each block owns whole output elements) adds its sums to the f32
+// residual y, stores the next GEMM's x as hw = bf16(y * nw) (the norm's weights, not yet its
+// scale) and the sums of y^2 over its tile's 16 columns, ss_out [M][N / 16]. A *consumer*
+// (qkv, gate|up) reads such an hw as its x and multiplies its sums by row m's scale
+// rsqrt(sum(ss_in[m]) / K + eps) before storing (before SwiGLU for gate|up): the same
+// product as the norm kernel's, with hw rounded to bf16 before the scale instead of after.
+// The residual keeps its bits: the add is the norm kernel's f32 add of the same sums.
+// Both prefetch what their epilogue reads into shared memory (`epi`, behind the ring) with
+// cp.async right after pdl_wait, each thread the words it will read back itself, so
+// nothing waits on a round trip at the tile's end and no register is held across the loop
+// (the persistent bf16 kernels sit at their 72-register cap). All pointers null: plain y.
+struct NormIo {
+    const float* ss_in;  // consumer: [M][nt_in] partial sums of squares (null: x is normed)
+    int nt_in;
+    float eps;
+    const float* nw;     // producer: the next norm's weights [N] (null: y = sums)
+    __nv_bfloat16* hw;   // producer: bf16(y * nw) [M, N]
+    float* ss_out;       // producer: [M][N / 16]
+};
+#define NORM_PARAMS                                                                      \
+    const float *__restrict__ ss_in, int nt_in, float eps, const float *__restrict__ nw, \
+        __nv_bfloat16 *__restrict__ hw, float *__restrict__ ss_out
+#define NORM_IO NormIo{ss_in, nt_in, eps, nw, hw, ss_out}
+#define NO_NORM NormIo{nullptr, 0, 0.f, nullptr, nullptr, nullptr}
+
+// Bytes of `epi` a launch needs (the launcher adds the same: ops::skinny_plan): the
+// consumer's M rows of partials, or the producer's 128 residual words and 128 weights.
+__device__ __forceinline__ int norm_epi_bytes(const NormIo& io, int M) {
+    return io.ss_in ? M * io.nt_in * 4 : io.nw ? 2 * 128 * 4 : 0;
+}
+
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem_addr(dst)), "l"(src)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+    asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
+// The consumer's prefetch, all multiplying warps after pdl_wait: warp m < M copies row m's
+// partials, lane l the 16-byte groups l, l + 32, ... (nt_in % 4 == 0, checked by the
+// launcher).
+__device__ __forceinline__ void norm_prefetch_scale(const NormIo& io, int M, float* epi) {
+    if (!io.ss_in) return;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (warp >= M) return;
+    const int off = warp * io.nt_in;
+    for (int q = lane; q < io.nt_in / 4; q += 32) cp_async16(epi + off + 4 * q, io.ss_in + off + 4 * q);
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+// The producer's prefetch for the tile at n0, threads (m, r) = (tid / 16, tid % 16) < 128
+// (the threads that store in reduce_store): residual y[m, n0 + r] and nw[n0 + r].
+__device__ __forceinline__ void norm_prefetch_residual(const NormIo& io, const float* y, int M,
+                                                       int N, int n0, float* epi) {
+    if (!io.nw || threadIdx.x >= 128) return;
+    const int r = threadIdx.x & 15, m = threadIdx.x >> 4;
+    if (m < M && n0 + r < N) {
+        cp_async4(epi + threadIdx.x, y + (size_t)m * N + n0 + r);
+        cp_async4(epi + 128 + threadIdx.x, io.nw + n0 + r);
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+// SwiGLU kernels are never producers (the launcher checks).
+__device__ __forceinline__ void norm_prefetch_residual(const NormIo&, const __nv_bfloat16*, int,
+                                                       int, int, float*) {}
+
+// The consumer's row scales into scale[m], warp m (< M) summing the partials its lanes
+// copied (each lane reads back only its own copies: no barrier needed) in a fixed order.
+// Called by every multiplying warp before the barrier in gather_fragments.
+__device__ __forceinline__ void norm_publish_scale(const NormIo& io, int M, int K,
+                                                   const float* epi, float* scale) {
+    if (!io.ss_in) return;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    cp_async_wait_all();
+    if (warp >= M) return;
+    const int off = warp * io.nt_in;
+    float s = 0.f;
+    for (int q = lane; q < io.nt_in / 4; q += 32) {
+        const float4 v = *reinterpret_cast<const float4*>(epi + off + 4 * q);
+        s += (v.x + v.y) + (v.z + v.w);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffff, s, o);
+    if (lane == 0) scale[warp] = rsqrtf(s / (float)K + io.eps);
+}
+
+// Sum the 8 warps' fragments and store y[m, n] for this block's 16 rows (times row m's
+// scale for a consumer); a producer adds them to y instead and stores hw and ss_out.
 __device__ __forceinline__ void reduce_store(const float (&c)[4], float* __restrict__ y, int M,
-                                             int N, int n0) {
+                                             int N, int K, int n0, const NormIo& io,
+                                             const float* epi) {
+    __shared__ float scale[SG_WARPS];
+    norm_publish_scale(io, M, K, epi, scale);
     const RedTile* red = gather_fragments(c);
     if (threadIdx.x < 128) {
         const int r = threadIdx.x & 15, m = threadIdx.x >> 4;
         float s = 0.f;
 #pragma unroll
         for (int w = 0; w < SG_WARPS; ++w) s += red[w][r][m];
-        if (m < M && n0 + r < N) y[(size_t)m * N + n0 + r] = s;
+        const bool ok = m < M && n0 + r < N;
+        if (io.nw) {
+            // Warps 0..3 whole: the half-warp of row m sums its 16 squares below.
+            cp_async_wait_all();
+            const float h = ok ? epi[threadIdx.x] + s : 0.f;
+            if (ok) {
+                y[(size_t)m * N + n0 + r] = h;
+                io.hw[(size_t)m * N + n0 + r] = __float2bfloat16(h * epi[128 + threadIdx.x]);
+            }
+            float q = h * h;
+#pragma unroll
+            for (int o = 8; o > 0; o >>= 1) q += __shfl_xor_sync(0xffffffff, q, o);
+            if (r == 0 && m < M) io.ss_out[(size_t)m * ((N + 15) / 16) + n0 / 16] = q;
+        } else if (ok) {
+            y[(size_t)m * N + n0 + r] = io.ss_in ? s * scale[m] : s;
+        }
     }
 }
 
@@ -85,9 +193,13 @@ __device__ __forceinline__ void reduce_store(const float (&c)[4], float* __restr
 // 8j..8j+7, then up rows 8j..8j+7; ops::interleave_gate_up), so one block holds both halves
 // of 8 outputs and writes act[m, 8j + r] = bf16(silu(g) * u) itself: no f32 gate|up buffer
 // and no separate swiglu kernel. Sums and formula are those of reduce_store + swiglu.cu.
+// A consumer (io.ss_in) scales g and u by row m's norm scale first.
 __device__ __forceinline__ void reduce_store_swiglu(const float (&c)[4],
                                                     __nv_bfloat16* __restrict__ act, int M,
-                                                    int inter, int n0) {
+                                                    int inter, int K, int n0,
+                                                    const NormIo& io, const float* epi) {
+    __shared__ float scale[SG_WARPS];
+    norm_publish_scale(io, M, K, epi, scale);
     const RedTile* red = gather_fragments(c);
     if (threadIdx.x < 64) {
         const int r = threadIdx.x & 7, m = threadIdx.x >> 3;
@@ -97,6 +209,11 @@ __device__ __forceinline__ void reduce_store_swiglu(const float (&c)[4],
             gs += red[w][r][m];
             us += red[w][r + 8][m];
         }
+        if (io.ss_in) {
+            const float sc = scale[m];
+            gs *= sc;
+            us *= sc;
+        }
         const int col = n0 / 2 + r;
         if (m < M && col < inter)
             act[(size_t)m * inter + col] = __float2bfloat16(gs / (1.0f + expf(-gs)) * us);
@@ -104,13 +221,15 @@ __device__ __forceinline__ void reduce_store_swiglu(const float (&c)[4],
 }
 
 // Where a kernel's sums go: y [M, N] f32 (Out = float), or act [M, N / 2] bf16 through
-// SwiGLU for interleaved gate|up weights (Out = __nv_bfloat16).
-__device__ __forceinline__ void store_out(const float (&c)[4], float* y, int M, int N, int n0) {
-    reduce_store(c, y, M, N, n0);
+// SwiGLU for interleaved gate|up weights (Out = __nv_bfloat16). K: the tile's, for the
+// consumer's scale.
+__device__ __forceinline__ void store_out(const float (&c)[4], float* y, int M, int N, int K,
+                                          int n0, const NormIo& io, const float* epi) {
+    reduce_store(c, y, M, N, K, n0, io, epi);
 }
 __device__ __forceinline__ void store_out(const float (&c)[4], __nv_bfloat16* act, int M, int N,
-                                          int n0) {
-    reduce_store_swiglu(c, act, M, N / 2, n0);
+                                          int K, int n0, const NormIo& io, const float* epi) {
+    reduce_store_swiglu(c, act, M, N / 2, K, n0, io, epi);
 }
 
 // The rows one thread of a 16-row tile works on: weight rows n0 + g and n0 + g + 8 (the

@@ -141,6 +141,12 @@ impl<'g> Launch<'g> {
         self
     }
 
+    /// A null device pointer, for an optional buffer the kernel then leaves alone.
+    pub fn null(&mut self) -> &mut Self {
+        self.args.push(0);
+        self
+    }
+
     pub fn i32(&mut self, v: i32) -> &mut Self {
         self.args.push(v as u32 as u64);
         self

@@ -156,6 +156,15 @@ pub struct Tuning {
     /// FP8 batch 1 2680-2690 -> 2664-2671, batch 8 3441-3446 -> 3321-3333.
     /// `LATLAB_ATTENTION_MMA=0|1`.
     pub attention_mma: bool,
+    /// Decode's RMSNorms (but the first and the last of a step) folded into the skinny
+    /// GEMMs around them (`ops::NormEpi`): o_proj and down add their sums to the residual
+    /// and store the next GEMM's x with the norm's weights and per-tile sums of squares;
+    /// qkv and gate|up scale their sums by each row's norm scale. No norm kernel and no
+    /// reduction round trip remain between the linears. The residual keeps its bits; the
+    /// normed x is rounded to bf16 before the scale instead of after (HF transformers
+    /// rounds it before the weights), so logits move within bf16 tolerance. Needs the bulk
+    /// pipeline and fused gate|up. `LATLAB_NORM_EPILOGUE=0|1`.
+    pub norm_epilogue: bool,
 }
 
 /// `Tuning::tiled_weights`.
@@ -215,6 +224,7 @@ impl Default for Tuning {
             attention_d32: true,
             tiled_weights: TiledWeights::Off,
             attention_mma: true,
+            norm_epilogue: false,
         }
     }
 }
@@ -292,6 +302,7 @@ impl Tuning {
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_d32: get("LATLAB_ATTENTION_D32", d.attention_d32)?,
             attention_mma: get("LATLAB_ATTENTION_MMA", d.attention_mma)?,
+            norm_epilogue: get("LATLAB_NORM_EPILOGUE", d.norm_epilogue)?,
             tiled_weights: match var("LATLAB_TILED_WEIGHTS").as_deref() {
                 None => d.tiled_weights,
                 Some("0") => TiledWeights::Off,
@@ -382,10 +393,12 @@ mod tests {
             ("LATLAB_ATTENTION_D32", "0"),
             ("LATLAB_TILED_WEIGHTS", "bf16"),
             ("LATLAB_ATTENTION_MMA", "0"),
+            ("LATLAB_NORM_EPILOGUE", "1"),
         ])
         .unwrap();
 
         assert!(d.attention_mma && !t.attention_mma);
+        assert!(!d.norm_epilogue && t.norm_epilogue);
 
         assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
         assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));

@@ -2,7 +2,7 @@
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
-# sweep splits fp8bulk bench ahead latency prefill fp8prefill early http hf stream trace wgmma copy
+# sweep splits fp8bulk bench ahead fold latency prefill fp8prefill early http hf stream trace wgmma copy
 # steptiming" (default: tests timing chain bench prefill early http; hf writes a 16 GB
 # checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
@@ -17,7 +17,7 @@ has() { [[ " $SUITE " == *" $1 "* ]]; }
 # The engine bench on random Qwen3-8B weights with a 232-token prompt; parts add the rest.
 BENCH="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232"
 if has tests; then
-  for b in cuda_ops cuda_attention cuda_gemm cuda_backend cuda_paths; do
+  for b in cuda_ops cuda_attention cuda_gemm cuda_norm_epilogue cuda_backend cuda_paths; do
     timeout 150 $T/$b --include-ignored --nocapture --test-threads=1 > "$OUT/$b.log" 2>&1
     echo "$b rc=$?"; grep -E "test result|panicked" "$OUT/$b.log" | head -5
   done
@@ -122,6 +122,23 @@ if has ahead; then
     for on in ${AHEAD_POLICIES:-0 late sure}; do
       LATLAB_RUN_AHEAD=$on timeout 120 $B --batch "$2" --quantization "$1" > "$OUT/ahead_$1_$2_$on.log" 2>&1
       echo "run-ahead=$on $1 batch $2 rc=$?"; grep -E "round 1|rror" "$OUT/ahead_$1_$2_$on.log"
+    done
+  done
+fi
+if has fold; then
+  # Decode's norms folded into the skinny GEMMs (LATLAB_NORM_EPILOGUE=0|1): the epilogues'
+  # tests and the A/B on the logits, then the bench off and on; FOLD_CASES (e.g. "none_8
+  # fp8_1") picks fewer cases.
+  timeout 240 $T/cuda_norm_epilogue --include-ignored --nocapture --test-threads=1 > "$OUT/fold_tests.log" 2>&1
+  echo "cuda_norm_epilogue rc=$?"; grep -E "test result|panicked" "$OUT/fold_tests.log" | head -5
+  timeout 150 $T/cuda_paths --include-ignored --nocapture folded_norms > "$OUT/fold_paths.log" 2>&1
+  echo "cuda_paths folded_norms rc=$?"; grep -E "test result|panicked" "$OUT/fold_paths.log" | head -5
+  B="$BENCH --gen-len 220 --rounds 2"
+  for qb in ${FOLD_CASES:-none_1 none_8 fp8_1 fp8_8}; do
+    set -- ${qb/_/ }
+    for on in 0 1; do
+      LATLAB_NORM_EPILOGUE=$on timeout 120 $B --batch "$2" --quantization "$1" > "$OUT/fold_$1_$2_$on.log" 2>&1
+      echo "norm_epilogue=$on $1 batch $2 rc=$?"; grep -E "round 1|rror" "$OUT/fold_$1_$2_$on.log"
     done
   done
 fi

@@ -10,6 +10,7 @@ mod decode_attention;
 mod elementwise;
 mod prefill_attention;
 mod skinny;
+mod skinny_norm;
 mod skinny_plan;
 mod weight_layout;
 
@@ -27,9 +28,11 @@ pub use prefill_attention::{
     PREFILL_HEAD_DIM, prefill_attention_into, prefill_attention_supported,
 };
 pub use skinny::{
-    FP8_BLOCK, Fp8Matrix, GATE_UP_GROUP, SKINNY_MAX_ROWS, fp8_dequant_into, interleave_gate_up,
-    skinny_gemm_fp8_into, skinny_gemm_fp8_swiglu_into, skinny_gemm_into, skinny_gemm_swiglu_into,
+    FP8_BLOCK, Fp8Matrix, GATE_UP_GROUP, SKINNY_MAX_ROWS, SkinnyWeights, fp8_dequant_into,
+    interleave_gate_up, skinny_gemm_fp8_into, skinny_gemm_fp8_swiglu_into, skinny_gemm_into,
+    skinny_gemm_swiglu_into, skinny_linear_norm_into, skinny_swiglu_norm_into,
 };
+pub use skinny_norm::{NormEpi, norm_parts};
 pub use skinny_plan::skinny_kernel;
 pub use weight_layout::{STAGE_ROW_BYTES, WeightLayout, tile_codes, tile_weights, tiled_index};
 

@@ -3,7 +3,8 @@
 //! has a register-pipeline kernel and bulk-copy ones (`Tuning::skinny_bulk_*`); which one a
 //! launch runs, and in what shape, is skinny_plan.rs's business.
 
-use super::skinny_plan::{bulk_args, launch_cfg, start, weights};
+use super::skinny_norm::NormEpi;
+use super::skinny_plan::{Pipe, bulk_args, launch_cfg, start, weights};
 use super::to_i32;
 use super::weight_layout::WeightLayout;
 use crate::error::{Result, check};
@@ -56,10 +57,11 @@ pub fn skinny_gemm_into(
     const OP: &str = "skinny_gemm_bf16";
     check_bf16_weights(OP, w.len(), n, k)?;
     let m = rows_of(OP, x.len(), k, y.len(), n)?;
-    launch_bf16(gpu, OP, x, (w, layout), (m, n, k), y)
+    launch_bf16(gpu, OP, x, (w, layout), (m, n, k), y, NormEpi::None)
 }
 
-/// Launch a bf16 skinny kernel whose shapes the caller checked: x [m, k], w [n, k], out.
+/// Launch a bf16 skinny kernel whose shapes the caller checked: x [m, k], w [n, k], out,
+/// and the norm epilogue's buffers (checked here).
 fn launch_bf16<O>(
     gpu: &Gpu,
     op: &'static str,
@@ -67,13 +69,16 @@ fn launch_bf16<O>(
     (w, layout): (&CudaView<'_, bf16>, WeightLayout),
     (m, n, k): (usize, usize, usize),
     out: &mut CudaViewMut<'_, O>,
+    epi: NormEpi<'_, '_>,
 ) -> Result<()> {
     let (mi, ni, ki) = (m as i32, to_i32(op, "n", n)?, to_i32(op, "k", k)?);
-    let (mut b, pipe) = start(gpu, op, (m, n, k))?;
+    let epi_bytes = epi.check(op, m, n, op.ends_with("_swiglu"))?;
+    let (mut b, pipe) = start(gpu, op, (m, n, k), epi_bytes)?;
     b.input(x);
     weights(&mut b, w, layout, pipe)?;
     b.output(out).i32(mi).i32(ni).i32(ki);
     bulk_args(&mut b, pipe, layout);
+    norm_args(&mut b, pipe, m, epi)?;
     // SAFETY: the caller checked the shapes; k % 8 == 0 keeps every row 16-byte aligned
     // given cudarc's 256-byte-aligned allocations (views at row offsets keep it too).
     unsafe { b.launch(launch_cfg(n, pipe)) }?;
@@ -139,11 +144,13 @@ pub fn skinny_gemm_fp8_into(
     const OP: &str = "skinny_gemm_fp8";
     let sizes = w.check(OP, 16)?;
     let m = rows_of(OP, x.len(), w.k, y.len(), w.n)?;
-    launch_fp8(gpu, OP, x, w, m, sizes, y)
+    launch_fp8(gpu, OP, x, w, m, sizes, y, NormEpi::None)
 }
 
 /// Launch an FP8 skinny kernel whose shapes the caller checked (`sizes` from
-/// `Fp8Matrix::check`): x [m, k], the matrix, out.
+/// `Fp8Matrix::check`): x [m, k], the matrix, out, and the norm epilogue's buffers
+/// (checked here).
+#[allow(clippy::too_many_arguments)]
 fn launch_fp8<O>(
     gpu: &Gpu,
     op: &'static str,
@@ -152,14 +159,17 @@ fn launch_fp8<O>(
     m: usize,
     (ni, ki, ri): (i32, i32, i32),
     out: &mut CudaViewMut<'_, O>,
+    epi: NormEpi<'_, '_>,
 ) -> Result<()> {
     let il = to_i32(op, "interleave", w.interleave)?;
-    let (mut b, pipe) = start(gpu, op, (m, w.n, w.k))?;
+    let epi_bytes = epi.check(op, m, w.n, op.ends_with("_swiglu"))?;
+    let (mut b, pipe) = start(gpu, op, (m, w.n, w.k), epi_bytes)?;
     b.input(x);
     weights(&mut b, w.codes, w.layout, pipe)?;
     b.input(w.scale_inv).output(out);
     b.i32(m as i32).i32(ni).i32(ki).i32(ri).i32(il);
     bulk_args(&mut b, pipe, w.layout);
+    norm_args(&mut b, pipe, m, epi)?;
     // SAFETY: the caller checked the shapes; k % 16 == 0 keeps every fp8 row 16-byte
     // aligned.
     unsafe { b.launch(launch_cfg(w.n, pipe)) }?;
@@ -207,7 +217,7 @@ pub fn skinny_gemm_swiglu_into(
     let n = 2 * inter;
     check_bf16_weights(OP, w.len(), n, k)?;
     let m = rows_of(OP, x.len(), k, act.len(), inter)?;
-    launch_bf16(gpu, OP, x, (w, layout), (m, n, k), act)
+    launch_bf16(gpu, OP, x, (w, layout), (m, n, k), act, NormEpi::None)
 }
 
 /// `skinny_gemm_swiglu_into` with FP8 weights: `w.interleave` must be `w.n / 2`.
@@ -223,7 +233,89 @@ pub fn skinny_gemm_fp8_swiglu_into(
         "the matrix is not interleaved gate|up".to_string()
     })?;
     let m = rows_of(OP, x.len(), w.k, act.len(), w.interleave)?;
-    launch_fp8(gpu, OP, x, w, m, sizes, act)
+    launch_fp8(gpu, OP, x, w, m, sizes, act, NormEpi::None)
+}
+
+/// The bulk kernels' NormIo arguments; the register pipeline has none, so it takes only
+/// `NormEpi::None`.
+fn norm_args(b: &mut Launch<'_>, pipe: Pipe, m: usize, epi: NormEpi<'_, '_>) -> Result<()> {
+    match pipe {
+        Pipe::Bulk { .. } => epi.push(b, m),
+        Pipe::Regs => check(epi.is_none(), b.op(), || {
+            "the norm epilogue needs the bulk-copy pipeline (LATLAB_SKINNY_BULK_*=1)".to_string()
+        }),
+    }
+}
+
+/// The weights of a decode GEMM with the norm folded in: bf16 [n, k] in a layout, or FP8.
+pub enum SkinnyWeights<'a, 'b> {
+    Bf16(&'a CudaView<'b, bf16>, WeightLayout),
+    Fp8(&'a Fp8Matrix<'a, 'b>),
+}
+
+/// `skinny_gemm_into` / `skinny_gemm_fp8_into` with decode's RMSNorm folded in: as the
+/// norm's consumer (`NormEpi::Scale`, x is the producer's hw) or producer
+/// (`NormEpi::AddNorm`, y is the residual). n, k: the matrix's shape.
+pub fn skinny_linear_norm_into(
+    gpu: &Gpu,
+    x: &CudaView<'_, bf16>,
+    w: SkinnyWeights<'_, '_>,
+    (n, k): (usize, usize),
+    y: &mut CudaViewMut<'_, f32>,
+    epi: NormEpi<'_, '_>,
+) -> Result<()> {
+    match w {
+        SkinnyWeights::Bf16(w, layout) => {
+            const OP: &str = "skinny_gemm_bf16";
+            check_bf16_weights(OP, w.len(), n, k)?;
+            let m = rows_of(OP, x.len(), k, y.len(), n)?;
+            launch_bf16(gpu, OP, x, (w, layout), (m, n, k), y, epi)
+        }
+        SkinnyWeights::Fp8(w) => {
+            const OP: &str = "skinny_gemm_fp8";
+            let sizes = w.check(OP, 16)?;
+            check((w.n, w.k) == (n, k), OP, || {
+                format!("matrix {} x {} != {n} x {k}", w.n, w.k)
+            })?;
+            let m = rows_of(OP, x.len(), k, y.len(), n)?;
+            launch_fp8(gpu, OP, x, w, m, sizes, y, epi)
+        }
+    }
+}
+
+/// `skinny_gemm_swiglu_into` / `skinny_gemm_fp8_swiglu_into` as a folded norm's consumer
+/// (`NormEpi::Scale`): x is the producer's hw; gate and up are scaled before SwiGLU.
+pub fn skinny_swiglu_norm_into(
+    gpu: &Gpu,
+    x: &CudaView<'_, bf16>,
+    w: SkinnyWeights<'_, '_>,
+    (inter, k): (usize, usize),
+    act: &mut CudaViewMut<'_, bf16>,
+    epi: NormEpi<'_, '_>,
+) -> Result<()> {
+    match w {
+        SkinnyWeights::Bf16(w, layout) => {
+            const OP: &str = "skinny_gemm_bf16_swiglu";
+            check(inter > 0 && inter.is_multiple_of(GATE_UP_GROUP), OP, || {
+                format!("inter = {inter} must be a positive multiple of {GATE_UP_GROUP}")
+            })?;
+            check_bf16_weights(OP, w.len(), 2 * inter, k)?;
+            let m = rows_of(OP, x.len(), k, act.len(), inter)?;
+            launch_bf16(gpu, OP, x, (w, layout), (m, 2 * inter, k), act, epi)
+        }
+        SkinnyWeights::Fp8(w) => {
+            const OP: &str = "skinny_gemm_fp8_swiglu";
+            let sizes = w.check(OP, 16)?;
+            check(w.interleave == inter && w.k == k, OP, || {
+                format!(
+                    "matrix interleave {} / k {} != {inter} / {k}",
+                    w.interleave, w.k
+                )
+            })?;
+            let m = rows_of(OP, x.len(), k, act.len(), inter)?;
+            launch_fp8(gpu, OP, x, w, m, sizes, act, epi)
+        }
+    }
 }
 
 /// out [n, k] bf16 (row-major, whatever the codes' layout) = the FP8 matrix's values

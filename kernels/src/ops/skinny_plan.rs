@@ -41,8 +41,8 @@ const BULK_FP8_SWIGLU_XS: BulkNames = [
 
 /// How a skinny launch runs: the register pipeline (a block per 16-row tile), or the bulk
 /// one with its ring depth, grid (a block per tile, or fewer persistent blocks), the bytes
-/// of x it keeps in shared memory besides the weights' slots (staged whole by the `*_xs`
-/// kernels; 0: none).
+/// of shared memory it keeps besides the weights' slots: the norm epilogue's
+/// (`NormEpi`) and x (staged whole by the `*_xs` kernels; 0: none).
 #[derive(Clone, Copy)]
 pub(super) enum Pipe {
     Regs,
@@ -95,11 +95,13 @@ const MAX_DYNAMIC_SMEM: u32 = 222 * 1024;
 
 /// The kernel and launch shape for `op` over x [m, k] and n output rows under the GPU's
 /// tuning (`skinny_kernel`), with the deeper ring when the grid has fewer tiles than two
-/// per SM and, for persistent kernels, the blocks that fit at once.
+/// per SM and, for persistent kernels, the blocks that fit at once. `epi_bytes`: the norm
+/// epilogue's shared memory (`NormEpi::check`).
 pub(super) fn start<'g>(
     gpu: &'g Gpu,
     op: &'static str,
     (m, n, k): (usize, usize, usize),
+    epi_bytes: u32,
 ) -> Result<(Launch<'g>, Pipe)> {
     let t = gpu.tuning();
     let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
@@ -108,11 +110,22 @@ pub(super) fn start<'g>(
     if name == op {
         return Ok((Launch::new(gpu, op)?, Pipe::Regs));
     }
-    let x_bytes = if name.ends_with("_xs") {
-        staged_x_bytes(m, k)
-    } else {
-        0
-    };
+    // The norm epilogue's words lie between the ring and staged x (skinny_bulk.cu).
+    let x_bytes = epi_bytes
+        + if name.ends_with("_xs") {
+            staged_x_bytes(m, k)
+        } else {
+            0
+        };
+    check(
+        stages * BULK_STAGE_BYTES + x_bytes <= MAX_DYNAMIC_SMEM,
+        op,
+        || {
+            format!(
+                "{stages} ring stages and {x_bytes} bytes beside them exceed {MAX_DYNAMIC_SMEM} bytes of shared memory"
+            )
+        },
+    )?;
     let tiles = n.div_ceil(TILE_N) as u32;
     let blocks = if name.contains("_persistent") {
         let smem = stages * BULK_STAGE_BYTES + x_bytes;

@@ -25,6 +25,8 @@ pub(super) struct Scratch {
     o: CudaSlice<f32>,
     gu: CudaSlice<f32>,
     act: CudaSlice<bf16>,
+    /// The folded norms' partial sums of squares (`ops::NormEpi`): [rows, hidden / 16].
+    ss: CudaSlice<f32>,
     /// Split-context attention: how many splits and their partial states
     /// (`ops::SplitScratch`).
     attn_splits: usize,
@@ -53,6 +55,7 @@ impl Scratch {
             o: s.alloc_zeros(rows * hd).map_err(&a)?,
             gu: s.alloc_zeros(rows * 2 * i).map_err(&a)?,
             act: s.alloc_zeros(rows * i).map_err(&a)?,
+            ss: s.alloc_zeros(rows * ops::norm_parts(hd)).map_err(&a)?,
         })
     }
 }
@@ -261,6 +264,91 @@ fn gate_up_act(
     .map_err(kernel_err)
 }
 
+/// Whether a forward over `rows` tokens folds its inner norms into the GEMMs
+/// (`Tuning::norm_epilogue`, `ops::NormEpi`): a decode batch whose every projection runs on
+/// the bulk pipeline, with gate|up fused, and a hidden size whose partial sums come in
+/// fours (16-byte copies).
+fn folds_norms(gpu: &Gpu, w: &GpuWeights, rows: usize, hidden: usize) -> bool {
+    let t = gpu.tuning();
+    let bulk = |l: &GpuLinear| match l {
+        GpuLinear::Bf16 { .. } => t.skinny_bulk_bf16,
+        GpuLinear::Fp8 { .. } => t.skinny_bulk_fp8,
+    };
+    t.norm_epilogue
+        && rows <= SKINNY_MAX_ROWS
+        && ops::norm_parts(hidden).is_multiple_of(4)
+        && w.layers
+            .iter()
+            .all(|l| l.gu_tiled && bulk(&l.wqkv) && bulk(&l.wo) && bulk(&l.wgu) && bulk(&l.wdown))
+}
+
+/// Run `f` with the skinny GEMM's view of a projection of `n` x `k` (`interleave`: the
+/// FP8 gate|up's).
+fn with_skinny_weights<R>(
+    w: &GpuLinear,
+    (n, k): (usize, usize),
+    f: impl FnOnce(ops::SkinnyWeights<'_, '_>) -> R,
+) -> R {
+    match w {
+        GpuLinear::Bf16 { rows, tiled } => {
+            let (m, layout) = decode_bf16(rows, tiled.as_ref());
+            f(ops::SkinnyWeights::Bf16(&m.as_view(), layout))
+        }
+        GpuLinear::Fp8 {
+            codes,
+            scale_inv,
+            scale_rows,
+            interleave,
+            layout,
+            ..
+        } => {
+            let (cv, sv) = (codes.as_view(), scale_inv.as_view());
+            let m8 = fp8_matrix(&cv, &sv, (*scale_rows, *interleave, *layout), n, k);
+            f(ops::SkinnyWeights::Fp8(&m8))
+        }
+    }
+}
+
+/// y = x wᵀ for a decode batch with a folded norm's epilogue (`ops::NormEpi`).
+fn linear_folded(
+    gpu: &Gpu,
+    x: &CudaSlice<bf16>,
+    w: &GpuLinear,
+    (n, k): (usize, usize),
+    y: &mut CudaSlice<f32>,
+    epi: ops::NormEpi<'_, '_>,
+) -> Result<()> {
+    with_skinny_weights(w, (n, k), |sw| {
+        ops::skinny_linear_norm_into(gpu, &x.as_view(), sw, (n, k), &mut y.as_view_mut(), epi)
+    })
+    .map_err(kernel_err)
+}
+
+/// The decode MLP's first half as a folded norm's consumer: act = SwiGLU(s · (hw ·
+/// gate|up)), with hw in `sc.h` and the row scales from `sc.ss`.
+fn gate_up_folded(
+    gpu: &Gpu,
+    lw: &GpuLayer,
+    (inter, k): (usize, usize),
+    eps: f32,
+    sc: &mut Scratch,
+) -> Result<()> {
+    let Scratch { h, act, ss, .. } = sc;
+    let ssv = ss.as_view();
+    with_skinny_weights(&lw.wgu, (2 * inter, k), |sw| {
+        let epi = ops::NormEpi::Scale { ss: &ssv, eps };
+        ops::skinny_swiglu_norm_into(
+            gpu,
+            &h.as_view(),
+            sw,
+            (inter, k),
+            &mut act.as_view_mut(),
+            epi,
+        )
+    })
+    .map_err(kernel_err)
+}
+
 /// Attention of the step's rows into `out`: the tensor-core prefill kernel for more rows
 /// than a decode batch when `Tuning::prefill_attention` is on and the geometry fits, else
 /// the split-context kernel with `splits` and its partials.
@@ -310,9 +398,12 @@ pub(super) fn forward_layers(
         &mut sc.x.as_view_mut(),
     )
     .map_err(ke)?;
+    let fold = folds_norms(gpu, w, meta.ids().len(), hd);
     for (li, lw) in w.layers.iter().enumerate() {
         // The previous layer's MLP output (in `o`) joins the residual here, fused with this
-        // layer's input norm.
+        // layer's input norm; with folded norms, the previous down did both (`h` holds its
+        // hw, `ss` its sums of squares).
+        let folded_in = fold && li > 0;
         if li == 0 {
             ops::rmsnorm_into(
                 gpu,
@@ -321,7 +412,7 @@ pub(super) fn forward_layers(
                 eps,
                 &mut sc.h.as_view_mut(),
             )
-        } else {
+        } else if !folded_in {
             ops::add_rmsnorm_into(
                 gpu,
                 &mut sc.x.as_view_mut(),
@@ -330,17 +421,28 @@ pub(super) fn forward_layers(
                 eps,
                 &mut sc.h.as_view_mut(),
             )
+        } else {
+            Ok(())
         }
         .map_err(ke)?;
-        linear_w(
-            gpu,
-            &sc.h,
-            &lw.wqkv,
-            qd + 2 * kvd,
-            hd,
-            &mut sc.qkv,
-            deq.as_deref_mut(),
-        )?;
+        if folded_in {
+            let Scratch { h, qkv, ss, .. } = &mut *sc;
+            let epi = ops::NormEpi::Scale {
+                ss: &ss.as_view(),
+                eps,
+            };
+            linear_folded(gpu, h, &lw.wqkv, (qd + 2 * kvd, hd), qkv, epi)?;
+        } else {
+            linear_w(
+                gpu,
+                &sc.h,
+                &lw.wqkv,
+                qd + 2 * kvd,
+                hd,
+                &mut sc.qkv,
+                deq.as_deref_mut(),
+            )?;
+        }
         let rope = RopeKvArgs {
             qkv: &sc.qkv.as_view(),
             q_norm: &lw.q_norm.as_view(),
@@ -382,6 +484,37 @@ pub(super) fn forward_layers(
             &mut sc.attn,
         )
         .map_err(ke)?;
+        if fold {
+            // o_proj joins the residual and stores the post norm's hw and sums; gate|up
+            // applies the scale; down joins the residual for the next layer's input norm
+            // (the last layer's goes through `o` to the final norm below).
+            let Scratch { attn, x, h, ss, .. } = &mut *sc;
+            let epi = ops::NormEpi::AddNorm {
+                w: &lw.post_norm.as_view(),
+                hw: &mut h.as_view_mut(),
+                ss: &mut ss.as_view_mut(),
+            };
+            linear_folded(gpu, attn, &lw.wo, (hd, qd), x, epi)?;
+            gate_up_folded(gpu, lw, (inter, hd), eps, sc)?;
+            let Scratch {
+                x, h, ss, act, o, ..
+            } = &mut *sc;
+            match w.layers.get(li + 1) {
+                Some(next) => {
+                    let epi = ops::NormEpi::AddNorm {
+                        w: &next.input_norm.as_view(),
+                        hw: &mut h.as_view_mut(),
+                        ss: &mut ss.as_view_mut(),
+                    };
+                    linear_folded(gpu, act, &lw.wdown, (hd, inter), x, epi)?;
+                }
+                None => {
+                    let epi = ops::NormEpi::None;
+                    linear_folded(gpu, act, &lw.wdown, (hd, inter), o, epi)?;
+                }
+            }
+            continue;
+        }
         linear_w(gpu, &sc.attn, &lw.wo, hd, qd, &mut sc.o, deq.as_deref_mut())?;
         ops::add_rmsnorm_into(
             gpu,

@@ -1,0 +1,337 @@
+//! Decode's RMSNorm folded into the skinny GEMMs (`ops::NormEpi`, Tuning::norm_epilogue)
+//! against the plain kernels (GPU machine only: `cargo test -p engine --test
+//! cuda_norm_epilogue -- --ignored`), bf16 and FP8, one-tile and persistent, at 1, 3 and 8
+//! rows:
+//! - a producer adds to the residual exactly what the plain kernel stores (the same f32
+//!   add the norm kernel does), stores hw = bf16(y w) exactly, and each 16 columns' sum of
+//!   squares to f32 rounding;
+//! - a consumer stores the plain kernel's sums times each row's rsqrt(sum / k + eps), and
+//!   with SwiGLU scales gate and up before it;
+//! - the launchers refuse what the kernels cannot do, naming it.
+
+mod cuda_common;
+
+use cuda_common::{Rng, check, down, down_bf16, gpu_tuned, up, up_bf16};
+use kernels::cudarc::driver::CudaSlice;
+use kernels::ops::{self, NormEpi, SkinnyWeights};
+use kernels::{Gpu, bf16};
+
+/// The pipelines the engine may fold on: persistent (the default), a block per tile, and
+/// FP8 with x loaded per stage instead of staged whole.
+fn gpus() -> Vec<(Gpu, &'static str)> {
+    vec![
+        (gpu_tuned(|_| {}), "persistent"),
+        (gpu_tuned(|t| t.bulk_persistent = false), "one-tile"),
+        (gpu_tuned(|t| t.x_smem_kb = 0), "x per stage"),
+    ]
+}
+
+/// A projection's weights both ways the skinny GEMM reads them: bf16, and FP8 codes with
+/// 128x128 block scales (codes 0x00..0x6f: finite e4m3 values).
+struct Weights {
+    bf16: CudaSlice<bf16>,
+    codes: CudaSlice<u8>,
+    scales: CudaSlice<f32>,
+    n: usize,
+    k: usize,
+    interleave: usize,
+}
+
+impl Weights {
+    fn new(g: &Gpu, r: &mut Rng, n: usize, k: usize, interleave: usize) -> Self {
+        let w = r.vec(n * k);
+        let codes: Vec<u8> = (0..n * k)
+            .map(|_| {
+                let c = ((r.next() + 1.0) * 55.0) as u8;
+                c.min(0x6f) | if r.next() < 0.0 { 0x80 } else { 0 }
+            })
+            .collect();
+        let scales: Vec<f32> = (0..n.div_ceil(128) * k.div_ceil(128))
+            .map(|_| (r.next().abs() + 0.1) / 64.0)
+            .collect();
+        Weights {
+            bf16: up_bf16(g, &w),
+            codes: up(g, &codes),
+            scales: up(g, &scales),
+            n,
+            k,
+            interleave,
+        }
+    }
+}
+
+/// Run `f` with the weights as the skinny GEMM takes them, FP8 or bf16.
+fn with_weights<R>(w: &Weights, fp8: bool, f: impl FnOnce(SkinnyWeights<'_, '_>) -> R) -> R {
+    if fp8 {
+        let (cv, sv) = (w.codes.as_view(), w.scales.as_view());
+        let m8 = ops::Fp8Matrix {
+            codes: &cv,
+            scale_inv: &sv,
+            scale_rows: 128,
+            n: w.n,
+            k: w.k,
+            interleave: w.interleave,
+            layout: ops::WeightLayout::Rows,
+        };
+        f(SkinnyWeights::Fp8(&m8))
+    } else {
+        f(SkinnyWeights::Bf16(
+            &w.bf16.as_view(),
+            ops::WeightLayout::Rows,
+        ))
+    }
+}
+
+/// The plain kernel's y = x wᵀ [m, n].
+fn plain(g: &Gpu, x: &CudaSlice<bf16>, w: &Weights, fp8: bool) -> Vec<f32> {
+    let m = x.len() / w.k;
+    let mut y = g.stream().alloc_zeros::<f32>(m * w.n).unwrap();
+    with_weights(w, fp8, |sw| {
+        ops::skinny_linear_norm_into(
+            g,
+            &x.as_view(),
+            sw,
+            (w.n, w.k),
+            &mut y.as_view_mut(),
+            NormEpi::None,
+        )
+    })
+    .unwrap();
+    down(g, &y)
+}
+
+#[test]
+#[ignore = "gpu"]
+fn producer_adds_to_the_residual_and_stores_hw_and_sums_of_squares() {
+    for (g, pipe) in gpus() {
+        let mut r = Rng(41);
+        // o_proj's and down's shapes at Qwen3-8B (n = 4096: 256 tiles, the persistent
+        // grid's blocks loop at one block per SM), and a small one.
+        for (n, k) in [(4096, 4096), (4096, 12288), (256, 512)] {
+            let w = Weights::new(&g, &mut r, n, k, 0);
+            let nw: Vec<f32> = r.vec(n).iter().map(|v| 1.0 + v).collect();
+            let dnw = up(&g, &nw);
+            for m in [1, 3, 8] {
+                let x = up_bf16(&g, &r.vec(m * k));
+                let y0: Vec<f32> = r.vec(m * n).iter().map(|v| 8.0 * v).collect();
+                for fp8 in [false, true] {
+                    let what = format!("{pipe} fp8 {fp8} m={m} n={n} k={k}");
+                    let sums = plain(&g, &x, &w, fp8);
+                    let mut y = up(&g, &y0);
+                    let mut hw = g.stream().alloc_zeros::<bf16>(m * n).unwrap();
+                    let mut ss = g
+                        .stream()
+                        .alloc_zeros::<f32>(m * ops::norm_parts(n))
+                        .unwrap();
+                    with_weights(&w, fp8, |sw| {
+                        let epi = NormEpi::AddNorm {
+                            w: &dnw.as_view(),
+                            hw: &mut hw.as_view_mut(),
+                            ss: &mut ss.as_view_mut(),
+                        };
+                        ops::skinny_linear_norm_into(
+                            &g,
+                            &x.as_view(),
+                            sw,
+                            (n, k),
+                            &mut y.as_view_mut(),
+                            epi,
+                        )
+                    })
+                    .unwrap();
+                    let (y, hw, ss) = (down(&g, &y), down_bf16(&g, &hw), down(&g, &ss));
+                    for i in 0..m * n {
+                        let want = y0[i] + sums[i];
+                        assert_eq!(y[i].to_bits(), want.to_bits(), "{what}: residual[{i}]");
+                        let h = bf16::from_f32(y[i] * nw[i % n]).to_f32();
+                        assert_eq!(hw[i].to_bits(), h.to_bits(), "{what}: hw[{i}]");
+                    }
+                    let want: Vec<f32> = (0..m * n / 16)
+                        .map(|t| {
+                            let cols = &y[t * 16..(t + 1) * 16];
+                            cols.iter().map(|&v| v as f64 * v as f64).sum::<f64>() as f32
+                        })
+                        .collect();
+                    check(&format!("{what}: sums of squares"), &ss, &want, 1e-6, 1e-5);
+                }
+            }
+        }
+    }
+}
+
+/// Row m's scale for partial sums ss [m, parts] over k columns, in f64.
+fn scales(ss: &[f32], m: usize, k: usize, eps: f32) -> Vec<f64> {
+    let parts = ss.len() / m;
+    (0..m)
+        .map(|i| {
+            let s: f64 = ss[i * parts..(i + 1) * parts]
+                .iter()
+                .map(|&v| v as f64)
+                .sum();
+            1.0 / (s / k as f64 + eps as f64).sqrt()
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "gpu"]
+fn consumer_scales_each_row_before_storing_and_before_swiglu() {
+    let eps = 1e-6f32;
+    for (g, pipe) in gpus() {
+        let mut r = Rng(43);
+        // qkv's and gate|up's shapes at Qwen3-8B, and small ones.
+        for (n, k, swiglu) in [
+            (6144, 4096, false),
+            (24576, 4096, true),
+            (96, 256, false),
+            (256, 256, true),
+        ] {
+            let w = Weights::new(&g, &mut r, n, k, if swiglu { n / 2 } else { 0 });
+            let parts = ops::norm_parts(k);
+            for m in [1, 3, 8] {
+                let x = up_bf16(&g, &r.vec(m * k));
+                // Sums of squares of rows with magnitudes of ~0.5 to ~40.
+                let ss: Vec<f32> = (0..m * parts)
+                    .map(|i| (r.next().abs() + 0.01) * (1 + 100 * (i / parts)) as f32)
+                    .collect();
+                let dss = up(&g, &ss);
+                let sc = scales(&ss, m, k, eps);
+                for fp8 in [false, true] {
+                    let what = format!("{pipe} fp8 {fp8} m={m} n={n} k={k}");
+                    let sums = plain(&g, &x, &w, fp8);
+                    let epi = NormEpi::Scale {
+                        ss: &dss.as_view(),
+                        eps,
+                    };
+                    if !swiglu {
+                        let mut y = g.stream().alloc_zeros::<f32>(m * n).unwrap();
+                        with_weights(&w, fp8, |sw| {
+                            ops::skinny_linear_norm_into(
+                                &g,
+                                &x.as_view(),
+                                sw,
+                                (n, k),
+                                &mut y.as_view_mut(),
+                                epi,
+                            )
+                        })
+                        .unwrap();
+                        let want: Vec<f32> = (0..m * n)
+                            .map(|i| (sums[i] as f64 * sc[i / n]) as f32)
+                            .collect();
+                        let floor = want.iter().fold(0f32, |a, v| a.max(v.abs())) * 1e-6;
+                        check(&what, &down(&g, &y), &want, floor, 1e-5);
+                        continue;
+                    }
+                    let inter = n / 2;
+                    let mut act = g.stream().alloc_zeros::<bf16>(m * inter).unwrap();
+                    with_weights(&w, fp8, |sw| {
+                        ops::skinny_swiglu_norm_into(
+                            &g,
+                            &x.as_view(),
+                            sw,
+                            (inter, k),
+                            &mut act.as_view_mut(),
+                            epi,
+                        )
+                    })
+                    .unwrap();
+                    // Interleaved rows: tile j holds gate 8j.. then up 8j.. (GATE_UP_GROUP).
+                    let want: Vec<f32> = (0..m * inter)
+                        .map(|i| {
+                            let (row, c) = (i / inter, i % inter);
+                            let base = row * n + (c / 8) * 16 + c % 8;
+                            let gs = sums[base] as f64 * sc[row];
+                            let us = sums[base + 8] as f64 * sc[row];
+                            (gs / (1.0 + (-gs).exp()) * us) as f32
+                        })
+                        .collect();
+                    let floor = want.iter().fold(0f32, |a, v| a.max(v.abs())) * 1e-3;
+                    // bf16 output: half an ulp (2^-9) plus the sums' f32 rounding.
+                    check(
+                        &format!("{what} swiglu"),
+                        &down_bf16(&g, &act),
+                        &want,
+                        floor,
+                        5e-3,
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "gpu"]
+fn norm_epilogue_launchers_refuse_what_the_kernels_cannot_do() {
+    let g = gpu_tuned(|_| {});
+    let mut r = Rng(47);
+    let (m, k, inter) = (2, 256, 64);
+    let w = Weights::new(&g, &mut r, 2 * inter, k, inter);
+    let x = up_bf16(&g, &r.vec(m * k));
+    let nw = up(&g, &vec![1f32; 2 * inter]);
+    let mut hw = g.stream().alloc_zeros::<bf16>(m * 2 * inter).unwrap();
+    let mut ss = g.stream().alloc_zeros::<f32>(m * 8).unwrap();
+    let mut act = g.stream().alloc_zeros::<bf16>(m * inter).unwrap();
+    // SwiGLU's output cannot join a residual.
+    let e = with_weights(&w, false, |sw| {
+        let epi = NormEpi::AddNorm {
+            w: &nw.as_view(),
+            hw: &mut hw.as_view_mut(),
+            ss: &mut ss.as_view_mut(),
+        };
+        ops::skinny_swiglu_norm_into(
+            &g,
+            &x.as_view(),
+            sw,
+            (inter, k),
+            &mut act.as_view_mut(),
+            epi,
+        )
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("SwiGLU output cannot join the residual"), "{e}");
+    // Partial sums that are not 4 per row (16-byte copies).
+    let odd = up(&g, &vec![1f32; m * 6]);
+    let e = with_weights(&w, false, |sw| {
+        let epi = NormEpi::Scale {
+            ss: &odd.as_view(),
+            eps: 1e-6,
+        };
+        ops::skinny_swiglu_norm_into(
+            &g,
+            &x.as_view(),
+            sw,
+            (inter, k),
+            &mut act.as_view_mut(),
+            epi,
+        )
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("6 norm partial sums per row"), "{e}");
+    // The register pipeline has no epilogue for it.
+    let regs = gpu_tuned(|t| t.skinny_bulk_bf16 = false);
+    let x2 = up_bf16(&regs, &r.vec(m * k));
+    let w2 = Weights::new(&regs, &mut r, 2 * inter, k, inter);
+    let ss2 = up(&regs, &vec![1f32; m * 16]);
+    let mut act2 = regs.stream().alloc_zeros::<bf16>(m * inter).unwrap();
+    let e = with_weights(&w2, false, |sw| {
+        let epi = NormEpi::Scale {
+            ss: &ss2.as_view(),
+            eps: 1e-6,
+        };
+        ops::skinny_swiglu_norm_into(
+            &regs,
+            &x2.as_view(),
+            sw,
+            (inter, k),
+            &mut act2.as_view_mut(),
+            epi,
+        )
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("bulk-copy pipeline"), "{e}");
+}
