@@ -144,6 +144,68 @@ impl Linear {
         .unwrap()
     }
 
+    /// `run` with a folded norm's epilogue (`ops::NormEpi`, Tuning::norm_epilogue).
+    pub fn run_epi(
+        &self,
+        g: &Gpu,
+        x: &CudaSlice<bf16>,
+        (n, k): (usize, usize),
+        y: &mut CudaSlice<f32>,
+        epi: ops::NormEpi<'_, '_>,
+    ) {
+        let (xv, mut yv) = (x.as_view(), y.as_view_mut());
+        match self {
+            Linear::Bf16(w) => {
+                let sw = ops::SkinnyWeights::Bf16(&w.as_view(), Self::layout(g, false));
+                ops::skinny_linear_norm_into(g, &xv, sw, (n, k), &mut yv, epi)
+            }
+            Linear::Fp8(c, s) => {
+                let (cv, sv) = (c.as_view(), s.as_view());
+                let m8 = Self::fp8(g, &cv, &sv, n, k, 0);
+                ops::skinny_linear_norm_into(
+                    g,
+                    &xv,
+                    ops::SkinnyWeights::Fp8(&m8),
+                    (n, k),
+                    &mut yv,
+                    epi,
+                )
+            }
+        }
+        .unwrap()
+    }
+
+    /// `run_swiglu` as a folded norm's consumer (x: hw, ss: the producer's sums).
+    pub fn run_swiglu_scaled(
+        &self,
+        g: &Gpu,
+        x: &CudaSlice<bf16>,
+        ss: &CudaSlice<f32>,
+        act: &mut CudaSlice<bf16>,
+    ) {
+        let (xv, mut av, sv) = (x.as_view(), act.as_view_mut(), ss.as_view());
+        let epi = ops::NormEpi::Scale { ss: &sv, eps: 1e-6 };
+        match self {
+            Linear::Bf16(w) => {
+                let sw = ops::SkinnyWeights::Bf16(&w.as_view(), Self::layout(g, false));
+                ops::skinny_swiglu_norm_into(g, &xv, sw, (INTER, HIDDEN), &mut av, epi)
+            }
+            Linear::Fp8(c, s) => {
+                let (cv, scv) = (c.as_view(), s.as_view());
+                let m8 = Self::fp8(g, &cv, &scv, 2 * INTER, HIDDEN, INTER);
+                ops::skinny_swiglu_norm_into(
+                    g,
+                    &xv,
+                    ops::SkinnyWeights::Fp8(&m8),
+                    (INTER, HIDDEN),
+                    &mut av,
+                    epi,
+                )
+            }
+        }
+        .unwrap()
+    }
+
     /// act = SwiGLU(x gate|up^T), the fused decode kernel.
     pub fn run_swiglu(&self, g: &Gpu, x: &CudaSlice<bf16>, act: &mut CudaSlice<bf16>) {
         let (xv, mut av) = (x.as_view(), act.as_view_mut());
@@ -198,7 +260,9 @@ impl Layer {
 }
 
 /// One decode step for `m` rows, with `omit`'s kernels left out, in the engine's order
-/// (engine/src/model/cuda/step.rs).
+/// (engine/src/model/cuda/step.rs), with the inner norms folded into the GEMMs where the
+/// tuning says so (`Tuning::norm_epilogue`; "without norms" then leaves out only the first
+/// and the last).
 pub fn step(
     g: &Gpu,
     m: usize,
@@ -230,9 +294,44 @@ pub fn step(
         }
         .unwrap()
     };
+    let fold = g.tuning().norm_epilogue;
+    let last = layers.len() - 1;
+    // A producer's epilogue: y joins the residual x, the next norm's hw and sums go to h, ss;
+    // x_in: attn (o_proj) or act (down).
+    let add_norm = |l: &Linear, from_act: bool, b: &mut Buffers| {
+        let Buffers {
+            x,
+            h,
+            ss,
+            norm_w,
+            attn,
+            act,
+            ..
+        } = b;
+        let epi = ops::NormEpi::AddNorm {
+            w: &norm_w.as_view(),
+            hw: &mut h.as_view_mut(),
+            ss: &mut ss.as_view_mut(),
+        };
+        let (x_in, k) = if from_act {
+            (&*act, INTER)
+        } else {
+            (&*attn, qd)
+        };
+        l.run_epi(g, x_in, (HIDDEN, k), x, epi);
+    };
     for (li, l) in layers.iter_mut().enumerate() {
-        norm(b, li == 0);
-        l.qkv.run(g, &b.h, qd + 2 * kvd, HIDDEN, &mut b.qkv);
+        if fold && li > 0 {
+            let Buffers { h, ss, qkv, .. } = &mut *b;
+            let epi = ops::NormEpi::Scale {
+                ss: &ss.as_view(),
+                eps: 1e-6,
+            };
+            l.qkv.run_epi(g, h, (qd + 2 * kvd, HIDDEN), qkv, epi);
+        } else {
+            norm(b, li == 0);
+            l.qkv.run(g, &b.h, qd + 2 * kvd, HIDDEN, &mut b.qkv);
+        }
         if !omit.rope {
             let a = RopeKvArgs {
                 qkv: &b.qkv.as_view(),
@@ -281,6 +380,16 @@ pub fn step(
                 &mut b.attn.as_view_mut(),
             )
             .unwrap();
+        }
+        if fold {
+            add_norm(&l.o, false, b);
+            l.gate_up.run_swiglu_scaled(g, &b.h, &b.ss, &mut b.act);
+            if li < last {
+                add_norm(&l.down, true, b);
+            } else {
+                l.down.run(g, &b.act, HIDDEN, INTER, &mut b.o);
+            }
+            continue;
         }
         l.o.run(g, &b.attn, HIDDEN, qd, &mut b.o);
         norm(b, false);
@@ -362,6 +471,8 @@ pub struct Buffers {
     pub attn: CudaSlice<bf16>,
     pub o: CudaSlice<f32>,
     pub act: CudaSlice<bf16>,
+    /// The folded norms' partial sums of squares [m, HIDDEN / 16].
+    pub ss: CudaSlice<f32>,
     pub part_acc: CudaSlice<f32>,
     pub part_ml: CudaSlice<f32>,
     pub logits: CudaSlice<f32>,
@@ -385,6 +496,7 @@ impl Buffers {
             attn: s.alloc_zeros(m * qd).unwrap(),
             o: s.alloc_zeros(m * HIDDEN).unwrap(),
             act: s.alloc_zeros(m * INTER).unwrap(),
+            ss: s.alloc_zeros(m * ops::norm_parts(HIDDEN)).unwrap(),
             part_acc: s.alloc_zeros(na.max(1)).unwrap(),
             part_ml: s.alloc_zeros(nm.max(1)).unwrap(),
             logits: s.alloc_zeros(m * VOCAB).unwrap(),
