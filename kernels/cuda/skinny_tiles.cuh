@@ -109,29 +109,54 @@ __device__ __forceinline__ void cp_async_wait_all() {
     asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
+// An SM keeps ~130 KB of kernel code, and a bf16 decode layer's kernels were ~126 KB
+// (engine/PERF.md, session 15): inlined into every GEMM, these epilogues took the
+// persistent kernels from 22.5 to 34 KB and every kernel's code was fetched again each
+// layer (gpu_step_chain, session 19: +74 us per bf16 batch-1 step with the fold off). So
+// each piece is a __noinline__ function the kernels of a module share, with its arguments
+// by value (a reference to the kernel's NormIo would put it in local memory), behind an
+// inline null check, and its loops are not unrolled.
+
+// A pointer the compiler cannot reason about: the epilogue's null checks go through it, so
+// that it does not unswitch the persistent kernels' tile loop on them (a copy of the whole
+// loop per case: +7 KB of code that way).
+__device__ __forceinline__ bool present(const void* p) {
+    unsigned long long v;
+    asm volatile("mov.b64 %0, %1;" : "=l"(v) : "l"(p));
+    return v != 0;
+}
+
 // The consumer's prefetch, all multiplying warps after pdl_wait: warp m < M copies row m's
 // partials, lane l the 16-byte groups l, l + 32, ... (nt_in % 4 == 0, checked by the
 // launcher).
-__device__ __forceinline__ void norm_prefetch_scale(const NormIo& io, int M, float* epi) {
-    if (!io.ss_in) return;
+__device__ __noinline__ void norm_prefetch_scale_body(const float* ss_in, int nt_in, int M,
+                                                      float* epi) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (warp >= M) return;
-    const int off = warp * io.nt_in;
-    for (int q = lane; q < io.nt_in / 4; q += 32) cp_async16(epi + off + 4 * q, io.ss_in + off + 4 * q);
+    if (warp < M) {
+        const int off = warp * nt_in;
+#pragma unroll 1
+        for (int q = lane; q < nt_in / 4; q += 32) cp_async16(epi + off + 4 * q, ss_in + off + 4 * q);
+    }
     asm volatile("cp.async.commit_group;" ::: "memory");
+}
+__device__ __forceinline__ void norm_prefetch_scale(const NormIo& io, int M, float* epi) {
+    if (present(io.ss_in)) norm_prefetch_scale_body(io.ss_in, io.nt_in, M, epi);
 }
 
 // The producer's prefetch for the tile at n0, threads (m, r) = (tid / 16, tid % 16) < 128
 // (the threads that store in reduce_store): residual y[m, n0 + r] and nw[n0 + r].
-__device__ __forceinline__ void norm_prefetch_residual(const NormIo& io, const float* y, int M,
-                                                       int N, int n0, float* epi) {
-    if (!io.nw || threadIdx.x >= 128) return;
+__device__ __noinline__ void norm_prefetch_residual_body(const float* y, const float* nw, int M,
+                                                         int N, int n0, float* epi) {
     const int r = threadIdx.x & 15, m = threadIdx.x >> 4;
     if (m < M && n0 + r < N) {
         cp_async4(epi + threadIdx.x, y + (size_t)m * N + n0 + r);
-        cp_async4(epi + 128 + threadIdx.x, io.nw + n0 + r);
+        cp_async4(epi + 128 + threadIdx.x, nw + n0 + r);
     }
     asm volatile("cp.async.commit_group;" ::: "memory");
+}
+__device__ __forceinline__ void norm_prefetch_residual(const NormIo& io, const float* y, int M,
+                                                       int N, int n0, float* epi) {
+    if (present(io.nw) && threadIdx.x < 128) norm_prefetch_residual_body(y, io.nw, M, N, n0, epi);
 }
 // SwiGLU kernels are never producers (the launcher checks).
 __device__ __forceinline__ void norm_prefetch_residual(const NormIo&, const __nv_bfloat16*, int,
@@ -140,21 +165,44 @@ __device__ __forceinline__ void norm_prefetch_residual(const NormIo&, const __nv
 // The consumer's row scales into scale[m], warp m (< M) summing the partials its lanes
 // copied (each lane reads back only its own copies: no barrier needed) in a fixed order.
 // Called by every multiplying warp before the barrier in gather_fragments.
-__device__ __forceinline__ void norm_publish_scale(const NormIo& io, int M, int K,
-                                                   const float* epi, float* scale) {
-    if (!io.ss_in) return;
+__device__ __noinline__ void norm_publish_scale_body(int nt_in, float eps, int M, int K,
+                                                     const float* epi, float* scale) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     cp_async_wait_all();
     if (warp >= M) return;
-    const int off = warp * io.nt_in;
+    const int off = warp * nt_in;
     float s = 0.f;
-    for (int q = lane; q < io.nt_in / 4; q += 32) {
+#pragma unroll 1
+    for (int q = lane; q < nt_in / 4; q += 32) {
         const float4 v = *reinterpret_cast<const float4*>(epi + off + 4 * q);
         s += (v.x + v.y) + (v.z + v.w);
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffff, s, o);
-    if (lane == 0) scale[warp] = rsqrtf(s / (float)K + io.eps);
+    if (lane == 0) scale[warp] = rsqrtf(s / (float)K + eps);
+}
+__device__ __forceinline__ void norm_publish_scale(const NormIo& io, int M, int K,
+                                                   const float* epi, float* scale) {
+    if (present(io.ss_in)) norm_publish_scale_body(io.nt_in, io.eps, M, K, epi, scale);
+}
+
+// The producer's store, threads (m, r) < 128 (warps 0..3 whole: the half-warp of row m sums
+// its 16 squares): y[m, n0 + r] = residual + s, hw, and row m's partial sum of squares.
+__device__ __noinline__ void norm_store_residual(float s, float* y, __nv_bfloat16* hw,
+                                                 float* ss_out, int M, int N, int n0,
+                                                 const float* epi) {
+    const int r = threadIdx.x & 15, m = threadIdx.x >> 4;
+    const bool ok = m < M && n0 + r < N;
+    cp_async_wait_all();
+    const float h = ok ? epi[threadIdx.x] + s : 0.f;
+    if (ok) {
+        y[(size_t)m * N + n0 + r] = h;
+        hw[(size_t)m * N + n0 + r] = __float2bfloat16(h * epi[128 + threadIdx.x]);
+    }
+    float q = h * h;
+#pragma unroll
+    for (int o = 8; o > 0; o >>= 1) q += __shfl_xor_sync(0xffffffff, q, o);
+    if (r == 0 && m < M) ss_out[(size_t)m * ((N + 15) / 16) + n0 / 16] = q;
 }
 
 // Sum the 8 warps' fragments and store y[m, n] for this block's 16 rows (times row m's
@@ -170,21 +218,10 @@ __device__ __forceinline__ void reduce_store(const float (&c)[4], float* __restr
         float s = 0.f;
 #pragma unroll
         for (int w = 0; w < SG_WARPS; ++w) s += red[w][r][m];
-        const bool ok = m < M && n0 + r < N;
-        if (io.nw) {
-            // Warps 0..3 whole: the half-warp of row m sums its 16 squares below.
-            cp_async_wait_all();
-            const float h = ok ? epi[threadIdx.x] + s : 0.f;
-            if (ok) {
-                y[(size_t)m * N + n0 + r] = h;
-                io.hw[(size_t)m * N + n0 + r] = __float2bfloat16(h * epi[128 + threadIdx.x]);
-            }
-            float q = h * h;
-#pragma unroll
-            for (int o = 8; o > 0; o >>= 1) q += __shfl_xor_sync(0xffffffff, q, o);
-            if (r == 0 && m < M) io.ss_out[(size_t)m * ((N + 15) / 16) + n0 / 16] = q;
-        } else if (ok) {
-            y[(size_t)m * N + n0 + r] = io.ss_in ? s * scale[m] : s;
+        if (present(io.nw)) {
+            norm_store_residual(s, y, io.hw, io.ss_out, M, N, n0, epi);
+        } else if (m < M && n0 + r < N) {
+            y[(size_t)m * N + n0 + r] = present(io.ss_in) ? s * scale[m] : s;
         }
     }
 }
@@ -209,7 +246,7 @@ __device__ __forceinline__ void reduce_store_swiglu(const float (&c)[4],
             gs += red[w][r][m];
             us += red[w][r + 8][m];
         }
-        if (io.ss_in) {
+        if (present(io.ss_in)) {
             const float sc = scale[m];
             gs *= sc;
             us *= sc;

@@ -62,6 +62,11 @@ fn compile_all(include: PathBuf) {
             s.file
         );
         eprintln!("{}: {} bytes in {:?}", s.file, cubin.len(), t.elapsed());
+        // For reading the SASS (nvdisasm, from PyPI's nvidia-cuda-nvdisasm).
+        if let Ok(dir) = std::env::var("LATLAB_CUBIN_DIR") {
+            std::fs::write(PathBuf::from(dir).join(format!("{}.cubin", s.file)), &cubin)
+                .expect("write the cubin");
+        }
         let code = text_sizes(&cubin);
         for &k in s.kernels {
             let u = usage
