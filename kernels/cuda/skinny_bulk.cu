@@ -133,7 +133,8 @@ __device__ __forceinline__ void consume_stage(const Tile& tile, typename Tile::S
     tile.mma(c, st);
 }
 
-// The norm epilogue's words (NormIo) in dynamic shared memory, right behind the ring.
+// The norm epilogue's words (NormIo, the `_norm` kernels) in dynamic shared memory, right
+// behind the ring.
 __device__ __forceinline__ float* norm_epi(int stages) {
     extern __shared__ __align__(128) unsigned char ring[];
     return reinterpret_cast<float*>(ring + stages * TM_STAGE_BYTES);
@@ -142,7 +143,9 @@ __device__ __forceinline__ float* norm_epi(int stages) {
 // Block = TM_THREADS: warps 0..7 multiply, warp 8 copies. Dynamic shared memory:
 // stages * TM_STAGE_BYTES (the launcher raises the kernel's limit). Rows past N are not
 // copied: their stale shared memory only reaches their own outputs, which are not stored.
-template <class Tile, class Out>
+// NORM: a `_norm` kernel, with decode's RMSNorm folded into its epilogue as io says
+// (skinny_tiles.cuh); the plain kernels compile without any of it.
+template <bool NORM, class Tile, class Out>
 __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __restrict__ y, int M,
                                                      int N, int n0, int stages, int tiled,
                                                      const NormIo& io) {
@@ -163,13 +166,17 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
     }
     float c[4] = {0.f, 0.f, 0.f, 0.f};
     typename Tile::Stage st;
-    float* epi = norm_epi(stages);
     pdl_wait();  // x comes from the previous kernel
-    norm_prefetch_scale(io, M, epi);
-    norm_prefetch_residual(io, y, M, N, n0, epi);
+    if constexpr (NORM) {
+        norm_prefetch_scale(io, M, norm_epi(stages));
+        norm_prefetch_residual(io, y, M, N, n0, norm_epi(stages));
+    }
     tile.prepare();
     for (int i = 0; i < nst; ++i) consume_stage(tile, st, c, ring, full, empty, i, i, stages);
-    store_out(c, y, M, N, tile.K, n0, io, epi);
+    if constexpr (NORM)
+        store_out_norm(c, y, M, N, tile.K, n0, io, norm_epi(stages));
+    else
+        store_out(c, y, M, N, n0);
     TRACE_MARK(3);
 }
 
@@ -200,7 +207,7 @@ __device__ __forceinline__ void produce_tiles(unsigned char* ring, unsigned long
 // default since session 7, for FP8 at batch 1 since session 8 (with x staged once per
 // block; Tuning::fp8_persistent_rows); with a grid of one block per tile this does what
 // skinny_pipeline_bulk does.
-template <class MakeTile, class Out>
+template <bool NORM, class MakeTile, class Out>
 __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
                                                            Out* __restrict__ y, int M, int N,
                                                            int stages, int tiled,
@@ -219,67 +226,82 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
         return;
     }
     typename Tile::Stage st;
-    float* epi = norm_epi(stages);
     pdl_wait();  // x comes from the previous kernel
-    norm_prefetch_scale(io, M, epi);
+    if constexpr (NORM) norm_prefetch_scale(io, M, norm_epi(stages));
     first.prepare();
     TRACE_MARK(2);
     int i = 0;
     for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const Tile t = make(tile);
         // After the barrier that ended the last tile's store: its words are read.
-        norm_prefetch_residual(io, y, M, N, t.n0, epi);
+        if constexpr (NORM) norm_prefetch_residual(io, y, M, N, t.n0, norm_epi(stages));
         float c[4] = {0.f, 0.f, 0.f, 0.f};
         for (int k = 0; k < nst; ++k, ++i) consume_stage(t, st, c, ring, full, empty, i, k, stages);
-        store_out(c, y, M, N, t.K, t.n0, io, epi);
+        if constexpr (NORM)
+            store_out_norm(c, y, M, N, t.K, t.n0, io, norm_epi(stages));
+        else
+            store_out(c, y, M, N, t.n0);
         // The next tile's fragments go where this one's store still reads.
         if (tile + gridDim.x < ntiles) consumers_sync();
     }
     TRACE_MARK(3);
 }
 
-// The bf16 entry points.
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_bf16_bulk(const __nv_bfloat16* __restrict__ x,
-                          const __nv_bfloat16* __restrict__ w, float* __restrict__ y,
-                          int M, int N, int K, int stages, int tiled, NORM_PARAMS) {
-    pdl_trigger();
-    const TileBf16 tile(x, w, M, N, K, blockIdx.x);
-    skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages, tiled, NORM_IO);
-}
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_bf16_swiglu_bulk(const __nv_bfloat16* __restrict__ x,
-                                 const __nv_bfloat16* __restrict__ w,
-                                 __nv_bfloat16* __restrict__ act, int M, int N, int K,
-                                 int stages, int tiled, NORM_PARAMS) {
-    pdl_trigger();
-    const TileBf16 tile(x, w, M, N, K, blockIdx.x);
-    skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages, tiled, NORM_IO);
-}
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_bf16_bulk_persistent(const __nv_bfloat16* __restrict__ x,
-                                     const __nv_bfloat16* __restrict__ w,
-                                     float* __restrict__ y, int M, int N, int K,
-                                     int stages, int tiled, NORM_PARAMS) {
-    pdl_trigger();
-    skinny_pipeline_bulk_tiles([&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, y, M, N,
-                               stages, tiled, NORM_IO);
-}
-extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
-    skinny_gemm_bf16_swiglu_bulk_persistent(const __nv_bfloat16* __restrict__ x,
-                                            const __nv_bfloat16* __restrict__ w,
-                                            __nv_bfloat16* __restrict__ act, int M,
-                                            int N, int K, int stages, int tiled,
-                                            NORM_PARAMS) {
-    pdl_trigger();
-    skinny_pipeline_bulk_tiles([&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, act, M,
-                               N, stages, tiled, NORM_IO);
-}
+// The entry points: each kernel in a plain form and a `_norm` one (NORM_PARAMS after the
+// ring's arguments, EXTRA). NORM_IO_OF(true / false): the epilogue's io, or none.
+#define NORM_IO_OF(NORM) NORM_IO_##NORM
+#define NORM_IO_false NO_NORM
+#define NORM_IO_true NORM_IO
+
+// The bf16 entry points: one-tile and persistent, each with f32 output and with SwiGLU
+// (gate|up interleaved, bf16 act).
+#define TM_BF16_ENTRIES(SUF, NORM, EXTRA)                                                      \
+    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
+        skinny_gemm_bf16_bulk##SUF(const __nv_bfloat16* __restrict__ x,                        \
+                                   const __nv_bfloat16* __restrict__ w, float* __restrict__ y, \
+                                   int M, int N, int K, int stages, int tiled EXTRA) {         \
+        pdl_trigger();                                                                         \
+        const TileBf16 tile(x, w, M, N, K, blockIdx.x);                                        \
+        skinny_pipeline_bulk<NORM>(tile, y, M, N, tile.n0, stages, tiled, NORM_IO_OF(NORM));   \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
+        skinny_gemm_bf16_swiglu_bulk##SUF(                                                     \
+            const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,          \
+            __nv_bfloat16* __restrict__ act, int M, int N, int K, int stages, int tiled EXTRA) { \
+        pdl_trigger();                                                                         \
+        const TileBf16 tile(x, w, M, N, K, blockIdx.x);                                        \
+        skinny_pipeline_bulk<NORM>(tile, act, M, N, tile.n0, stages, tiled, NORM_IO_OF(NORM)); \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
+        skinny_gemm_bf16_bulk_persistent##SUF(                                                 \
+            const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,          \
+            float* __restrict__ y, int M, int N, int K, int stages, int tiled EXTRA) {         \
+        pdl_trigger();                                                                         \
+        skinny_pipeline_bulk_tiles<NORM>([&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, \
+                                         y, M, N, stages, tiled, NORM_IO_OF(NORM));            \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
+        skinny_gemm_bf16_swiglu_bulk_persistent##SUF(                                          \
+            const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,          \
+            __nv_bfloat16* __restrict__ act, int M, int N, int K, int stages, int tiled EXTRA) { \
+        pdl_trigger();                                                                         \
+        skinny_pipeline_bulk_tiles<NORM>([&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, \
+                                         act, M, N, stages, tiled, NORM_IO_OF(NORM));          \
+    }
+
+#define NO_EXTRA
+#define NORM_EXTRA , NORM_PARAMS
+TM_BF16_ENTRIES(, false, NO_EXTRA)
+TM_BF16_ENTRIES(_norm, true, NORM_EXTRA)
 
 // The FP8 kernels with x staged in shared memory (TileFp8S) keep it behind the ring's
-// `stages` slots and the norm epilogue's words: the launcher adds M x xs_row_units(K) x 16
-// bytes to the dynamic shared memory.
-__device__ __forceinline__ uint4* staged_x(int stages, const NormIo& io, int M) {
+// `stages` slots (and, in the `_norm` kernels, the norm epilogue's words): the launcher adds
+// M x xs_row_units(K) x 16 bytes to the dynamic shared memory.
+__device__ __forceinline__ uint4* staged_x(int stages) {
+    extern __shared__ __align__(128) unsigned char ring[];
+    return reinterpret_cast<uint4*>(ring + stages * TM_STAGE_BYTES);
+}
+__device__ __forceinline__ uint4* staged_x_norm(int stages, const NormIo& io, int M) {
     return reinterpret_cast<uint4*>(reinterpret_cast<unsigned char*>(norm_epi(stages)) +
                                     norm_epi_bytes(io, M));
 }
@@ -287,47 +309,52 @@ __device__ __forceinline__ uint4* staged_x(int stages, const NormIo& io, int M) 
 // The four FP8 entry points of one tile kind (SUF): one-tile and persistent, each with f32
 // output and with SwiGLU (gate|up interleaved, bf16 act). TILE(t) builds tile t from the
 // kernel's arguments.
-#define TM_FP8_ENTRIES(SUF, TILE)                                                              \
+#define TM_FP8_ENTRIES(SUF, TILE, NORM, EXTRA)                                                 \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
         skinny_gemm_fp8_bulk##SUF(const __nv_bfloat16* __restrict__ x,                         \
                                   const unsigned char* __restrict__ w,                         \
                                   const float* __restrict__ scale_inv, float* __restrict__ y,  \
-                                  int M, int N, int K, int R, int il, int stages, int tiled, NORM_PARAMS) { \
+                                  int M, int N, int K, int R, int il, int stages,              \
+                                  int tiled EXTRA) {                                           \
         pdl_trigger();                                                                         \
         const auto tile = TILE(blockIdx.x);                                                    \
-        skinny_pipeline_bulk(tile, y, M, N, tile.n0, stages, tiled, NORM_IO);                           \
+        skinny_pipeline_bulk<NORM>(tile, y, M, N, tile.n0, stages, tiled, NORM_IO_OF(NORM));   \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
         skinny_gemm_fp8_swiglu_bulk##SUF(const __nv_bfloat16* __restrict__ x,                  \
                                          const unsigned char* __restrict__ w,                  \
                                          const float* __restrict__ scale_inv,                  \
                                          __nv_bfloat16* __restrict__ act, int M, int N, int K, \
-                                         int R, int il, int stages, int tiled, NORM_PARAMS) {               \
+                                         int R, int il, int stages, int tiled EXTRA) {         \
         pdl_trigger();                                                                         \
         const auto tile = TILE(blockIdx.x);                                                    \
-        skinny_pipeline_bulk(tile, act, M, N, tile.n0, stages, tiled, NORM_IO);                         \
+        skinny_pipeline_bulk<NORM>(tile, act, M, N, tile.n0, stages, tiled, NORM_IO_OF(NORM)); \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
         skinny_gemm_fp8_bulk_persistent##SUF(                                                  \
             const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,          \
             const float* __restrict__ scale_inv, float* __restrict__ y, int M, int N, int K,   \
-            int R, int il, int stages, int tiled, NORM_PARAMS) {                                            \
+            int R, int il, int stages, int tiled EXTRA) {                                      \
         pdl_trigger();                                                                         \
-        skinny_pipeline_bulk_tiles([&](unsigned t) { return TILE(t); }, y, M, N, stages,       \
-                                   tiled, NORM_IO);                                                     \
+        skinny_pipeline_bulk_tiles<NORM>([&](unsigned t) { return TILE(t); }, y, M, N, stages, \
+                                         tiled, NORM_IO_OF(NORM));                             \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
         skinny_gemm_fp8_swiglu_bulk_persistent##SUF(                                           \
             const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,          \
             const float* __restrict__ scale_inv, __nv_bfloat16* __restrict__ act, int M,       \
-            int N, int K, int R, int il, int stages, int tiled, NORM_PARAMS) {                              \
+            int N, int K, int R, int il, int stages, int tiled EXTRA) {                        \
         pdl_trigger();                                                                         \
-        skinny_pipeline_bulk_tiles([&](unsigned t) { return TILE(t); }, act, M, N, stages,     \
-                                   tiled, NORM_IO);                                                     \
+        skinny_pipeline_bulk_tiles<NORM>([&](unsigned t) { return TILE(t); }, act, M, N,       \
+                                         stages, tiled, NORM_IO_OF(NORM));                     \
     }
 
 // x loaded through L1 at each stage (TileFp8), or staged whole (TileFp8S).
 #define TM_TILE_FP8(t) TileFp8(x, w, scale_inv, M, N, K, R, il, t)
-#define TM_TILE_FP8S(t) TileFp8S(x, w, scale_inv, M, N, K, R, il, t, staged_x(stages, NORM_IO, M))
-TM_FP8_ENTRIES(, TM_TILE_FP8)
-TM_FP8_ENTRIES(_xs, TM_TILE_FP8S)
+#define TM_TILE_FP8S(t) TileFp8S(x, w, scale_inv, M, N, K, R, il, t, staged_x(stages))
+#define TM_TILE_FP8S_NORM(t) \
+    TileFp8S(x, w, scale_inv, M, N, K, R, il, t, staged_x_norm(stages, NORM_IO, M))
+TM_FP8_ENTRIES(, TM_TILE_FP8, false, NO_EXTRA)
+TM_FP8_ENTRIES(_xs, TM_TILE_FP8S, false, NO_EXTRA)
+TM_FP8_ENTRIES(_norm, TM_TILE_FP8, true, NORM_EXTRA)
+TM_FP8_ENTRIES(_xs_norm, TM_TILE_FP8S_NORM, true, NORM_EXTRA)

@@ -35,7 +35,7 @@ __device__ __forceinline__ void skinny_pipeline(const Tile& tile, Out* __restric
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) c0[i] += c1[i];
-    store_out(c0, y, M, N, tile.K, n0, NO_NORM, nullptr);
+    store_out(c0, y, M, N, n0);
 }
 
 // x [M, K] bf16, w [N, K] bf16, y [M, N] f32; K % 8 == 0 (checked by the launcher).

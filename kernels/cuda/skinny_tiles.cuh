@@ -68,8 +68,53 @@ __device__ __forceinline__ const RedTile* gather_fragments(const float (&c)[4]) 
     return red;
 }
 
+// Sum the 8 warps' fragments and store y[m, n] for this block's 16 rows.
+__device__ __forceinline__ void reduce_store(const float (&c)[4], float* __restrict__ y, int M,
+                                             int N, int n0) {
+    const RedTile* red = gather_fragments(c);
+    if (threadIdx.x < 128) {
+        const int r = threadIdx.x & 15, m = threadIdx.x >> 4;
+        float s = 0.f;
+#pragma unroll
+        for (int w = 0; w < SG_WARPS; ++w) s += red[w][r][m];
+        if (m < M && n0 + r < N) y[(size_t)m * N + n0 + r] = s;
+    }
+}
+
+// Gate|up fused with SwiGLU: the weight rows come interleaved by 8 (tile j = gate rows
+// 8j..8j+7, then up rows 8j..8j+7; ops::interleave_gate_up), so one block holds both halves
+// of 8 outputs and writes act[m, 8j + r] = bf16(silu(g) * u) itself: no f32 gate|up buffer
+// and no separate swiglu kernel. Sums and formula are those of reduce_store + swiglu.cu.
+__device__ __forceinline__ void reduce_store_swiglu(const float (&c)[4],
+                                                    __nv_bfloat16* __restrict__ act, int M,
+                                                    int inter, int n0) {
+    const RedTile* red = gather_fragments(c);
+    if (threadIdx.x < 64) {
+        const int r = threadIdx.x & 7, m = threadIdx.x >> 3;
+        float gs = 0.f, us = 0.f;
+#pragma unroll
+        for (int w = 0; w < SG_WARPS; ++w) {
+            gs += red[w][r][m];
+            us += red[w][r + 8][m];
+        }
+        const int col = n0 / 2 + r;
+        if (m < M && col < inter)
+            act[(size_t)m * inter + col] = __float2bfloat16(gs / (1.0f + expf(-gs)) * us);
+    }
+}
+
+// Where a kernel's sums go: y [M, N] f32 (Out = float), or act [M, N / 2] bf16 through
+// SwiGLU for interleaved gate|up weights (Out = __nv_bfloat16).
+__device__ __forceinline__ void store_out(const float (&c)[4], float* y, int M, int N, int n0) {
+    reduce_store(c, y, M, N, n0);
+}
+__device__ __forceinline__ void store_out(const float (&c)[4], __nv_bfloat16* act, int M, int N,
+                                          int n0) {
+    reduce_store_swiglu(c, act, M, N / 2, n0);
+}
+
 // Decode's RMSNorm folded into the skinny GEMMs around it (`Tuning::norm_epilogue`,
-// ops::NormEpi): no norm kernel and no reduction round trip between the linears. A
+// ops::NormEpi; the `_norm` kernels): no norm kernel and no reduction round trip between the linears. A
 // *producer* (o_proj, down: each block owns whole output elements) adds its sums to the f32
 // residual y, stores the next GEMM's x as hw = bf16(y * nw) (the norm's weights, not yet its
 // scale) and the sums of y^2 over its tile's 16 columns, ss_out [M][N / 16]. A *consumer*
@@ -110,12 +155,12 @@ __device__ __forceinline__ void cp_async_wait_all() {
 }
 
 // An SM keeps ~130 KB of kernel code, and a bf16 decode layer's kernels were ~126 KB
-// (engine/PERF.md, session 15): inlined into every GEMM, these epilogues took the
-// persistent kernels from 22.5 to 34 KB and every kernel's code was fetched again each
-// layer (gpu_step_chain, session 19: +74 us per bf16 batch-1 step with the fold off). So
-// each piece is a __noinline__ function the kernels of a module share, with its arguments
-// by value (a reference to the kernel's NormIo would put it in local memory), behind an
-// inline null check, and its loops are not unrolled.
+// (engine/PERF.md, session 15). Inlined into every GEMM, these epilogues took the
+// persistent kernels from 22.5 to 34 KB, and gpu_step_chain ran 44-87 us slower per step
+// with the fold off (session 19). So they live only in the `_norm` kernels (the plain ones
+// compile to the same SASS as before), and each piece is a __noinline__ function placed
+// after the kernel's body, with its arguments by value (a reference to the kernel's NormIo
+// would put it in local memory), behind an inline null check, its loops not unrolled.
 
 // A pointer the compiler cannot reason about: the epilogue's null checks go through it, so
 // that it does not unswitch the persistent kernels' tile loop on them (a copy of the whole
@@ -205,9 +250,9 @@ __device__ __noinline__ void norm_store_residual(float s, float* y, __nv_bfloat1
     if (r == 0 && m < M) ss_out[(size_t)m * ((N + 15) / 16) + n0 / 16] = q;
 }
 
-// Sum the 8 warps' fragments and store y[m, n] for this block's 16 rows (times row m's
-// scale for a consumer); a producer adds them to y instead and stores hw and ss_out.
-__device__ __forceinline__ void reduce_store(const float (&c)[4], float* __restrict__ y, int M,
+// reduce_store for the `_norm` kernels: times row m's scale for a consumer; a producer adds
+// the sums to y instead and stores hw and ss_out.
+__device__ __forceinline__ void reduce_store_norm(const float (&c)[4], float* __restrict__ y, int M,
                                              int N, int K, int n0, const NormIo& io,
                                              const float* epi) {
     __shared__ float scale[SG_WARPS];
@@ -226,12 +271,9 @@ __device__ __forceinline__ void reduce_store(const float (&c)[4], float* __restr
     }
 }
 
-// Gate|up fused with SwiGLU: the weight rows come interleaved by 8 (tile j = gate rows
-// 8j..8j+7, then up rows 8j..8j+7; ops::interleave_gate_up), so one block holds both halves
-// of 8 outputs and writes act[m, 8j + r] = bf16(silu(g) * u) itself: no f32 gate|up buffer
-// and no separate swiglu kernel. Sums and formula are those of reduce_store + swiglu.cu.
-// A consumer (io.ss_in) scales g and u by row m's norm scale first.
-__device__ __forceinline__ void reduce_store_swiglu(const float (&c)[4],
+// reduce_store_swiglu for the `_norm` kernels: a consumer (io.ss_in) scales g and u by row
+// m's norm scale first.
+__device__ __forceinline__ void reduce_store_swiglu_norm(const float (&c)[4],
                                                     __nv_bfloat16* __restrict__ act, int M,
                                                     int inter, int K, int n0,
                                                     const NormIo& io, const float* epi) {
@@ -257,16 +299,16 @@ __device__ __forceinline__ void reduce_store_swiglu(const float (&c)[4],
     }
 }
 
-// Where a kernel's sums go: y [M, N] f32 (Out = float), or act [M, N / 2] bf16 through
-// SwiGLU for interleaved gate|up weights (Out = __nv_bfloat16). K: the tile's, for the
-// consumer's scale.
-__device__ __forceinline__ void store_out(const float (&c)[4], float* y, int M, int N, int K,
-                                          int n0, const NormIo& io, const float* epi) {
-    reduce_store(c, y, M, N, K, n0, io, epi);
+// store_out for the `_norm` kernels. K: the tile's, for the consumer's scale.
+__device__ __forceinline__ void store_out_norm(const float (&c)[4], float* y, int M, int N,
+                                               int K, int n0, const NormIo& io,
+                                               const float* epi) {
+    reduce_store_norm(c, y, M, N, K, n0, io, epi);
 }
-__device__ __forceinline__ void store_out(const float (&c)[4], __nv_bfloat16* act, int M, int N,
-                                          int K, int n0, const NormIo& io, const float* epi) {
-    reduce_store_swiglu(c, act, M, N / 2, K, n0, io, epi);
+__device__ __forceinline__ void store_out_norm(const float (&c)[4], __nv_bfloat16* act, int M,
+                                               int N, int K, int n0, const NormIo& io,
+                                               const float* epi) {
+    reduce_store_swiglu_norm(c, act, M, N / 2, K, n0, io, epi);
 }
 
 // The rows one thread of a 16-row tile works on: weight rows n0 + g and n0 + g + 8 (the

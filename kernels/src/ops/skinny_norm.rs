@@ -73,13 +73,12 @@ impl NormEpi<'_, '_> {
         }
     }
 
-    /// The kernels' trailing NormIo arguments (ss_in, nt_in, eps, nw, hw, ss_out).
+    /// The `_norm` kernels' trailing NormIo arguments (ss_in, nt_in, eps, nw, hw, ss_out).
     pub(super) fn push(self, b: &mut Launch<'_>, m: usize) -> Result<()> {
         let op = b.op();
         match self {
-            NormEpi::None => {
-                b.null().i32(0).f32(0.0).null().null().null();
-            }
+            // The plain kernels take no NormIo.
+            NormEpi::None => {}
             NormEpi::Scale { ss, eps } => {
                 b.input_aligned16(ss, "norm partial sums")?;
                 b.i32(to_i32(op, "norm parts", ss.len() / m)?).f32(eps);

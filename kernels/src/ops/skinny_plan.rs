@@ -96,7 +96,8 @@ const MAX_DYNAMIC_SMEM: u32 = 222 * 1024;
 /// The kernel and launch shape for `op` over x [m, k] and n output rows under the GPU's
 /// tuning (`skinny_kernel`), with the deeper ring when the grid has fewer tiles than two
 /// per SM and, for persistent kernels, the blocks that fit at once. `epi_bytes`: the norm
-/// epilogue's shared memory (`NormEpi::check`).
+/// epilogue's shared memory (`NormEpi::check`); above 0 the bulk kernel's `_norm` form
+/// runs.
 pub(super) fn start<'g>(
     gpu: &'g Gpu,
     op: &'static str,
@@ -110,9 +111,10 @@ pub(super) fn start<'g>(
     if name == op {
         return Ok((Launch::new(gpu, op)?, Pipe::Regs));
     }
+    let name = if epi_bytes > 0 { norm_form(name) } else { name };
     // The norm epilogue's words lie between the ring and staged x (skinny_bulk.cu).
     let x_bytes = epi_bytes
-        + if name.ends_with("_xs") {
+        + if name.contains("_xs") {
             staged_x_bytes(m, k)
         } else {
             0
@@ -177,6 +179,28 @@ pub fn skinny_kernel(
     names[persistent as usize]
 }
 
+/// A bulk kernel's form with decode's RMSNorm folded into its epilogue (`NormEpi`): the
+/// same pipeline with NormIo's arguments after the ring's (skinny_bulk.cu).
+fn norm_form(name: &'static str) -> &'static str {
+    match name {
+        "skinny_gemm_bf16_bulk" => "skinny_gemm_bf16_bulk_norm",
+        "skinny_gemm_bf16_swiglu_bulk" => "skinny_gemm_bf16_swiglu_bulk_norm",
+        "skinny_gemm_bf16_bulk_persistent" => "skinny_gemm_bf16_bulk_persistent_norm",
+        "skinny_gemm_bf16_swiglu_bulk_persistent" => "skinny_gemm_bf16_swiglu_bulk_persistent_norm",
+        "skinny_gemm_fp8_bulk" => "skinny_gemm_fp8_bulk_norm",
+        "skinny_gemm_fp8_swiglu_bulk" => "skinny_gemm_fp8_swiglu_bulk_norm",
+        "skinny_gemm_fp8_bulk_persistent" => "skinny_gemm_fp8_bulk_persistent_norm",
+        "skinny_gemm_fp8_swiglu_bulk_persistent" => "skinny_gemm_fp8_swiglu_bulk_persistent_norm",
+        "skinny_gemm_fp8_bulk_xs" => "skinny_gemm_fp8_bulk_xs_norm",
+        "skinny_gemm_fp8_swiglu_bulk_xs" => "skinny_gemm_fp8_swiglu_bulk_xs_norm",
+        "skinny_gemm_fp8_bulk_persistent_xs" => "skinny_gemm_fp8_bulk_persistent_xs_norm",
+        "skinny_gemm_fp8_swiglu_bulk_persistent_xs" => {
+            "skinny_gemm_fp8_swiglu_bulk_persistent_xs_norm"
+        }
+        _ => unreachable!("{name} is not a bulk skinny kernel"),
+    }
+}
+
 /// The bulk kernels' trailing arguments: their ring depth and the weights' layout.
 pub(super) fn bulk_args(b: &mut Launch<'_>, pipe: Pipe, layout: WeightLayout) {
     if let Pipe::Bulk { stages, .. } = pipe {
@@ -206,8 +230,34 @@ pub(super) fn weights<T>(
 
 #[cfg(test)]
 mod tests {
-    use super::{ring_stages, skinny_kernel};
+    use super::{norm_form, ring_stages, skinny_kernel};
     use crate::gpu::Tuning;
+
+    /// Every bulk kernel has a `_norm` form the module defines, named for it, and the
+    /// register pipeline's ops have none.
+    #[test]
+    fn every_bulk_kernel_has_a_norm_form_in_the_module() {
+        let skinny = crate::sources::ALL
+            .iter()
+            .find(|s| s.file == "skinny_bulk.cu")
+            .unwrap();
+        let bulk: Vec<&str> = skinny
+            .kernels
+            .iter()
+            .copied()
+            .filter(|k| !k.ends_with("_norm"))
+            .collect();
+        assert_eq!(bulk.len(), 12);
+        for k in bulk {
+            let n = norm_form(k);
+            assert_eq!(n, format!("{k}_norm"));
+            assert!(
+                skinny.kernels.contains(&n),
+                "{n} not in skinny_bulk.cu's list"
+            );
+        }
+        assert_eq!(skinny.kernels.len(), 24);
+    }
 
     #[test]
     fn wide_bf16_launches_take_their_own_ring() {

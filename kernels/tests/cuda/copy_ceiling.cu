@@ -166,7 +166,7 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
             }
         }
         if (parts & 4) {
-            store_out(c, y, M, N, t.K, t.n0, NO_NORM, nullptr);
+            store_out(c, y, M, N, t.n0);
             if (tile + gridDim.x < ntiles) consumers_sync();
         } else if (c[0] == 1234.5f) {
             y[t.n0] = c[1];

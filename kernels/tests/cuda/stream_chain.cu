@@ -101,7 +101,7 @@ __device__ __forceinline__ void chain_pipeline(const ChainGemm* __restrict__ gs,
             float c[4] = {0.f, 0.f, 0.f, 0.f};
             for (int k = 0; k < nst; ++k, ++i)
                 consume_stage(t, st, c, ring, full, empty, i, k, stages);
-            store_out(c, d.y, M, d.N, t.K, t.n0, NO_NORM, nullptr);
+            store_out(c, d.y, M, d.N, t.n0);
             consumers_sync();  // the stores are done, and red is free for the next tile
         }
         if (rotate) off = (off + ntiles) % G;
