@@ -163,7 +163,12 @@ pub struct Tuning {
     /// reduction round trip remain between the linears. The residual keeps its bits; the
     /// normed x is rounded to bf16 before the scale instead of after (HF transformers
     /// rounds it before the weights), so logits move within bf16 tolerance. Needs the bulk
-    /// pipeline and fused gate|up. `LATLAB_NORM_EPILOGUE=0|1`.
+    /// pipeline and fused gate|up; runs the `_norm` kernels. First form (epilogue inlined in
+    /// every GEMM), gpu_step_chain, H200, session 19, us, fold off -> on: bf16 batch 1 4102
+    /// -> 4083, batch 8 4349 -> 4309, FP8 batch 1 2759 -> 2663, batch 8 3247 -> 3200; but
+    /// that form slowed the plain GEMMs (38a0393's kernels: 4028 / 4305 / 2672 / 3185), so
+    /// the epilogue moved into separate `_norm` kernels, not yet measured: off until then.
+    /// `LATLAB_NORM_EPILOGUE=0|1`.
     pub norm_epilogue: bool,
 }
 
