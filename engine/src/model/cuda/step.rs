@@ -231,27 +231,7 @@ fn gate_up_act(
     } = sc;
     let rows = x.len() / k;
     if lw.gu_tiled && rows <= SKINNY_MAX_ROWS {
-        let (xv, mut av) = (x.as_view(), act.as_view_mut());
-        return match &lw.wgu {
-            GpuLinear::Bf16 { rows, tiled } => {
-                let (w, layout) = decode_bf16(rows, tiled.as_ref());
-                ops::skinny_gemm_swiglu_into(gpu, &xv, &w.as_view(), layout, inter, k, &mut av)
-            }
-            GpuLinear::Fp8 {
-                codes,
-                scale_inv,
-                scale_rows,
-                interleave,
-                layout,
-                ..
-            } => {
-                let (cv, sv) = (codes.as_view(), scale_inv.as_view());
-                let how = (*scale_rows, *interleave, *layout);
-                let m8 = fp8_matrix(&cv, &sv, how, 2 * inter, k);
-                ops::skinny_gemm_fp8_swiglu_into(gpu, &xv, &m8, &mut av)
-            }
-        }
-        .map_err(kernel_err);
+        return swiglu_decode(gpu, lw, (inter, k), (x, act), ops::NormEpi::None);
     }
     linear_w(gpu, x, &lw.wgu, 2 * inter, k, sc_gu, deq)?;
     ops::swiglu_into(
@@ -324,27 +304,19 @@ fn linear_folded(
     .map_err(kernel_err)
 }
 
-/// The decode MLP's first half as a folded norm's consumer: act = SwiGLU(s · (hw ·
-/// gate|up)), with hw in `sc.h` and the row scales from `sc.ss`.
-fn gate_up_folded(
+/// The decode MLP's first half in one kernel over interleaved gate|up weights: act =
+/// SwiGLU(x · gate|up), with a folded norm's scale when `epi` says so
+/// (`ops::NormEpi::Scale`: x is the producer's hw).
+fn swiglu_decode(
     gpu: &Gpu,
     lw: &GpuLayer,
     (inter, k): (usize, usize),
-    eps: f32,
-    sc: &mut Scratch,
+    (x, act): (&CudaSlice<bf16>, &mut CudaSlice<bf16>),
+    epi: ops::NormEpi<'_, '_>,
 ) -> Result<()> {
-    let Scratch { h, act, ss, .. } = sc;
-    let ssv = ss.as_view();
     with_skinny_weights(&lw.wgu, (2 * inter, k), |sw| {
-        let epi = ops::NormEpi::Scale { ss: &ssv, eps };
-        ops::skinny_swiglu_norm_into(
-            gpu,
-            &h.as_view(),
-            sw,
-            (inter, k),
-            &mut act.as_view_mut(),
-            epi,
-        )
+        let (xv, mut av) = (x.as_view(), act.as_view_mut());
+        ops::skinny_swiglu_norm_into(gpu, &xv, sw, (inter, k), &mut av, epi)
     })
     .map_err(kernel_err)
 }
@@ -495,7 +467,12 @@ pub(super) fn forward_layers(
                 ss: &mut ss.as_view_mut(),
             };
             linear_folded(gpu, attn, &lw.wo, (hd, qd), x, epi)?;
-            gate_up_folded(gpu, lw, (inter, hd), eps, sc)?;
+            let Scratch { h, act, ss, .. } = &mut *sc;
+            let epi = ops::NormEpi::Scale {
+                ss: &ss.as_view(),
+                eps,
+            };
+            swiglu_decode(gpu, lw, (inter, hd), (h, act), epi)?;
             let Scratch {
                 x, h, ss, act, o, ..
             } = &mut *sc;
