@@ -127,12 +127,18 @@ if has ahead; then
 fi
 if has fold; then
   # Decode's norms folded into the skinny GEMMs (LATLAB_NORM_EPILOGUE=0|1): the epilogues'
-  # tests and the A/B on the logits, then the bench off and on; FOLD_CASES (e.g. "none_8
-  # fp8_1") picks fewer cases.
+  # tests and the A/B on the logits, the chain off and on, then the bench off and on;
+  # FOLD_CASES (e.g. "none_8 fp8_1") picks fewer bench cases.
   timeout 240 $T/cuda_norm_epilogue --include-ignored --nocapture --test-threads=1 > "$OUT/fold_tests.log" 2>&1
   echo "cuda_norm_epilogue rc=$?"; grep -E "test result|panicked" "$OUT/fold_tests.log" | head -5
   timeout 150 $T/cuda_paths --include-ignored --nocapture folded_norms > "$OUT/fold_paths.log" 2>&1
   echo "cuda_paths folded_norms rc=$?"; grep -E "test result|panicked" "$OUT/fold_paths.log" | head -5
+  # GPU time alone: the chain folds as the engine does (kernels/tests/step_common).
+  for on in 0 1; do
+    LATLAB_NORM_EPILOGUE=$on LATLAB_CHAIN_BATCHES=${LATLAB_CHAIN_BATCHES:-1,8} timeout 200 \
+      $T/gpu_step_chain --ignored --nocapture > "$OUT/fold_chain$on.log" 2>&1
+    echo "chain norm_epilogue=$on rc=$?"; grep -E "whole step|without norms" "$OUT/fold_chain$on.log"
+  done
   B="$BENCH --gen-len 220 --rounds 2"
   for qb in ${FOLD_CASES:-none_1 none_8 fp8_1 fp8_8}; do
     set -- ${qb/_/ }
