@@ -144,7 +144,7 @@ __device__ __forceinline__ float* norm_epi(int stages) {
 // stages * TM_STAGE_BYTES (the launcher raises the kernel's limit). Rows past N are not
 // copied: their stale shared memory only reaches their own outputs, which are not stored.
 // NORM: a `_norm` kernel, with decode's RMSNorm folded into its epilogue as io says
-// (skinny_tiles.cuh); the plain kernels compile without any of it.
+// (skinny_norm.cuh); the plain kernels compile without any of it.
 template <bool NORM, class Tile, class Out>
 __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __restrict__ y, int M,
                                                      int N, int n0, int stages, int tiled,

@@ -33,6 +33,22 @@ macro_rules! with_tiles {
     };
 }
 
+/// skinny_bulk.cu: `with_tiles!` and the norm epilogue its `_norm` kernels add
+/// (skinny_norm.cuh).
+macro_rules! with_tiles_norm {
+    ($file:literal) => {
+        concat!(
+            include_str!("../cuda/common.cuh"),
+            "\n",
+            include_str!("../cuda/skinny_tiles.cuh"),
+            "\n",
+            include_str!("../cuda/skinny_norm.cuh"),
+            "\n",
+            include_str!(concat!("../cuda/", $file))
+        )
+    };
+}
+
 /// A split attention file with common.cuh and what the split attention shares
 /// (attention_split.cuh: tile slots, the splits' merge).
 macro_rules! with_merge {
@@ -86,7 +102,7 @@ pub const ALL: &[KernelSource] = &[
     },
     KernelSource {
         file: "skinny_bulk.cu",
-        src: with_tiles!("skinny_bulk.cu"),
+        src: with_tiles_norm!("skinny_bulk.cu"),
         kernels: &[
             "skinny_gemm_bf16_bulk",
             "skinny_gemm_bf16_swiglu_bulk",

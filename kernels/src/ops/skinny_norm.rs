@@ -2,7 +2,7 @@
 //! GEMM that ends a residual branch (o_proj, down) adds its sums to the f32 residual and
 //! stores the next GEMM's x unscaled, with per-tile sums of squares; the next GEMM (qkv,
 //! gate|up) applies each row's scale to its sums. No norm kernel runs between them.
-//! skinny_tiles.cuh (NormIo) holds the kernels' side and why.
+//! skinny_norm.cuh (NormIo) holds the kernels' side and why.
 
 use super::skinny::TILE_N;
 use super::to_i32;
@@ -37,7 +37,7 @@ pub fn norm_parts(n: usize) -> usize {
 impl NormEpi<'_, '_> {
     /// Checks the buffers against a launch over m rows and n outputs (`swiglu`: the
     /// kernel's output is SwiGLU's, which only a consumer may be) and returns the bytes of
-    /// shared memory the kernel's epilogue keeps (skinny_tiles.cuh, norm_epi_bytes).
+    /// shared memory the kernel's epilogue keeps (skinny_norm.cuh, norm_epi_bytes).
     pub(super) fn check(&self, op: &'static str, m: usize, n: usize, swiglu: bool) -> Result<u32> {
         match self {
             NormEpi::None => Ok(0),
