@@ -1,0 +1,147 @@
+//! Tuning's parsing of the `LATLAB_*` variables and its resolutions per weights.
+
+use super::{AttentionCluster, Carveout, TiledWeights, Tuning};
+
+#[test]
+fn tuning_reads_switches_and_names_a_bad_value() {
+    let with = |vars: &[(&str, &str)]| {
+        Tuning::from_lookup(|n| {
+            vars.iter()
+                .find(|(k, _)| *k == n)
+                .map(|(_, v)| v.to_string())
+        })
+    };
+    assert_eq!(with(&[]).unwrap(), Tuning::default());
+    let d = Tuning::default();
+    assert!(d.pdl && d.prefill_attention && d.skinny_bulk_bf16 && d.skinny_bulk_fp8);
+    assert_eq!(d.bulk_stages, 4);
+    let t = with(&[
+        ("LATLAB_PDL", "0"),
+        ("LATLAB_PREFILL_ATTENTION", "0"),
+        ("LATLAB_SKINNY_BULK_BF16", "0"),
+        ("LATLAB_SKINNY_BULK_FP8", "0"),
+        ("LATLAB_BULK_STAGES", "6"),
+        ("LATLAB_BULK_STAGES_SMALL", "8"),
+        ("LATLAB_BULK_STAGES_WIDE", "3"),
+        ("LATLAB_FP8_BULK_STAGES", "3"),
+        ("LATLAB_FP8_BULK_STAGES_SMALL", "6"),
+        ("LATLAB_ATTENTION_EARLY", "0"),
+        ("LATLAB_NORM_VEC", "0"),
+        ("LATLAB_ATTENTION_BLOCKS", "132"),
+        ("LATLAB_ATTENTION_CLUSTER", "0"),
+        ("LATLAB_BULK_PERSISTENT", "0"),
+        ("LATLAB_FP8_PERSISTENT_ROWS", "9"),
+        ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
+        ("LATLAB_X_SMEM_KB", "64"),
+        ("LATLAB_ATTENTION_D32", "0"),
+        ("LATLAB_TILED_WEIGHTS", "bf16"),
+        ("LATLAB_ATTENTION_MMA", "0"),
+        ("LATLAB_NORM_EPILOGUE", "1"),
+    ])
+    .unwrap();
+
+    assert!(d.attention_mma && !t.attention_mma);
+    assert!(!d.norm_epilogue && t.norm_epilogue);
+
+    assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
+    assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
+    assert_eq!((d.bulk_stages_wide, t.bulk_stages_wide), (5, 3));
+    assert_eq!((d.fp8_bulk_stages, t.fp8_bulk_stages), (2, 3));
+    assert_eq!((d.fp8_bulk_stages_small, t.fp8_bulk_stages_small), (5, 6));
+    assert!(d.attention_early_loads && !t.attention_early_loads);
+    assert!(d.norm_vec && !t.norm_vec);
+    assert_eq!(
+        (d.attention_cluster, t.attention_cluster),
+        (AttentionCluster::On, AttentionCluster::Off)
+    );
+    assert!(d.clusters() && !t.clusters());
+    // A choice made explicitly is kept for either weights.
+    assert!(d.for_weights(true).clusters() && d.for_weights(false).clusters());
+    assert!(!t.for_weights(true).clusters() && !t.for_weights(false).clusters());
+    let fp8 = with(&[("LATLAB_ATTENTION_CLUSTER", "fp8")]).unwrap();
+    assert!(fp8.for_weights(true).clusters() && !fp8.for_weights(false).clusters());
+    let e = with(&[("LATLAB_ATTENTION_CLUSTER", "yes")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("0, 1 or fp8"), "{e}");
+    assert!(d.bulk_persistent && !t.bulk_persistent);
+    assert_eq!((d.fp8_persistent_rows, t.fp8_persistent_rows), (1, 9));
+    assert_eq!(
+        (d.smem_carveout, t.smem_carveout),
+        (Carveout::ATTENTION_MAX, Carveout::MAX_OUTSIDE_GEMMS)
+    );
+    assert_eq!((d.x_smem_kb, t.x_smem_kb), (25, 64));
+    assert!(d.attention_d32 && !t.attention_d32);
+    assert_eq!(
+        (d.tiled_weights, t.tiled_weights),
+        (TiledWeights::Off, TiledWeights::Bf16)
+    );
+    assert!(!d.tiles_weights(false) && !d.tiles_weights(true));
+    // bf16 only, and only where the bulk pipeline runs (t turns it off for bf16).
+    assert!(!t.tiles_weights(false) && !t.tiles_weights(true));
+    let bf = with(&[("LATLAB_TILED_WEIGHTS", "bf16")]).unwrap();
+    assert!(bf.tiles_weights(false) && !bf.tiles_weights(true));
+    let all = with(&[("LATLAB_TILED_WEIGHTS", "1")]).unwrap();
+    assert!(all.tiles_weights(true) && all.tiles_weights(false));
+    let regs = with(&[
+        ("LATLAB_TILED_WEIGHTS", "1"),
+        ("LATLAB_SKINNY_BULK_FP8", "0"),
+    ])
+    .unwrap();
+    assert!(
+        !regs.tiles_weights(true),
+        "the register pipeline reads row-major only"
+    );
+    let e = with(&[("LATLAB_TILED_WEIGHTS", "yes")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("0, bf16 or 1"), "{e}");
+    let e = with(&[("LATLAB_X_SMEM_KB", "228")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("LATLAB_X_SMEM_KB=\"228\"") && e.contains("0..=227"),
+        "{e}"
+    );
+    let e = with(&[("LATLAB_SMEM_CARVEOUT", "1")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("LATLAB_SMEM_CARVEOUT=\"1\""), "{e}");
+    let split = with(&[("LATLAB_SMEM_CARVEOUT", "-/58/100/-/0")]).unwrap();
+    assert_eq!(
+        split.smem_carveout.for_kernel("skinny_gemm_fp8_bulk"),
+        Some(58)
+    );
+
+    assert_eq!((d.attention_blocks, t.attention_blocks), (384, 132));
+    assert_eq!(t.bulk_stages, 6);
+    let e = with(&[("LATLAB_PDL", "yes")]).unwrap_err().to_string();
+    assert!(
+        e.contains("LATLAB_PDL=\"yes\"") && e.contains("0 or 1"),
+        "{e}"
+    );
+    let e = with(&[("LATLAB_PREFILL_ATTENTION", "2")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("LATLAB_PREFILL_ATTENTION=\"2\""), "{e}");
+    let e = with(&[("LATLAB_SKINNY_BULK_FP8", "")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("LATLAB_SKINNY_BULK_FP8=\"\""), "{e}");
+    for bad in ["1", "9", "four"] {
+        let e = with(&[("LATLAB_BULK_STAGES", bad)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("LATLAB_BULK_STAGES=\"{bad}\"")) && e.contains("2..=8"),
+            "{e}"
+        );
+    }
+    let e = with(&[("LATLAB_FP8_PERSISTENT_ROWS", "0")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("LATLAB_FP8_PERSISTENT_ROWS=\"0\"") && e.contains("1..=9"),
+        "{e}"
+    );
+}
