@@ -230,7 +230,16 @@ fn x_in_shared_memory_gives_the_same_logits() {
 #[test]
 #[ignore = "gpu"]
 fn folded_norms_keep_the_logits() {
-    close_steps(|t, on| t.norm_epilogue = on, "folded norms");
+    close_steps(
+        |t, on| {
+            t.norm_epilogue = if on {
+                kernels::NormFold::On
+            } else {
+                kernels::NormFold::Off
+            }
+        },
+        "folded norms",
+    );
 }
 
 /// Decode attention's fast scores (Tuning::attention_d32: eight lanes per position, K in

@@ -156,20 +156,21 @@ pub struct Tuning {
     /// FP8 batch 1 2680-2690 -> 2664-2671, batch 8 3441-3446 -> 3321-3333.
     /// `LATLAB_ATTENTION_MMA=0|1`.
     pub attention_mma: bool,
-    /// Decode's RMSNorms (but the first and the last of a step) folded into the skinny
-    /// GEMMs around them (`ops::NormEpi`): o_proj and down add their sums to the residual
-    /// and store the next GEMM's x with the norm's weights and per-tile sums of squares;
-    /// qkv and gate|up scale their sums by each row's norm scale. No norm kernel and no
-    /// reduction round trip remain between the linears. The residual keeps its bits; the
-    /// normed x is rounded to bf16 before the scale instead of after (HF transformers
-    /// rounds it before the weights), so logits move within bf16 tolerance. Needs the bulk
-    /// pipeline and fused gate|up; runs the `_norm` kernels. First form (epilogue inlined in
-    /// every GEMM), gpu_step_chain, H200, session 19, us, fold off -> on: bf16 batch 1 4102
-    /// -> 4083, batch 8 4349 -> 4309, FP8 batch 1 2759 -> 2663, batch 8 3247 -> 3200; but
-    /// that form slowed the plain GEMMs (38a0393's kernels: 4028 / 4305 / 2672 / 3185), so
-    /// the epilogue moved into separate `_norm` kernels, not yet measured: off until then.
-    /// `LATLAB_NORM_EPILOGUE=0|1`.
-    pub norm_epilogue: bool,
+    /// Which decode batches fold their RMSNorms (but the first and the last of a step)
+    /// into the skinny GEMMs around them (`ops::NormEpi`): o_proj and down add their sums to
+    /// the residual and store the next GEMM's x with the norm's weights and per-tile sums
+    /// of squares; qkv and gate|up scale their sums by each row's norm scale. No norm
+    /// kernel and no reduction round trip remain between the linears. The residual keeps
+    /// its bits; the normed x is rounded to bf16 before the scale instead of after (HF
+    /// transformers rounds it before the weights), so logits move within bf16 tolerance.
+    /// Needs the bulk pipeline and fused gate|up; runs the `_norm` kernels (the plain ones
+    /// keep 38a0393's SASS). gpu_step_chain, H200, session 20, us, fold off -> on: bf16
+    /// batch 1 3969 -> 4044, batch 8 4262 -> 4262; FP8 batch 1 2642 -> 2589, batch 8 3186
+    /// -> 3228; latlab-engine bench (ms/step): FP8 batch 1 2.66 -> 2.58, the others within
+    /// +-0.02. The epilogues cost about what the norm kernels did, but at FP8 batch 1: so
+    /// there only (`NormFold::Fp8Batch1`, resolved by `for_weights`).
+    /// `LATLAB_NORM_EPILOGUE=0|1|batch1|fp8_batch1`.
+    pub norm_epilogue: NormFold,
 }
 
 /// `Tuning::tiled_weights`.
@@ -198,6 +199,20 @@ pub enum AttentionCluster {
     On,
     /// On for FP8 weights, off for bf16 (`Tuning::for_weights`); off until resolved.
     Fp8Only,
+}
+
+/// `Tuning::norm_epilogue`: which decode batches fold their inner norms into the GEMMs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NormFold {
+    Off,
+    /// Every decode batch of at most `ops::SKINNY_MAX_ROWS` rows.
+    On,
+    /// Batch 1 only.
+    Batch1,
+    /// Batch 1 with FP8 weights, never with bf16 (`Tuning::for_weights` resolves it to
+    /// `Batch1` or `Off`); unresolved, nothing folds.
+    Fp8Batch1,
 }
 
 /// The sizes `Tuning::x_smem_kb` takes (KiB; the largest dynamic shared memory is 227).
@@ -229,7 +244,7 @@ impl Default for Tuning {
             attention_d32: true,
             tiled_weights: TiledWeights::Off,
             attention_mma: true,
-            norm_epilogue: false,
+            norm_epilogue: NormFold::Fp8Batch1,
         }
     }
 }
@@ -248,7 +263,7 @@ fn switch(name: &str, v: Option<&str>, default: bool) -> Result<bool> {
 
 impl Tuning {
     /// This tuning for a model with FP8 (`fp8`) or bf16 weights: resolves the choices
-    /// that depend on the weights (`AttentionCluster::Fp8Only`).
+    /// that depend on the weights (`AttentionCluster::Fp8Only`, `NormFold::Fp8Batch1`).
     pub fn for_weights(mut self, fp8: bool) -> Tuning {
         if self.attention_cluster == AttentionCluster::Fp8Only {
             self.attention_cluster = if fp8 {
@@ -257,7 +272,21 @@ impl Tuning {
                 AttentionCluster::Off
             };
         }
+        if self.norm_epilogue == NormFold::Fp8Batch1 {
+            self.norm_epilogue = if fp8 { NormFold::Batch1 } else { NormFold::Off };
+        }
         self
+    }
+
+    /// Whether a decode batch of `rows` rows folds its inner norms into the GEMMs
+    /// (`norm_epilogue`; the caller checks that the GEMMs can: bulk pipeline, fused
+    /// gate|up, rows within the skinny GEMM's).
+    pub fn folds_norms(&self, rows: usize) -> bool {
+        match self.norm_epilogue {
+            NormFold::On => true,
+            NormFold::Batch1 => rows == 1,
+            NormFold::Off | NormFold::Fp8Batch1 => false,
+        }
     }
 
     /// Whether the split attention may merge in clusters (`Fp8Only` unresolved: no).
@@ -281,8 +310,8 @@ impl Tuning {
     /// `LATLAB_FP8_BULK_STAGES_SMALL`, `LATLAB_ATTENTION_EARLY`, `LATLAB_NORM_VEC` and
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
     /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
-    /// `LATLAB_X_SMEM_KB`, `LATLAB_ATTENTION_D32`, `LATLAB_TILED_WEIGHTS` and
-    /// `LATLAB_ATTENTION_MMA` when set.
+    /// `LATLAB_X_SMEM_KB`, `LATLAB_ATTENTION_D32`, `LATLAB_TILED_WEIGHTS`,
+    /// `LATLAB_ATTENTION_MMA` and `LATLAB_NORM_EPILOGUE` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -307,7 +336,18 @@ impl Tuning {
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_d32: get("LATLAB_ATTENTION_D32", d.attention_d32)?,
             attention_mma: get("LATLAB_ATTENTION_MMA", d.attention_mma)?,
-            norm_epilogue: get("LATLAB_NORM_EPILOGUE", d.norm_epilogue)?,
+            norm_epilogue: match var("LATLAB_NORM_EPILOGUE").as_deref() {
+                None => d.norm_epilogue,
+                Some("0") => NormFold::Off,
+                Some("1") => NormFold::On,
+                Some("batch1") => NormFold::Batch1,
+                Some("fp8_batch1") => NormFold::Fp8Batch1,
+                Some(v) => {
+                    return Err(KernelError::Config(format!(
+                        "LATLAB_NORM_EPILOGUE={v:?}: expected 0, 1, batch1 or fp8_batch1"
+                    )));
+                }
+            },
             tiled_weights: match var("LATLAB_TILED_WEIGHTS").as_deref() {
                 None => d.tiled_weights,
                 Some("0") => TiledWeights::Off,

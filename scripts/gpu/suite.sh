@@ -126,8 +126,9 @@ if has ahead; then
   done
 fi
 if has fold; then
-  # Decode's norms folded into the skinny GEMMs (LATLAB_NORM_EPILOGUE=0|1): the epilogues'
-  # tests and the A/B on the logits, the chain off and on, then the bench off and on;
+  # Decode's norms folded into the skinny GEMMs (LATLAB_NORM_EPILOGUE=0|1; the default folds
+  # FP8 batch 1 only): the epilogues' tests and the A/B on the logits, the chain off and on,
+  # then the bench off and on;
   # FOLD_CASES (e.g. "none_8 fp8_1") picks fewer bench cases.
   timeout 240 $T/cuda_norm_epilogue --include-ignored --nocapture --test-threads=1 > "$OUT/fold_tests.log" 2>&1
   echo "cuda_norm_epilogue rc=$?"; grep -E "test result|panicked" "$OUT/fold_tests.log" | head -5

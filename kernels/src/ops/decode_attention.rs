@@ -253,7 +253,7 @@ mod tests {
         assert_eq!(
             Tuning {
                 attention_blocks: 528,
-                ..d.for_weights(false)
+                ..d.for_weights(true)
             },
             on
         );

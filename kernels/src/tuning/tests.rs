@@ -1,6 +1,6 @@
 //! Tuning's parsing of the `LATLAB_*` variables and its resolutions per weights.
 
-use super::{AttentionCluster, Carveout, TiledWeights, Tuning};
+use super::{AttentionCluster, Carveout, NormFold, TiledWeights, Tuning};
 
 #[test]
 fn tuning_reads_switches_and_names_a_bad_value() {
@@ -36,12 +36,34 @@ fn tuning_reads_switches_and_names_a_bad_value() {
         ("LATLAB_ATTENTION_D32", "0"),
         ("LATLAB_TILED_WEIGHTS", "bf16"),
         ("LATLAB_ATTENTION_MMA", "0"),
-        ("LATLAB_NORM_EPILOGUE", "1"),
+        ("LATLAB_NORM_EPILOGUE", "0"),
     ])
     .unwrap();
 
     assert!(d.attention_mma && !t.attention_mma);
-    assert!(!d.norm_epilogue && t.norm_epilogue);
+    assert_eq!(
+        (d.norm_epilogue, t.norm_epilogue),
+        (NormFold::Fp8Batch1, NormFold::Off)
+    );
+    // The default folds FP8 batch 1 only; unresolved, nothing.
+    let (d8, d16) = (d.for_weights(true), d.for_weights(false));
+    assert!(d8.folds_norms(1) && !d8.folds_norms(2) && !d16.folds_norms(1) && !d.folds_norms(1));
+    assert!(!t.for_weights(true).folds_norms(1));
+    let on = with(&[("LATLAB_NORM_EPILOGUE", "1")])
+        .unwrap()
+        .for_weights(false);
+    assert!(on.folds_norms(1) && on.folds_norms(8));
+    let b1 = with(&[("LATLAB_NORM_EPILOGUE", "batch1")])
+        .unwrap()
+        .for_weights(false);
+    assert!(b1.folds_norms(1) && !b1.folds_norms(4));
+    let e = with(&[("LATLAB_NORM_EPILOGUE", "fp8")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("LATLAB_NORM_EPILOGUE=\"fp8\"") && e.contains("0, 1, batch1 or fp8_batch1"),
+        "{e}"
+    );
 
     assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
     assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));

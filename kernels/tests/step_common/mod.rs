@@ -294,7 +294,7 @@ pub fn step(
         }
         .unwrap()
     };
-    let fold = g.tuning().norm_epilogue;
+    let fold = g.tuning().folds_norms(m);
     let last = layers.len() - 1;
     // A producer's epilogue: y joins the residual x, the next norm's hw and sums go to h, ss;
     // x_in: attn (o_proj) or act (down).

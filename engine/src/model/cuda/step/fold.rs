@@ -22,7 +22,7 @@ pub(super) fn folds_norms(gpu: &Gpu, w: &GpuWeights, rows: usize, hidden: usize)
         GpuLinear::Bf16 { .. } => t.skinny_bulk_bf16,
         GpuLinear::Fp8 { .. } => t.skinny_bulk_fp8,
     };
-    t.norm_epilogue
+    t.folds_norms(rows)
         && rows <= SKINNY_MAX_ROWS
         && ops::norm_parts(hidden).is_multiple_of(4)
         && w.layers
