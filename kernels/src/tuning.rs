@@ -164,12 +164,13 @@ pub struct Tuning {
     /// its bits; the normed x is rounded to bf16 before the scale instead of after (HF
     /// transformers rounds it before the weights), so logits move within bf16 tolerance.
     /// Needs the bulk pipeline and fused gate|up; runs the `_norm` kernels (the plain ones
-    /// keep 38a0393's SASS). gpu_step_chain, H200, session 20, us, fold off -> on: bf16
-    /// batch 1 3969 -> 4044, batch 8 4262 -> 4262; FP8 batch 1 2642 -> 2589, batch 8 3186
-    /// -> 3228; latlab-engine bench (ms/step): FP8 batch 1 2.66 -> 2.58, the others within
-    /// +-0.02. The epilogues cost about what the norm kernels did, but at FP8 batch 1: so
-    /// there only (`NormFold::Fp8Batch1`, resolved by `for_weights`).
-    /// `LATLAB_NORM_EPILOGUE=0|1|batch1|fp8_batch1`.
+    /// keep 38a0393's SASS). gpu_step_chain, H200, session 20, two machines, us, fold on
+    /// minus off: bf16 batch 1 +75 / +66 / +59, batch 2 +17 / +13, batch 4 -12 / -13,
+    /// batch 8 0 / -3 / 0; FP8 batch 1 -53 / -55 / -57, batch 2 -20 / -36, batch 4 +39 /
+    /// +37, batch 8 +42 / +57 / +45. latlab-engine bench, FP8 batch 1: 2.66-2.68 -> 2.58-2.60
+    /// ms/step (the others within +-0.02). The epilogues cost about what the norm kernels
+    /// did, but where FP8 steps are short: so there only (`NormFold::Fp8UpTo2`, resolved
+    /// by `for_weights`). `LATLAB_NORM_EPILOGUE=0|1|up_to_2|fp8_up_to_2`.
     pub norm_epilogue: NormFold,
 }
 
@@ -208,11 +209,13 @@ pub enum NormFold {
     Off,
     /// Every decode batch of at most `ops::SKINNY_MAX_ROWS` rows.
     On,
-    /// Batch 1 only.
-    Batch1,
-    /// Batch 1 with FP8 weights, never with bf16 (`Tuning::for_weights` resolves it to
-    /// `Batch1` or `Off`); unresolved, nothing folds.
-    Fp8Batch1,
+    /// Batches of 1 and 2 rows.
+    #[serde(rename = "up_to_2")]
+    UpTo2,
+    /// Batches of 1 and 2 rows with FP8 weights, never with bf16 (`Tuning::for_weights`
+    /// resolves it to `UpTo2` or `Off`); unresolved, nothing folds.
+    #[serde(rename = "fp8_up_to_2")]
+    Fp8UpTo2,
 }
 
 /// The sizes `Tuning::x_smem_kb` takes (KiB; the largest dynamic shared memory is 227).
@@ -244,7 +247,7 @@ impl Default for Tuning {
             attention_d32: true,
             tiled_weights: TiledWeights::Off,
             attention_mma: true,
-            norm_epilogue: NormFold::Fp8Batch1,
+            norm_epilogue: NormFold::Fp8UpTo2,
         }
     }
 }
@@ -263,7 +266,7 @@ fn switch(name: &str, v: Option<&str>, default: bool) -> Result<bool> {
 
 impl Tuning {
     /// This tuning for a model with FP8 (`fp8`) or bf16 weights: resolves the choices
-    /// that depend on the weights (`AttentionCluster::Fp8Only`, `NormFold::Fp8Batch1`).
+    /// that depend on the weights (`AttentionCluster::Fp8Only`, `NormFold::Fp8UpTo2`).
     pub fn for_weights(mut self, fp8: bool) -> Tuning {
         if self.attention_cluster == AttentionCluster::Fp8Only {
             self.attention_cluster = if fp8 {
@@ -272,8 +275,8 @@ impl Tuning {
                 AttentionCluster::Off
             };
         }
-        if self.norm_epilogue == NormFold::Fp8Batch1 {
-            self.norm_epilogue = if fp8 { NormFold::Batch1 } else { NormFold::Off };
+        if self.norm_epilogue == NormFold::Fp8UpTo2 {
+            self.norm_epilogue = if fp8 { NormFold::UpTo2 } else { NormFold::Off };
         }
         self
     }
@@ -284,8 +287,8 @@ impl Tuning {
     pub fn folds_norms(&self, rows: usize) -> bool {
         match self.norm_epilogue {
             NormFold::On => true,
-            NormFold::Batch1 => rows == 1,
-            NormFold::Off | NormFold::Fp8Batch1 => false,
+            NormFold::UpTo2 => rows <= 2,
+            NormFold::Off | NormFold::Fp8UpTo2 => false,
         }
     }
 
@@ -340,11 +343,11 @@ impl Tuning {
                 None => d.norm_epilogue,
                 Some("0") => NormFold::Off,
                 Some("1") => NormFold::On,
-                Some("batch1") => NormFold::Batch1,
-                Some("fp8_batch1") => NormFold::Fp8Batch1,
+                Some("up_to_2") => NormFold::UpTo2,
+                Some("fp8_up_to_2") => NormFold::Fp8UpTo2,
                 Some(v) => {
                     return Err(KernelError::Config(format!(
-                        "LATLAB_NORM_EPILOGUE={v:?}: expected 0, 1, batch1 or fp8_batch1"
+                        "LATLAB_NORM_EPILOGUE={v:?}: expected 0, 1, up_to_2 or fp8_up_to_2"
                     )));
                 }
             },

@@ -43,25 +43,26 @@ fn tuning_reads_switches_and_names_a_bad_value() {
     assert!(d.attention_mma && !t.attention_mma);
     assert_eq!(
         (d.norm_epilogue, t.norm_epilogue),
-        (NormFold::Fp8Batch1, NormFold::Off)
+        (NormFold::Fp8UpTo2, NormFold::Off)
     );
-    // The default folds FP8 batch 1 only; unresolved, nothing.
+    // The default folds FP8 batches 1 and 2 only; unresolved, nothing.
     let (d8, d16) = (d.for_weights(true), d.for_weights(false));
-    assert!(d8.folds_norms(1) && !d8.folds_norms(2) && !d16.folds_norms(1) && !d.folds_norms(1));
+    assert!(d8.folds_norms(1) && d8.folds_norms(2) && !d8.folds_norms(3));
+    assert!(!d16.folds_norms(1) && !d.folds_norms(1));
     assert!(!t.for_weights(true).folds_norms(1));
     let on = with(&[("LATLAB_NORM_EPILOGUE", "1")])
         .unwrap()
         .for_weights(false);
     assert!(on.folds_norms(1) && on.folds_norms(8));
-    let b1 = with(&[("LATLAB_NORM_EPILOGUE", "batch1")])
+    let up2 = with(&[("LATLAB_NORM_EPILOGUE", "up_to_2")])
         .unwrap()
         .for_weights(false);
-    assert!(b1.folds_norms(1) && !b1.folds_norms(4));
+    assert!(up2.folds_norms(2) && !up2.folds_norms(3));
     let e = with(&[("LATLAB_NORM_EPILOGUE", "fp8")])
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("LATLAB_NORM_EPILOGUE=\"fp8\"") && e.contains("0, 1, batch1 or fp8_batch1"),
+        e.contains("LATLAB_NORM_EPILOGUE=\"fp8\"") && e.contains("0, 1, up_to_2 or fp8_up_to_2"),
         "{e}"
     );
 
