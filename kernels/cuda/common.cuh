@@ -84,3 +84,15 @@ __device__ __forceinline__ void mma_bf16_16816(float (&c)[4], const unsigned (&a
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+
+// Two bf16 (a word's low and high halves) as two f16, saturating at +-65504: exact for
+// |x| in [2^-14, 65504] (f16 has 3 more mantissa bits than bf16 and fewer exponent bits).
+// How the FP8 GEMMs take bf16 x onto the f16 tensor cores (skinny_tiles.cuh), and how the
+// `_f16` norms and `_xh` SwiGLU epilogues write x for them (`Tuning::fp8_x_f16`): one
+// conversion, so both give the same bits.
+__device__ __forceinline__ unsigned bf16x2_to_f16x2(unsigned u) {
+    const float lo = __uint_as_float(u << 16), hi = __uint_as_float(u & 0xffff0000u);
+    unsigned r;
+    asm("cvt.rn.satfinite.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}

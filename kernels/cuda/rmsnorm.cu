@@ -3,6 +3,7 @@
 // The residual stays f32 so that 36 layers of adds do not accumulate bf16 rounding;
 // the normed output is bf16 because it only feeds bf16 GEMVs. One block per row.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 __device__ __forceinline__ float block_sum(float v, float* shared) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffff, v, o);
@@ -82,7 +83,10 @@ extern "C" __global__ void add_rmsnorm_rows(float* x, const float* add, const fl
 // kernel, 64 x 32 registers, costs 2.3 us). Same formula and roundings as add_rmsnorm_impl;
 // the sum of squares runs in another order. dim % 16 == 0 and 32 <= dim / 16 <= 1024
 // (checked by the launcher, which also checks 16-byte alignment).
-template <bool ADD>
+// F16: out holds f16 (the `_f16` kernels, `Tuning::fp8_x_f16`): each value rounded to
+// bf16 as here, then taken to f16 as the FP8 GEMMs take bf16 x (bf16x2_to_f16x2), so the
+// GEMM that reads it multiplies the same bits as from the bf16 output.
+template <bool ADD, bool F16>
 __device__ void add_rmsnorm_vec_impl(float* __restrict__ x, const float* __restrict__ add,
                                      const float* __restrict__ w,
                                      __nv_bfloat16* __restrict__ out, int dim, float eps) {
@@ -132,8 +136,13 @@ __device__ void add_rmsnorm_vec_impl(float* __restrict__ x, const float* __restr
     for (int j = 0; j < 4; ++j) {
         const __nv_bfloat162 lo = __floats2bfloat162_rn(v[j].x * r * wv[j].x, v[j].y * r * wv[j].y);
         const __nv_bfloat162 hi = __floats2bfloat162_rn(v[j].z * r * wv[j].z, v[j].w * r * wv[j].w);
-        orow[threadIdx.x + j * blockDim.x] = make_uint2(*reinterpret_cast<const unsigned*>(&lo),
-                                                        *reinterpret_cast<const unsigned*>(&hi));
+        unsigned wl = *reinterpret_cast<const unsigned*>(&lo);
+        unsigned wh = *reinterpret_cast<const unsigned*>(&hi);
+        if (F16) {
+            wl = bf16x2_to_f16x2(wl);
+            wh = bf16x2_to_f16x2(wh);
+        }
+        orow[threadIdx.x + j * blockDim.x] = make_uint2(wl, wh);
     }
     TRACE_MARK(4);
 }
@@ -141,11 +150,25 @@ __device__ void add_rmsnorm_vec_impl(float* __restrict__ x, const float* __restr
 extern "C" __global__ void rmsnorm_vec(float* x, const float* w, __nv_bfloat16* out, int dim,
                                        float eps) {
     pdl_trigger();
-    add_rmsnorm_vec_impl<false>(x, nullptr, w, out, dim, eps);
+    add_rmsnorm_vec_impl<false, false>(x, nullptr, w, out, dim, eps);
 }
 
 extern "C" __global__ void add_rmsnorm_vec(float* x, const float* add, const float* w,
                                            __nv_bfloat16* out, int dim, float eps) {
     pdl_trigger();
-    add_rmsnorm_vec_impl<true>(x, add, w, out, dim, eps);
+    add_rmsnorm_vec_impl<true, false>(x, add, w, out, dim, eps);
+}
+
+// The same norms with f16 output, for FP8 GEMMs that read x as f16 (the `_xh` kernels).
+extern "C" __global__ void rmsnorm_vec_f16(float* x, const float* w, __half* out, int dim,
+                                           float eps) {
+    pdl_trigger();
+    add_rmsnorm_vec_impl<false, true>(x, nullptr, w, reinterpret_cast<__nv_bfloat16*>(out), dim,
+                                      eps);
+}
+
+extern "C" __global__ void add_rmsnorm_vec_f16(float* x, const float* add, const float* w,
+                                               __half* out, int dim, float eps) {
+    pdl_trigger();
+    add_rmsnorm_vec_impl<true, true>(x, add, w, reinterpret_cast<__nv_bfloat16*>(out), dim, eps);
 }

@@ -309,9 +309,9 @@ __device__ __forceinline__ uint4* staged_x_norm(int stages, const NormIo& io, in
 // The four FP8 entry points of one tile kind (SUF): one-tile and persistent, each with f32
 // output and with SwiGLU (gate|up interleaved, bf16 act). TILE(t) builds tile t from the
 // kernel's arguments.
-#define TM_FP8_ENTRIES(SUF, TILE, NORM, EXTRA)                                                 \
+#define TM_FP8_ENTRIES(SUF, TILE, NORM, EXTRA, XT, AT)                                                 \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
-        skinny_gemm_fp8_bulk##SUF(const __nv_bfloat16* __restrict__ x,                         \
+        skinny_gemm_fp8_bulk##SUF(const XT* __restrict__ x,                         \
                                   const unsigned char* __restrict__ w,                         \
                                   const float* __restrict__ scale_inv, float* __restrict__ y,  \
                                   int M, int N, int K, int R, int il, int stages,              \
@@ -321,10 +321,10 @@ __device__ __forceinline__ uint4* staged_x_norm(int stages, const NormIo& io, in
         skinny_pipeline_bulk<NORM>(tile, y, M, N, tile.n0, stages, tiled, NORM_IO_OF(NORM));   \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
-        skinny_gemm_fp8_swiglu_bulk##SUF(const __nv_bfloat16* __restrict__ x,                  \
+        skinny_gemm_fp8_swiglu_bulk##SUF(const XT* __restrict__ x,                  \
                                          const unsigned char* __restrict__ w,                  \
                                          const float* __restrict__ scale_inv,                  \
-                                         __nv_bfloat16* __restrict__ act, int M, int N, int K, \
+                                         AT* __restrict__ act, int M, int N, int K, \
                                          int R, int il, int stages, int tiled EXTRA) {         \
         pdl_trigger();                                                                         \
         const auto tile = TILE(blockIdx.x);                                                    \
@@ -332,7 +332,7 @@ __device__ __forceinline__ uint4* staged_x_norm(int stages, const NormIo& io, in
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
         skinny_gemm_fp8_bulk_persistent##SUF(                                                  \
-            const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,          \
+            const XT* __restrict__ x, const unsigned char* __restrict__ w,          \
             const float* __restrict__ scale_inv, float* __restrict__ y, int M, int N, int K,   \
             int R, int il, int stages, int tiled EXTRA) {                                      \
         pdl_trigger();                                                                         \
@@ -341,8 +341,8 @@ __device__ __forceinline__ uint4* staged_x_norm(int stages, const NormIo& io, in
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
         skinny_gemm_fp8_swiglu_bulk_persistent##SUF(                                           \
-            const __nv_bfloat16* __restrict__ x, const unsigned char* __restrict__ w,          \
-            const float* __restrict__ scale_inv, __nv_bfloat16* __restrict__ act, int M,       \
+            const XT* __restrict__ x, const unsigned char* __restrict__ w,          \
+            const float* __restrict__ scale_inv, AT* __restrict__ act, int M,       \
             int N, int K, int R, int il, int stages, int tiled EXTRA) {                        \
         pdl_trigger();                                                                         \
         skinny_pipeline_bulk_tiles<NORM>([&](unsigned t) { return TILE(t); }, act, M, N,       \
@@ -354,7 +354,16 @@ __device__ __forceinline__ uint4* staged_x_norm(int stages, const NormIo& io, in
 #define TM_TILE_FP8S(t) TileFp8S(x, w, scale_inv, M, N, K, R, il, t, staged_x(stages))
 #define TM_TILE_FP8S_NORM(t) \
     TileFp8S(x, w, scale_inv, M, N, K, R, il, t, staged_x_norm(stages, NORM_IO, M))
-TM_FP8_ENTRIES(, TM_TILE_FP8, false, NO_EXTRA)
-TM_FP8_ENTRIES(_xs, TM_TILE_FP8S, false, NO_EXTRA)
-TM_FP8_ENTRIES(_norm, TM_TILE_FP8, true, NORM_EXTRA)
-TM_FP8_ENTRIES(_xs_norm, TM_TILE_FP8S_NORM, true, NORM_EXTRA)
+#define BF16 __nv_bfloat16
+TM_FP8_ENTRIES(, TM_TILE_FP8, false, NO_EXTRA, BF16, BF16)
+TM_FP8_ENTRIES(_xs, TM_TILE_FP8S, false, NO_EXTRA, BF16, BF16)
+TM_FP8_ENTRIES(_norm, TM_TILE_FP8, true, NORM_EXTRA, BF16, BF16)
+TM_FP8_ENTRIES(_xs_norm, TM_TILE_FP8S_NORM, true, NORM_EXTRA, BF16, BF16)
+
+// x read as f16 and SwiGLU's act stored as f16 (`Tuning::fp8_x_f16`, TileFp8H /
+// TileFp8SH); no norm epilogue.
+#define TM_XB reinterpret_cast<const __nv_bfloat16*>(x)
+#define TM_TILE_FP8H(t) TileFp8H(TM_XB, w, scale_inv, M, N, K, R, il, t)
+#define TM_TILE_FP8SH(t) TileFp8SH(TM_XB, w, scale_inv, M, N, K, R, il, t, staged_x(stages))
+TM_FP8_ENTRIES(_xh, TM_TILE_FP8H, false, NO_EXTRA, __half, __half)
+TM_FP8_ENTRIES(_xs_xh, TM_TILE_FP8SH, false, NO_EXTRA, __half, __half)

@@ -104,7 +104,7 @@ __device__ __forceinline__ void reduce_store_swiglu(const float (&c)[4],
 }
 
 // Where a kernel's sums go: y [M, N] f32 (Out = float), or act [M, N / 2] bf16 through
-// SwiGLU for interleaved gate|up weights (Out = __nv_bfloat16).
+// SwiGLU for interleaved gate|up weights (Out = __nv_bfloat16, or __half for `_xh`).
 __device__ __forceinline__ void store_out(const float (&c)[4], float* y, int M, int N, int n0) {
     reduce_store(c, y, M, N, n0);
 }
@@ -112,6 +112,7 @@ __device__ __forceinline__ void store_out(const float (&c)[4], __nv_bfloat16* ac
                                           int n0) {
     reduce_store_swiglu(c, act, M, N / 2, n0);
 }
+
 
 // The rows one thread of a 16-row tile works on: weight rows n0 + g and n0 + g + 8 (the
 // MMA's A rows g and g + 8) and token row g (its B column g), with g = lane / 4 and t =
@@ -215,12 +216,6 @@ struct TileBf16 : TileRows {
 __device__ __forceinline__ unsigned fp8x2_to_f16x2(unsigned short v) {
     const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(v, __NV_E4M3);
     return *reinterpret_cast<const unsigned*>(&h);
-}
-__device__ __forceinline__ unsigned bf16x2_to_f16x2(unsigned u) {
-    const float lo = __uint_as_float(u << 16), hi = __uint_as_float(u & 0xffff0000u);
-    unsigned r;
-    asm("cvt.rn.satfinite.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
 }
 
 // FP8 weights with block scales: w [N, K] e4m3 codes, scale_inv [ceil(N/R), ceil(K/128)]
@@ -330,15 +325,19 @@ struct TileFp8S : TileFp8 {
         : TileFp8(x_, w_, scale_inv, M_, N_, K_, R, il, tile), xs(xs_), x(x_), M(M_) {}
     // All multiplying threads: x [M, K] bf16 from global memory (16 contiguous bytes per
     // thread and step) into xs as f16, then their barrier.
-    __device__ void prepare() const {
+    __device__ void prepare() const { prepare_x<false>(); }
+    // XH: x holds f16 already (TileFp8SH): copied as it is.
+    template <bool XH>
+    __device__ void prepare_x() const {
         const int groups = K / 8, units = xs_row_units(K);
         for (int i = threadIdx.x; i < M * groups; i += SG_WARPS * 32) {
             const int m = i / groups, q = i - m * groups;
             const int p = q >> 1, h = q & 1, ch = p >> 3, tq = (p & 7) >> 1, j = p & 1;
             const uint4 v = __ldg(reinterpret_cast<const uint4*>(x + (size_t)m * K) + q);
             xs[m * units + ((ch * 2 + j) * 2 + h) * 4 + tq] =
-                make_uint4(bf16x2_to_f16x2(v.x), bf16x2_to_f16x2(v.y), bf16x2_to_f16x2(v.z),
-                           bf16x2_to_f16x2(v.w));
+                XH ? v
+                   : make_uint4(bf16x2_to_f16x2(v.x), bf16x2_to_f16x2(v.y),
+                                bf16x2_to_f16x2(v.z), bf16x2_to_f16x2(v.w));
         }
         consumers_sync();
     }
@@ -356,3 +355,43 @@ struct TileFp8S : TileFp8 {
     }
     __device__ void mma(float (&c)[4], const Stage& s) const { mma_x<true>(c, s); }
 };
+
+// The `_xh` kernels' tiles (`Tuning::fp8_x_f16`): x reaches the GEMM as f16, written so by
+// its producer (the `_f16` norms, the `_xh` SwiGLU epilogue) with bf16x2_to_f16x2's bits,
+// so no block converts it at every stage: the same products, bit for bit. The constructors
+// take x's address as bf16 only because the tiles read whole words of it, never values.
+struct TileFp8H : TileFp8 {
+    using TileFp8::TileFp8;
+    __device__ void mma(float (&c)[4], const Stage& s) const { mma_x<true>(c, s); }
+};
+struct TileFp8SH : TileFp8S {
+    using TileFp8S::TileFp8S;
+    __device__ void prepare() const { prepare_x<true>(); }
+};
+
+// reduce_store_swiglu for the `_xh` kernels: act as f16, each value rounded to bf16 first
+// and taken to f16 as the FP8 GEMM after it (down) would take it. A copy of the bf16 one's
+// sums, which keeps its SASS as measured.
+__device__ __forceinline__ void reduce_store_swiglu_h(const float (&c)[4], __half* __restrict__ act,
+                                                      int M, int inter, int n0) {
+    const RedTile* red = gather_fragments(c);
+    if (threadIdx.x < 64) {
+        const int r = threadIdx.x & 7, m = threadIdx.x >> 3;
+        float gs = 0.f, us = 0.f;
+#pragma unroll
+        for (int w = 0; w < SG_WARPS; ++w) {
+            gs += red[w][r][m];
+            us += red[w][r + 8][m];
+        }
+        const int col = n0 / 2 + r;
+        if (m < M && col < inter) {
+            const __nv_bfloat16 b = __float2bfloat16(gs / (1.0f + expf(-gs)) * us);
+            const unsigned h = bf16x2_to_f16x2(*reinterpret_cast<const unsigned short*>(&b));
+            reinterpret_cast<unsigned short*>(act)[(size_t)m * inter + col] = (unsigned short)h;
+        }
+    }
+}
+__device__ __forceinline__ void store_out(const float (&c)[4], __half* act, int M, int N,
+                                          int n0) {
+    reduce_store_swiglu_h(c, act, M, N / 2, n0);
+}

@@ -19,4 +19,4 @@ pub mod tuning;
 pub use cudarc;
 pub use error::{KernelError, Result};
 pub use gpu::{BULK_STAGES_RANGE, Gpu, GpuOptions, NormFold, TiledWeights, Tuning};
-pub use half::bf16;
+pub use half::{bf16, f16};

@@ -77,6 +77,8 @@ pub const ALL: &[KernelSource] = &[
             "add_rmsnorm_rows",
             "rmsnorm_vec",
             "add_rmsnorm_vec",
+            "rmsnorm_vec_f16",
+            "add_rmsnorm_vec_f16",
         ],
     },
     KernelSource {
@@ -128,6 +130,14 @@ pub const ALL: &[KernelSource] = &[
             "skinny_gemm_fp8_swiglu_bulk_xs_norm",
             "skinny_gemm_fp8_bulk_persistent_xs_norm",
             "skinny_gemm_fp8_swiglu_bulk_persistent_xs_norm",
+            "skinny_gemm_fp8_bulk_xh",
+            "skinny_gemm_fp8_swiglu_bulk_xh",
+            "skinny_gemm_fp8_bulk_persistent_xh",
+            "skinny_gemm_fp8_swiglu_bulk_persistent_xh",
+            "skinny_gemm_fp8_bulk_xs_xh",
+            "skinny_gemm_fp8_swiglu_bulk_xs_xh",
+            "skinny_gemm_fp8_bulk_persistent_xs_xh",
+            "skinny_gemm_fp8_swiglu_bulk_persistent_xs_xh",
         ],
     },
     KernelSource {

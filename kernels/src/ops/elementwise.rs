@@ -5,7 +5,7 @@ use crate::error::{Result, check};
 use crate::gpu::{Gpu, Tuning};
 use crate::launch::Launch;
 use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig};
-use half::bf16;
+use half::{bf16, f16};
 
 fn rows_cfg(rows: usize, threads: u32) -> LaunchConfig {
     LaunchConfig {
@@ -82,29 +82,43 @@ const NORM_KERNELS: [[&str; 2]; 2] = [
     ["add_rmsnorm_rows", "add_rmsnorm_vec"],
 ];
 
+/// The lean norms with f16 out (`rmsnorm_f16_into`); they have no scalar form.
+const NORM_F16_KERNELS: [&str; 2] = ["rmsnorm_vec_f16", "add_rmsnorm_vec_f16"];
+
 /// x += add (the residual, when given), then out = bf16(rmsnorm(x) * w), row by row: x is
-/// [rows, dim] f32, w is [dim]. The scalar kernels, or the lean ones (`vec_threads`).
-fn norm_into(
+/// [rows, dim] f32, w is [dim]. The scalar kernel, or the lean one (`vec_threads`); no
+/// scalar kernel (the f16 forms): the lean one or an error.
+fn norm_into<O>(
     gpu: &Gpu,
-    ops: [&'static str; 2],
+    (scalar, lean): (Option<&'static str>, &'static str),
     x: &mut CudaViewMut<'_, f32>,
     add: Option<&CudaView<'_, f32>>,
     w: &CudaView<'_, f32>,
     eps: f32,
-    out: &mut CudaViewMut<'_, bf16>,
+    out: &mut CudaViewMut<'_, O>,
 ) -> Result<()> {
-    let rows = norm_checks(ops[0], x.len(), w.len(), out.len())?;
+    let rows = norm_checks(scalar.unwrap_or(lean), x.len(), w.len(), out.len())?;
+    let vec = vec_threads(&gpu.tuning(), w.len());
+    check(scalar.is_some() || vec.is_some(), lean, || {
+        format!(
+            "dim {} needs the lean kernel (LATLAB_NORM_VEC=1, dim / 16 a multiple of 32 up to 1024)",
+            w.len()
+        )
+    })?;
+    let name = match (vec, scalar) {
+        (None, Some(s)) => s,
+        _ => lean,
+    };
     if let Some(add) = add {
-        check(add.len() == x.len(), ops[0], || {
+        check(add.len() == x.len(), name, || {
             format!("add {} != x {}", add.len(), x.len())
         })?;
     }
     if rows == 0 {
         return Ok(());
     }
-    let dim = to_i32(ops[0], "dim", w.len())?;
-    let vec = vec_threads(&gpu.tuning(), w.len());
-    let mut b = Launch::new(gpu, ops[vec.is_some() as usize])?;
+    let dim = to_i32(name, "dim", w.len())?;
+    let mut b = Launch::new(gpu, name)?;
     if vec.is_some() {
         b.output_aligned16(x)?;
         if let Some(add) = add {
@@ -133,7 +147,8 @@ pub fn rmsnorm_into(
     eps: f32,
     out: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
-    norm_into(gpu, NORM_KERNELS[0], x, None, w, eps, out)
+    let [s, v] = NORM_KERNELS[0];
+    norm_into(gpu, (Some(s), v), x, None, w, eps, out)
 }
 
 /// x += add (the residual), then out = bf16(rmsnorm(x) * w), row by row.
@@ -145,7 +160,33 @@ pub fn add_rmsnorm_into(
     eps: f32,
     out: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
-    norm_into(gpu, NORM_KERNELS[1], x, Some(add), w, eps, out)
+    let [s, v] = NORM_KERNELS[1];
+    norm_into(gpu, (Some(s), v), x, Some(add), w, eps, out)
+}
+
+/// `rmsnorm_into` with f16 out, for the FP8 GEMMs that read x as f16 (`Tuning::fp8_x_f16`,
+/// `ops::skinny_gemm_fp8_xh_into`): each value is the bf16 one taken to f16 as those GEMMs
+/// take bf16 x (saturating at +-65504), so they multiply the same bits. Lean kernels only.
+pub fn rmsnorm_f16_into(
+    gpu: &Gpu,
+    x: &mut CudaViewMut<'_, f32>,
+    w: &CudaView<'_, f32>,
+    eps: f32,
+    out: &mut CudaViewMut<'_, f16>,
+) -> Result<()> {
+    norm_into(gpu, (None, NORM_F16_KERNELS[0]), x, None, w, eps, out)
+}
+
+/// `add_rmsnorm_into` with f16 out (`rmsnorm_f16_into`).
+pub fn add_rmsnorm_f16_into(
+    gpu: &Gpu,
+    x: &mut CudaViewMut<'_, f32>,
+    add: &CudaView<'_, f32>,
+    w: &CudaView<'_, f32>,
+    eps: f32,
+    out: &mut CudaViewMut<'_, f16>,
+) -> Result<()> {
+    norm_into(gpu, (None, NORM_F16_KERNELS[1]), x, Some(add), w, eps, out)
 }
 
 /// out[r, c] = bf16(silu(gate) * up) over gu [rows, 2 * inter]: gate column c and up

@@ -22,13 +22,14 @@ pub use decode_attention::{
     attention_splits, decode_attention_into, split_count, uses_cluster,
 };
 pub use elementwise::{
-    add_rmsnorm_into, add_rmsnorm_kernel, embed_gather_into, rmsnorm_into, swiglu_into,
+    add_rmsnorm_f16_into, add_rmsnorm_into, add_rmsnorm_kernel, embed_gather_into,
+    rmsnorm_f16_into, rmsnorm_into, swiglu_into,
 };
 pub use prefill_attention::{
     PREFILL_HEAD_DIM, prefill_attention_into, prefill_attention_supported,
 };
 pub use skinny::{
-    FP8_BLOCK, Fp8Matrix, GATE_UP_GROUP, SKINNY_MAX_ROWS, SkinnyWeights, fp8_dequant_into,
+    FP8_BLOCK, Fp8Matrix, GATE_UP_GROUP, SKINNY_MAX_ROWS, SkinnyWeights, SkinnyX, fp8_dequant_into,
     interleave_gate_up, skinny_gemm_fp8_into, skinny_gemm_fp8_swiglu_into, skinny_gemm_into,
     skinny_gemm_swiglu_into, skinny_linear_norm_into, skinny_swiglu_norm_into,
 };

@@ -73,7 +73,7 @@ fn launch_bf16<O>(
 ) -> Result<()> {
     let (mi, ni, ki) = (m as i32, to_i32(op, "n", n)?, to_i32(op, "k", k)?);
     let epi_bytes = epi.check(op, m, n, op.ends_with("_swiglu"))?;
-    let (mut b, pipe) = start(gpu, op, (m, n, k), epi_bytes)?;
+    let (mut b, pipe) = start(gpu, op, (m, n, k), epi_bytes, false)?;
     b.input(x);
     weights(&mut b, w, layout, pipe)?;
     b.output(out).i32(mi).i32(ni).i32(ki);
@@ -135,9 +135,10 @@ impl Fp8Matrix<'_, '_> {
 }
 
 /// y[m, n] = sum_k x[m, k] w[n, k] with FP8 weights dequantized in registers; k % 16 == 0.
-pub fn skinny_gemm_fp8_into(
+/// x is bf16, or f16 (`SkinnyX`).
+pub fn skinny_gemm_fp8_into<X: SkinnyX>(
     gpu: &Gpu,
-    x: &CudaView<'_, bf16>,
+    x: &CudaView<'_, X>,
     w: &Fp8Matrix<'_, '_>,
     y: &mut CudaViewMut<'_, f32>,
 ) -> Result<()> {
@@ -148,13 +149,13 @@ pub fn skinny_gemm_fp8_into(
 }
 
 /// Launch an FP8 skinny kernel whose shapes the caller checked (`sizes` from
-/// `Fp8Matrix::check`): x [m, k], the matrix, out, and the norm epilogue's buffers
-/// (checked here).
+/// `Fp8Matrix::check`): x [m, k] (bf16, or f16 for the `_xh` forms: `SkinnyX`), the
+/// matrix, out, and the norm epilogue's buffers (checked here).
 #[allow(clippy::too_many_arguments)]
-fn launch_fp8<O>(
+fn launch_fp8<X: SkinnyX, O>(
     gpu: &Gpu,
     op: &'static str,
-    x: &CudaView<'_, bf16>,
+    x: &CudaView<'_, X>,
     w: &Fp8Matrix<'_, '_>,
     m: usize,
     (ni, ki, ri): (i32, i32, i32),
@@ -163,7 +164,7 @@ fn launch_fp8<O>(
 ) -> Result<()> {
     let il = to_i32(op, "interleave", w.interleave)?;
     let epi_bytes = epi.check(op, m, w.n, op.ends_with("_swiglu"))?;
-    let (mut b, pipe) = start(gpu, op, (m, w.n, w.k), epi_bytes)?;
+    let (mut b, pipe) = start(gpu, op, (m, w.n, w.k), epi_bytes, X::F16)?;
     b.input(x);
     weights(&mut b, w.codes, w.layout, pipe)?;
     b.input(w.scale_inv).output(out);
@@ -174,6 +175,28 @@ fn launch_fp8<O>(
     // aligned.
     unsafe { b.launch(launch_cfg(w.n, pipe)) }?;
     Ok(())
+}
+
+/// The types x comes in to the FP8 skinny kernels: bf16, or f16 (`Tuning::fp8_x_f16`: the
+/// `_xh` bulk kernels, which read x as its producer wrote it, `rmsnorm_f16_into` or an f16
+/// SwiGLU act, instead of converting bf16 x to f16 at every ring stage of every block).
+/// The f16 values are the bf16 ones converted as those kernels convert them, so the sums
+/// are the same bits. With f16, a SwiGLU act is f16 too, and only the bulk-copy pipeline
+/// runs.
+pub trait SkinnyX: cudarc::driver::DeviceRepr + sealed::Sealed {
+    const F16: bool;
+}
+/// Only bf16 and f16 are x types (the kernels read 16-bit words).
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for half::bf16 {}
+    impl Sealed for half::f16 {}
+}
+impl SkinnyX for bf16 {
+    const F16: bool = false;
+}
+impl SkinnyX for half::f16 {
+    const F16: bool = true;
 }
 
 /// Rows per group when gate|up are interleaved for the fused SwiGLU kernels (half the
@@ -220,12 +243,13 @@ pub fn skinny_gemm_swiglu_into(
     launch_bf16(gpu, OP, x, (w, layout), (m, n, k), act, NormEpi::None)
 }
 
-/// `skinny_gemm_swiglu_into` with FP8 weights: `w.interleave` must be `w.n / 2`.
-pub fn skinny_gemm_fp8_swiglu_into(
+/// `skinny_gemm_swiglu_into` with FP8 weights: `w.interleave` must be `w.n / 2`. x and act
+/// are both bf16 or both f16 (`SkinnyX`).
+pub fn skinny_gemm_fp8_swiglu_into<X: SkinnyX>(
     gpu: &Gpu,
-    x: &CudaView<'_, bf16>,
+    x: &CudaView<'_, X>,
     w: &Fp8Matrix<'_, '_>,
-    act: &mut CudaViewMut<'_, bf16>,
+    act: &mut CudaViewMut<'_, X>,
 ) -> Result<()> {
     const OP: &str = "skinny_gemm_fp8_swiglu";
     let sizes = w.check(OP, 16)?;

@@ -97,21 +97,34 @@ const MAX_DYNAMIC_SMEM: u32 = 222 * 1024;
 /// tuning (`skinny_kernel`), with the deeper ring when the grid has fewer tiles than two
 /// per SM and, for persistent kernels, the blocks that fit at once. `epi_bytes`: the norm
 /// epilogue's shared memory (`NormEpi::check`); above 0 the bulk kernel's `_norm` form
-/// runs.
+/// runs. `xh`: x is f16 (and a SwiGLU act too), the FP8 bulk kernel's `_xh` form.
 pub(super) fn start<'g>(
     gpu: &'g Gpu,
     op: &'static str,
     (m, n, k): (usize, usize, usize),
     epi_bytes: u32,
+    xh: bool,
 ) -> Result<(Launch<'g>, Pipe)> {
     let t = gpu.tuning();
     let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
     let stages = ring_stages(&t, op.starts_with("skinny_gemm_fp8"), small, m);
     let name = skinny_kernel(&t, op, (m, k), stages);
+    check(!xh || name != op, op, || {
+        "x as f16 needs the bulk-copy pipeline (LATLAB_SKINNY_BULK_FP8=1)".to_string()
+    })?;
+    check(!xh || epi_bytes == 0, op, || {
+        "x as f16 has no folded-norm form".to_string()
+    })?;
     if name == op {
         return Ok((Launch::new(gpu, op)?, Pipe::Regs));
     }
-    let name = if epi_bytes > 0 { norm_form(name) } else { name };
+    let name = if epi_bytes > 0 {
+        norm_form(name)
+    } else if xh {
+        xh_form(name)
+    } else {
+        name
+    };
     // The norm epilogue's words lie between the ring and staged x (skinny_bulk.cu).
     let x_bytes = epi_bytes
         + if name.contains("_xs") {
@@ -201,6 +214,24 @@ fn norm_form(name: &'static str) -> &'static str {
     }
 }
 
+/// An FP8 bulk kernel's form that reads x as f16 and stores SwiGLU's act as f16
+/// (`Tuning::fp8_x_f16`; TileFp8H / TileFp8SH in skinny_tiles.cuh).
+fn xh_form(name: &'static str) -> &'static str {
+    match name {
+        "skinny_gemm_fp8_bulk" => "skinny_gemm_fp8_bulk_xh",
+        "skinny_gemm_fp8_swiglu_bulk" => "skinny_gemm_fp8_swiglu_bulk_xh",
+        "skinny_gemm_fp8_bulk_persistent" => "skinny_gemm_fp8_bulk_persistent_xh",
+        "skinny_gemm_fp8_swiglu_bulk_persistent" => "skinny_gemm_fp8_swiglu_bulk_persistent_xh",
+        "skinny_gemm_fp8_bulk_xs" => "skinny_gemm_fp8_bulk_xs_xh",
+        "skinny_gemm_fp8_swiglu_bulk_xs" => "skinny_gemm_fp8_swiglu_bulk_xs_xh",
+        "skinny_gemm_fp8_bulk_persistent_xs" => "skinny_gemm_fp8_bulk_persistent_xs_xh",
+        "skinny_gemm_fp8_swiglu_bulk_persistent_xs" => {
+            "skinny_gemm_fp8_swiglu_bulk_persistent_xs_xh"
+        }
+        _ => unreachable!("{name} is not an FP8 bulk skinny kernel"),
+    }
+}
+
 /// The bulk kernels' trailing arguments: their ring depth and the weights' layout.
 pub(super) fn bulk_args(b: &mut Launch<'_>, pipe: Pipe, layout: WeightLayout) {
     if let Pipe::Bulk { stages, .. } = pipe {
@@ -230,7 +261,7 @@ pub(super) fn weights<T>(
 
 #[cfg(test)]
 mod tests {
-    use super::{norm_form, ring_stages, skinny_kernel};
+    use super::{norm_form, ring_stages, skinny_kernel, xh_form};
     use crate::gpu::Tuning;
 
     /// Every bulk kernel has a `_norm` form the module defines, named for it, and the
@@ -245,10 +276,10 @@ mod tests {
             .kernels
             .iter()
             .copied()
-            .filter(|k| !k.ends_with("_norm"))
+            .filter(|k| !k.ends_with("_norm") && !k.ends_with("_xh"))
             .collect();
         assert_eq!(bulk.len(), 12);
-        for k in bulk {
+        for k in &bulk {
             let n = norm_form(k);
             assert_eq!(n, format!("{k}_norm"));
             assert!(
@@ -256,7 +287,16 @@ mod tests {
                 "{n} not in skinny_bulk.cu's list"
             );
         }
-        assert_eq!(skinny.kernels.len(), 24);
+        // The FP8 ones have an `_xh` form too (x as f16).
+        for k in bulk.iter().filter(|k| k.starts_with("skinny_gemm_fp8")) {
+            let h = xh_form(k);
+            assert_eq!(h, format!("{k}_xh"));
+            assert!(
+                skinny.kernels.contains(&h),
+                "{h} not in skinny_bulk.cu's list"
+            );
+        }
+        assert_eq!(skinny.kernels.len(), 32);
     }
 
     #[test]
