@@ -242,6 +242,27 @@ fn folded_norms_keep_the_logits() {
     );
 }
 
+/// FP8 decode GEMMs reading x as f16 written by the norms and SwiGLU before them
+/// (Tuning::fp8_x_f16, the `_xh` kernels) against converting bf16 x in every block: the
+/// same f16 values into the same MMAs, so the same logits bit for bit. The norms stay
+/// unfolded on both sides, so batch 1 and 3 both take it; bf16 weights never do.
+#[test]
+#[ignore = "gpu"]
+fn f16_x_gives_the_same_logits() {
+    let set = |t: &mut kernels::Tuning, on: bool| {
+        t.fp8_x_f16 = on;
+        t.norm_epilogue = kernels::NormFold::Off;
+    };
+    for fp8 in [false, true] {
+        let [off, on] = ab_backends(fp8, set);
+        for rows in [1, 3] {
+            assert!(!off.decode_path(rows).f16_x, "fp8 {fp8} rows {rows}: off");
+            assert_eq!(on.decode_path(rows).f16_x, fp8, "fp8 {fp8} rows {rows}: on");
+        }
+    }
+    same_logits(set, "x as f16");
+}
+
 /// Decode attention's fast scores (Tuning::attention_d32: eight lanes per position, K in
 /// shared memory; qwen3-0.6b's geometry takes the `_d128_g4` kernel) against the pair
 /// layout: the dot products sum in another order, so the logits agree to f32 rounding,

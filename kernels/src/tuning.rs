@@ -172,6 +172,16 @@ pub struct Tuning {
     /// did, but where FP8 steps are short: so there only (`NormFold::Fp8UpTo2`, resolved
     /// by `for_weights`). `LATLAB_NORM_EPILOGUE=0|1|up_to_2|fp8_up_to_2`.
     pub norm_epilogue: NormFold,
+    /// FP8 decode GEMMs read x as f16 (`ops::SkinnyX`, the `_xh` kernels) where the norms
+    /// before qkv and gate|up and the gate|up SwiGLU before down write it so
+    /// (`ops::rmsnorm_f16_into`): no block converts bf16 x to f16 at every ring stage. Same
+    /// bits (each f16 is the bf16 value converted as the GEMM converted it). A timing-only
+    /// build without that conversion (session 20, gpu_step_chain, us): FP8 batch 2 2792 ->
+    /// 2750, batch 4 2922 -> 2738, batch 8 3176 -> 3027; batch 1 stages x in shared memory
+    /// as f16 already. Not yet run on a GPU in this form: off. Not where the norms fold
+    /// (`norm_epilogue`), nor o_proj (the attention writes its x in bf16).
+    /// `LATLAB_FP8_X_F16=0|1`.
+    pub fp8_x_f16: bool,
 }
 
 /// `Tuning::tiled_weights`.
@@ -248,6 +258,7 @@ impl Default for Tuning {
             tiled_weights: TiledWeights::Off,
             attention_mma: true,
             norm_epilogue: NormFold::Fp8UpTo2,
+            fp8_x_f16: false,
         }
     }
 }
@@ -314,7 +325,7 @@ impl Tuning {
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
     /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
     /// `LATLAB_X_SMEM_KB`, `LATLAB_ATTENTION_D32`, `LATLAB_TILED_WEIGHTS`,
-    /// `LATLAB_ATTENTION_MMA` and `LATLAB_NORM_EPILOGUE` when set.
+    /// `LATLAB_ATTENTION_MMA`, `LATLAB_NORM_EPILOGUE` and `LATLAB_FP8_X_F16` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -339,6 +350,7 @@ impl Tuning {
             norm_vec: get("LATLAB_NORM_VEC", d.norm_vec)?,
             attention_d32: get("LATLAB_ATTENTION_D32", d.attention_d32)?,
             attention_mma: get("LATLAB_ATTENTION_MMA", d.attention_mma)?,
+            fp8_x_f16: get("LATLAB_FP8_X_F16", d.fp8_x_f16)?,
             norm_epilogue: match var("LATLAB_NORM_EPILOGUE").as_deref() {
                 None => d.norm_epilogue,
                 Some("0") => NormFold::Off,

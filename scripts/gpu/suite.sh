@@ -2,7 +2,7 @@
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
-# sweep splits fp8bulk bench ahead fold latency prefill fp8prefill early http hf stream trace wgmma copy
+# sweep splits fp8bulk bench ahead fold f16x latency prefill fp8prefill early http hf stream trace wgmma copy
 # steptiming" (default: tests timing chain bench prefill early http; hf writes a 16 GB
 # checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
@@ -146,6 +146,21 @@ if has fold; then
     for on in 0 1; do
       LATLAB_NORM_EPILOGUE=$on timeout 120 $B --batch "$2" --quantization "$1" > "$OUT/fold_$1_$2_$on.log" 2>&1
       echo "norm_epilogue=$on $1 batch $2 rc=$?"; grep -E "round 1|rror" "$OUT/fold_$1_$2_$on.log"
+    done
+  done
+fi
+if has f16x; then
+  # FP8 GEMMs on f16 x (LATLAB_FP8_X_F16=0|1, step 53 in engine/PERF.md): its tests (bit
+  # equality with the bf16 forms), then the bench off and on; F16X_BATCHES picks the batches.
+  timeout 200 $T/cuda_fp8_x_f16 --include-ignored --nocapture --test-threads=1 > "$OUT/f16x_tests.log" 2>&1
+  echo "cuda_fp8_x_f16 rc=$?"; grep -E "test result|panicked" "$OUT/f16x_tests.log" | head -5
+  timeout 150 $T/cuda_paths --include-ignored --nocapture f16_x > "$OUT/f16x_paths.log" 2>&1
+  echo "cuda_paths f16_x rc=$?"; grep -E "test result|panicked" "$OUT/f16x_paths.log" | head -5
+  B="$BENCH --gen-len 220 --rounds 2 --quantization fp8"
+  for b in ${F16X_BATCHES:-8 4 2}; do
+    for on in 0 1; do
+      LATLAB_FP8_X_F16=$on timeout 120 $B --batch "$b" > "$OUT/f16x_${b}_$on.log" 2>&1
+      echo "fp8_x_f16=$on fp8 batch $b rc=$?"; grep -E "round 1|rror" "$OUT/f16x_${b}_$on.log"
     done
   done
 fi

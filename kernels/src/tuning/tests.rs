@@ -37,10 +37,12 @@ fn tuning_reads_switches_and_names_a_bad_value() {
         ("LATLAB_TILED_WEIGHTS", "bf16"),
         ("LATLAB_ATTENTION_MMA", "0"),
         ("LATLAB_NORM_EPILOGUE", "0"),
+        ("LATLAB_FP8_X_F16", "1"),
     ])
     .unwrap();
 
     assert!(d.attention_mma && !t.attention_mma);
+    assert!(!d.fp8_x_f16 && t.fp8_x_f16);
     assert_eq!(
         (d.norm_epilogue, t.norm_epilogue),
         (NormFold::Fp8UpTo2, NormFold::Off)

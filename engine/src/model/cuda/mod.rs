@@ -24,6 +24,7 @@ use weights::GpuWeights;
 pub use kernels::gpu::cuda_available;
 pub use run_ahead::RunAhead;
 pub use settings::CudaSettings;
+pub use step::DecodePath;
 
 /// Per layer K and V caches, each [num_pages * block_size, kv_dim] bf16.
 pub(crate) struct GpuKvCache {
@@ -168,6 +169,18 @@ impl CudaBackend {
             .flat_map(|l| [&l.wqkv, &l.wo, &l.wgu, &l.wdown])
             .map(|w| w.decode_layout())
             .collect()
+    }
+
+    /// Whether a decode step of `rows` rows runs its FP8 GEMMs on f16 x and its norms
+    /// unfolded (`Tuning::fp8_x_f16`, step/half_x.rs): lets tests see that an A/B compares
+    /// two paths.
+    pub fn decode_path(&self, rows: usize) -> DecodePath {
+        let hd = self.cfg.hidden_size;
+        let folds = step::folds_norms(&self.gpu, &self.w, rows, hd);
+        DecodePath {
+            folds_norms: folds,
+            f16_x: step::uses_f16_x(&self.gpu, &self.w, rows, hd, folds),
+        }
     }
 
     /// The device's name, e.g. "NVIDIA H200" (for /v1/engine/info).

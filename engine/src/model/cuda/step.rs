@@ -16,53 +16,24 @@ use kernels::cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use kernels::ops::{self, AttnDims, PagedAttnArgs, RopeKvArgs, SKINNY_MAX_ROWS};
 
 mod fold;
+mod half_x;
+mod scratch;
 
-/// Activation buffers for `rows` tokens.
-pub(super) struct Scratch {
-    pub x: CudaSlice<f32>,
-    pub h: CudaSlice<bf16>,
-    qkv: CudaSlice<f32>,
-    q: CudaSlice<bf16>,
-    attn: CudaSlice<bf16>,
-    o: CudaSlice<f32>,
-    gu: CudaSlice<f32>,
-    act: CudaSlice<bf16>,
-    /// The folded norms' partial sums of squares (`ops::NormEpi`): [rows, hidden / 16].
-    ss: CudaSlice<f32>,
-    /// Split-context attention: how many splits and their partial states
-    /// (`ops::SplitScratch`).
-    attn_splits: usize,
-    part_acc: CudaSlice<f32>,
-    part_ml: CudaSlice<f32>,
+pub(super) use scratch::Scratch;
+
+pub(super) use fold::folds_norms;
+pub(super) use half_x::uses_f16_x;
+
+/// Which forms a decode step of some batch size runs (`CudaBackend::decode_path`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodePath {
+    /// The inner norms folded into the GEMMs (`Tuning::norm_epilogue`).
+    pub folds_norms: bool,
+    /// The FP8 GEMMs on f16 x (`Tuning::fp8_x_f16`).
+    pub f16_x: bool,
 }
 
-impl Scratch {
-    pub fn new(gpu: &Gpu, c: &ModelConfig, rows: usize) -> Result<Self> {
-        let s = gpu.stream();
-        let a = driver_err("alloc step buffers");
-        let (hd, qd, kvd, i) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
-        let attn_splits = ops::attention_splits(gpu, rows, c.num_key_value_heads);
-        let (na, nm) = ops::attention_partials_len(rows, attn_dims(c), attn_splits);
-        // One split writes its output directly and needs no partials.
-        let split = |n: usize| if attn_splits > 1 { n } else { 1 };
-        Ok(Scratch {
-            attn_splits,
-            part_acc: s.alloc_zeros(split(na)).map_err(&a)?,
-            part_ml: s.alloc_zeros(split(nm)).map_err(&a)?,
-            x: s.alloc_zeros(rows * hd).map_err(&a)?,
-            h: s.alloc_zeros(rows * hd).map_err(&a)?,
-            qkv: s.alloc_zeros(rows * (qd + 2 * kvd)).map_err(&a)?,
-            q: s.alloc_zeros(rows * qd).map_err(&a)?,
-            attn: s.alloc_zeros(rows * qd).map_err(&a)?,
-            o: s.alloc_zeros(rows * hd).map_err(&a)?,
-            gu: s.alloc_zeros(rows * 2 * i).map_err(&a)?,
-            act: s.alloc_zeros(rows * i).map_err(&a)?,
-            ss: s.alloc_zeros(rows * ops::norm_parts(hd)).map_err(&a)?,
-        })
-    }
-}
-
-fn attn_dims(c: &ModelConfig) -> AttnDims {
+pub(super) fn attn_dims(c: &ModelConfig) -> AttnDims {
     AttnDims {
         heads: c.num_attention_heads,
         kv_heads: c.num_key_value_heads,
@@ -296,34 +267,42 @@ pub(super) fn forward_layers(
     )
     .map_err(ke)?;
     let fold = fold::folds_norms(gpu, w, meta.ids().len(), hd);
+    let xh = half_x::uses_f16_x(gpu, w, meta.ids().len(), hd, fold);
     for (li, lw) in w.layers.iter().enumerate() {
         // The previous layer's MLP output (in `o`) joins the residual here, fused with this
         // layer's input norm; with folded norms, the previous down did both (`h` holds its
         // hw, `ss` its sums of squares).
         let folded_in = fold && li > 0;
-        if li == 0 {
-            ops::rmsnorm_into(
-                gpu,
-                &mut sc.x.as_view_mut(),
-                &lw.input_norm.as_view(),
-                eps,
-                &mut sc.h.as_view_mut(),
-            )
-        } else if !folded_in {
-            ops::add_rmsnorm_into(
-                gpu,
-                &mut sc.x.as_view_mut(),
-                &sc.o.as_view(),
-                &lw.input_norm.as_view(),
-                eps,
-                &mut sc.h.as_view_mut(),
-            )
+        if xh {
+            // f16 into `h16` for the FP8 GEMMs (half_x.rs).
+            half_x::norm(gpu, sc, li > 0, &lw.input_norm, eps)?;
         } else {
-            Ok(())
+            if li == 0 {
+                ops::rmsnorm_into(
+                    gpu,
+                    &mut sc.x.as_view_mut(),
+                    &lw.input_norm.as_view(),
+                    eps,
+                    &mut sc.h.as_view_mut(),
+                )
+            } else if !folded_in {
+                ops::add_rmsnorm_into(
+                    gpu,
+                    &mut sc.x.as_view_mut(),
+                    &sc.o.as_view(),
+                    &lw.input_norm.as_view(),
+                    eps,
+                    &mut sc.h.as_view_mut(),
+                )
+            } else {
+                Ok(())
+            }
+            .map_err(ke)?;
         }
-        .map_err(ke)?;
         if folded_in {
             fold::qkv(gpu, lw, (qd + 2 * kvd, hd), eps, sc)?;
+        } else if xh {
+            half_x::qkv(gpu, lw, (qd + 2 * kvd, hd), sc)?;
         } else {
             linear_w(
                 gpu,
@@ -381,6 +360,10 @@ pub(super) fn forward_layers(
             continue;
         }
         linear_w(gpu, &sc.attn, &lw.wo, hd, qd, &mut sc.o, deq.as_deref_mut())?;
+        if xh {
+            half_x::mlp(gpu, lw, (hd, inter), eps, sc)?;
+            continue;
+        }
         ops::add_rmsnorm_into(
             gpu,
             &mut sc.x.as_view_mut(),

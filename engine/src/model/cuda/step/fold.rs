@@ -16,7 +16,12 @@ use kernels::ops::{self, SKINNY_MAX_ROWS};
 /// (`Tuning::norm_epilogue`, `ops::NormEpi`): a decode batch whose every projection runs on
 /// the bulk pipeline, with gate|up fused, and a hidden size whose partial sums come in
 /// fours (16-byte copies).
-pub(super) fn folds_norms(gpu: &Gpu, w: &GpuWeights, rows: usize, hidden: usize) -> bool {
+pub(in crate::model::cuda) fn folds_norms(
+    gpu: &Gpu,
+    w: &GpuWeights,
+    rows: usize,
+    hidden: usize,
+) -> bool {
     let t = gpu.tuning();
     let bulk = |l: &GpuLinear| match l {
         GpuLinear::Bf16 { .. } => t.skinny_bulk_bf16,

@@ -1,0 +1,127 @@
+//! FP8 decode with x as f16 (`Tuning::fp8_x_f16`, `ops::SkinnyX`): the norms before qkv
+//! and gate|up write f16 (`ops::rmsnorm_f16_into`), gate|up's SwiGLU writes its act in
+//! f16, and the FP8 GEMMs read them as they are, so no block converts bf16 x at every ring
+//! stage. Same bits as the bf16 path. o_proj keeps its bf16 x (the attention's output);
+//! the final norm stays bf16 for lm_head. `forward_layers` (step.rs) calls these where it
+//! would run the norms and those linears.
+
+use super::{Scratch, fp8_matrix};
+use crate::error::{EngineError, Result};
+use crate::model::cuda::kernel_err;
+use crate::model::cuda::weights::{GpuLayer, GpuLinear, GpuWeights};
+use kernels::cudarc::driver::CudaSlice;
+use kernels::ops::{self, SKINNY_MAX_ROWS};
+use kernels::{Gpu, f16};
+
+/// Whether a forward over `rows` tokens runs its FP8 GEMMs on f16 x: asked for, a decode
+/// batch, no folded norms (`folds`), the lean norm kernels, and every layer's qkv, gate|up
+/// (fused with SwiGLU) and down FP8 on the bulk pipeline.
+pub(in crate::model::cuda) fn uses_f16_x(
+    gpu: &Gpu,
+    w: &GpuWeights,
+    rows: usize,
+    hidden: usize,
+    folds: bool,
+) -> bool {
+    let t = gpu.tuning();
+    let fp8 = |l: &GpuLinear| matches!(l, GpuLinear::Fp8 { .. });
+    t.fp8_x_f16
+        && !folds
+        && rows <= SKINNY_MAX_ROWS
+        && t.skinny_bulk_fp8
+        && ops::add_rmsnorm_kernel(gpu, hidden) == "add_rmsnorm_vec"
+        && w.layers
+            .iter()
+            .all(|l| l.gu_tiled && fp8(&l.wqkv) && fp8(&l.wgu) && fp8(&l.wdown))
+}
+
+/// The norm into `sc.h16`: layer 0's input norm (`add` false), or the residual add of
+/// `sc.o` fused with it.
+pub(super) fn norm(
+    gpu: &Gpu,
+    sc: &mut Scratch,
+    add: bool,
+    weight: &CudaSlice<f32>,
+    eps: f32,
+) -> Result<()> {
+    let Scratch { x, o, h16, .. } = sc;
+    let (mut xv, wv, mut hv) = (x.as_view_mut(), weight.as_view(), h16.as_view_mut());
+    if add {
+        ops::add_rmsnorm_f16_into(gpu, &mut xv, &o.as_view(), &wv, eps, &mut hv)
+    } else {
+        ops::rmsnorm_f16_into(gpu, &mut xv, &wv, eps, &mut hv)
+    }
+    .map_err(kernel_err)
+}
+
+/// Run `f` on an FP8 projection of `n` x `k` as the skinny GEMM takes it.
+fn with_fp8(
+    w: &GpuLinear,
+    (n, k): (usize, usize),
+    f: impl FnOnce(&ops::Fp8Matrix<'_, '_>) -> kernels::Result<()>,
+) -> Result<()> {
+    let GpuLinear::Fp8 {
+        codes,
+        scale_inv,
+        scale_rows,
+        interleave,
+        layout,
+        ..
+    } = w
+    else {
+        // `uses_f16_x` admits FP8 layers only.
+        return Err(EngineError::Backend(
+            "x as f16 runs FP8 projections only".into(),
+        ));
+    };
+    let (cv, sv) = (codes.as_view(), scale_inv.as_view());
+    f(&fp8_matrix(
+        &cv,
+        &sv,
+        (*scale_rows, *interleave, *layout),
+        n,
+        k,
+    ))
+    .map_err(kernel_err)
+}
+
+/// y = x wᵀ for an FP8 projection over f16 x [rows <= 8, k].
+fn linear(
+    gpu: &Gpu,
+    x: &CudaSlice<f16>,
+    w: &GpuLinear,
+    (n, k): (usize, usize),
+    y: &mut CudaSlice<f32>,
+) -> Result<()> {
+    with_fp8(w, (n, k), |m8| {
+        ops::skinny_gemm_fp8_into(gpu, &x.as_view(), m8, &mut y.as_view_mut())
+    })
+}
+
+/// qkv from `sc.h16` (the input norm's f16) into `sc.qkv`. `(n, hd)`: qkv's shape.
+pub(super) fn qkv(
+    gpu: &Gpu,
+    lw: &GpuLayer,
+    (n, hd): (usize, usize),
+    sc: &mut Scratch,
+) -> Result<()> {
+    let Scratch { h16, qkv, .. } = sc;
+    linear(gpu, h16, &lw.wqkv, (n, hd), qkv)
+}
+
+/// The MLP after o_proj (its sums in `sc.o`): the residual add fused with the post norm
+/// into `sc.h16`, gate|up with SwiGLU into `sc.act16`, down into `sc.o`.
+pub(super) fn mlp(
+    gpu: &Gpu,
+    lw: &GpuLayer,
+    (hd, inter): (usize, usize),
+    eps: f32,
+    sc: &mut Scratch,
+) -> Result<()> {
+    norm(gpu, sc, true, &lw.post_norm, eps)?;
+    let Scratch { h16, act16, o, .. } = sc;
+    with_fp8(&lw.wgu, (2 * inter, hd), |m8| {
+        ops::skinny_gemm_fp8_swiglu_into(gpu, &h16.as_view(), m8, &mut act16.as_view_mut())
+    })?;
+    linear(gpu, act16, &lw.wdown, (hd, inter), o)
+}
