@@ -10,7 +10,7 @@
 
 mod cuda_common;
 
-use cuda_common::{Rng, down, gpu_tuned, up, up_bf16};
+use cuda_common::{Rng, down, fp8_codes_and_scales, gpu_tuned, up, up_bf16};
 use kernels::cudarc::driver::CudaSlice;
 use kernels::ops::{self, Fp8Matrix, WeightLayout};
 use kernels::{Gpu, bf16, f16};
@@ -32,7 +32,7 @@ fn as_f16(v: &[bf16]) -> Vec<f16> {
     v.iter().map(|b| f16::from_f32(b.to_f32())).collect()
 }
 
-/// FP8 codes (0x00..0x6f with a random sign: finite e4m3 values) and 128x128 block scales.
+/// FP8 codes and 128x128 block scales on the GPU (`fp8_codes_and_scales`).
 struct Fp8 {
     codes: CudaSlice<u8>,
     scales: CudaSlice<f32>,
@@ -43,15 +43,7 @@ struct Fp8 {
 
 impl Fp8 {
     fn new(g: &Gpu, r: &mut Rng, n: usize, k: usize, interleave: usize) -> Self {
-        let codes: Vec<u8> = (0..n * k)
-            .map(|_| {
-                let c = ((r.next() + 1.0) * 55.0) as u8;
-                c.min(0x6f) | if r.next() < 0.0 { 0x80 } else { 0 }
-            })
-            .collect();
-        let scales: Vec<f32> = (0..n.div_ceil(128) * k.div_ceil(128))
-            .map(|_| (r.next().abs() + 0.1) / 64.0)
-            .collect();
+        let (codes, scales) = fp8_codes_and_scales(r, n, k);
         Fp8 {
             codes: up(g, &codes),
             scales: up(g, &scales),

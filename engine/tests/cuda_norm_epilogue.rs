@@ -11,7 +11,7 @@
 
 mod cuda_common;
 
-use cuda_common::{Rng, check, down, down_bf16, gpu_tuned, up, up_bf16};
+use cuda_common::{Rng, check, down, down_bf16, fp8_codes_and_scales, gpu_tuned, up, up_bf16};
 use kernels::cudarc::driver::CudaSlice;
 use kernels::ops::{self, NormEpi, SkinnyWeights};
 use kernels::{Gpu, bf16};
@@ -40,15 +40,7 @@ struct Weights {
 impl Weights {
     fn new(g: &Gpu, r: &mut Rng, n: usize, k: usize, interleave: usize) -> Self {
         let w = r.vec(n * k);
-        let codes: Vec<u8> = (0..n * k)
-            .map(|_| {
-                let c = ((r.next() + 1.0) * 55.0) as u8;
-                c.min(0x6f) | if r.next() < 0.0 { 0x80 } else { 0 }
-            })
-            .collect();
-        let scales: Vec<f32> = (0..n.div_ceil(128) * k.div_ceil(128))
-            .map(|_| (r.next().abs() + 0.1) / 64.0)
-            .collect();
+        let (codes, scales) = fp8_codes_and_scales(r, n, k);
         Weights {
             bf16: up_bf16(g, &w),
             codes: up(g, &codes),

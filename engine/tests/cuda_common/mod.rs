@@ -68,3 +68,18 @@ pub fn check(what: &str, a: &[f32], b: &[f32], floor: f32, tol: f32) {
     }
     eprintln!("{what:<40} max abs {abs:.3e}  max rel {worst:.3e}");
 }
+
+/// Random FP8 codes for an [n, k] matrix (0x00..0x6f with a random sign: finite e4m3
+/// values) and its 128x128 block scales.
+pub fn fp8_codes_and_scales(r: &mut Rng, n: usize, k: usize) -> (Vec<u8>, Vec<f32>) {
+    let codes: Vec<u8> = (0..n * k)
+        .map(|_| {
+            let c = ((r.next() + 1.0) * 55.0) as u8;
+            c.min(0x6f) | if r.next() < 0.0 { 0x80 } else { 0 }
+        })
+        .collect();
+    let scales: Vec<f32> = (0..n.div_ceil(128) * k.div_ceil(128))
+        .map(|_| (r.next().abs() + 0.1) / 64.0)
+        .collect();
+    (codes, scales)
+}
