@@ -36,8 +36,8 @@ pub(in crate::model::cuda) fn folds_norms(
 }
 
 /// Run `f` with the skinny GEMM's view of a projection of `n` x `k` (`interleave`: the
-/// FP8 gate|up's).
-fn with_skinny_weights<R>(
+/// FP8 gate|up's). half_x.rs takes its FP8 matrices through it too.
+pub(super) fn with_skinny_weights<R>(
     w: &GpuLinear,
     (n, k): (usize, usize),
     f: impl FnOnce(ops::SkinnyWeights<'_, '_>) -> R,

@@ -5,7 +5,8 @@
 //! the final norm stays bf16 for lm_head. `forward_layers` (step.rs) calls these where it
 //! would run the norms and those linears.
 
-use super::{Scratch, fp8_matrix};
+use super::Scratch;
+use super::fold::with_skinny_weights;
 use crate::error::{EngineError, Result};
 use crate::model::cuda::kernel_err;
 use crate::model::cuda::weights::{GpuLayer, GpuLinear, GpuWeights};
@@ -54,35 +55,20 @@ pub(super) fn norm(
     .map_err(kernel_err)
 }
 
-/// Run `f` on an FP8 projection of `n` x `k` as the skinny GEMM takes it.
+/// Run `f` on an FP8 projection of `n` x `k` as the skinny GEMM takes it
+/// (`fold::with_skinny_weights`).
 fn with_fp8(
     w: &GpuLinear,
     (n, k): (usize, usize),
     f: impl FnOnce(&ops::Fp8Matrix<'_, '_>) -> kernels::Result<()>,
 ) -> Result<()> {
-    let GpuLinear::Fp8 {
-        codes,
-        scale_inv,
-        scale_rows,
-        interleave,
-        layout,
-        ..
-    } = w
-    else {
+    with_skinny_weights(w, (n, k), |sw| match sw {
+        ops::SkinnyWeights::Fp8(m8) => f(m8).map_err(kernel_err),
         // `uses_f16_x` admits FP8 layers only.
-        return Err(EngineError::Backend(
+        ops::SkinnyWeights::Bf16(..) => Err(EngineError::Backend(
             "x as f16 runs FP8 projections only".into(),
-        ));
-    };
-    let (cv, sv) = (codes.as_view(), scale_inv.as_view());
-    f(&fp8_matrix(
-        &cv,
-        &sv,
-        (*scale_rows, *interleave, *layout),
-        n,
-        k,
-    ))
-    .map_err(kernel_err)
+        )),
+    })
 }
 
 /// y = x wᵀ for an FP8 projection over f16 x [rows <= 8, k].
