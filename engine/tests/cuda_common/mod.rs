@@ -3,6 +3,7 @@
 //! Each test binary uses part of it.
 #![allow(dead_code)]
 
+pub mod ab;
 pub mod logits;
 
 use kernels::cudarc::driver::CudaSlice;
