@@ -199,7 +199,8 @@ if has early; then
   done
 fi
 if has http; then
-  for q in none fp8; do
+  # HTTP_QUANTS picks the weights (default both).
+  for q in ${HTTP_QUANTS:-none fp8}; do
     $T/latlab-engine serve --model random:qwen3-8b --served-model-name qwen3-8b --device cuda \
       --port 8100 --max-model-len 1024 --tokenizer .gpu/tok --quantization $q > "$OUT/serve_$q.log" 2>&1 &
     sp=$!

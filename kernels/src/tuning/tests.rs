@@ -37,12 +37,14 @@ fn tuning_reads_switches_and_names_a_bad_value() {
         ("LATLAB_TILED_WEIGHTS", "bf16"),
         ("LATLAB_ATTENTION_MMA", "0"),
         ("LATLAB_NORM_EPILOGUE", "0"),
-        ("LATLAB_FP8_X_F16", "1"),
+        ("LATLAB_FP8_X_F16", "0"),
     ])
     .unwrap();
 
     assert!(d.attention_mma && !t.attention_mma);
-    assert!(!d.fp8_x_f16 && t.fp8_x_f16);
+    assert!(d.fp8_x_f16 && !t.fp8_x_f16);
+    // bf16 weights never read x as f16, and the resolved tuning says so.
+    assert!(d.for_weights(true).fp8_x_f16 && !d.for_weights(false).fp8_x_f16);
     assert_eq!(
         (d.norm_epilogue, t.norm_epilogue),
         (NormFold::Fp8UpTo2, NormFold::Off)
