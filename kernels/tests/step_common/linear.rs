@@ -1,10 +1,11 @@
 //! The chain's layer projections (`Linear`): zero or random weights in the engine's decode
-//! layouts, bf16 or FP8, and their skinny GEMMs plain, with a folded norm, or with SwiGLU.
+//! layouts, bf16 or FP8, and their skinny GEMMs plain, with a folded norm, or with SwiGLU;
+//! FP8 ones also on f16 x.
 
 use super::{HIDDEN, INTER};
 use kernels::cudarc::driver::CudaSlice;
 use kernels::ops;
-use kernels::{Gpu, bf16};
+use kernels::{Gpu, bf16, f16};
 
 pub enum Linear {
     Bf16(CudaSlice<bf16>),
@@ -121,6 +122,30 @@ impl Linear {
             }
         }
         .unwrap()
+    }
+
+    pub fn is_fp8(&self) -> bool {
+        matches!(self, Linear::Fp8(..))
+    }
+
+    /// `run` on f16 x (`Tuning::fp8_x_f16`); FP8 weights only.
+    pub fn run_f16(&self, g: &Gpu, x: &CudaSlice<f16>, n: usize, k: usize, y: &mut CudaSlice<f32>) {
+        let Linear::Fp8(c, s) = self else {
+            panic!("f16 x runs FP8 projections only")
+        };
+        let (cv, sv) = (c.as_view(), s.as_view());
+        let m8 = Self::fp8(g, &cv, &sv, n, k, 0);
+        ops::skinny_gemm_fp8_into(g, &x.as_view(), &m8, &mut y.as_view_mut()).unwrap()
+    }
+
+    /// `run_swiglu` on f16 x with an f16 act; FP8 weights only.
+    pub fn run_swiglu_f16(&self, g: &Gpu, x: &CudaSlice<f16>, act: &mut CudaSlice<f16>) {
+        let Linear::Fp8(c, s) = self else {
+            panic!("f16 x runs FP8 projections only")
+        };
+        let (cv, sv) = (c.as_view(), s.as_view());
+        let m8 = Self::fp8(g, &cv, &sv, 2 * INTER, HIDDEN, INTER);
+        ops::skinny_gemm_fp8_swiglu_into(g, &x.as_view(), &m8, &mut act.as_view_mut()).unwrap()
     }
 
     /// `run` with a folded norm's epilogue (`ops::NormEpi`, Tuning::norm_epilogue).

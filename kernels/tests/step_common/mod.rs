@@ -6,7 +6,7 @@
 
 use kernels::cudarc::driver::CudaSlice;
 use kernels::ops::{self, AttnDims, PagedAttnArgs, RopeKvArgs};
-use kernels::{Gpu, bf16};
+use kernels::{Gpu, bf16, f16};
 
 mod linear;
 pub use linear::Linear;
@@ -64,7 +64,9 @@ impl Layer {
 /// One decode step for `m` rows, with `omit`'s kernels left out, in the engine's order
 /// (engine/src/model/cuda/step.rs), with the inner norms folded into the GEMMs where the
 /// tuning says so (`Tuning::norm_epilogue`; "without norms" then leaves out only the first
-/// and the last).
+/// and the last), and else FP8 GEMMs on f16 x where it says that (`Tuning::fp8_x_f16`,
+/// engine/src/model/cuda/step/half_x.rs: the norms before qkv and gate|up write f16, and
+/// gate|up's SwiGLU its act).
 pub fn step(
     g: &Gpu,
     m: usize,
@@ -97,6 +99,20 @@ pub fn step(
         .unwrap()
     };
     let fold = g.tuning().folds_norms(m);
+    let half = !fold && g.tuning().fp8_x_f16 && layers[0].qkv.is_fp8();
+    // `norm` into h16 (the f16-x path).
+    let norm16 = |b: &mut Buffers, first: bool| {
+        if omit.norms {
+            return;
+        }
+        let (mut x, w, mut h) = (b.x.as_view_mut(), b.norm_w.as_view(), b.h16.as_view_mut());
+        if first {
+            ops::rmsnorm_f16_into(g, &mut x, &w, 1e-6, &mut h)
+        } else {
+            ops::add_rmsnorm_f16_into(g, &mut x, &b.o.as_view(), &w, 1e-6, &mut h)
+        }
+        .unwrap()
+    };
     let last = layers.len() - 1;
     // A producer's epilogue: y joins the residual x, the next norm's hw and sums go to h, ss;
     // x_in: attn (o_proj) or act (down).
@@ -130,6 +146,9 @@ pub fn step(
                 eps: 1e-6,
             };
             l.qkv.run_epi(g, h, (qd + 2 * kvd, HIDDEN), qkv, epi);
+        } else if half {
+            norm16(b, li == 0);
+            l.qkv.run_f16(g, &b.h16, qd + 2 * kvd, HIDDEN, &mut b.qkv);
         } else {
             norm(b, li == 0);
             l.qkv.run(g, &b.h, qd + 2 * kvd, HIDDEN, &mut b.qkv);
@@ -194,6 +213,12 @@ pub fn step(
             continue;
         }
         l.o.run(g, &b.attn, HIDDEN, qd, &mut b.o);
+        if half {
+            norm16(b, false);
+            l.gate_up.run_swiglu_f16(g, &b.h16, &mut b.act16);
+            l.down.run_f16(g, &b.act16, HIDDEN, INTER, &mut b.o);
+            continue;
+        }
         norm(b, false);
         l.gate_up.run_swiglu(g, &b.h, &mut b.act);
         l.down.run(g, &b.act, HIDDEN, INTER, &mut b.o);
@@ -275,6 +300,9 @@ pub struct Buffers {
     pub act: CudaSlice<bf16>,
     /// The folded norms' partial sums of squares [m, HIDDEN / 16].
     pub ss: CudaSlice<f32>,
+    /// h and act as f16, for FP8 GEMMs on f16 x.
+    pub h16: CudaSlice<f16>,
+    pub act16: CudaSlice<f16>,
     pub part_acc: CudaSlice<f32>,
     pub part_ml: CudaSlice<f32>,
     pub logits: CudaSlice<f32>,
@@ -299,6 +327,8 @@ impl Buffers {
             o: s.alloc_zeros(m * HIDDEN).unwrap(),
             act: s.alloc_zeros(m * INTER).unwrap(),
             ss: s.alloc_zeros(m * ops::norm_parts(HIDDEN)).unwrap(),
+            h16: s.alloc_zeros(m * HIDDEN).unwrap(),
+            act16: s.alloc_zeros(m * INTER).unwrap(),
             part_acc: s.alloc_zeros(na.max(1)).unwrap(),
             part_ml: s.alloc_zeros(nm.max(1)).unwrap(),
             logits: s.alloc_zeros(m * VOCAB).unwrap(),
