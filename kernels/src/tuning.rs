@@ -6,6 +6,9 @@ use crate::carveout::Carveout;
 use crate::error::{KernelError, Result};
 use serde::Serialize;
 
+mod norm_fold;
+pub use norm_fold::NormFold;
+
 /// How kernels are launched and which variants run; fixed for a `Gpu`'s life. The
 /// defaults are what measured fastest and was verified on the H200 (engine/PERF.md); the
 /// environment can override them for A/B runs.
@@ -169,8 +172,11 @@ pub struct Tuning {
     /// batch 8 0 / -3 / 0; FP8 batch 1 -53 / -55 / -57, batch 2 -20 / -36, batch 4 +39 /
     /// +37, batch 8 +42 / +57 / +45. latlab-engine bench, FP8 batch 1: 2.66-2.68 -> 2.58-2.60
     /// ms/step (the others within +-0.02). The epilogues cost about what the norm kernels
-    /// did, but where FP8 steps are short: so there only (`NormFold::Fp8UpTo2`, resolved
-    /// by `for_weights`). `LATLAB_NORM_EPILOGUE=0|1|up_to_2|fp8_up_to_2`.
+    /// did, but where FP8 steps are short: so there only, first at batches 1-2. Since FP8
+    /// GEMMs read f16 x (`fp8_x_f16`, session 21), batch 2 runs faster unfolded on f16 x
+    /// (chain 2764-2777 against 2784-2791 us; bench 2.77 against 2.79 ms), and batch 1
+    /// still folds (2624 against 2688-2694): `NormFold::Fp8UpTo(1)`, resolved by
+    /// `for_weights`. `LATLAB_NORM_EPILOGUE=0|1|up_to_N|fp8_up_to_N`.
     pub norm_epilogue: NormFold,
     /// FP8 decode GEMMs read x as f16 (`ops::SkinnyX`, the `_xh` kernels) where the norms
     /// before qkv and gate|up and the gate|up SwiGLU before down write it so
@@ -180,8 +186,8 @@ pub struct Tuning {
     /// 2750, batch 4 2922 -> 2738, batch 8 3176 -> 3027; batch 1 stages x in shared memory
     /// as f16 already. Measured (session 21, latlab-engine bench, ms/step, off -> on): FP8
     /// batch 8 3.21 -> 3.07, batch 4 2.93 -> 2.78. On; `for_weights` turns it off for bf16
-    /// weights, which never take it. Not where the norms fold (`norm_epilogue`, FP8 batches
-    /// 1-2 by default), nor o_proj (the attention writes its x in bf16).
+    /// weights, which never take it. Not where the norms fold (`norm_epilogue`, FP8 batch 1
+    /// by default), nor o_proj (the attention writes its x in bf16).
     /// `LATLAB_FP8_X_F16=0|1`.
     pub fp8_x_f16: bool,
 }
@@ -214,22 +220,6 @@ pub enum AttentionCluster {
     Fp8Only,
 }
 
-/// `Tuning::norm_epilogue`: which decode batches fold their inner norms into the GEMMs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NormFold {
-    Off,
-    /// Every decode batch of at most `ops::SKINNY_MAX_ROWS` rows.
-    On,
-    /// Batches of 1 and 2 rows.
-    #[serde(rename = "up_to_2")]
-    UpTo2,
-    /// Batches of 1 and 2 rows with FP8 weights, never with bf16 (`Tuning::for_weights`
-    /// resolves it to `UpTo2` or `Off`); unresolved, nothing folds.
-    #[serde(rename = "fp8_up_to_2")]
-    Fp8UpTo2,
-}
-
 /// The sizes `Tuning::x_smem_kb` takes (KiB; the largest dynamic shared memory is 227).
 pub const X_SMEM_KB_RANGE: std::ops::RangeInclusive<u32> = 0..=227;
 
@@ -259,7 +249,7 @@ impl Default for Tuning {
             attention_d32: true,
             tiled_weights: TiledWeights::Off,
             attention_mma: true,
-            norm_epilogue: NormFold::Fp8UpTo2,
+            norm_epilogue: NormFold::Fp8UpTo(1),
             fp8_x_f16: true,
         }
     }
@@ -279,7 +269,7 @@ fn switch(name: &str, v: Option<&str>, default: bool) -> Result<bool> {
 
 impl Tuning {
     /// This tuning for a model with FP8 (`fp8`) or bf16 weights: resolves the choices
-    /// that depend on the weights (`AttentionCluster::Fp8Only`, `NormFold::Fp8UpTo2`,
+    /// that depend on the weights (`AttentionCluster::Fp8Only`, `NormFold::Fp8UpTo`,
     /// `fp8_x_f16`).
     pub fn for_weights(mut self, fp8: bool) -> Tuning {
         if self.attention_cluster == AttentionCluster::Fp8Only {
@@ -289,9 +279,7 @@ impl Tuning {
                 AttentionCluster::Off
             };
         }
-        if self.norm_epilogue == NormFold::Fp8UpTo2 {
-            self.norm_epilogue = if fp8 { NormFold::UpTo2 } else { NormFold::Off };
-        }
+        self.norm_epilogue = self.norm_epilogue.for_weights(fp8);
         self.fp8_x_f16 &= fp8;
         self
     }
@@ -300,11 +288,7 @@ impl Tuning {
     /// (`norm_epilogue`; the caller checks that the GEMMs can: bulk pipeline, fused
     /// gate|up, rows within the skinny GEMM's).
     pub fn folds_norms(&self, rows: usize) -> bool {
-        match self.norm_epilogue {
-            NormFold::On => true,
-            NormFold::UpTo2 => rows <= 2,
-            NormFold::Off | NormFold::Fp8UpTo2 => false,
-        }
+        self.norm_epilogue.folds(rows)
     }
 
     /// Whether the split attention may merge in clusters (`Fp8Only` unresolved: no).
@@ -355,17 +339,9 @@ impl Tuning {
             attention_d32: get("LATLAB_ATTENTION_D32", d.attention_d32)?,
             attention_mma: get("LATLAB_ATTENTION_MMA", d.attention_mma)?,
             fp8_x_f16: get("LATLAB_FP8_X_F16", d.fp8_x_f16)?,
-            norm_epilogue: match var("LATLAB_NORM_EPILOGUE").as_deref() {
+            norm_epilogue: match var("LATLAB_NORM_EPILOGUE") {
                 None => d.norm_epilogue,
-                Some("0") => NormFold::Off,
-                Some("1") => NormFold::On,
-                Some("up_to_2") => NormFold::UpTo2,
-                Some("fp8_up_to_2") => NormFold::Fp8UpTo2,
-                Some(v) => {
-                    return Err(KernelError::Config(format!(
-                        "LATLAB_NORM_EPILOGUE={v:?}: expected 0, 1, up_to_2 or fp8_up_to_2"
-                    )));
-                }
+                Some(v) => NormFold::parse("LATLAB_NORM_EPILOGUE", &v)?,
             },
             tiled_weights: match var("LATLAB_TILED_WEIGHTS").as_deref() {
                 None => d.tiled_weights,

@@ -93,6 +93,13 @@ fn staged_x_bytes(m: usize, k: usize) -> u32 {
 /// kernels' static 4.2 KiB (the warps' reduction tile and the ring's barriers), rounded down.
 const MAX_DYNAMIC_SMEM: u32 = 222 * 1024;
 
+/// The most rows an FP8 GEMM on f16 x stages x in shared memory for. Staging bf16 x saves
+/// converting it at every ring stage; f16 x needs no conversion, and staging then pays
+/// only at one row (gpu_step_chain, H200, session 21, whole FP8 steps, norms unfolded, x
+/// staged within 25 KiB against never: 1 row 2688-2694 against 2708-2717 us, 2 rows
+/// 2764-2777 against 2765-2771, 3 rows 2807-2812 against 2762-2773).
+pub const XH_STAGED_ROWS: usize = 1;
+
 /// The kernel and launch shape for `op` over x [m, k] and n output rows under the GPU's
 /// tuning (`skinny_kernel`), with the deeper ring when the grid has fewer tiles than two
 /// per SM and, for persistent kernels, the blocks that fit at once. `epi_bytes`: the norm
@@ -108,7 +115,7 @@ pub(super) fn start<'g>(
     let t = gpu.tuning();
     let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
     let stages = ring_stages(&t, op.starts_with("skinny_gemm_fp8"), small, m);
-    let name = skinny_kernel(&t, op, (m, k), stages);
+    let name = skinny_kernel(&t, op, (m, k), stages, xh);
     check(!xh || name != op, op, || {
         "x as f16 needs the bulk-copy pipeline (LATLAB_SKINNY_BULK_FP8=1)".to_string()
     })?;
@@ -160,13 +167,15 @@ pub(super) fn start<'g>(
 /// The kernel a skinny op (`skinny_gemm_bf16`, `_bf16_swiglu`, `_fp8`, `_fp8_swiglu`) runs
 /// over x [m, k] under a tuning and a ring of `stages`: the register pipeline (the op's
 /// own name) or a bulk kernel, persistent or not; for FP8, x staged whole in shared memory
-/// where `Tuning::x_smem_kb` and the block's shared memory allow. Tests check with it
-/// that an A/B compares two kernels.
+/// where `Tuning::x_smem_kb` and the block's shared memory allow, and with f16 x (`xh`)
+/// only up to `XH_STAGED_ROWS` rows. Tests check with it that an A/B compares two kernels.
+/// The name is the bf16-x kernel's; `start` takes it to its `_xh` or `_norm` form.
 pub fn skinny_kernel(
     t: &Tuning,
     op: &'static str,
     (m, k): (usize, usize),
     stages: u32,
+    xh: bool,
 ) -> &'static str {
     let (bulk, names) = match op {
         "skinny_gemm_bf16" => (t.skinny_bulk_bf16, BULK_BF16),
@@ -181,7 +190,8 @@ pub fn skinny_kernel(
     let fp8 = op.starts_with("skinny_gemm_fp8");
     let persistent = t.bulk_persistent && (!fp8 || m >= t.fp8_persistent_rows as usize);
     let x = staged_x_bytes(m, k);
-    if fp8 && x <= t.x_smem_kb * 1024 && stages * BULK_STAGE_BYTES + x <= MAX_DYNAMIC_SMEM {
+    let stage = fp8 && (!xh || m <= XH_STAGED_ROWS);
+    if stage && x <= t.x_smem_kb * 1024 && stages * BULK_STAGE_BYTES + x <= MAX_DYNAMIC_SMEM {
         let xs = if op == "skinny_gemm_fp8" {
             BULK_FP8_XS
         } else {
@@ -348,7 +358,7 @@ mod tests {
             skinny_bulk_fp8: false,
             ..d
         };
-        let pick = |t: &Tuning, op, m| skinny_kernel(t, op, (m, 4096), 4);
+        let pick = |t: &Tuning, op, m| skinny_kernel(t, op, (m, 4096), 4, false);
         let bf = "skinny_gemm_bf16";
         assert_eq!(pick(&d, bf, 1), "skinny_gemm_bf16_bulk_persistent");
         assert_eq!(pick(&one_tile, bf, 8), "skinny_gemm_bf16_bulk");
@@ -371,13 +381,18 @@ mod tests {
         assert_eq!(pick(&d, sw, 1), "skinny_gemm_fp8_swiglu_bulk_persistent_xs");
         assert_eq!(pick(&d, sw, 3), "skinny_gemm_fp8_swiglu_bulk_persistent_xs");
         assert_eq!(pick(&d, sw, 4), "skinny_gemm_fp8_swiglu_bulk_persistent");
+        // f16 x stages at 1 row only (XH_STAGED_ROWS).
+        let pick_xh = |m| skinny_kernel(&d, sw, (m, 4096), 4, true);
+        assert_eq!(pick_xh(1), "skinny_gemm_fp8_swiglu_bulk_persistent_xs");
+        assert_eq!(pick_xh(2), "skinny_gemm_fp8_swiglu_bulk_persistent");
+        assert_eq!(pick_xh(3), "skinny_gemm_fp8_swiglu_bulk_persistent");
         let fp8 = "skinny_gemm_fp8";
         assert_eq!(
-            skinny_kernel(&d, fp8, (1, 12288), 5),
+            skinny_kernel(&d, fp8, (1, 12288), 5, false),
             "skinny_gemm_fp8_bulk_persistent_xs"
         );
         assert_eq!(
-            skinny_kernel(&d, fp8, (2, 12288), 5),
+            skinny_kernel(&d, fp8, (2, 12288), 5, false),
             "skinny_gemm_fp8_bulk_persistent"
         );
         // x in shared memory where its rows fit x_smem_kb and the ring beside them fits
@@ -404,15 +419,15 @@ mod tests {
             ..d
         };
         assert_eq!(
-            skinny_kernel(&all, sw, (8, 12288), 2),
+            skinny_kernel(&all, sw, (8, 12288), 2, false),
             "skinny_gemm_fp8_swiglu_bulk_persistent"
         );
         assert_eq!(
-            skinny_kernel(&all, sw, (4, 12288), 2),
+            skinny_kernel(&all, sw, (4, 12288), 2, false),
             "skinny_gemm_fp8_swiglu_bulk_persistent_xs"
         );
         assert_eq!(
-            skinny_kernel(&all, sw, (4, 12288), 8),
+            skinny_kernel(&all, sw, (4, 12288), 8, false),
             "skinny_gemm_fp8_swiglu_bulk_persistent"
         );
         // Every name is a kernel the sources ship.
@@ -424,7 +439,7 @@ mod tests {
             for op in [bf, "skinny_gemm_bf16_swiglu", "skinny_gemm_fp8", sw] {
                 for m in 1..=8 {
                     for k in [16, 4096, 12288] {
-                        let name = skinny_kernel(&t, op, (m, k), 2);
+                        let name = skinny_kernel(&t, op, (m, k), 2, false);
                         assert!(shipped.contains(&name), "{name}");
                     }
                 }

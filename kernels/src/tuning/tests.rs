@@ -47,28 +47,35 @@ fn tuning_reads_switches_and_names_a_bad_value() {
     assert!(d.for_weights(true).fp8_x_f16 && !d.for_weights(false).fp8_x_f16);
     assert_eq!(
         (d.norm_epilogue, t.norm_epilogue),
-        (NormFold::Fp8UpTo2, NormFold::Off)
+        (NormFold::Fp8UpTo(1), NormFold::Off)
     );
-    // The default folds FP8 batches 1 and 2 only; unresolved, nothing.
+    // The default folds FP8 batch 1 only; unresolved, nothing.
     let (d8, d16) = (d.for_weights(true), d.for_weights(false));
-    assert!(d8.folds_norms(1) && d8.folds_norms(2) && !d8.folds_norms(3));
+    assert_eq!(d8.norm_epilogue, NormFold::UpTo(1));
+    assert!(d8.folds_norms(1) && !d8.folds_norms(2));
     assert!(!d16.folds_norms(1) && !d.folds_norms(1));
     assert!(!t.for_weights(true).folds_norms(1));
-    let on = with(&[("LATLAB_NORM_EPILOGUE", "1")])
-        .unwrap()
-        .for_weights(false);
-    assert!(on.folds_norms(1) && on.folds_norms(8));
-    let up2 = with(&[("LATLAB_NORM_EPILOGUE", "up_to_2")])
-        .unwrap()
-        .for_weights(false);
-    assert!(up2.folds_norms(2) && !up2.folds_norms(3));
-    let e = with(&[("LATLAB_NORM_EPILOGUE", "fp8")])
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("LATLAB_NORM_EPILOGUE=\"fp8\"") && e.contains("0, 1, up_to_2 or fp8_up_to_2"),
-        "{e}"
-    );
+    let fold = |v: &str| with(&[("LATLAB_NORM_EPILOGUE", v)]).map(|t| t.norm_epilogue);
+    let on = fold("1").unwrap().for_weights(false);
+    assert!(on.folds(1) && on.folds(8));
+    let up2 = fold("up_to_2").unwrap().for_weights(false);
+    assert!(up2.folds(2) && !up2.folds(3));
+    assert_eq!(fold("fp8_up_to_8").unwrap(), NormFold::Fp8UpTo(8));
+    assert_eq!(fold("off").unwrap(), NormFold::Off);
+    for bad in ["fp8", "up_to_0", "up_to_9", "fp8_up_to_", "up_to_x"] {
+        let e = fold(bad).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("LATLAB_NORM_EPILOGUE={bad:?}"))
+                && e.contains("0, 1, up_to_N or fp8_up_to_N with N from 1 to 8"),
+            "{e}"
+        );
+    }
+    // The names read back as they are set, in JSON too.
+    for name in ["off", "on", "up_to_3", "fp8_up_to_1"] {
+        let f = fold(name).unwrap();
+        assert_eq!(f.to_string(), name);
+        assert_eq!(serde_json::to_value(f).unwrap(), name);
+    }
 
     assert!(!t.pdl && !t.prefill_attention && !t.skinny_bulk_bf16 && !t.skinny_bulk_fp8);
     assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));

@@ -34,7 +34,7 @@ mod tests {
         assert_eq!(t["attention_cluster"], "on");
         assert_eq!(t["bulk_stages_wide"], 5);
         assert_eq!(t["attention_mma"], true);
-        assert_eq!(t["norm_epilogue"], "fp8_up_to_2");
+        assert_eq!(t["norm_epilogue"], "fp8_up_to_1");
         assert_eq!(t["fp8_x_f16"], true);
         assert_eq!(t["smem_carveout"]["attention"], 100);
         assert!(t["smem_carveout"]["bf16_gemm"].is_null());
