@@ -122,7 +122,7 @@ fn x_in_shared_memory_gives_the_same_logits() {
     };
     for (m, k) in [(1, 1024), (3, 3072)] {
         for stages in [t.fp8_bulk_stages, t.fp8_bulk_stages_small] {
-            let name = kernels::ops::skinny_kernel(&t, "skinny_gemm_fp8", (m, k), stages, false);
+            let name = kernels::ops::skinny_kernel(&t, "skinny_gemm_fp8", (m, k), stages);
             assert!(name.ends_with("_xs"), "{name}");
         }
     }

@@ -93,12 +93,15 @@ fn staged_x_bytes(m: usize, k: usize) -> u32 {
 /// kernels' static 4.2 KiB (the warps' reduction tile and the ring's barriers), rounded down.
 const MAX_DYNAMIC_SMEM: u32 = 222 * 1024;
 
-/// The most rows an FP8 GEMM on f16 x stages x in shared memory for. Staging bf16 x saves
-/// converting it at every ring stage; f16 x needs no conversion, and staging then pays
-/// only at one row (gpu_step_chain, H200, session 21, whole FP8 steps, norms unfolded, x
-/// staged within 25 KiB against never: 1 row 2688-2694 against 2708-2717 us, 2 rows
-/// 2764-2777 against 2765-2771, 3 rows 2807-2812 against 2762-2773).
-pub const XH_STAGED_ROWS: usize = 1;
+/// The most rows an FP8 GEMM stages x in shared memory for when the FP8 GEMMs read f16 x
+/// (`Tuning::fp8_x_f16`). Staging bf16 x saves converting it at every ring stage; f16 x
+/// needs no conversion, and staging then pays only at one row, where the folded norms
+/// run on bf16 x (gpu_step_chain, H200, session 21, whole FP8 steps, us, x staged within
+/// 25 KiB against never: norms unfolded, 1 row 2688-2694 against 2708-2717, 3 rows
+/// 2807-2812 against 2762-2773; with f16 x at 2 rows, o_proj's bf16 x, the only one
+/// staged, 2751-2764 against 2726-2728). Without f16 x, any row count within
+/// `Tuning::x_smem_kb` stages.
+pub const F16_X_STAGED_ROWS: usize = 1;
 
 /// The kernel and launch shape for `op` over x [m, k] and n output rows under the GPU's
 /// tuning (`skinny_kernel`), with the deeper ring when the grid has fewer tiles than two
@@ -115,7 +118,7 @@ pub(super) fn start<'g>(
     let t = gpu.tuning();
     let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
     let stages = ring_stages(&t, op.starts_with("skinny_gemm_fp8"), small, m);
-    let name = skinny_kernel(&t, op, (m, k), stages, xh);
+    let name = skinny_kernel(&t, op, (m, k), stages);
     check(!xh || name != op, op, || {
         "x as f16 needs the bulk-copy pipeline (LATLAB_SKINNY_BULK_FP8=1)".to_string()
     })?;
@@ -167,15 +170,15 @@ pub(super) fn start<'g>(
 /// The kernel a skinny op (`skinny_gemm_bf16`, `_bf16_swiglu`, `_fp8`, `_fp8_swiglu`) runs
 /// over x [m, k] under a tuning and a ring of `stages`: the register pipeline (the op's
 /// own name) or a bulk kernel, persistent or not; for FP8, x staged whole in shared memory
-/// where `Tuning::x_smem_kb` and the block's shared memory allow, and with f16 x (`xh`)
-/// only up to `XH_STAGED_ROWS` rows. Tests check with it that an A/B compares two kernels.
-/// The name is the bf16-x kernel's; `start` takes it to its `_xh` or `_norm` form.
+/// where `Tuning::x_smem_kb` and the block's shared memory allow, and with
+/// `Tuning::fp8_x_f16` up to `F16_X_STAGED_ROWS` rows only. Tests check with it that an
+/// A/B compares two kernels. The name is the bf16-x kernel's; `start` takes it to its
+/// `_xh` or `_norm` form.
 pub fn skinny_kernel(
     t: &Tuning,
     op: &'static str,
     (m, k): (usize, usize),
     stages: u32,
-    xh: bool,
 ) -> &'static str {
     let (bulk, names) = match op {
         "skinny_gemm_bf16" => (t.skinny_bulk_bf16, BULK_BF16),
@@ -190,7 +193,7 @@ pub fn skinny_kernel(
     let fp8 = op.starts_with("skinny_gemm_fp8");
     let persistent = t.bulk_persistent && (!fp8 || m >= t.fp8_persistent_rows as usize);
     let x = staged_x_bytes(m, k);
-    let stage = fp8 && (!xh || m <= XH_STAGED_ROWS);
+    let stage = fp8 && (!t.fp8_x_f16 || m <= F16_X_STAGED_ROWS);
     if stage && x <= t.x_smem_kb * 1024 && stages * BULK_STAGE_BYTES + x <= MAX_DYNAMIC_SMEM {
         let xs = if op == "skinny_gemm_fp8" {
             BULK_FP8_XS
@@ -342,13 +345,21 @@ mod tests {
     #[test]
     fn each_switch_picks_its_own_kernel() {
         let d = Tuning::default();
+        // x staging's rules on bf16 x (f16 x stages at 1 row only, below).
+        let bf16_x = Tuning {
+            fp8_x_f16: false,
+            ..d
+        };
         // The FP8 choices as they were before x staging (session 7's defaults).
         let plain = Tuning {
             x_smem_kb: 0,
             fp8_persistent_rows: 2,
-            ..d
+            ..bf16_x
         };
-        let xs = Tuning { x_smem_kb: 64, ..d };
+        let xs = Tuning {
+            x_smem_kb: 64,
+            ..bf16_x
+        };
         let one_tile = Tuning {
             bulk_persistent: false,
             ..plain
@@ -358,7 +369,7 @@ mod tests {
             skinny_bulk_fp8: false,
             ..d
         };
-        let pick = |t: &Tuning, op, m| skinny_kernel(t, op, (m, 4096), 4, false);
+        let pick = |t: &Tuning, op, m| skinny_kernel(t, op, (m, 4096), 4);
         let bf = "skinny_gemm_bf16";
         assert_eq!(pick(&d, bf, 1), "skinny_gemm_bf16_bulk_persistent");
         assert_eq!(pick(&one_tile, bf, 8), "skinny_gemm_bf16_bulk");
@@ -376,23 +387,25 @@ mod tests {
             "skinny_gemm_fp8_swiglu_bulk_persistent"
         );
         assert_eq!(pick(&one_tile, sw, 1), "skinny_gemm_fp8_swiglu_bulk");
-        // The defaults: persistent from 1 row, x staged up to 25 KiB: 3 rows of 4096 (24.2
-        // KiB) and 1 of 12288 (24.1), not 4 of 4096 or 2 of 12288.
-        assert_eq!(pick(&d, sw, 1), "skinny_gemm_fp8_swiglu_bulk_persistent_xs");
-        assert_eq!(pick(&d, sw, 3), "skinny_gemm_fp8_swiglu_bulk_persistent_xs");
-        assert_eq!(pick(&d, sw, 4), "skinny_gemm_fp8_swiglu_bulk_persistent");
-        // f16 x stages at 1 row only (XH_STAGED_ROWS).
-        let pick_xh = |m| skinny_kernel(&d, sw, (m, 4096), 4, true);
-        assert_eq!(pick_xh(1), "skinny_gemm_fp8_swiglu_bulk_persistent_xs");
-        assert_eq!(pick_xh(2), "skinny_gemm_fp8_swiglu_bulk_persistent");
-        assert_eq!(pick_xh(3), "skinny_gemm_fp8_swiglu_bulk_persistent");
+        // The defaults on bf16 x: persistent from 1 row, x staged up to 25 KiB: 3 rows of
+        // 4096 (24.2 KiB) and 1 of 12288 (24.1), not 4 of 4096 or 2 of 12288.
+        let xs_sw = "skinny_gemm_fp8_swiglu_bulk_persistent_xs";
+        assert_eq!(pick(&bf16_x, sw, 1), xs_sw);
+        assert_eq!(pick(&bf16_x, sw, 3), xs_sw);
+        assert_eq!(
+            pick(&bf16_x, sw, 4),
+            "skinny_gemm_fp8_swiglu_bulk_persistent"
+        );
+        // With f16 x (the default), x stages at 1 row only (F16_X_STAGED_ROWS).
+        assert_eq!(pick(&d, sw, 1), xs_sw);
+        assert_eq!(pick(&d, sw, 2), "skinny_gemm_fp8_swiglu_bulk_persistent");
         let fp8 = "skinny_gemm_fp8";
         assert_eq!(
-            skinny_kernel(&d, fp8, (1, 12288), 5, false),
+            skinny_kernel(&d, fp8, (1, 12288), 5),
             "skinny_gemm_fp8_bulk_persistent_xs"
         );
         assert_eq!(
-            skinny_kernel(&d, fp8, (2, 12288), 5, false),
+            skinny_kernel(&bf16_x, fp8, (2, 12288), 5),
             "skinny_gemm_fp8_bulk_persistent"
         );
         // x in shared memory where its rows fit x_smem_kb and the ring beside them fits
@@ -416,18 +429,18 @@ mod tests {
         assert_eq!(pick(&xs, sw, 8), "skinny_gemm_fp8_swiglu_bulk_persistent");
         let all = Tuning {
             x_smem_kb: 227,
-            ..d
+            ..bf16_x
         };
         assert_eq!(
-            skinny_kernel(&all, sw, (8, 12288), 2, false),
+            skinny_kernel(&all, sw, (8, 12288), 2),
             "skinny_gemm_fp8_swiglu_bulk_persistent"
         );
         assert_eq!(
-            skinny_kernel(&all, sw, (4, 12288), 2, false),
+            skinny_kernel(&all, sw, (4, 12288), 2),
             "skinny_gemm_fp8_swiglu_bulk_persistent_xs"
         );
         assert_eq!(
-            skinny_kernel(&all, sw, (4, 12288), 8, false),
+            skinny_kernel(&all, sw, (4, 12288), 8),
             "skinny_gemm_fp8_swiglu_bulk_persistent"
         );
         // Every name is a kernel the sources ship.
@@ -435,11 +448,11 @@ mod tests {
             .iter()
             .flat_map(|s| s.kernels.iter().copied())
             .collect();
-        for t in [d, plain, xs, all, one_tile, regs] {
+        for t in [d, bf16_x, plain, xs, all, one_tile, regs] {
             for op in [bf, "skinny_gemm_bf16_swiglu", "skinny_gemm_fp8", sw] {
                 for m in 1..=8 {
                     for k in [16, 4096, 12288] {
-                        let name = skinny_kernel(&t, op, (m, k), 2, false);
+                        let name = skinny_kernel(&t, op, (m, k), 2);
                         assert!(shipped.contains(&name), "{name}");
                     }
                 }
