@@ -4,9 +4,9 @@
 use crate::error::{KernelError, Result};
 use serde::{Serialize, Serializer};
 
-/// The largest batch a policy names (`ops::SKINNY_MAX_ROWS`: decode batches past it run
-/// the prefill path and never fold).
-const MAX_ROWS: u8 = 8;
+/// The largest batch a policy names: decode batches past the skinny GEMM's rows run the
+/// prefill path and never fold.
+const MAX_ROWS: u8 = crate::ops::SKINNY_MAX_ROWS as u8;
 
 /// Which decode batches fold their inner norms into the GEMMs. Named `off`, `on`,
 /// `up_to_N` and `fp8_up_to_N` (N in 1..=8) in `LATLAB_NORM_EPILOGUE` (`0` and `1` for off
