@@ -128,6 +128,28 @@ pub fn block_scales(data: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>, 
     Ok(out)
 }
 
+/// x [rows, cols] taken through e4m3 in place, each row's 128-column groups with their own
+/// scale (amax / 448; an all-zero or non-finite group is left as it is): the values that
+/// the activation quantization of vLLM and SGLang for block-FP8 checkpoints (W8A8,
+/// dynamic per-token-group scales) feeds their FP8 GEMMs. The engine's GEMMs take bf16 x;
+/// tests/fp8_accuracy.rs measures what this would cost in accuracy.
+pub fn round_activations(x: &mut [f32], cols: usize) {
+    assert!(
+        cols > 0 && x.len().is_multiple_of(cols),
+        "round_activations: x is not rows * cols"
+    );
+    for group in x.chunks_mut(cols).flat_map(|row| row.chunks_mut(BLOCK)) {
+        let amax = group.iter().fold(0f32, |m, v| m.max(v.abs()));
+        if amax == 0.0 || !amax.is_finite() {
+            continue;
+        }
+        let scale = amax / E4M3_MAX;
+        for v in group {
+            *v = decode(encode(*v / scale)) * scale;
+        }
+    }
+}
+
 /// Quantize a [rows, cols] matrix into 128x128-block FP8.
 pub fn quantize(data: &[f32], rows: usize, cols: usize) -> Result<Fp8Weight, String> {
     let scale_inv = block_scales(data, rows, cols)?;

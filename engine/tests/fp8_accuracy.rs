@@ -18,6 +18,12 @@
 //! after which agreement means nothing: the greedy bound is on teacher-forced agreement
 //! along bf16's greedy path (72-92 % measured, 60 % asserted); free-running common prefixes
 //! are printed.
+//!
+//! Each config also runs as W8A8: the same FP8 weights with every layer projection's input
+//! rounded through e4m3 per token and 128-column group (`CpuBackend::with_fp8_activations`),
+//! as vLLM and SGLang run block-FP8 checkpoints. The engine does not (its GEMMs take bf16
+//! x); this measures what switching would cost in accuracy: ~30 % more logit error than
+//! W8A16, a few points less top-1 and teacher-forced agreement.
 
 use engine::config::ModelConfig;
 use engine::model::cpu::CpuBackend;
@@ -51,6 +57,10 @@ struct Greedy {
 }
 
 const GREEDY_TOKENS: usize = 32;
+
+/// W8A8's relative logit error: at most this many times the weight-noise control, and
+/// under this cap (measured 1.32-1.47x the control, 11.5-15.2 %; W8A16 0.97-1.12x).
+const W8A8_BOUND: (f64, f64) = (2.0, 0.25);
 
 fn weights(cfg: &ModelConfig, seed: u64, fp8: bool) -> (ModelConfig, ModelWeights) {
     let cfg = ModelConfig {
@@ -176,15 +186,25 @@ impl Report {
     }
 }
 
-fn compare(cfg: &ModelConfig, seed: u64, sequences: &[Vec<u32>], prompts: &[Vec<u32>]) -> Report {
+/// FP8 weights (W8A16, as the engine runs them) or FP8 weights and activations (`w8a8`:
+/// every layer projection's input rounded through e4m3 per token and 128-group, as vLLM
+/// and SGLang run block-FP8 checkpoints) against bf16.
+fn compare(
+    cfg: &ModelConfig,
+    seed: u64,
+    sequences: &[Vec<u32>],
+    prompts: &[Vec<u32>],
+    w8a8: bool,
+) -> Report {
     let ((ca, wa), (cb, wb)) = (weights(cfg, seed, false), weights(cfg, seed, true));
     let mut r = Report {
         weight_rel: weight_rel_error(&wa, &wb),
         ..Default::default()
     };
+    let b = CpuBackend::new(cb, wb, 64, 16);
     let (mut a, mut b) = (
         CpuBackend::new(ca, wa, 64, 16),
-        CpuBackend::new(cb, wb, 64, 16),
+        if w8a8 { b.with_fp8_activations() } else { b },
     );
     let (cc, mut wc) = weights(cfg, seed, false);
     add_noise(&mut wc, r.weight_rel);
@@ -246,7 +266,8 @@ fn print(name: &str, r: &Report) {
     );
 }
 
-fn check(name: &str, r: &Report) {
+/// `w8a8`: the activations' rounding adds about as much error again as the weights'.
+fn check(name: &str, r: &Report, w8a8: bool) {
     // e4m3 rounding of weights spread over binades: ~2.5 % RMS (2.56 % measured).
     assert!(
         (0.02..0.03).contains(&r.weight_rel),
@@ -255,8 +276,9 @@ fn check(name: &str, r: &Report) {
     );
     // The logits move as much as under plain noise of that size (measured 0.94-1.12x): FP8
     // adds no error of its own beyond its rounding. A scale bug would be >10x.
+    let (factor, cap) = if w8a8 { W8A8_BOUND } else { (1.5, 0.15) };
     assert!(
-        r.rel() < 1.5 * r.control_rel && r.rel() < 0.15,
+        r.rel() < factor * r.control_rel && r.rel() < cap,
         "{name}: relative logit error {:.4} (control {:.4})",
         r.rel(),
         r.control_rel
@@ -270,9 +292,11 @@ fn check(name: &str, r: &Report) {
         r.max_logit
     );
     // Random models with Qwen3's 151,936-token vocabulary have near-tied top logits, so top-1
-    // flips often under a few percent of noise; it stays within bf16's top 5.
+    // flips often under a few percent of noise; it stays within bf16's top 5 (W8A8, with
+    // ~30 % more logit error: 93.6-99.3 % measured).
+    let top5 = if w8a8 { 0.9 } else { 0.95 };
     assert!(r.top1() >= 0.6, "{name}: top-1 agreement {:.3}", r.top1());
-    assert!(r.top5() >= 0.95, "{name}: top-1 in top-5 {:.3}", r.top5());
+    assert!(r.top5() >= top5, "{name}: top-1 in top-5 {:.3}", r.top5());
     assert!(
         r.greedy_forced() >= 0.6,
         "{name}: teacher-forced greedy agreement {:.3}",
@@ -287,10 +311,25 @@ fn fp8_vs_bf16_on_the_golden_configs() {
         let cfg = engine::presets::preset(&m.preset).unwrap();
         let seqs: Vec<Vec<u32>> = m.sequences.iter().map(|s| s.tokens.clone()).collect();
         let prompts: Vec<Vec<u32>> = m.greedy.iter().map(|s| s.prompt.clone()).collect();
-        let r = compare(&cfg, m.seed, &seqs, &prompts);
-        print(&m.preset, &r);
-        check(&m.preset, &r);
+        both(&m.preset, |w8a8| {
+            compare(&cfg, m.seed, &seqs, &prompts, w8a8)
+        });
     }
+}
+
+/// W8A16 and W8A8 reports, checked; W8A8 must add error of its own (its rounding runs).
+fn both(name: &str, run: impl Fn(bool) -> Report) {
+    let (w16, w8) = (run(false), run(true));
+    print(name, &w16);
+    print(&format!("{name} W8A8"), &w8);
+    check(name, &w16, false);
+    check(&format!("{name} W8A8"), &w8, true);
+    assert!(
+        w8.rel() > w16.rel(),
+        "{name}: W8A8 logit error {:.4} not above W8A16's {:.4}",
+        w8.rel(),
+        w16.rel()
+    );
 }
 
 /// The tiny presets (hidden 48-64) have one partial block per matrix; this shape has full
@@ -320,7 +359,7 @@ fn fp8_vs_bf16_on_multi_block_shapes() {
                 .collect()
         })
         .collect();
-    let r = compare(&cfg, 9, &seqs, &prompts);
-    print("multi-block", &r);
-    check("multi-block", &r);
+    both("multi-block", |w8a8| {
+        compare(&cfg, 9, &seqs, &prompts, w8a8)
+    });
 }

@@ -206,3 +206,51 @@ fn dequantize_is_decode_times_scale() {
     // far from any rounding midpoint.
     assert_eq!(quantize(&d, rows, cols).unwrap().bits, q.bits);
 }
+
+#[test]
+fn activations_round_per_row_and_group_of_128() {
+    let (rows, cols) = (3, 300);
+    let x = test_matrix(rows, cols);
+    let mut y = x.clone();
+    round_activations(&mut y, cols);
+    for (r, (xr, yr)) in x.chunks(cols).zip(y.chunks(cols)).enumerate() {
+        for (g, (xg, yg)) in xr.chunks(BLOCK).zip(yr.chunks(BLOCK)).enumerate() {
+            let amax = xg.iter().fold(0f32, |m, v| m.max(v.abs()));
+            if amax == 0.0 {
+                assert!(
+                    yg.iter().all(|&v| v == 0.0),
+                    "row {r} group {g}: zeros stay"
+                );
+                continue;
+            }
+            let s = amax / E4M3_MAX;
+            // The group's largest value is 448 * scale: exact, give or take the division.
+            let i = xg.iter().position(|v| v.abs() == amax).unwrap();
+            assert!((yg[i] - xg[i]).abs() <= amax * 1e-6, "row {r} group {g}");
+            for (j, (&a, &b)) in xg.iter().zip(yg).enumerate() {
+                // Half an ulp of e4m3 (1/16 relative), or of its subnormal spacing.
+                let bound = (a.abs() / 16.0).max(s * 2f32.powi(-10)) * (1.0 + 1e-5);
+                assert!(
+                    (a - b).abs() <= bound,
+                    "row {r} group {g} [{j}]: {a} -> {b}"
+                );
+                assert_eq!(b, decode(encode(a / s)) * s, "row {r} group {g} [{j}]");
+            }
+        }
+    }
+    // Each group has its own scale: a huge value in one leaves its neighbours' precision.
+    let mut z = vec![0.01f32; 2 * BLOCK];
+    z[0] = 1e6;
+    round_activations(&mut z, 2 * BLOCK);
+    assert!(
+        (z[BLOCK + 1] - 0.01).abs() <= 0.01 * 1e-6,
+        "{}",
+        z[BLOCK + 1]
+    );
+    // ... while the first group's 0.01s fall below its smallest step (1e6 / 448 * 2^-9).
+    assert_eq!(z[1], 0.0);
+    // Zero groups stay zero.
+    let mut zeros = vec![0f32; BLOCK];
+    round_activations(&mut zeros, BLOCK);
+    assert!(zeros.iter().all(|&v| v == 0.0));
+}

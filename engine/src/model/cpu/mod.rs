@@ -8,6 +8,7 @@ pub mod ops;
 use super::{Backend, SeqChunk};
 use crate::config::ModelConfig;
 use crate::error::{EngineError, Result};
+use crate::fp8;
 use crate::weights::ModelWeights;
 use attention::{AttnShape, attend};
 use kv_cache::KvCache;
@@ -17,12 +18,30 @@ pub struct CpuBackend {
     cfg: ModelConfig,
     w: ModelWeights,
     cache: KvCache,
+    /// Round each layer projection's input through e4m3 (`fp8::round_activations`).
+    fp8_activations: bool,
 }
 
 impl CpuBackend {
     pub fn new(cfg: ModelConfig, w: ModelWeights, num_pages: usize, block_size: usize) -> Self {
         let cache = KvCache::new(cfg.num_hidden_layers, num_pages, block_size, cfg.kv_dim());
-        CpuBackend { cfg, w, cache }
+        CpuBackend {
+            cfg,
+            w,
+            cache,
+            fp8_activations: false,
+        }
+    }
+
+    /// This backend with every layer projection's input (q/k/v, o, gate/up, down; not
+    /// lm_head) rounded through e4m3 per token and 128-column group, as W8A8 engines run
+    /// block-FP8 checkpoints: a reference for what FP8 activations would cost in accuracy
+    /// (tests/fp8_accuracy.rs). The serving backends never do this.
+    pub fn with_fp8_activations(self) -> Self {
+        CpuBackend {
+            fp8_activations: true,
+            ..self
+        }
     }
 
     /// Logits at every position of `tokens` run from position 0 on pages 0.. (tests and
@@ -85,9 +104,15 @@ impl CpuBackend {
                 x.extend_from_slice(&self.w.embed.data[t as usize * hd..][..hd]);
             }
         }
+        let round = |v: &mut Vec<f32>, cols: usize| {
+            if self.fp8_activations {
+                fp8::round_activations(v, cols)
+            }
+        };
         for (li, lw) in self.w.layers.iter().enumerate() {
             let mut h = x.clone();
             rms_norm(&mut h, &lw.input_norm, eps);
+            round(&mut h, hd);
             let mut q = linear(&h, t_total, &lw.q_proj);
             let mut k = linear(&h, t_total, &lw.k_proj);
             let v = linear(&h, t_total, &lw.v_proj);
@@ -125,13 +150,16 @@ impl CpuBackend {
                 ));
                 row += n;
             }
+            round(&mut attn, qd);
             let o = linear(&attn, t_total, &lw.o_proj);
             x.iter_mut().zip(&o).for_each(|(a, b)| *a += b);
             let mut h = x.clone();
             rms_norm(&mut h, &lw.post_norm, eps);
+            round(&mut h, hd);
             let mut gate = linear(&h, t_total, &lw.gate_proj);
             let up = linear(&h, t_total, &lw.up_proj);
             silu_mul(&mut gate, &up);
+            round(&mut gate, c.intermediate_size);
             let down = linear(&gate, t_total, &lw.down_proj);
             x.iter_mut().zip(&down).for_each(|(a, b)| *a += b);
         }
