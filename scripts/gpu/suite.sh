@@ -127,7 +127,7 @@ if has ahead; then
 fi
 if has fold; then
   # Decode's norms folded into the skinny GEMMs (LATLAB_NORM_EPILOGUE=0|1; the default folds
-  # FP8 batches 1 and 2 only): the epilogues' tests and the A/B on the logits, the chain off and on,
+  # FP8 batch 1 only): the epilogues' tests and the A/B on the logits, the chain off and on,
   # then the bench off and on;
   # FOLD_CASES (e.g. "none_8 fp8_1") picks fewer bench cases.
   timeout 240 $T/cuda_norm_epilogue --include-ignored --nocapture --test-threads=1 > "$OUT/fold_tests.log" 2>&1
