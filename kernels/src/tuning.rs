@@ -128,7 +128,9 @@ pub struct Tuning {
     /// batches 2-3 where k = 4096; more costs the rings their residency (227: batch 8
     /// whole steps 3457 -> 3559 us). Whole FP8 steps, H200, session 8 (us, batch 1 / 8):
     /// 2966 / 3462 without, 2858 / 3458 with 25 and `fp8_persistent_rows` 1. Same bits
-    /// (cuda_paths A/B). 0: never. `LATLAB_X_SMEM_KB` (`X_SMEM_KB_RANGE`).
+    /// (cuda_paths A/B). With `fp8_x_f16` only at 1 row (`ops::F16_X_STAGED_ROWS`: f16 x
+    /// has no conversion for staging to save). 0: never. `LATLAB_X_SMEM_KB`
+    /// (`X_SMEM_KB_RANGE`).
     pub x_smem_kb: u32,
     /// Decode attention with head_dim % 32 == 0, outside clusters, runs the `_d32` kernel:
     /// eight lanes per position for the scores, K staged in shared memory with V, instead
