@@ -104,15 +104,12 @@ fn add_noise(w: &mut ModelWeights, rel: f64) {
     }
 }
 
-/// RMS(b - a) / RMS(a) of the logits over `sequences`.
-fn logit_rel_error(a: &mut CpuBackend, b: &mut CpuBackend, sequences: &[Vec<u32>]) -> f64 {
+/// RMS(b - a) / RMS(a) of the logits over `sequences`, a's given (`Reference::logits`).
+fn logit_rel_error(la: &[Vec<Vec<f32>>], b: &mut CpuBackend, sequences: &[Vec<u32>]) -> f64 {
     let (mut err, mut sq) = (0f64, 0f64);
-    for s in sequences {
-        let (la, lb) = (
-            a.logits_all_positions(s).unwrap(),
-            b.logits_all_positions(s).unwrap(),
-        );
-        for (&p, &q) in la.iter().flatten().zip(lb.iter().flatten()) {
+    for (a, s) in la.iter().zip(sequences) {
+        let lb = b.logits_all_positions(s).unwrap();
+        for (&p, &q) in a.iter().flatten().zip(lb.iter().flatten()) {
             err += ((q - p) as f64).powi(2);
             sq += (p as f64).powi(2);
         }
@@ -186,37 +183,65 @@ impl Report {
     }
 }
 
+/// What every FP8 run of a config is compared with, computed once: the bf16 model's logits
+/// over the sequences and its greedy paths from the prompts, FP8's weight error, and the
+/// noise control's logit error.
+struct Reference {
+    logits: Vec<Vec<Vec<f32>>>,
+    greedy: Vec<Vec<u32>>,
+    weight_rel: f64,
+    control_rel: f64,
+}
+
+fn reference(
+    (cfg, seed): (&ModelConfig, u64),
+    sequences: &[Vec<u32>],
+    prompts: &[Vec<u32>],
+) -> Reference {
+    let ((ca, wa), (_, wb)) = (weights(cfg, seed, false), weights(cfg, seed, true));
+    let weight_rel = weight_rel_error(&wa, &wb);
+    let (cc, mut wc) = weights(cfg, seed, false);
+    add_noise(&mut wc, weight_rel);
+    assert!((weight_rel_error(&wa, &wc) / weight_rel - 1.0).abs() < 0.05);
+    let mut a = CpuBackend::new(ca, wa, 64, 16);
+    let logits: Vec<_> = sequences
+        .iter()
+        .map(|s| a.logits_all_positions(s).unwrap())
+        .collect();
+    let mut control = CpuBackend::new(cc, wc, 64, 16);
+    let control_rel = logit_rel_error(&logits, &mut control, sequences);
+    let greedy = prompts
+        .iter()
+        .map(|p| greedy(&mut a, p, GREEDY_TOKENS))
+        .collect();
+    Reference {
+        logits,
+        greedy,
+        weight_rel,
+        control_rel,
+    }
+}
+
 /// FP8 weights (W8A16, as the engine runs them) or FP8 weights and activations (`w8a8`:
 /// every layer projection's input rounded through e4m3 per token and 128-group, as vLLM
-/// and SGLang run block-FP8 checkpoints) against bf16.
+/// and SGLang run block-FP8 checkpoints) against bf16 (`reference`).
 fn compare(
-    cfg: &ModelConfig,
-    seed: u64,
+    (cfg, seed): (&ModelConfig, u64),
+    reference: &Reference,
     sequences: &[Vec<u32>],
     prompts: &[Vec<u32>],
     w8a8: bool,
 ) -> Report {
-    let ((ca, wa), (cb, wb)) = (weights(cfg, seed, false), weights(cfg, seed, true));
+    let (cb, wb) = weights(cfg, seed, true);
+    let b = CpuBackend::new(cb, wb, 64, 16);
+    let mut b = if w8a8 { b.with_fp8_activations() } else { b };
     let mut r = Report {
-        weight_rel: weight_rel_error(&wa, &wb),
+        weight_rel: reference.weight_rel,
+        control_rel: reference.control_rel,
         ..Default::default()
     };
-    let b = CpuBackend::new(cb, wb, 64, 16);
-    let (mut a, mut b) = (
-        CpuBackend::new(ca, wa, 64, 16),
-        if w8a8 { b.with_fp8_activations() } else { b },
-    );
-    let (cc, mut wc) = weights(cfg, seed, false);
-    add_noise(&mut wc, r.weight_rel);
-    assert!(
-        (weight_rel_error(&weights(cfg, seed, false).1, &wc) / r.weight_rel - 1.0).abs() < 0.05
-    );
-    r.control_rel = logit_rel_error(&mut a, &mut CpuBackend::new(cc, wc, 64, 16), sequences);
-    for s in sequences {
-        let (la, lb) = (
-            a.logits_all_positions(s).unwrap(),
-            b.logits_all_positions(s).unwrap(),
-        );
+    for (la, s) in reference.logits.iter().zip(sequences) {
+        let lb = b.logits_all_positions(s).unwrap();
         for (x, y) in la.iter().zip(&lb) {
             for (&p, &q) in x.iter().zip(y) {
                 r.max_abs = r.max_abs.max((p - q).abs());
@@ -229,14 +254,11 @@ fn compare(
             r.top1_in_top5 += top_k(x, 5).contains(&argmax(y)) as usize;
         }
     }
-    for p in prompts {
-        let (ga, gb) = (
-            greedy(&mut a, p, GREEDY_TOKENS),
-            greedy(&mut b, p, GREEDY_TOKENS),
-        );
+    for (p, ga) in prompts.iter().zip(&reference.greedy) {
+        let gb = greedy(&mut b, p, GREEDY_TOKENS);
         r.greedy_prefix
             .push(ga.iter().zip(&gb).take_while(|(x, y)| x == y).count());
-        let path: Vec<u32> = p.iter().chain(&ga).copied().collect();
+        let path: Vec<u32> = p.iter().chain(ga).copied().collect();
         let lb = b.logits_all_positions(&path).unwrap();
         r.greedy_forced_same += ga
             .iter()
@@ -311,14 +333,15 @@ fn fp8_vs_bf16_on_the_golden_configs() {
         let cfg = engine::presets::preset(&m.preset).unwrap();
         let seqs: Vec<Vec<u32>> = m.sequences.iter().map(|s| s.tokens.clone()).collect();
         let prompts: Vec<Vec<u32>> = m.greedy.iter().map(|s| s.prompt.clone()).collect();
-        both(&m.preset, |w8a8| {
-            compare(&cfg, m.seed, &seqs, &prompts, w8a8)
-        });
+        both(&m.preset, (&cfg, m.seed), &seqs, &prompts);
     }
 }
 
-/// W8A16 and W8A8 reports, checked; W8A8 must add error of its own (its rounding runs).
-fn both(name: &str, run: impl Fn(bool) -> Report) {
+/// W8A16 and W8A8 reports against one reference, checked; W8A8 must add error of its own
+/// (its rounding runs).
+fn both(name: &str, model: (&ModelConfig, u64), seqs: &[Vec<u32>], prompts: &[Vec<u32>]) {
+    let r = reference(model, seqs, prompts);
+    let run = |w8a8| compare(model, &r, seqs, prompts, w8a8);
     let (w16, w8) = (run(false), run(true));
     print(name, &w16);
     print(&format!("{name} W8A8"), &w8);
@@ -359,7 +382,5 @@ fn fp8_vs_bf16_on_multi_block_shapes() {
                 .collect()
         })
         .collect();
-    both("multi-block", |w8a8| {
-        compare(&cfg, 9, &seqs, &prompts, w8a8)
-    });
+    both("multi-block", (&cfg, 9), &seqs, &prompts);
 }
