@@ -99,7 +99,13 @@ pub fn step(
         .unwrap()
     };
     let fold = g.tuning().folds_norms(m);
-    let half = !fold && g.tuning().fp8_x_f16 && layers[0].qkv.is_fp8();
+    // As the engine decides it (step/half_x.rs `uses_f16_x`), so that a tuning which turns
+    // off the bulk FP8 pipeline or the lean norms runs the bf16-x path instead of failing.
+    let half = !fold
+        && g.tuning().fp8_x_f16
+        && g.tuning().skinny_bulk_fp8
+        && ops::add_rmsnorm_kernel(g, HIDDEN) == "add_rmsnorm_vec"
+        && layers[0].qkv.is_fp8();
     // `norm` into h16 (the f16-x path).
     let norm16 = |b: &mut Buffers, first: bool| {
         if omit.norms {
