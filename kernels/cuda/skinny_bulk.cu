@@ -46,6 +46,33 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned parity
         "r"(parity)
         : "memory");
 }
+// mbar_wait with a test first, which never suspends the warp. ptxas places independent loads
+// that come before the wait in the source (the stage's x and scales) right behind its first
+// probe; behind a try_wait they issue only once the weights have landed, or it times out
+// (seen in the SASS of the FP8 `_xh` kernels under RingPos, which has no division before
+// the wait; loads placed before the wait did not bring those kernels' speed back: RingPos).
+__device__ __forceinline__ void mbar_wait_tested(unsigned long long* b, unsigned parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "mbarrier.test_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@done bra.uni landed;\n"
+        "retry:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra retry;\n"
+        "landed:\n"
+        "}\n" ::"r"(smem_addr(b)),
+        "r"(parity)
+        : "memory");
+}
+template <bool TESTED>
+__device__ __forceinline__ void ring_wait(unsigned long long* b, unsigned parity) {
+    if constexpr (TESTED)
+        mbar_wait_tested(b, parity);
+    else
+        mbar_wait(b, parity);
+}
+
 // bytes (a multiple of 16, both addresses 16-byte aligned) from global to shared memory,
 // completing on the barrier. Weights are read once per step: evict them from L2 first.
 __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes,
@@ -88,7 +115,50 @@ __device__ __forceinline__ void ring_init(unsigned long long* full, unsigned lon
     __syncthreads();
 }
 
-// The producer warp's stage i of the ring's life (k: the stage's place in its tile's rows):
+// Where stage i of the ring's life sits: slot i % stages, round parity (i / stages) & 1.
+// `stages` is a kernel argument, so computing them from i takes an integer division (~20
+// dependent instructions) at every stage of every warp; ncu's source counters put 16 % of
+// the FP8 batch-1 gate|up GEMM's warp samples there (engine/PERF.md, session 22). RingPos
+// advances them one stage at a time instead, and waits with a test first (mbar_wait_tested).
+// H200, session 22, same machine, old -> RingPos everywhere (gpu_step_chain, us; bench,
+// ms/step): bf16 batch 1 3974-3979 -> 3925-3929, 3.94 -> 3.89; FP8 batch 1 2592-2594 ->
+// 2560, 2.59 -> 2.56; bf16 batch 8 4262-4270 -> 4276, 4.27 -> 4.27; but FP8 batch 8
+// 3028-3043 -> 3083-3109, 3.07 -> 3.14, not understood. So the FP8 kernels that load x from
+// global memory at every stage (batches 2-8: plain, `_norm`, `_xh`) keep RingDiv, the form
+// measured before, and compile to the same SASS as then; the bf16 kernels and the FP8 ones
+// with x staged in shared memory (batch 1) take RingPos.
+struct RingPos {
+    static constexpr bool TESTED = true;
+    int n = 0, s = 0;
+    unsigned ph = 0;
+    // Whether the slot was filled before (the producer then waits for it to be emptied).
+    __device__ __forceinline__ bool reused(int stages) const { return n >= stages; }
+    __device__ __forceinline__ int slot(int) const { return s; }
+    __device__ __forceinline__ unsigned parity(int) const { return ph; }
+    // The parity of the round before (the producer waits for the warps to have emptied it).
+    __device__ __forceinline__ unsigned prev_parity(int) const { return ph ^ 1; }
+    __device__ __forceinline__ void next(int stages) {
+        ++n;
+        if (++s == stages) {
+            s = 0;
+            ph ^= 1;
+        }
+    }
+};
+struct RingDiv {
+    static constexpr bool TESTED = false;
+    int i = 0;
+    __device__ __forceinline__ bool reused(int stages) const { return i >= stages; }
+    __device__ __forceinline__ int slot(int stages) const { return i % stages; }
+    __device__ __forceinline__ unsigned parity(int stages) const { return (i / stages) & 1; }
+    __device__ __forceinline__ unsigned prev_parity(int stages) const {
+        return (i / stages - 1) & 1;
+    }
+    __device__ __forceinline__ void next(int) { ++i; }
+};
+
+// The producer warp's stage at pos in the ring's life (k: the stage's place in its tile's
+// rows):
 // wait until the warps have emptied the slot, then copy bytes k * TM_ROW_BYTES.. of the
 // tile's `rows` rows into it, each lane one row. `tile` points at the tile's first row.
 // Weights in the checkpoint's row-major layout (tiled = 0) have each row's piece
@@ -96,14 +166,15 @@ __device__ __forceinline__ void ring_init(unsigned long long* full, unsigned lon
 // stages one after another, each stage's `rows` pieces side by side, so that a stage is
 // one contiguous run of bytes. H200, the 144 layer linears of a step streamed by this ring
 // alone (gpu_copy_ceiling): 4.23 TB/s row-major, 4.63 tiled.
+template <class Pos>
 __device__ __forceinline__ void produce_stage(unsigned char* ring, unsigned long long* full,
-                                              unsigned long long* empty, int i, int k,
+                                              unsigned long long* empty, const Pos& pos, int k,
                                               int stages, int row_bytes, int rows,
                                               const unsigned char* tile, int tiled,
                                               unsigned long long policy) {
     const int lane = threadIdx.x & 31;
-    const int s = i % stages;
-    if (i >= stages) mbar_wait(&empty[s], (i / stages - 1) & 1);
+    const int s = pos.slot(stages);
+    if (pos.reused(stages)) ring_wait<Pos::TESTED>(&empty[s], pos.prev_parity(stages));
     const int off = k * TM_ROW_BYTES;
     const int bytes = min(TM_ROW_BYTES, row_bytes - off);
     if (lane == 0) mbar_arrive_tx(&full[s], bytes * rows);
@@ -115,18 +186,18 @@ __device__ __forceinline__ void produce_stage(unsigned char* ring, unsigned long
                   policy);
 }
 
-// A multiplying warp's stage i (k: its place in the tile): x of chunk k * 8 + warp, the
+// A multiplying warp's stage at pos (k: its place in the tile): x of chunk k * 8 + warp, the
 // weights from the ring once they have landed, the slot handed back, the MMAs.
-template <class Tile>
+template <class Tile, class Pos>
 __device__ __forceinline__ void consume_stage(const Tile& tile, typename Tile::Stage& st,
                                               float (&c)[4], const unsigned char* ring,
                                               unsigned long long* full,
-                                              unsigned long long* empty, int i, int k,
-                                              int stages) {
+                                              unsigned long long* empty, const Pos& pos,
+                                              int k, int stages) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int s = i % stages, ch = k * SG_WARPS + warp;
+    const int s = pos.slot(stages), ch = k * SG_WARPS + warp;
     tile.load_x(st, ch);
-    mbar_wait(&full[s], (i / stages) & 1);
+    ring_wait<Pos::TESTED>(&full[s], pos.parity(stages));
     load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, tile.pieces());
     __syncwarp();  // every lane's shared reads are done before the stage is handed back
     if (lane == 0) mbar_arrive(&empty[s]);
@@ -145,7 +216,7 @@ __device__ __forceinline__ float* norm_epi(int stages) {
 // copied: their stale shared memory only reaches their own outputs, which are not stored.
 // NORM: a `_norm` kernel, with decode's RMSNorm folded into its epilogue as io says
 // (skinny_norm.cuh); the plain kernels compile without any of it.
-template <bool NORM, class Tile, class Out>
+template <bool NORM, class Pos, class Tile, class Out>
 __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __restrict__ y, int M,
                                                      int N, int n0, int stages, int tiled,
                                                      const NormIo& io) {
@@ -160,8 +231,9 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
         asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
         const int rows = min(16, N - n0);
         const unsigned char* tb = tile.bytes() + (size_t)n0 * row_bytes;
-        for (int i = 0; i < nst; ++i)
-            produce_stage(ring, full, empty, i, i, stages, row_bytes, rows, tb, tiled, policy);
+        Pos pos;
+        for (int k = 0; k < nst; ++k, pos.next(stages))
+            produce_stage(ring, full, empty, pos, k, stages, row_bytes, rows, tb, tiled, policy);
         return;
     }
     float c[4] = {0.f, 0.f, 0.f, 0.f};
@@ -172,7 +244,9 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
         norm_prefetch_residual(io, y, M, N, n0, norm_epi(stages));
     }
     tile.prepare();
-    for (int i = 0; i < nst; ++i) consume_stage(tile, st, c, ring, full, empty, i, i, stages);
+    Pos pos;
+    for (int k = 0; k < nst; ++k, pos.next(stages))
+        consume_stage(tile, st, c, ring, full, empty, pos, k, stages);
     if constexpr (NORM)
         store_out_norm(c, y, M, N, tile.K, n0, io, norm_epi(stages));
     else
@@ -182,6 +256,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
 
 // The persistent pipeline's producer warp: block b's tiles b, b + gridDim.x, ... of w [N,
 // row_bytes], stage after stage, the ring running on across tiles.
+template <class Pos>
 __device__ __forceinline__ void produce_tiles(unsigned char* ring, unsigned long long* full,
                                               unsigned long long* empty,
                                               const unsigned char* w, int N, int row_bytes,
@@ -190,24 +265,24 @@ __device__ __forceinline__ void produce_tiles(unsigned char* ring, unsigned long
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
     const unsigned ntiles = (N + 15) / 16;
     const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
-    int i = 0;
+    Pos pos;
     for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const int n0 = (int)tile * 16, rows = min(16, N - n0);
         const unsigned char* tb = w + (size_t)n0 * row_bytes;
-        for (int k = 0; k < nst; ++k, ++i)
-            produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, tb, tiled, policy);
+        for (int k = 0; k < nst; ++k, pos.next(stages))
+            produce_stage(ring, full, empty, pos, k, stages, row_bytes, rows, tb, tiled, policy);
     }
 }
 
 // The persistent form (`_persistent` entry points, `Tuning::bulk_persistent`): a grid of at
 // most the blocks that fit at once, block b taking tiles b, b + gridDim.x, ... The ring and
-// its barriers run on across the block's tiles (the stage counter i counts all of them), so
+// its barriers run on across the block's tiles (the ring position counts all their stages), so
 // the producer streams the next tile's first stages while the warps finish and store this
 // one: no ring refill and no block launch per tile. make(t) builds tile t's Tile. The
 // default since session 7, for FP8 at batch 1 since session 8 (with x staged once per
 // block; Tuning::fp8_persistent_rows); with a grid of one block per tile this does what
 // skinny_pipeline_bulk does.
-template <bool NORM, class MakeTile, class Out>
+template <bool NORM, class Pos, class MakeTile, class Out>
 __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
                                                            Out* __restrict__ y, int M, int N,
                                                            int stages, int tiled,
@@ -222,7 +297,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
     const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
     ring_init(full, empty, stages);
     if (warp == SG_WARPS) {
-        produce_tiles(ring, full, empty, first.bytes(), N, row_bytes, stages, tiled);
+        produce_tiles<Pos>(ring, full, empty, first.bytes(), N, row_bytes, stages, tiled);
         return;
     }
     typename Tile::Stage st;
@@ -230,13 +305,14 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
     if constexpr (NORM) norm_prefetch_scale(io, M, norm_epi(stages));
     first.prepare();
     TRACE_MARK(2);
-    int i = 0;
+    Pos pos;
     for (unsigned tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
         const Tile t = make(tile);
         // After the barrier that ended the last tile's store: its words are read.
         if constexpr (NORM) norm_prefetch_residual(io, y, M, N, t.n0, norm_epi(stages));
         float c[4] = {0.f, 0.f, 0.f, 0.f};
-        for (int k = 0; k < nst; ++k, ++i) consume_stage(t, st, c, ring, full, empty, i, k, stages);
+        for (int k = 0; k < nst; ++k, pos.next(stages))
+            consume_stage(t, st, c, ring, full, empty, pos, k, stages);
         if constexpr (NORM)
             store_out_norm(c, y, M, N, t.K, t.n0, io, norm_epi(stages));
         else
@@ -262,7 +338,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
                                    int M, int N, int K, int stages, int tiled EXTRA) {         \
         pdl_trigger();                                                                         \
         const TileBf16 tile(x, w, M, N, K, blockIdx.x);                                        \
-        skinny_pipeline_bulk<NORM>(tile, y, M, N, tile.n0, stages, tiled, NORM_IO_OF(NORM));   \
+        skinny_pipeline_bulk<NORM, RingPos>(tile, y, M, N, tile.n0, stages, tiled, NORM_IO_OF(NORM));   \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
         skinny_gemm_bf16_swiglu_bulk##SUF(                                                     \
@@ -270,14 +346,14 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
             __nv_bfloat16* __restrict__ act, int M, int N, int K, int stages, int tiled EXTRA) { \
         pdl_trigger();                                                                         \
         const TileBf16 tile(x, w, M, N, K, blockIdx.x);                                        \
-        skinny_pipeline_bulk<NORM>(tile, act, M, N, tile.n0, stages, tiled, NORM_IO_OF(NORM)); \
+        skinny_pipeline_bulk<NORM, RingPos>(tile, act, M, N, tile.n0, stages, tiled, NORM_IO_OF(NORM)); \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
         skinny_gemm_bf16_bulk_persistent##SUF(                                                 \
             const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,          \
             float* __restrict__ y, int M, int N, int K, int stages, int tiled EXTRA) {         \
         pdl_trigger();                                                                         \
-        skinny_pipeline_bulk_tiles<NORM>([&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, \
+        skinny_pipeline_bulk_tiles<NORM, RingPos>([&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, \
                                          y, M, N, stages, tiled, NORM_IO_OF(NORM));            \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
@@ -285,7 +361,7 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
             const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,          \
             __nv_bfloat16* __restrict__ act, int M, int N, int K, int stages, int tiled EXTRA) { \
         pdl_trigger();                                                                         \
-        skinny_pipeline_bulk_tiles<NORM>([&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, \
+        skinny_pipeline_bulk_tiles<NORM, RingPos>([&](unsigned t) { return TileBf16(x, w, M, N, K, t); }, \
                                          act, M, N, stages, tiled, NORM_IO_OF(NORM));          \
     }
 
@@ -308,8 +384,8 @@ __device__ __forceinline__ uint4* staged_x_norm(int stages, const NormIo& io, in
 
 // The four FP8 entry points of one tile kind (SUF): one-tile and persistent, each with f32
 // output and with SwiGLU (gate|up interleaved, bf16 act). TILE(t) builds tile t from the
-// kernel's arguments.
-#define TM_FP8_ENTRIES(SUF, TILE, NORM, EXTRA, XT, AT)                                                 \
+// kernel's arguments; POS is how the ring tracks its stages (RingPos or RingDiv).
+#define TM_FP8_ENTRIES(SUF, TILE, NORM, EXTRA, XT, AT, POS)                                    \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
         skinny_gemm_fp8_bulk##SUF(const XT* __restrict__ x,                         \
                                   const unsigned char* __restrict__ w,                         \
@@ -318,7 +394,7 @@ __device__ __forceinline__ uint4* staged_x_norm(int stages, const NormIo& io, in
                                   int tiled EXTRA) {                                           \
         pdl_trigger();                                                                         \
         const auto tile = TILE(blockIdx.x);                                                    \
-        skinny_pipeline_bulk<NORM>(tile, y, M, N, tile.n0, stages, tiled, NORM_IO_OF(NORM));   \
+        skinny_pipeline_bulk<NORM, POS>(tile, y, M, N, tile.n0, stages, tiled, NORM_IO_OF(NORM));   \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
         skinny_gemm_fp8_swiglu_bulk##SUF(const XT* __restrict__ x,                  \
@@ -328,7 +404,7 @@ __device__ __forceinline__ uint4* staged_x_norm(int stages, const NormIo& io, in
                                          int R, int il, int stages, int tiled EXTRA) {         \
         pdl_trigger();                                                                         \
         const auto tile = TILE(blockIdx.x);                                                    \
-        skinny_pipeline_bulk<NORM>(tile, act, M, N, tile.n0, stages, tiled, NORM_IO_OF(NORM)); \
+        skinny_pipeline_bulk<NORM, POS>(tile, act, M, N, tile.n0, stages, tiled, NORM_IO_OF(NORM)); \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
         skinny_gemm_fp8_bulk_persistent##SUF(                                                  \
@@ -336,7 +412,7 @@ __device__ __forceinline__ uint4* staged_x_norm(int stages, const NormIo& io, in
             const float* __restrict__ scale_inv, float* __restrict__ y, int M, int N, int K,   \
             int R, int il, int stages, int tiled EXTRA) {                                      \
         pdl_trigger();                                                                         \
-        skinny_pipeline_bulk_tiles<NORM>([&](unsigned t) { return TILE(t); }, y, M, N, stages, \
+        skinny_pipeline_bulk_tiles<NORM, POS>([&](unsigned t) { return TILE(t); }, y, M, N, stages, \
                                          tiled, NORM_IO_OF(NORM));                             \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)                                \
@@ -345,7 +421,7 @@ __device__ __forceinline__ uint4* staged_x_norm(int stages, const NormIo& io, in
             const float* __restrict__ scale_inv, AT* __restrict__ act, int M,       \
             int N, int K, int R, int il, int stages, int tiled EXTRA) {                        \
         pdl_trigger();                                                                         \
-        skinny_pipeline_bulk_tiles<NORM>([&](unsigned t) { return TILE(t); }, act, M, N,       \
+        skinny_pipeline_bulk_tiles<NORM, POS>([&](unsigned t) { return TILE(t); }, act, M, N,       \
                                          stages, tiled, NORM_IO_OF(NORM));                     \
     }
 
@@ -355,15 +431,15 @@ __device__ __forceinline__ uint4* staged_x_norm(int stages, const NormIo& io, in
 #define TM_TILE_FP8S_NORM(t) \
     TileFp8S(x, w, scale_inv, M, N, K, R, il, t, staged_x_norm(stages, NORM_IO, M))
 #define BF16 __nv_bfloat16
-TM_FP8_ENTRIES(, TM_TILE_FP8, false, NO_EXTRA, BF16, BF16)
-TM_FP8_ENTRIES(_xs, TM_TILE_FP8S, false, NO_EXTRA, BF16, BF16)
-TM_FP8_ENTRIES(_norm, TM_TILE_FP8, true, NORM_EXTRA, BF16, BF16)
-TM_FP8_ENTRIES(_xs_norm, TM_TILE_FP8S_NORM, true, NORM_EXTRA, BF16, BF16)
+TM_FP8_ENTRIES(, TM_TILE_FP8, false, NO_EXTRA, BF16, BF16, RingDiv)
+TM_FP8_ENTRIES(_xs, TM_TILE_FP8S, false, NO_EXTRA, BF16, BF16, RingPos)
+TM_FP8_ENTRIES(_norm, TM_TILE_FP8, true, NORM_EXTRA, BF16, BF16, RingDiv)
+TM_FP8_ENTRIES(_xs_norm, TM_TILE_FP8S_NORM, true, NORM_EXTRA, BF16, BF16, RingPos)
 
 // x read as f16 and SwiGLU's act stored as f16 (`Tuning::fp8_x_f16`, TileFp8H /
 // TileFp8SH); no norm epilogue.
 #define TM_XB reinterpret_cast<const __nv_bfloat16*>(x)
 #define TM_TILE_FP8H(t) TileFp8H(TM_XB, w, scale_inv, M, N, K, R, il, t)
 #define TM_TILE_FP8SH(t) TileFp8SH(TM_XB, w, scale_inv, M, N, K, R, il, t, staged_x(stages))
-TM_FP8_ENTRIES(_xh, TM_TILE_FP8H, false, NO_EXTRA, __half, __half)
-TM_FP8_ENTRIES(_xs_xh, TM_TILE_FP8SH, false, NO_EXTRA, __half, __half)
+TM_FP8_ENTRIES(_xh, TM_TILE_FP8H, false, NO_EXTRA, __half, __half, RingDiv)
+TM_FP8_ENTRIES(_xs_xh, TM_TILE_FP8SH, false, NO_EXTRA, __half, __half, RingPos)

@@ -119,7 +119,7 @@ extern "C" __global__ void copy_ceiling_loads(const uint4* __restrict__ w, unsig
 }
 
 // The engine's persistent bf16 GEMM (skinny_bulk.cu's skinny_pipeline_bulk_tiles with
-// TileBf16, f32 out), rebuilt here with parts of its consumers switched off (timing only:
+// TileBf16, f32 out, as it was in session 13: its ring tracked by RingDiv), rebuilt here with parts of its consumers switched off (timing only:
 // the values are wrong where a part is off). With tiled weights the ring alone streams the
 // step's linears ~250 us faster than the GEMMs (session 12): this says which consumer part
 // holds them. parts: bit 0 loads x, bit 1 multiplies, bit 2 runs the per-tile epilogue
@@ -139,7 +139,7 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
     const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
     ring_init(full, empty, stages);
     if (warp == SG_WARPS) {
-        produce_tiles(ring, full, empty, first.bytes(), N, row_bytes, stages, tiled);
+        produce_tiles<RingDiv>(ring, full, empty, first.bytes(), N, row_bytes, stages, tiled);
         return;
     }
     TileBf16::Stage st;

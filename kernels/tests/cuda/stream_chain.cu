@@ -65,7 +65,7 @@ __device__ __forceinline__ void chain_pipeline(const ChainGemm* __restrict__ gs,
     if (warp == SG_WARPS) {
         unsigned long long policy;
         asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-        int i = 0;
+        RingPos pos;
         unsigned off = 0;
         for (int g = 0; g < n; ++g) {
             const ChainGemm d = gs[g];
@@ -75,8 +75,8 @@ __device__ __forceinline__ void chain_pipeline(const ChainGemm* __restrict__ gs,
             for (unsigned tile = first_tile(off); tile < ntiles; tile += G) {
                 const int n0 = (int)tile * 16, rows = min(16, d.N - n0);
                 const unsigned char* tb = d.w + (size_t)n0 * row_bytes;
-                for (int k = 0; k < nst; ++k, ++i)
-                    produce_stage(ring, full, empty, i, k, stages, row_bytes, rows, tb, 0,
+                for (int k = 0; k < nst; ++k, pos.next(stages))
+                    produce_stage(ring, full, empty, pos, k, stages, row_bytes, rows, tb, 0,
                                   policy);
             }
             if (rotate) off = (off + ntiles) % G;
@@ -84,7 +84,7 @@ __device__ __forceinline__ void chain_pipeline(const ChainGemm* __restrict__ gs,
         return;
     }
     typename CT::T::Stage st;
-    int i = 0;
+    RingPos pos;
     unsigned off = 0;
     for (int g = 0; g < n; ++g) {
         const ChainGemm d = gs[g];
@@ -99,8 +99,8 @@ __device__ __forceinline__ void chain_pipeline(const ChainGemm* __restrict__ gs,
         for (unsigned tile = first_tile(off); tile < ntiles; tile += G) {
             const typename CT::T t = CT::make(d, M, tile);
             float c[4] = {0.f, 0.f, 0.f, 0.f};
-            for (int k = 0; k < nst; ++k, ++i)
-                consume_stage(t, st, c, ring, full, empty, i, k, stages);
+            for (int k = 0; k < nst; ++k, pos.next(stages))
+                consume_stage(t, st, c, ring, full, empty, pos, k, stages);
             store_out(c, d.y, M, d.N, t.n0);
             consumers_sync();  // the stores are done, and red is free for the next tile
         }
