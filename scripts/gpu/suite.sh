@@ -2,7 +2,7 @@
 # The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
 # Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
-# sweep splits fp8bulk bench ahead fold f16x latency prefill fp8prefill early http hf stream trace wgmma copy
+# sweep splits fp8bulk bench ahead fold f16x tiled latency prefill fp8prefill early http hf stream trace wgmma copy
 # steptiming" (default: tests timing chain bench prefill early http; hf writes a 16 GB
 # checkpoint and takes ~3 minutes). prefill:
 # TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
@@ -161,6 +161,20 @@ if has f16x; then
     for on in 0 1; do
       LATLAB_FP8_X_F16=$on timeout 120 $B --batch "$b" > "$OUT/f16x_${b}_$on.log" 2>&1
       echo "fp8_x_f16=$on fp8 batch $b rc=$?"; grep -E "round 1|rror" "$OUT/f16x_${b}_$on.log"
+    done
+  done
+fi
+if has tiled; then
+  # bf16 decode with the GEMM weights tiled (LATLAB_TILED_WEIGHTS=0|bf16; engine/PERF.md,
+  # session 22: 4.22 against 4.27 ms/step at batch 8 in one run), interleaved, two rounds
+  # each; TILED_BATCHES picks the batches.
+  B="$BENCH --gen-len 220 --rounds 2 --quantization none"
+  for r in 1 2; do
+    for b in ${TILED_BATCHES:-8 1}; do
+      for tw in 0 bf16; do
+        LATLAB_TILED_WEIGHTS=$tw timeout 120 $B --batch "$b" > "$OUT/tiled_${b}_${tw}_$r.log" 2>&1
+        echo "tiled=$tw bf16 batch $b (run $r) rc=$?"; grep -E "round 1|rror" "$OUT/tiled_${b}_${tw}_$r.log"
+      done
     done
   done
 fi
