@@ -86,6 +86,7 @@ pub fn load(
     let stored = resolve_config(model)?;
     let config = apply_quantization(stored.clone(), quantization)?;
     check_host_memory(&config)?;
+    let started = std::time::Instant::now();
     let (weights, origin, default_tok) = match model.strip_prefix("random:") {
         Some(p) => (
             ModelWeights::random(&config, seed)?,
@@ -112,6 +113,10 @@ pub fn load(
             )
         }
     };
+    tracing::info!(
+        seconds = started.elapsed().as_secs_f64(),
+        "weights in host memory (f32)"
+    );
     let tokenizer_dir = tokenizer.map(Path::to_path_buf).unwrap_or(default_tok);
     Ok(LoadedModel {
         config,

@@ -6,7 +6,10 @@
 
 mod cuda_common;
 
-use cuda_common::ab::{ab_backends, close_steps, same_logits, small_attention_dims, small_model};
+use cuda_common::ab::{
+    ab_backends, backends_over, close_steps, same_logits, small_attention_dims, small_model,
+    steps_of,
+};
 use cuda_common::logits::{close_logits, prompt};
 use engine::arrivals::Arrivals;
 use engine::model::cuda::{CudaBackend, RunAhead};
@@ -106,6 +109,41 @@ fn tiled_weights_give_the_same_logits() {
         );
     }
     same_logits(set, "tiled weights");
+}
+
+/// lm_head tiled (Tuning::tiled_lm_head, with no row-major copy left) against row-major,
+/// on an untied model: the same logits bit for bit, in prefill and in decode graphs (both
+/// run the skinny GEMM for their at most 3 rows of logits). A tied lm_head is the
+/// embedding, which stays row-major.
+#[test]
+#[ignore = "gpu"]
+fn tiled_lm_head_gives_the_same_logits() {
+    use kernels::ops::WeightLayout::{Rows, Tiled};
+    let set = |t: &mut kernels::Tuning, on| t.tiled_lm_head = on;
+    let [_, tied] = ab_backends(false, set);
+    assert_eq!(
+        tied.lm_head_layout(),
+        Rows,
+        "a tied lm_head stays row-major"
+    );
+    for fp8 in [false, true] {
+        let (mut cfg, _) = small_model(fp8);
+        cfg.tie_word_embeddings = false;
+        let mut w = ModelWeights::random(&cfg, 5).unwrap();
+        if fp8 {
+            w.quantize_fp8().unwrap();
+        }
+        assert!(w.lm_head.is_some(), "the untied model has its own lm_head");
+        let [off, on] = backends_over((cfg, w), set);
+        // Equal logits prove nothing if the switch never reached the weights.
+        assert_eq!((off.lm_head_layout(), on.lm_head_layout()), (Rows, Tiled));
+        steps_of([off, on], |what, a, b| {
+            assert_eq!(
+                a, b,
+                "fp8 {fp8} {what}: the tiled lm_head changed the logits"
+            )
+        });
+    }
 }
 
 /// The FP8 GEMMs with x staged in shared memory as f16 (Tuning::x_smem_kb, the `*_xs`

@@ -14,9 +14,16 @@ use engine::weights::ModelWeights;
 pub fn ab_steps(
     fp8: bool,
     set: impl Fn(&mut kernels::Tuning, bool),
+    judge: impl FnMut(&str, &[Vec<f32>], &[Vec<f32>]),
+) {
+    steps_of(ab_backends(fp8, set), judge)
+}
+
+/// `ab_steps`' prefill and decode steps through two given backends.
+pub fn steps_of(
+    mut backends: [CudaBackend; 2],
     mut judge: impl FnMut(&str, &[Vec<f32>], &[Vec<f32>]),
 ) {
-    let mut backends = ab_backends(fp8, set);
     let tables: [Vec<u32>; 3] = [vec![40, 3, 17, 8], vec![9, 22, 30], vec![5, 61, 12]];
     let seqs = [prompt(37, 1), prompt(20, 2), prompt(30, 3)];
     for batch in [1usize, 3] {
@@ -60,7 +67,14 @@ pub fn small_model(fp8: bool) -> (engine::config::ModelConfig, ModelWeights) {
 
 /// `ab_steps`' two backends: off, then on.
 pub fn ab_backends(fp8: bool, set: impl Fn(&mut kernels::Tuning, bool)) -> [CudaBackend; 2] {
-    let (cfg, w) = small_model(fp8);
+    backends_over(small_model(fp8), set)
+}
+
+/// Two backends over the given model: `set(tuning, false / true)`.
+pub fn backends_over(
+    (cfg, w): (engine::config::ModelConfig, ModelWeights),
+    set: impl Fn(&mut kernels::Tuning, bool),
+) -> [CudaBackend; 2] {
     let base = kernels::GpuOptions::from_env().unwrap();
     [false, true].map(|on| {
         let mut o = base.clone();

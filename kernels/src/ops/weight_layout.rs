@@ -51,7 +51,9 @@ fn tile_rows<T: Copy + Send + Sync>(w: &[T], n: usize, k: usize) -> Vec<T> {
     let piece = (STAGE_ROW_BYTES / std::mem::size_of::<T>()).max(1);
     // Each tile is the same run of rows in both layouts: permute the tiles in parallel,
     // straight into the output.
-    let mut out = w.to_vec();
+    // A parallel copy allocates the output (one thread's `to_vec` took seconds of a load).
+    let mut out = Vec::with_capacity(w.len());
+    out.par_extend(w.par_iter().copied());
     out.par_chunks_mut(TILE_ROWS * k)
         .zip(w.par_chunks(TILE_ROWS * k))
         .for_each(|(dst, tile)| {

@@ -38,6 +38,7 @@ fn tuning_reads_switches_and_names_a_bad_value() {
         ("LATLAB_ATTENTION_MMA", "0"),
         ("LATLAB_NORM_EPILOGUE", "0"),
         ("LATLAB_FP8_X_F16", "0"),
+        ("LATLAB_TILED_LM_HEAD", "1"),
     ])
     .unwrap();
 
@@ -125,6 +126,22 @@ fn tuning_reads_switches_and_names_a_bad_value() {
     assert!(
         !regs.tiles_weights(true),
         "the register pipeline reads row-major only"
+    );
+    // lm_head: tiled when asked for, and only where the bulk pipeline reads bf16 (t turns
+    // that pipeline off).
+    assert!(!d.tiles_lm_head());
+    assert!(t.tiled_lm_head && !t.tiles_lm_head());
+    assert!(
+        with(&[("LATLAB_TILED_LM_HEAD", "1")])
+            .unwrap()
+            .tiles_lm_head()
+    );
+    let e = with(&[("LATLAB_TILED_LM_HEAD", "2")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("LATLAB_TILED_LM_HEAD=\"2\": expected 0 or 1"),
+        "{e}"
     );
     let e = with(&[("LATLAB_TILED_WEIGHTS", "yes")])
         .unwrap_err()

@@ -7,7 +7,7 @@
 //! that the block manager never hands out, so they cannot disturb real sequences.
 
 use super::meta::{HostMeta, Staging, StepMeta};
-use super::step::{Scratch, forward_layers, linear};
+use super::step::{Scratch, forward_layers, lm_head_into};
 use super::{CudaBackend, RunAhead, driver_err, kernel_err};
 use crate::error::{EngineError, Result};
 use crate::model::{Next, RowHint};
@@ -161,7 +161,7 @@ impl CudaBackend {
                 .map_err(driver_err("begin graph capture"))?;
             // One token per sequence (run() checks): the cache before it is settled.
             let recorded = forward_layers(gpu, cfg, w, cache, &mut g.sc, &g.meta, None, true)
-                .and_then(|()| linear(gpu, &g.sc.h, w.lm_head(), vocab, hd, &mut g.logits))
+                .and_then(|()| lm_head_into(gpu, &g.sc.h, w, (vocab, hd), &mut g.logits))
                 .and_then(|()| {
                     ops::argmax_into(
                         gpu,

@@ -78,7 +78,9 @@ impl CudaBackend {
         opts: &GpuOptions,
     ) -> Result<Self> {
         // Some kernel choices depend on the weights' type (Tuning::for_weights).
+        let started = std::time::Instant::now();
         let gpu = Gpu::new(&opts.for_weights(w.has_fp8())).map_err(kernel_err)?;
+        let kernels_s = started.elapsed().as_secs_f64();
         let weights = GpuWeights::upload(&gpu, w)?;
         let deq = match weights.fp8_dequant_len() {
             0 => None,
@@ -113,6 +115,8 @@ impl CudaBackend {
             gpu = gpu.name(),
             arch = gpu.arch(),
             tiled_copies_gb = weights.tiled_copy_bytes() as f64 / 1e9,
+            kernels_s,
+            upload_s = started.elapsed().as_secs_f64() - kernels_s,
             "CUDA backend ready"
         );
         let graphs_enabled = std::env::var("LATLAB_CUDA_GRAPHS").map_or(true, |v| v != "0");
@@ -169,6 +173,12 @@ impl CudaBackend {
             .flat_map(|l| [&l.wqkv, &l.wo, &l.wgu, &l.wdown])
             .map(|w| w.decode_layout())
             .collect()
+    }
+
+    /// The layout lm_head's GEMM reads (`Tuning::tiled_lm_head`): lets tests see that the
+    /// switch reached the weights.
+    pub fn lm_head_layout(&self) -> kernels::ops::WeightLayout {
+        self.w.lm_head().1
     }
 
     /// Whether a decode step of `rows` rows runs its FP8 GEMMs on f16 x and its norms

@@ -55,6 +55,23 @@ pub(super) fn linear(
     linear_bf16(gpu, x, (w, None), n, k, y)
 }
 
+/// logits[rows, vocab] = x lm_head^T. A tiled lm_head has no row-major copy, so it runs
+/// only the skinny GEMM (in chunks of 8 rows when prefill wants more logits than that).
+pub(super) fn lm_head_into(
+    gpu: &Gpu,
+    x: &CudaSlice<bf16>,
+    w: &GpuWeights,
+    (vocab, hd): (usize, usize),
+    logits: &mut CudaSlice<f32>,
+) -> Result<()> {
+    match w.lm_head() {
+        (head, ops::WeightLayout::Rows) => linear(gpu, x, head, vocab, hd, logits),
+        (head, layout) => in_row_chunks(x, logits, vocab, hd, |xs, ys| {
+            ops::skinny_gemm_into(gpu, xs, &head.as_view(), layout, vocab, hd, ys)
+        }),
+    }
+}
+
 /// `linear` over a row-major matrix and, for the skinny GEMM, its tiled copy if any.
 fn linear_bf16(
     gpu: &Gpu,
@@ -449,7 +466,7 @@ impl CudaBackend {
             .map_err(driver_err("gather rows"))?;
         }
         let mut logits = s.alloc_zeros::<f32>(rows.len() * vocab).map_err(&a)?;
-        linear(&self.gpu, &hsel, self.w.lm_head(), vocab, hd, &mut logits)?;
+        lm_head_into(&self.gpu, &hsel, &self.w, (vocab, hd), &mut logits)?;
         if all.greedy {
             let mut tokens = s.alloc_zeros::<u32>(rows.len()).map_err(&a)?;
             let mut keys = s

@@ -80,11 +80,18 @@ pub struct GpuWeights {
     pub final_norm: CudaSlice<f32>,
     /// None when tied to `embed`.
     pub lm_head: Option<CudaSlice<bf16>>,
+    /// `lm_head`'s layout: tiled only when untied and `Tuning::tiles_lm_head` (then no
+    /// row-major copy exists: step.rs `lm_head_into` runs only the skinny GEMM on it).
+    pub lm_head_layout: WeightLayout,
 }
 
 impl GpuWeights {
-    pub fn lm_head(&self) -> &CudaSlice<bf16> {
-        self.lm_head.as_ref().unwrap_or(&self.embed)
+    /// lm_head [vocab, hidden] and its layout (the embedding, row-major, when tied).
+    pub fn lm_head(&self) -> (&CudaSlice<bf16>, WeightLayout) {
+        match &self.lm_head {
+            Some(h) => (h, self.lm_head_layout),
+            None => (&self.embed, WeightLayout::Rows),
+        }
     }
 
     /// Bytes of the bf16 projections' tiled decode copies (`Tuning::tiled_weights`), held
@@ -117,20 +124,12 @@ fn gpu_err(what: &str) -> impl Fn(kernels::cudarc::driver::DriverError) -> Engin
     move |e| EngineError::Backend(format!("upload {what}: {e}"))
 }
 
+/// `mats` one after another in bf16, converted in parallel straight into the output (a
+/// Qwen3-8B upload converts 16 GB; zeroing the buffer first on one thread cost seconds).
 fn to_bf16(mats: &[&Mat]) -> Vec<bf16> {
-    let total: usize = mats.iter().map(|m| m.data.len()).sum();
-    let mut out = Vec::with_capacity(total);
+    let mut out = Vec::with_capacity(mats.iter().map(|m| m.data.len()).sum());
     for m in mats {
-        let start = out.len();
-        out.resize(start + m.data.len(), bf16::ZERO);
-        out[start..]
-            .par_chunks_mut(1 << 16)
-            .zip(m.data.par_chunks(1 << 16))
-            .for_each(|(d, s)| {
-                d.iter_mut()
-                    .zip(s)
-                    .for_each(|(d, &s)| *d = bf16::from_f32(s))
-            });
+        out.par_extend(m.data.par_iter().map(|&s| bf16::from_f32(s)));
     }
     out
 }
@@ -282,14 +281,24 @@ impl GpuWeights {
                 wdown: upload_linear(gpu, &name("down_proj"), &[&l.down_proj])?,
             });
         }
+        let (lm_head, lm_head_layout) = match &w.lm_head {
+            Some(m) if gpu.tuning().tiles_lm_head() => {
+                let tiled = tile_weights(&to_bf16(&[m]), m.rows, m.cols);
+                let h = gpu
+                    .stream()
+                    .clone_htod(&tiled)
+                    .map_err(gpu_err("lm_head"))?;
+                (Some(h), WeightLayout::Tiled)
+            }
+            Some(m) => (Some(upload_mats(gpu, "lm_head", &[m])?), WeightLayout::Rows),
+            None => (None, WeightLayout::Rows),
+        };
         Ok(GpuWeights {
             embed: upload_mats(gpu, "embed", &[&w.embed])?,
             layers,
             final_norm: upload_f32(gpu, "final_norm", &w.final_norm)?,
-            lm_head: match &w.lm_head {
-                Some(m) => Some(upload_mats(gpu, "lm_head", &[m])?),
-                None => None,
-            },
+            lm_head,
+            lm_head_layout,
         })
     }
 }
