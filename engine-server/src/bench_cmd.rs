@@ -1,6 +1,6 @@
 //! `latlab-engine bench`: engine speed without HTTP. Submits `batch` identical-length greedy
 //! requests with ignore_eos and reports the batch's time to first token and its decode time
-//! per step.
+//! per step; with several batch sizes, each round runs them in turn over the one load.
 //!
 //! What the numbers mean: every prompt is prefilled in the first step (main.rs sizes the
 //! step's token budget for it), so all sequences then decode in lockstep and the decode
@@ -46,50 +46,63 @@ fn drain(mut rx: Receiver<TokenEvent>) -> anyhow::Result<Arrivals> {
 }
 
 pub fn run(a: BenchArgs, handle: &engine::EngineHandle) -> anyhow::Result<()> {
-    let vocab = 151_000u32.min(handle.shared().config.vocab_size as u32);
     for round in 0..a.rounds {
-        let t0 = Instant::now();
-        let rxs: Vec<_> = (0..a.batch)
-            .map(|b| {
-                let prompt = (0..a.prompt_len)
-                    .map(|i| ((i * 7919 + b * 104_729 + 11) as u32) % vocab)
-                    .collect();
-                let params = SamplingParams {
-                    temperature: 0.0,
-                    max_tokens: Some(a.gen_len),
-                    ignore_eos: true,
-                    ..Default::default()
-                };
-                handle.submit(GenerateRequest { prompt, params })
-            })
-            .collect::<Result<_, _>>()?;
-        let seqs = std::thread::scope(|s| {
-            let joins: Vec<_> = rxs.into_iter().map(|rx| s.spawn(|| drain(rx))).collect();
-            joins
-                .into_iter()
-                .map(|j| j.join().expect("bench reader thread panicked"))
-                .collect::<anyhow::Result<Vec<_>>>()
-        })?;
-        // The batch's first token: when every sequence has one. Decode: from there to the
-        // last token of all, gen_len - 1 steps.
-        let first = seqs.iter().map(|s| s.first).max().unwrap_or(t0);
-        let end = seqs.iter().map(|s| s.last).max().unwrap_or(first);
-        let tokens: usize = seqs.iter().map(|s| s.tokens).sum();
-        let ttft = (first - t0).as_secs_f64();
-        let decode = (end - first).as_secs_f64();
-        let decode_tokens = tokens.saturating_sub(a.batch);
-        let steps = a.gen_len.saturating_sub(1).max(1);
-        println!(
-            "round {round}: batch {} prompt {} gen {}: TTFT {:.3} s, decode {} tokens in {:.3} s = {:.2} tok/s ({:.2} ms/step)",
-            a.batch,
-            a.prompt_len,
-            a.gen_len,
-            ttft,
-            decode_tokens,
-            decode,
-            decode_tokens as f64 / decode,
-            decode * 1e3 / steps as f64
-        );
+        for &batch in &a.batch {
+            one_batch(&a, handle, round, batch as usize)?;
+        }
     }
+    Ok(())
+}
+
+/// One round of one batch size: submit, drain, print the line.
+fn one_batch(
+    a: &BenchArgs,
+    handle: &engine::EngineHandle,
+    round: usize,
+    batch: usize,
+) -> anyhow::Result<()> {
+    let vocab = 151_000u32.min(handle.shared().config.vocab_size as u32);
+    let t0 = Instant::now();
+    let rxs: Vec<_> = (0..batch)
+        .map(|b| {
+            let prompt = (0..a.prompt_len)
+                .map(|i| ((i * 7919 + b * 104_729 + 11) as u32) % vocab)
+                .collect();
+            let params = SamplingParams {
+                temperature: 0.0,
+                max_tokens: Some(a.gen_len),
+                ignore_eos: true,
+                ..Default::default()
+            };
+            handle.submit(GenerateRequest { prompt, params })
+        })
+        .collect::<Result<_, _>>()?;
+    let seqs = std::thread::scope(|s| {
+        let joins: Vec<_> = rxs.into_iter().map(|rx| s.spawn(|| drain(rx))).collect();
+        joins
+            .into_iter()
+            .map(|j| j.join().expect("bench reader thread panicked"))
+            .collect::<anyhow::Result<Vec<_>>>()
+    })?;
+    // The batch's first token: when every sequence has one. Decode: from there to the
+    // last token of all, gen_len - 1 steps.
+    let first = seqs.iter().map(|s| s.first).max().unwrap_or(t0);
+    let end = seqs.iter().map(|s| s.last).max().unwrap_or(first);
+    let tokens: usize = seqs.iter().map(|s| s.tokens).sum();
+    let ttft = (first - t0).as_secs_f64();
+    let decode = (end - first).as_secs_f64();
+    let decode_tokens = tokens.saturating_sub(batch);
+    let steps = a.gen_len.saturating_sub(1).max(1);
+    // Three decimals: the changes measured are often 10-30 us a step.
+    println!(
+        "round {round}: batch {batch} prompt {} gen {}: TTFT {:.3} s, decode {} tokens in {:.3} s = {:.2} tok/s ({:.3} ms/step)",
+        a.prompt_len,
+        a.gen_len,
+        ttft,
+        decode_tokens,
+        decode,
+        decode_tokens as f64 / decode,
+        decode * 1e3 / steps as f64
+    );
     Ok(())
 }

@@ -142,8 +142,10 @@ pub struct MakeModelArgs {
 pub struct BenchArgs {
     #[arg(long)]
     pub model: String,
-    #[arg(long, default_value_t = 1)]
-    pub batch: usize,
+    /// Batch sizes, comma-separated (`1,8`): each round runs them in turn over one load of
+    /// the model, sized for the largest (its KV pages and step budget).
+    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub batch: Vec<u64>,
     #[arg(long, default_value_t = 128)]
     pub prompt_len: usize,
     #[arg(long, default_value_t = 32)]

@@ -65,12 +65,13 @@ fn make_model(a: MakeModelArgs) -> anyhow::Result<()> {
 }
 
 fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    let most = a.batch.iter().copied().max().unwrap_or(1) as usize;
     let args = EngineArgs {
-        max_batch: a.batch.max(1),
+        max_batch: most,
         max_model_len: a.max_model_len,
         // Every prompt in the first step: the decode window then holds decode steps only
         // (bench_cmd.rs).
-        max_batched_tokens: (a.batch * a.prompt_len).max(EngineArgs::default().max_batched_tokens),
+        max_batched_tokens: (most * a.prompt_len).max(EngineArgs::default().max_batched_tokens),
         seed: a.seed,
         device: match a.device {
             DeviceArg::Auto => Device::Auto,

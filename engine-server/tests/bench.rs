@@ -48,3 +48,51 @@ fn bench_prefills_the_batch_together_and_counts_decode_steps() {
         .unwrap_or_else(|| panic!("no ms/step in {line}"));
     assert!(ms > 0.0 && ms.is_finite(), "{line}");
 }
+
+/// Several batch sizes over one load: each round runs them in turn, each counted alone, and
+/// the engine is sized for the largest. A batch size of 0 is refused by name.
+#[test]
+fn bench_runs_a_list_of_batch_sizes_in_one_load() {
+    let run = |batch: &str| {
+        Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
+            .args(["bench", "--model", "random:tiny", "--device", "cpu"])
+            .args(["--batch", batch, "--prompt-len", "300", "--gen-len", "4"])
+            .env(
+                "LATLAB_ASSETS_DIR",
+                concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"),
+            )
+            .output()
+            .expect("run latlab-engine bench")
+    };
+    let out = run("2,3");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("max_batch: 3,"),
+        "sized for the largest: {stdout}"
+    );
+    assert!(stdout.contains("max_batched_tokens: 900"), "{stdout}");
+    let rounds: Vec<&str> = stdout.lines().filter(|l| l.starts_with("round ")).collect();
+    assert_eq!(rounds.len(), 4, "2 rounds x 2 batch sizes: {stdout}");
+    for (line, (round, batch, tokens)) in
+        rounds
+            .iter()
+            .zip([(0, 2, 6), (0, 3, 9), (1, 2, 6), (1, 3, 9)])
+    {
+        assert!(
+            line.starts_with(&format!("round {round}: batch {batch} "))
+                && line.contains(&format!("decode {tokens} tokens in")),
+            "{line}"
+        );
+    }
+    let bad = run("1,0");
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && stderr.contains("--batch"),
+        "{stderr}"
+    );
+}

@@ -166,15 +166,13 @@ if has f16x; then
 fi
 if has tiled; then
   # bf16 decode with the GEMM weights tiled (LATLAB_TILED_WEIGHTS=0|bf16; engine/PERF.md,
-  # session 22: 4.22 against 4.27 ms/step at batch 8 in one run), interleaved, two rounds
-  # each; TILED_BATCHES picks the batches.
-  B="$BENCH --gen-len 220 --rounds 2 --quantization none"
+  # sessions 22-23), interleaved, two runs; each run benches TILED_BATCHES (comma-separated)
+  # over one load.
+  B="$BENCH --gen-len 220 --rounds 2 --quantization none --batch ${TILED_BATCHES:-8,1}"
   for r in 1 2; do
-    for b in ${TILED_BATCHES:-8 1}; do
-      for tw in 0 bf16; do
-        LATLAB_TILED_WEIGHTS=$tw timeout 120 $B --batch "$b" > "$OUT/tiled_${b}_${tw}_$r.log" 2>&1
-        echo "tiled=$tw bf16 batch $b (run $r) rc=$?"; grep -E "round 1|rror" "$OUT/tiled_${b}_${tw}_$r.log"
-      done
+    for tw in 0 bf16; do
+      LATLAB_TILED_WEIGHTS=$tw timeout 150 $B > "$OUT/tiled_${tw}_$r.log" 2>&1
+      echo "tiled=$tw bf16 (run $r) rc=$?"; grep -E "round 1|rror" "$OUT/tiled_${tw}_$r.log"
     done
   done
 fi
