@@ -142,16 +142,16 @@ pub struct Tuning {
     /// Which decode GEMMs' weights the engine uploads tiled (`ops::tile_weights`: each
     /// bulk ring stage one contiguous run of bytes) where the bulk pipeline reads them. The
     /// ring alone streams a step's layer linears at 4.63 TB/s tiled against 4.23 row-major
-    /// (H200, gpu_copy_ceiling, session 12), and whole bf16 steps of the chain (zero or
-    /// random weights) run 60-75 us shorter at batch 1 and 8 (FP8: 0 to +15 us, its GEMMs
-    /// bound by their consumers). But the engine's own decode did not move (latlab-engine
-    /// bench, batch 1, one call, 2 x 5 rounds: 3.97-4.00 ms/step tiled, 3.98-4.03
-    /// row-major), nor did its graph's GPU time (`LATLAB_STEP_TIMING`, session 13: 4000-4004
-    /// us tiled, 4001-4013 row-major: the engine's row-major graph already runs ~60 us
-    /// under the chain's), and bf16 models keep their row-major matrices too, for prefill's cuBLAS
-    /// GEMMs: 13.9 GB more GPU memory at Qwen3-8B. So off until the engine gains. FP8
-    /// codes are tiled in place (prefill reads the bf16 copies, or dequantizes from either
-    /// layout). `LATLAB_TILED_WEIGHTS=0|bf16|1` (1: FP8 codes too).
+    /// (H200, gpu_copy_ceiling, session 12). latlab-engine bench, bf16 Qwen3-8B shape, tiled
+    /// against row-major on one card each (engine/PERF.md sessions 22-23), ms/step: batch 8
+    /// 4.22 / 4.27, 4.29 / 4.31, 4.25 / 4.28-4.29; batch 1 3.91 / 3.89, 3.96-3.97 / 3.96,
+    /// 3.91 / 3.93. So bf16 models tile by default (`Bf16`): batch 8 stays under 4.3 ms on
+    /// all three cards, where row-major missed on one. The price is memory: bf16 models
+    /// keep their row-major matrices too, for prefill's cuBLAS GEMMs, 13.9 GB more GPU
+    /// memory at Qwen3-8B (the trade FP8 models already make with their bf16 prefill
+    /// copies). FP8 codes gained nothing tiled (their GEMMs are bound by their consumers);
+    /// they are tiled in place when asked (`All`; prefill dequantizes from either layout).
+    /// `LATLAB_TILED_WEIGHTS=0|bf16|1` (1: FP8 codes too).
     pub tiled_weights: TiledWeights,
     /// An untied lm_head [vocab, hidden] is uploaded tiled (`ops::tile_weights`) instead of
     /// row-major, for the bulk skinny GEMM. Unlike `tiled_weights` this costs no memory:
@@ -257,7 +257,7 @@ impl Default for Tuning {
             attention_cluster: AttentionCluster::On,
             x_smem_kb: 25,
             attention_d32: true,
-            tiled_weights: TiledWeights::Off,
+            tiled_weights: TiledWeights::Bf16,
             tiled_lm_head: false,
             attention_mma: true,
             norm_epilogue: NormFold::Fp8UpTo(1),

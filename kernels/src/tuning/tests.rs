@@ -34,7 +34,7 @@ fn tuning_reads_switches_and_names_a_bad_value() {
         ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
         ("LATLAB_X_SMEM_KB", "64"),
         ("LATLAB_ATTENTION_D32", "0"),
-        ("LATLAB_TILED_WEIGHTS", "bf16"),
+        ("LATLAB_TILED_WEIGHTS", "0"),
         ("LATLAB_ATTENTION_MMA", "0"),
         ("LATLAB_NORM_EPILOGUE", "0"),
         ("LATLAB_FP8_X_F16", "0"),
@@ -109,11 +109,14 @@ fn tuning_reads_switches_and_names_a_bad_value() {
     assert!(d.attention_d32 && !t.attention_d32);
     assert_eq!(
         (d.tiled_weights, t.tiled_weights),
-        (TiledWeights::Off, TiledWeights::Bf16)
+        (TiledWeights::Bf16, TiledWeights::Off)
     );
-    assert!(!d.tiles_weights(false) && !d.tiles_weights(true));
-    // bf16 only, and only where the bulk pipeline runs (t turns it off for bf16).
+    // The default tiles bf16 weights only.
+    assert!(d.tiles_weights(false) && !d.tiles_weights(true));
     assert!(!t.tiles_weights(false) && !t.tiles_weights(true));
+    // Only where the bulk pipeline runs.
+    let regs16 = with(&[("LATLAB_SKINNY_BULK_BF16", "0")]).unwrap();
+    assert!(!regs16.tiles_weights(false));
     let bf = with(&[("LATLAB_TILED_WEIGHTS", "bf16")]).unwrap();
     assert!(bf.tiles_weights(false) && !bf.tiles_weights(true));
     let all = with(&[("LATLAB_TILED_WEIGHTS", "1")]).unwrap();

@@ -30,7 +30,7 @@ mod tests {
         let t = &v["tuning"];
         assert_eq!(t["bulk_stages"], 4);
         assert_eq!(t["pdl"], true);
-        assert_eq!(t["tiled_weights"], "off");
+        assert_eq!(t["tiled_weights"], "bf16");
         assert_eq!(t["attention_cluster"], "on");
         assert_eq!(t["bulk_stages_wide"], 5);
         assert_eq!(t["attention_mma"], true);
