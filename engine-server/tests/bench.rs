@@ -1,35 +1,46 @@
 //! `latlab-engine bench` on the CPU with `random:tiny`: the batch is prefilled in one step,
 //! so the decode window holds only decode steps, and the report counts them right.
 
-use std::process::Command;
+use std::process::{Command, Output};
 
-#[test]
-fn bench_prefills_the_batch_together_and_counts_decode_steps() {
-    // 3 x 300 prompt tokens: more than the serving default's 512-token step budget.
-    let out = Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
+/// `latlab-engine bench` on random:tiny on the CPU with `args` added.
+fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
         .args(["bench", "--model", "random:tiny", "--device", "cpu"])
-        .args([
-            "--batch",
-            "3",
-            "--prompt-len",
-            "300",
-            "--gen-len",
-            "5",
-            "--rounds",
-            "1",
-        ])
+        .args(args)
         .env(
             "LATLAB_ASSETS_DIR",
             concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"),
         )
         .output()
-        .expect("run latlab-engine bench");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+        .expect("run latlab-engine bench")
+}
+
+/// A run's stdout, which must have succeeded.
+fn succeeded(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "bench failed: {stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    stdout
+}
+
+#[test]
+fn bench_prefills_the_batch_together_and_counts_decode_steps() {
+    // 3 x 300 prompt tokens: more than the serving default's 512-token step budget.
+    let out = bench(&[
+        "--batch",
+        "3",
+        "--prompt-len",
+        "300",
+        "--gen-len",
+        "5",
+        "--rounds",
+        "1",
+    ]);
+    let stdout = succeeded(&out);
     assert!(
         stdout.contains("max_batched_tokens: 900"),
         "the step budget should hold every prompt: {stdout}"
@@ -53,24 +64,8 @@ fn bench_prefills_the_batch_together_and_counts_decode_steps() {
 /// the engine is sized for the largest. A batch size of 0 is refused by name.
 #[test]
 fn bench_runs_a_list_of_batch_sizes_in_one_load() {
-    let run = |batch: &str| {
-        Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
-            .args(["bench", "--model", "random:tiny", "--device", "cpu"])
-            .args(["--batch", batch, "--prompt-len", "300", "--gen-len", "4"])
-            .env(
-                "LATLAB_ASSETS_DIR",
-                concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"),
-            )
-            .output()
-            .expect("run latlab-engine bench")
-    };
-    let out = run("2,3");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "bench failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let run = |batch: &str| bench(&["--batch", batch, "--prompt-len", "300", "--gen-len", "4"]);
+    let stdout = succeeded(&run("2,3"));
     assert!(
         stdout.contains("max_batch: 3,"),
         "sized for the largest: {stdout}"
