@@ -158,8 +158,9 @@ pub struct Tuning {
     /// only the skinny GEMM reads lm_head (prefill wants logits for at most a few rows and
     /// runs it in chunks of 8), so no row-major copy is kept. lm_head is 1.24 GB of a
     /// Qwen3-8B step (8 % in bf16, 15 % in FP8, whose lm_head stays bf16). A tied lm_head is
-    /// the embedding, which the gather reads row-major, so it stays as it is.
-    /// `LATLAB_TILED_LM_HEAD=0|1`.
+    /// the embedding, which the gather reads row-major, so it stays as it is. Measured equal
+    /// to row-major within 0.01 ms/step, bf16 and FP8, batches 1 and 8 (engine/PERF.md step
+    /// 56), so off; kept for A/B runs. `LATLAB_TILED_LM_HEAD=0|1`.
     pub tiled_lm_head: bool,
     /// Decode attention with head_dim 128 and at most 8 query heads per KV head runs on the
     /// tensor cores (`decode_attention_mma`, and `_mma_cluster` in clusters; each warp 16
