@@ -33,8 +33,8 @@ macro_rules! with_tiles {
     };
 }
 
-/// skinny_bulk.cu: `with_tiles!` and the norm epilogue its `_norm` kernels add
-/// (skinny_norm.cuh).
+/// skinny_bulk.cu: `with_tiles!`, the norm epilogue its `_norm` kernels add
+/// (skinny_norm.cuh) and the bulk-copy ring (bulk_ring.cuh).
 macro_rules! with_tiles_norm {
     ($file:literal) => {
         concat!(
@@ -43,6 +43,8 @@ macro_rules! with_tiles_norm {
             include_str!("../cuda/skinny_tiles.cuh"),
             "\n",
             include_str!("../cuda/skinny_norm.cuh"),
+            "\n",
+            include_str!("../cuda/bulk_ring.cuh"),
             "\n",
             include_str!(concat!("../cuda/", $file))
         )

@@ -37,6 +37,8 @@ macro_rules! behind_bulk_pipeline {
             "\n",
             include_str!("../../cuda/skinny_norm.cuh"),
             "\n",
+            include_str!("../../cuda/bulk_ring.cuh"),
+            "\n",
             include_str!("../../cuda/skinny_bulk.cu"),
             "\n",
             include_str!(concat!("../cuda/", $file))
