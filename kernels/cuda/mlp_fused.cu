@@ -78,6 +78,45 @@ __device__ __forceinline__ void consume_down_stage(float (&acc)[MF_ACC],
     if (lane == 0) mbar_arrive(&empty[s]);
 }
 
+// The block's partial sums into y. MF_RED_V4 (an experiment's define: gpu_mlp_fused):
+// through shared memory (the ring is idle once every consumer has read its last stage),
+// then one 16-byte vector red per 4 outputs; MF_NO_RED (timing only, wrong values): no
+// adds at all, the sums kept alive. Else one scalar red per output.
+__device__ __forceinline__ void add_partials(const float (&acc)[MF_ACC], float* __restrict__ y,
+                                             int K, int nds, unsigned char* ring) {
+#if defined(MF_NO_RED)
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < MF_ACC; ++i) s += acc[i];
+    if (s == 1234.5f) y[threadIdx.x] = s;
+#elif defined(MF_RED_V4)
+    float* part = reinterpret_cast<float*>(ring);
+    consumers_sync();  // every warp has read its last stage
+#pragma unroll
+    for (int d = 0; d < MF_MAX_DOWN_STAGES; ++d)
+#pragma unroll
+        for (int j = 0; j < MF_OUTS_PER_THREAD; ++j) {
+            const int o = d * MF_STAGE_OUTS + j * SG_WARPS * 32 + threadIdx.x;
+            if (d < nds && o < K) part[o] = acc[d * MF_OUTS_PER_THREAD + j];
+        }
+    consumers_sync();
+    for (int o = threadIdx.x * 4; o < K; o += SG_WARPS * 32 * 4) {
+        const float4 v = *reinterpret_cast<const float4*>(part + o);
+        asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(y + o), "f"(v.x),
+                     "f"(v.y), "f"(v.z), "f"(v.w)
+                     : "memory");
+    }
+#else
+#pragma unroll
+    for (int d = 0; d < MF_MAX_DOWN_STAGES; ++d)
+#pragma unroll
+        for (int j = 0; j < MF_OUTS_PER_THREAD; ++j) {
+            const int o = d * MF_STAGE_OUTS + j * SG_WARPS * 32 + threadIdx.x;
+            if (d < nds && o < K) atomicAdd(&y[o], acc[d * MF_OUTS_PER_THREAD + j]);
+        }
+#endif
+}
+
 // x [1, K] bf16 (the normed hidden state), wgu [2 inter, K] interleaved gate|up (`tiled`:
 // ops::tile_weights' layout), wd [inter / 8][hidden = K][8] (ops::down_column_chunks), y
 // [K] f32 (the residual, added to). Persistent: block b takes tiles b, b + gridDim.x, ...
@@ -148,12 +187,6 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 2)
                 pos.next(stages);
             }
     }
-#pragma unroll
-    for (int d = 0; d < MF_MAX_DOWN_STAGES; ++d)
-#pragma unroll
-        for (int j = 0; j < MF_OUTS_PER_THREAD; ++j) {
-            const int o = d * MF_STAGE_OUTS + j * SG_WARPS * 32 + threadIdx.x;
-            if (d < nds && o < K) atomicAdd(&y[o], acc[d * MF_OUTS_PER_THREAD + j]);
-        }
+    add_partials(acc, y, K, nds, ring);
     TRACE_MARK(3);
 }

@@ -102,6 +102,14 @@ fn compile_all(include: PathBuf) {
     let (cubin, _) = compile_with_usage("copy_ceiling.cu", experiment_src::COPY_CEILING, &opts)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(&cubin[..4], b"\x7fELF", "copy_ceiling.cu: no cubin");
+    // And the fused MLP's reduction variants (gpu_mlp_fused).
+    for (name, src) in [
+        ("mlp_fused_red_v4.cu", experiment_src::MLP_FUSED_RED_V4),
+        ("mlp_fused_no_red.cu", experiment_src::MLP_FUSED_NO_RED),
+    ] {
+        let (cubin, _) = compile_with_usage(name, src, &opts).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(&cubin[..4], b"\x7fELF", "{name}: no cubin");
+    }
     // And the latency-under-load experiment (gpu_latency_load).
     let (cubin, _) = compile_with_usage("latency_load.cu", experiment_src::LATENCY_LOAD, &opts)
         .unwrap_or_else(|e| panic!("{e}"));

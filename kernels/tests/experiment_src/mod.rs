@@ -58,3 +58,26 @@ pub const LATENCY_LOAD: &str = concat!(
     "\n",
     include_str!("../cuda/latency_load.cu")
 );
+
+/// The fused MLP (mlp_fused.cu) behind the ring it builds on, with `defines` in front: the
+/// reduction variants gpu_mlp_fused times (`MF_RED_V4`, `MF_NO_RED`; none: the shipped
+/// scalar adds).
+macro_rules! fused_mlp_with {
+    ($defines:literal) => {
+        concat!(
+            $defines,
+            include_str!("../../cuda/common.cuh"),
+            "\n",
+            include_str!("../../cuda/skinny_tiles.cuh"),
+            "\n",
+            include_str!("../../cuda/bulk_ring.cuh"),
+            "\n",
+            include_str!("../../cuda/mlp_fused.cu")
+        )
+    };
+}
+
+/// The fused MLP adding its partials with one 16-byte vector red per 4 outputs.
+pub const MLP_FUSED_RED_V4: &str = fused_mlp_with!("#define MF_RED_V4\n");
+/// The fused MLP with no adds at all (timing only: wrong values).
+pub const MLP_FUSED_NO_RED: &str = fused_mlp_with!("#define MF_NO_RED\n");
