@@ -213,28 +213,6 @@ fn f16_x_gives_the_same_logits() {
     same_logits(set, "x as f16");
 }
 
-/// The MLP as one kernel at batch 1 (Tuning::fused_mlp, ops::mlp_fused_bf16_into): down
-/// sums over the intermediate dimension in blocks and adds into the residual through
-/// atomics, so the logits agree within `close_logits`, not bit for bit. bf16 batch 1
-/// takes it, from tiled and from row-major gate|up; batch 3 and FP8 weights never do.
-#[test]
-#[ignore = "gpu"]
-fn fused_mlp_keeps_the_logits() {
-    for tiled in [kernels::TiledWeights::Bf16, kernels::TiledWeights::Off] {
-        let set = move |t: &mut kernels::Tuning, on: bool| {
-            t.fused_mlp = on;
-            t.tiled_weights = tiled;
-        };
-        for fp8 in [false, true] {
-            let [off, on] = ab_backends(fp8, set);
-            assert!(!off.decode_path(1).fused_mlp, "fp8 {fp8}: off");
-            assert_eq!(on.decode_path(1).fused_mlp, !fp8, "fp8 {fp8}: on");
-            assert!(!on.decode_path(3).fused_mlp, "fp8 {fp8}: batch 3");
-        }
-        close_steps(set, &format!("fused MLP, {tiled:?} weights"));
-    }
-}
-
 /// Decode attention's fast scores (Tuning::attention_d32: eight lanes per position, K in
 /// shared memory; qwen3-0.6b's geometry takes the `_d128_g4` kernel) against the pair
 /// layout: the dot products sum in another order, so the logits agree to f32 rounding,

@@ -53,22 +53,6 @@ macro_rules! with_tiles_norm {
 
 /// A split attention file with common.cuh and what the split attention shares
 /// (attention_split.cuh: tile slots, the splits' merge).
-/// mlp_fused.cu: `with_tiles!` and the bulk-copy ring it shares with skinny_bulk.cu
-/// (bulk_ring.cuh); no norm epilogue.
-macro_rules! with_ring {
-    ($file:literal) => {
-        concat!(
-            include_str!("../cuda/common.cuh"),
-            "\n",
-            include_str!("../cuda/skinny_tiles.cuh"),
-            "\n",
-            include_str!("../cuda/bulk_ring.cuh"),
-            "\n",
-            include_str!(concat!("../cuda/", $file))
-        )
-    };
-}
-
 macro_rules! with_merge {
     ($file:literal) => {
         concat!(
@@ -157,11 +141,6 @@ pub const ALL: &[KernelSource] = &[
             "skinny_gemm_fp8_bulk_persistent_xs_xh",
             "skinny_gemm_fp8_swiglu_bulk_persistent_xs_xh",
         ],
-    },
-    KernelSource {
-        file: "mlp_fused.cu",
-        src: with_ring!("mlp_fused.cu"),
-        kernels: &["mlp_fused_bf16"],
     },
     KernelSource {
         file: "decode_attention.cu",

@@ -201,16 +201,6 @@ pub struct Tuning {
     /// by default), nor o_proj (the attention writes its x in bf16).
     /// `LATLAB_FP8_X_F16=0|1`.
     pub fp8_x_f16: bool,
-    /// bf16 decode at one token row runs the MLP as one kernel (`ops::mlp_fused_bf16_into`:
-    /// gate|up, SwiGLU and down, down split over the intermediate dimension and added into
-    /// the residual), where the weights allow (interleaved gate|up, hidden up to
-    /// `ops::MLP_FUSED_MAX_HIDDEN`, the bulk pipeline). Costs down's re-laid copy
-    /// (`ops::down_column_chunks`), 3.6 GB at Qwen3-8B. Off until measured (engine/PERF.md
-    /// step 57). `LATLAB_FUSED_MLP=0|1`.
-    pub fused_mlp: bool,
-    /// The fused MLP's ring depth (`BULK_STAGES_RANGE`; two blocks fit an SM up to 6).
-    /// `LATLAB_FUSED_MLP_STAGES`.
-    pub fused_mlp_stages: u32,
 }
 
 /// `Tuning::tiled_weights`.
@@ -273,8 +263,6 @@ impl Default for Tuning {
             attention_mma: true,
             norm_epilogue: NormFold::Fp8UpTo(1),
             fp8_x_f16: true,
-            fused_mlp: false,
-            fused_mlp_stages: 6,
         }
     }
 }
@@ -343,8 +331,7 @@ impl Tuning {
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
     /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
     /// `LATLAB_X_SMEM_KB`, `LATLAB_ATTENTION_D32`, `LATLAB_TILED_WEIGHTS`, `LATLAB_TILED_LM_HEAD`,
-    /// `LATLAB_ATTENTION_MMA`, `LATLAB_NORM_EPILOGUE`, `LATLAB_FP8_X_F16`, `LATLAB_FUSED_MLP`
-    /// and `LATLAB_FUSED_MLP_STAGES` when set.
+    /// `LATLAB_ATTENTION_MMA`, `LATLAB_NORM_EPILOGUE` and `LATLAB_FP8_X_F16` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -370,8 +357,6 @@ impl Tuning {
             attention_d32: get("LATLAB_ATTENTION_D32", d.attention_d32)?,
             attention_mma: get("LATLAB_ATTENTION_MMA", d.attention_mma)?,
             fp8_x_f16: get("LATLAB_FP8_X_F16", d.fp8_x_f16)?,
-            fused_mlp: get("LATLAB_FUSED_MLP", d.fused_mlp)?,
-            fused_mlp_stages: stages("LATLAB_FUSED_MLP_STAGES", d.fused_mlp_stages)?,
             tiled_lm_head: get("LATLAB_TILED_LM_HEAD", d.tiled_lm_head)?,
             norm_epilogue: match var("LATLAB_NORM_EPILOGUE") {
                 None => d.norm_epilogue,

@@ -102,8 +102,9 @@ fn compile_all(include: PathBuf) {
     let (cubin, _) = compile_with_usage("copy_ceiling.cu", experiment_src::COPY_CEILING, &opts)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(&cubin[..4], b"\x7fELF", "copy_ceiling.cu: no cubin");
-    // And the fused MLP's reduction variants (gpu_mlp_fused).
+    // And the fused-MLP experiment in its three reduction forms (gpu_mlp_fused).
     for (name, src) in [
+        ("mlp_fused.cu", experiment_src::MLP_FUSED),
         ("mlp_fused_red_v4.cu", experiment_src::MLP_FUSED_RED_V4),
         ("mlp_fused_no_red.cu", experiment_src::MLP_FUSED_NO_RED),
     ] {

@@ -8,7 +8,6 @@ mod attention;
 mod blas;
 mod decode_attention;
 mod elementwise;
-mod mlp_fused;
 mod prefill_attention;
 mod skinny;
 mod skinny_norm;
@@ -25,9 +24,6 @@ pub use decode_attention::{
 pub use elementwise::{
     add_rmsnorm_f16_into, add_rmsnorm_into, add_rmsnorm_kernel, embed_gather_into,
     rmsnorm_f16_into, rmsnorm_into, swiglu_into,
-};
-pub use mlp_fused::{
-    MLP_FUSED_MAX_HIDDEN, MlpFusedWeights, down_column_chunks, mlp_fused_bf16_into,
 };
 pub use prefill_attention::{
     PREFILL_HEAD_DIM, prefill_attention_into, prefill_attention_supported,

@@ -59,9 +59,9 @@ pub const LATENCY_LOAD: &str = concat!(
     include_str!("../cuda/latency_load.cu")
 );
 
-/// The fused MLP (mlp_fused.cu) behind the ring it builds on, with `defines` in front: the
-/// reduction variants gpu_mlp_fused times (`MF_RED_V4`, `MF_NO_RED`; none: the shipped
-/// scalar adds).
+/// The fused-MLP experiment (tests/cuda/mlp_fused.cu) behind the ring it builds on, with
+/// `defines` in front: the end-of-block adds as gpu_mlp_fused times them (none: scalar
+/// reds; `MF_RED_V4`; `MF_NO_RED`).
 macro_rules! fused_mlp_with {
     ($defines:literal) => {
         concat!(
@@ -72,11 +72,13 @@ macro_rules! fused_mlp_with {
             "\n",
             include_str!("../../cuda/bulk_ring.cuh"),
             "\n",
-            include_str!("../../cuda/mlp_fused.cu")
+            include_str!("../cuda/mlp_fused.cu")
         )
     };
 }
 
+/// The fused MLP adding its partials with one scalar red per output.
+pub const MLP_FUSED: &str = fused_mlp_with!("");
 /// The fused MLP adding its partials with one 16-byte vector red per 4 outputs.
 pub const MLP_FUSED_RED_V4: &str = fused_mlp_with!("#define MF_RED_V4\n");
 /// The fused MLP with no adds at all (timing only: wrong values).

@@ -115,7 +115,6 @@ impl CudaBackend {
             gpu = gpu.name(),
             arch = gpu.arch(),
             tiled_copies_gb = weights.tiled_copy_bytes() as f64 / 1e9,
-            down_chunks_gb = weights.down_chunk_bytes() as f64 / 1e9,
             kernels_s,
             upload_s = started.elapsed().as_secs_f64() - kernels_s,
             "CUDA backend ready"
@@ -182,17 +181,15 @@ impl CudaBackend {
         self.w.lm_head().1
     }
 
-    /// Whether a decode step of `rows` rows folds its norms, runs its FP8 GEMMs on f16 x
-    /// (`Tuning::fp8_x_f16`, step/half_x.rs) and its MLP as one kernel
-    /// (`Tuning::fused_mlp`): lets tests see that an A/B compares two paths.
+    /// Whether a decode step of `rows` rows runs its FP8 GEMMs on f16 x and its norms
+    /// unfolded (`Tuning::fp8_x_f16`, step/half_x.rs): lets tests see that an A/B compares
+    /// two paths.
     pub fn decode_path(&self, rows: usize) -> DecodePath {
         let hd = self.cfg.hidden_size;
         let folds = step::folds_norms(&self.gpu, &self.w, rows, hd);
-        let f16_x = step::uses_f16_x(&self.gpu, &self.w, rows, hd, folds);
         DecodePath {
             folds_norms: folds,
-            f16_x,
-            fused_mlp: !folds && !f16_x && step::uses_fused_mlp(&self.gpu, &self.w, rows),
+            f16_x: step::uses_f16_x(&self.gpu, &self.w, rows, hd, folds),
         }
     }
 

@@ -17,14 +17,12 @@ use kernels::ops::{self, AttnDims, PagedAttnArgs, RopeKvArgs, SKINNY_MAX_ROWS};
 
 mod fold;
 mod half_x;
-mod mlp_fused;
 mod scratch;
 
 pub(super) use scratch::Scratch;
 
 pub(super) use fold::folds_norms;
 pub(super) use half_x::uses_f16_x;
-pub(super) use mlp_fused::applies as uses_fused_mlp;
 
 /// Which forms a decode step of some batch size runs (`CudaBackend::decode_path`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,8 +31,6 @@ pub struct DecodePath {
     pub folds_norms: bool,
     /// The FP8 GEMMs on f16 x (`Tuning::fp8_x_f16`).
     pub f16_x: bool,
-    /// The MLP as one kernel (`Tuning::fused_mlp`, step/mlp_fused.rs).
-    pub fused_mlp: bool,
 }
 
 pub(super) fn attn_dims(c: &ModelConfig) -> AttnDims {
@@ -104,7 +100,7 @@ fn linear_bf16(
 }
 
 /// The matrix the skinny GEMM reads: the tiled copy where there is one.
-pub(super) fn decode_bf16<'w>(
+fn decode_bf16<'w>(
     rows: &'w CudaSlice<bf16>,
     tiled: Option<&'w CudaSlice<bf16>>,
 ) -> (&'w CudaSlice<bf16>, ops::WeightLayout) {
@@ -289,8 +285,6 @@ pub(super) fn forward_layers(
     .map_err(ke)?;
     let fold = fold::folds_norms(gpu, w, meta.ids().len(), hd);
     let xh = half_x::uses_f16_x(gpu, w, meta.ids().len(), hd, fold);
-    // The fused MLP adds into `x` itself: the norm after it has nothing in `o` to add.
-    let mlp_in_x = !fold && !xh && mlp_fused::applies(gpu, w, meta.ids().len());
     for (li, lw) in w.layers.iter().enumerate() {
         // The previous layer's MLP output (in `o`) joins the residual here, fused with this
         // layer's input norm; with folded norms, the previous down did both (`h` holds its
@@ -300,7 +294,7 @@ pub(super) fn forward_layers(
             // f16 into `h16` for the FP8 GEMMs (half_x.rs).
             half_x::norm(gpu, sc, li > 0, &lw.input_norm, eps)?;
         } else {
-            if li == 0 || mlp_in_x {
+            if li == 0 {
                 ops::rmsnorm_into(
                     gpu,
                     &mut sc.x.as_view_mut(),
@@ -396,10 +390,6 @@ pub(super) fn forward_layers(
             &mut sc.h.as_view_mut(),
         )
         .map_err(ke)?;
-        if mlp_in_x {
-            mlp_fused::run(gpu, lw, (hd, inter), sc)?;
-            continue;
-        }
         gate_up_act(gpu, lw, inter, hd, sc, deq.as_deref_mut())?;
         linear_w(
             gpu,
@@ -410,16 +400,6 @@ pub(super) fn forward_layers(
             &mut sc.o,
             deq.as_deref_mut(),
         )?;
-    }
-    if mlp_in_x {
-        return ops::rmsnorm_into(
-            gpu,
-            &mut sc.x.as_view_mut(),
-            &w.final_norm.as_view(),
-            eps,
-            &mut sc.h.as_view_mut(),
-        )
-        .map_err(ke);
     }
     ops::add_rmsnorm_into(
         gpu,

@@ -15,8 +15,7 @@ use kernels::Gpu;
 use kernels::bf16;
 use kernels::cudarc::driver::CudaSlice;
 use kernels::ops::{
-    FP8_BLOCK, GATE_UP_GROUP, MLP_FUSED_MAX_HIDDEN, WeightLayout, down_column_chunks,
-    interleave_gate_up, tile_codes, tile_weights,
+    FP8_BLOCK, GATE_UP_GROUP, WeightLayout, interleave_gate_up, tile_codes, tile_weights,
 };
 use rayon::prelude::*;
 
@@ -73,9 +72,6 @@ pub struct GpuLayer {
     /// `wgu`'s rows are gate|up interleaved by 8 (else gate rows, then up rows).
     pub gu_tiled: bool,
     pub wdown: GpuLinear,
-    /// down re-laid for the fused MLP (`ops::down_column_chunks`; `Tuning::fused_mlp`, bf16
-    /// with interleaved gate|up only), beside `wdown`, which prefill and batches of 2-8 read.
-    pub down_chunks: Option<CudaSlice<bf16>>,
 }
 
 pub struct GpuWeights {
@@ -108,15 +104,6 @@ impl GpuWeights {
                 GpuLinear::Bf16 { tiled: Some(t), .. } => Some(t.len() * 2),
                 _ => None,
             })
-            .sum()
-    }
-
-    /// Bytes of the fused MLP's re-laid down copies (`Tuning::fused_mlp`).
-    pub fn down_chunk_bytes(&self) -> usize {
-        self.layers
-            .iter()
-            .filter_map(|l| l.down_chunks.as_ref())
-            .map(|c| c.len() * 2)
             .sum()
     }
 
@@ -272,31 +259,6 @@ fn upload_gate_up(gpu: &Gpu, what: &str, gate: &Mat, up: &Mat) -> Result<(GpuLin
     Ok((w, true))
 }
 
-/// down [hidden, inter] re-laid for the fused MLP (`ops::down_column_chunks`) when the
-/// tuning asks for it and the layer can run it: bf16 down, interleaved gate|up, a hidden
-/// size the kernel takes.
-fn upload_down_chunks(
-    gpu: &Gpu,
-    what: &str,
-    down: &Mat,
-    gu_interleaved: bool,
-) -> Result<Option<CudaSlice<bf16>>> {
-    let t = gpu.tuning();
-    let (hidden, inter) = (down.rows, down.cols);
-    if !(t.fused_mlp && t.skinny_bulk_bf16 && gu_interleaved)
-        || down.fp8.is_some()
-        || hidden > MLP_FUSED_MAX_HIDDEN
-        || !hidden.is_multiple_of(8)
-    {
-        return Ok(None);
-    }
-    let chunks = down_column_chunks(&to_bf16(&[down]), hidden, inter);
-    let what = format!("{what} chunks");
-    Ok(Some(
-        gpu.stream().clone_htod(&chunks).map_err(gpu_err(&what))?,
-    ))
-}
-
 fn upload_f32(gpu: &Gpu, what: &str, v: &[f32]) -> Result<CudaSlice<f32>> {
     gpu.stream().clone_htod(v).map_err(gpu_err(what))
 }
@@ -316,7 +278,6 @@ impl GpuWeights {
                 post_norm: upload_f32(gpu, &name("post_norm"), &l.post_norm)?,
                 wgu,
                 gu_tiled,
-                down_chunks: upload_down_chunks(gpu, &name("down_proj"), &l.down_proj, gu_tiled)?,
                 wdown: upload_linear(gpu, &name("down_proj"), &[&l.down_proj])?,
             });
         }

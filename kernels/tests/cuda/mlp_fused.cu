@@ -1,19 +1,17 @@
-// Decode's whole MLP at one token row in one kernel: gate|up, SwiGLU and down, with no
-// grid-wide hand-off between the two GEMMs (ops::mlp_fused_bf16_into, engine/PERF.md step
-// 57). At batch 1 a step is 145 short weight streams, and each GEMM boundary costs its ramp,
-// its tail and a PDL hand-off (~1.5-2 us for a 16-100 MB GEMM, session 23's gpu_l2_reuse).
+// Experiment (test-only; kernels/tests/gpu_mlp_fused.rs): decode's whole MLP at one token
+// row in one kernel, gate|up, SwiGLU and down, with no grid-wide hand-off between the two
+// GEMMs (engine/PERF.md step 57). Measured: no faster than the two GEMMs, so the engine does
+// not run it; kept so the measurement can be run again.
 //
 // Down is split over the intermediate dimension instead of over its output rows. A
 // gate|up tile (16 interleaved rows: 8 gate, 8 up; ops::interleave_gate_up) yields 8 act
 // values, and those are all down needs to add its share of every output:
 // y[o] += sum_j Wd[o, 8c + j] * act[8c + j] for act columns 8c..8c+7. So after each gate|up
 // tile the producer streams that tile's down chunk, Wd[:, 8c..8c+8] re-laid contiguously
-// (ops::down_column_chunks: [hidden][8] bf16, 64 KB at hidden 4096), through the same ring,
-// and each multiplying thread keeps partial sums for its outputs in registers across the
-// block's tiles. At the end every block adds its partials into y with `red.add`: y is the
-// residual stream, so the MLP's residual add is done too, and the next norm reads y alone.
-// The order of those adds varies between runs, so the residual is not bit-reproducible
-// (f32 rounding only).
+// ([hidden][8] bf16, 64 KB at hidden 4096; the test's `down_column_chunks`), through the
+// same ring, and each multiplying thread keeps partial sums for its outputs in registers
+// across the block's tiles. At the end every block adds its partials into y (the residual
+// stream, so the MLP's residual add is done too), in no fixed order.
 //
 // Block = TM_THREADS: warps 0..7 multiply, warp 8 copies; `stages` ring stages of dynamic
 // shared memory. Thread t of the multiplying warps owns outputs d * 1024 + j * 256 + t of
@@ -78,7 +76,7 @@ __device__ __forceinline__ void consume_down_stage(float (&acc)[MF_ACC],
     if (lane == 0) mbar_arrive(&empty[s]);
 }
 
-// The block's partial sums into y. MF_RED_V4 (an experiment's define: gpu_mlp_fused):
+// The block's partial sums into y. MF_RED_V4:
 // through shared memory (the ring is idle once every consumer has read its last stage),
 // then one 16-byte vector red per 4 outputs; MF_NO_RED (timing only, wrong values): no
 // adds at all, the sums kept alive. Else one scalar red per output.
@@ -118,7 +116,7 @@ __device__ __forceinline__ void add_partials(const float (&acc)[MF_ACC], float* 
 }
 
 // x [1, K] bf16 (the normed hidden state), wgu [2 inter, K] interleaved gate|up (`tiled`:
-// ops::tile_weights' layout), wd [inter / 8][hidden = K][8] (ops::down_column_chunks), y
+// ops::tile_weights' layout), wd [inter / 8][hidden = K][8] (`down_column_chunks`), y
 // [K] f32 (the residual, added to). Persistent: block b takes tiles b, b + gridDim.x, ...
 extern "C" __global__ void __launch_bounds__(TM_THREADS, 2)
     mlp_fused_bf16(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ wgu,
