@@ -24,7 +24,6 @@
 mod experiment_src;
 mod timing_common;
 
-use kernels::cudarc::driver::sys::CUfunction_attribute;
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr};
 use kernels::ops;
 use kernels::{Gpu, GpuOptions, bf16};
@@ -88,14 +87,7 @@ enum Feed {
 /// once (the kernel opted in to that much dynamic shared memory first), as the engine sizes
 /// it.
 fn persistent_grid(g: &Gpu, f: &CudaFunction, smem: u32, n: usize) -> u32 {
-    f.set_attribute(
-        CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        smem as i32,
-    )
-    .unwrap();
-    let per_sm = f
-        .occupancy_max_active_blocks_per_multiprocessor(RING_THREADS, smem as usize, None)
-        .unwrap() as usize;
+    let per_sm = timing_common::opt_in_blocks_per_sm(f, RING_THREADS, smem) as usize;
     n.div_ceil(16).min(per_sm * g.sms()) as u32
 }
 

@@ -14,7 +14,6 @@
 mod experiment_src;
 mod timing_common;
 
-use kernels::cudarc::driver::sys::CUfunction_attribute;
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr};
 use kernels::ops::{self, WeightLayout};
 use kernels::{Gpu, GpuOptions, bf16};
@@ -72,15 +71,7 @@ impl Fused {
         let m = experiment_src::module(g, opts, name, src);
         let f = m.load_function("mlp_fused_bf16").unwrap();
         let smem = stages * STAGE_BYTES;
-        f.set_attribute(
-            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            smem as i32,
-        )
-        .unwrap();
-        let per_sm = f
-            .occupancy_max_active_blocks_per_multiprocessor(THREADS, smem as usize, None)
-            .unwrap();
-        assert!(per_sm > 0, "{name}: no block fits");
+        let per_sm = timing_common::opt_in_blocks_per_sm(&f, THREADS, smem);
         let grid = (per_sm * g.sms() as u32).min((2 * INTER / 16) as u32);
         Fused { f, stages, grid }
     }

@@ -16,7 +16,6 @@
 mod timing_common;
 
 mod experiment_src;
-use kernels::cudarc::driver::sys::CUfunction_attribute;
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use kernels::cudarc::nvrtc::Ptx;
 use kernels::ops;
@@ -157,15 +156,7 @@ impl Chain {
         };
         let func = module.load_function(name).unwrap();
         let smem = stages * STAGE_BYTES;
-        func.set_attribute(
-            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            smem as i32,
-        )
-        .unwrap();
-        let per_sm = func
-            .occupancy_max_active_blocks_per_multiprocessor(THREADS, smem as usize, None)
-            .unwrap();
-        assert!(per_sm > 0);
+        let per_sm = timing_common::opt_in_blocks_per_sm(&func, THREADS, smem);
         Chain {
             func,
             grid: per_sm * g.sms() as u32,

@@ -6,6 +6,7 @@
 use kernels::Gpu;
 use kernels::cudarc::driver::{CudaFunction, CudaGraph, sys};
 use std::ffi::c_void;
+use sys::CUfunction_attribute;
 
 /// `f` run once eagerly (loading the module and any lazily created handles outside the
 /// capture), then captured `reps` times back to back into a CUDA graph.
@@ -85,4 +86,23 @@ pub fn launch_pdl(g: &Gpu, f: &CudaFunction, grid: u32, block: u32, smem: u32, a
     }
     .result()
     .unwrap();
+}
+
+/// An experiment's kernel opted in to `smem` bytes of dynamic shared memory, and the blocks
+/// of `threads` threads with that much that one SM holds at once (at least one: else it
+/// panics naming nothing fits). A persistent grid is this times the SMs.
+pub fn opt_in_blocks_per_sm(f: &CudaFunction, threads: u32, smem: u32) -> u32 {
+    f.set_attribute(
+        CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        smem as i32,
+    )
+    .unwrap();
+    let per_sm = f
+        .occupancy_max_active_blocks_per_multiprocessor(threads, smem as usize, None)
+        .unwrap();
+    assert!(
+        per_sm > 0,
+        "no block of {threads} threads and {smem} B fits an SM"
+    );
+    per_sm
 }
