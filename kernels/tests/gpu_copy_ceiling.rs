@@ -149,7 +149,8 @@ impl Kernels {
         } else {
             t.bulk_stages
         } as usize;
-        let smem = (stages * 16 * (1024 + 16)) as u32;
+        // Parts bit 3 reads x from 2 KB behind the ring (copy_ceiling.cu).
+        let smem = (stages * 16 * (1024 + 16)) as u32 + if parts & 8 != 0 { 2048 } else { 0 };
         let grid = persistent_grid(g, &self.gemm, smem, m.n);
         let mut a = [
             x,
@@ -328,6 +329,12 @@ fn what_in_the_gemm_consumers_costs() {
             );
         }
     }
+    // x from shared memory (parts bit 3) must not cost a block per SM: the gate|up grid.
+    for parts in [7u32, 14] {
+        let smem = 4 * 16 * 1040 + if parts & 8 != 0 { 2048 } else { 0 };
+        let grid = persistent_grid(&g, &k.gemm, smem, 2 * INTER);
+        println!("parts {parts}: gate|up grid {grid} blocks");
+    }
     // Timing over the step's linears (their values do not matter).
     let mats = step_mats(2, 0);
     let l = mats.last().unwrap();
@@ -365,6 +372,7 @@ fn what_in_the_gemm_consumers_costs() {
         (3, "without the per-tile epilogue"),
         (1, "x loads only"),
         (0, "no consumer work (weights read from shared memory only)"),
+        (14, "x from shared memory (timing only), MMAs, epilogue"),
     ] {
         if only.as_ref().is_some_and(|o| !o.contains(&parts)) {
             continue;

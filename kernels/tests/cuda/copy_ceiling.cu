@@ -124,7 +124,10 @@ extern "C" __global__ void copy_ceiling_loads(const uint4* __restrict__ w, unsig
 // step's linears ~250 us faster than the GEMMs (session 12): this says which consumer part
 // holds them. parts: bit 0 loads x, bit 1 multiplies, bit 2 runs the per-tile epilogue
 // (gather, barrier, reduce, store, and the barrier before the next tile); 7 is the engine's
-// kernel, instruction for instruction in what it computes.
+// kernel, instruction for instruction in what it computes. Bit 3 (timing only, wrong
+// values): x read from shared memory instead of through L1, as a block that staged x once
+// would read it, from a 2 KB region behind the ring (indices wrapped) so that as many
+// blocks fit per SM as without it: the x loads' cost with the occupancy held.
 extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
     copy_ceiling_gemm(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
                       float* __restrict__ y, int M, int N, int K, int stages, int tiled,
@@ -152,7 +155,18 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
         float c[4] = {0.f, 0.f, 0.f, 0.f};
         for (int k = 0; k < nst; ++k, ++i) {
             const int s = i % stages, ch = k * SG_WARPS + warp;
-            if (parts & 1) t.load_x(st, ch);
+            if (parts & 8) {
+                const uint4* xs = reinterpret_cast<const uint4*>(ring + stages * TM_STAGE_BYTES);
+                const int q = lane & 3;
+                const bool vx = (lane >> 2) < M;
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    const int p = (ch * 4 + q) * 2 + j;
+                    st.x[j] = p < t.pieces() && vx ? xs[p & 127] : make_uint4(0, 0, 0, 0);
+                }
+            } else if (parts & 1) {
+                t.load_x(st, ch);
+            }
             mbar_wait(&full[s], (i / stages) & 1);
             load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, t.pieces());
             __syncwarp();
