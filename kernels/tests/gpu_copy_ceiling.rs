@@ -95,6 +95,8 @@ struct Kernels {
     ring: CudaFunction,
     loads: CudaFunction,
     gemm: CudaFunction,
+    /// copy_ceiling_gemm_fat (step 59).
+    fat: CudaFunction,
 }
 
 /// copy_ceiling_gemm's consumer parts (bits: x loads, MMAs, epilogue).
@@ -109,6 +111,7 @@ impl Kernels {
             ring: module.load_function("copy_ceiling_ring").unwrap(),
             loads: module.load_function("copy_ceiling_loads").unwrap(),
             gemm: module.load_function("copy_ceiling_gemm").unwrap(),
+            fat: module.load_function("copy_ceiling_gemm_fat").unwrap(),
         }
     }
 
@@ -164,6 +167,30 @@ impl Kernels {
             parts,
         ];
         launch_pdl(g, &self.gemm, grid, RING_THREADS, smem, &mut a);
+    }
+
+    /// The fat-block GEMM (copy_ceiling_gemm_fat, step 59) over matrix m at `w`, x [1, k]
+    /// at `x`, y at `y`: one CTA per SM holding 3 rings of 4 stages where the engine fits 3
+    /// blocks (qkv, gate|up), 2 of 6 where it fits 2 (o_proj, down), and x once.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_fat(&self, g: &Gpu, w: u64, x: u64, y: u64, m: &Mat, tiled: bool) {
+        let small = m.n.div_ceil(16) < 2 * g.sms();
+        let (groups, stages) = if small { (2u32, 6u32) } else { (3, 4) };
+        let smem = groups * stages * 16 * 1040 + m.k as u32 * 2 + groups * 8 * 16 * 4;
+        let per_sm = timing_common::opt_in_blocks_per_sm(&self.fat, groups * RING_THREADS, smem);
+        assert_eq!(per_sm, 1, "one fat block per SM");
+        let grid = (m.n.div_ceil(16).div_ceil(groups as usize)).min(g.sms()) as u32;
+        let mut a = [
+            x,
+            w,
+            y,
+            m.n as u64,
+            m.k as u64,
+            stages as u64,
+            tiled as u64,
+            groups as u64,
+        ];
+        launch_pdl(g, &self.fat, grid, groups * RING_THREADS, smem, &mut a);
     }
 
     fn loads(&self, g: &Gpu, base: u64, out: u64, bytes: usize, unroll: u64, per_sm: usize) {
@@ -317,16 +344,22 @@ fn what_in_the_gemm_consumers_costs() {
             let y = st.alloc_zeros::<f32>(n).unwrap();
             let ((wp, _a), (xp, _b), (yp, _c)) =
                 (w.device_ptr(st), x.device_ptr(st), y.device_ptr(st));
-            k.gemm(&g, wp, xp, yp, &m, tiled, ALL_PARTS);
-            let got = st.clone_dtoh(&y).unwrap();
-            let same = got
-                .iter()
-                .zip(&want)
-                .all(|(a, b)| a.to_bits() == b.to_bits());
-            assert!(
-                same,
-                "{n}x{kk} tiled {tiled}: the rebuilt GEMM != the engine's op"
-            );
+            for fat in [false, true] {
+                if fat {
+                    k.gemm_fat(&g, wp, xp, yp, &m, tiled);
+                } else {
+                    k.gemm(&g, wp, xp, yp, &m, tiled, ALL_PARTS);
+                }
+                let got = st.clone_dtoh(&y).unwrap();
+                let same = got
+                    .iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(
+                    same,
+                    "{n}x{kk} tiled {tiled} fat {fat}: the rebuilt GEMM != the engine's op"
+                );
+            }
         }
     }
     // x from shared memory (parts bit 3) must not cost a block per SM: the gate|up grid.
@@ -383,6 +416,11 @@ fn what_in_the_gemm_consumers_costs() {
             }
         });
     }
+    row("fat blocks: x staged once per SM (step 59)", &|tiled| {
+        for m in &mats {
+            k.gemm_fat(&g, base + m.off as u64, xp, yp, m, tiled);
+        }
+    });
     if only.is_some() {
         return;
     }

@@ -187,3 +187,104 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
         }
     }
 }
+
+// Step 59's experiment, the "fat" block: one CTA per SM holding `groups` (2 or 3) of the
+// engine's rings, each a producer warp and 8 multiplying warps on its own tiles, that share
+// one copy of x staged in shared memory once per launch. It is the only layout found that
+// reads x from shared memory (step 58: -121 us of a step's linears with the occupancy held)
+// without giving up a ring per SM (step 36) or copying x at every stage (step 42). Batch 1
+// only. Same chunk order, MMAs and warp sums as the engine's kernel, so the same bits.
+// Dynamic shared memory: groups x stages x TM_STAGE_BYTES of rings, then x (K bf16), then
+// each group's 8 x 16 f32 warp sums.
+#define FAT_MAX_GROUPS 3
+extern "C" __global__ void __launch_bounds__(FAT_MAX_GROUPS * TM_THREADS, 1)
+    copy_ceiling_gemm_fat(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
+                          float* __restrict__ y, int N, int K, int stages, int tiled,
+                          int groups) {
+    pdl_trigger();
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ __align__(8) unsigned long long full[FAT_MAX_GROUPS][TM_MAX_STAGES],
+        empty[FAT_MAX_GROUPS][TM_MAX_STAGES];
+    const int gid = threadIdx.x / TM_THREADS, lt = threadIdx.x % TM_THREADS;
+    const int warp = lt >> 5, lane = lt & 31, g = lane >> 2, q = lane & 3;
+    unsigned char* ring = smem + gid * stages * TM_STAGE_BYTES;
+    uint4* xs = reinterpret_cast<uint4*>(smem + groups * stages * TM_STAGE_BYTES);
+    float(*red)[16] = reinterpret_cast<float(*)[16]>(
+        smem + groups * stages * TM_STAGE_BYTES + K * 2 + gid * SG_WARPS * 16 * 4);
+    const unsigned ntiles = (N + 15) / 16, first = blockIdx.x * groups + gid,
+                   step = gridDim.x * groups;
+    const int row_bytes = K * 2, k8 = K / 8;
+    const int nst = (row_bytes + TM_ROW_BYTES - 1) / TM_ROW_BYTES;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < groups; ++i)
+            for (int s = 0; s < stages; ++s) {
+                mbar_init(&full[i][s], 1);
+                mbar_init(&empty[i][s], SG_WARPS);
+            }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == SG_WARPS) {
+        unsigned long long policy;
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+        const unsigned char* wb = reinterpret_cast<const unsigned char*>(w);
+        RingPos pos;
+        for (unsigned tile = first; tile < ntiles; tile += step) {
+            const int rows = min(16, N - (int)tile * 16);
+            const unsigned char* tb = wb + (size_t)tile * 16 * row_bytes;
+            for (int k = 0; k < nst; ++k, pos.next(stages))
+                produce_stage(ring, full[gid], empty[gid], pos, k, stages, row_bytes, rows, tb,
+                              tiled, policy);
+        }
+        return;
+    }
+    pdl_wait();  // x comes from the previous kernel
+    // Every multiplying warp of every group stages x, then all of them meet.
+    const int ct = gid * SG_WARPS * 32 + lt, cn = groups * SG_WARPS * 32;
+    for (int i = ct; i < k8; i += cn) xs[i] = __ldg(reinterpret_cast<const uint4*>(x) + i);
+    asm volatile("bar.sync 15, %0;" ::"r"(cn) : "memory");
+    TileBf16::Stage st;
+    RingPos pos;
+    const uint4 z = make_uint4(0, 0, 0, 0);
+    for (unsigned tile = first; tile < ntiles; tile += step) {
+        const int n0 = (int)tile * 16;
+        float c[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int k = 0; k < nst; ++k, pos.next(stages)) {
+            const int s = pos.slot(stages), ch = k * SG_WARPS + warp;
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                const int p = (ch * 4 + q) * 2 + j;
+                st.x[j] = p < k8 && g == 0 ? xs[p] : z;
+            }
+            ring_wait<RingPos::TESTED>(&full[gid][s], pos.parity(stages));
+            const unsigned char* ra = ring + s * TM_STAGE_BYTES + g * TM_ROW_STRIDE + warp * 128 + q * 32;
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                const bool ok = (ch * 4 + q) * 2 + j < k8;
+                st.a[j] = ok ? *reinterpret_cast<const uint4*>(ra + 16 * j) : z;
+                st.b[j] = ok ? *reinterpret_cast<const uint4*>(ra + 8 * TM_ROW_STRIDE + 16 * j) : z;
+            }
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&empty[gid][s]);
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                mma_bf16(c, st.a[j].x, st.b[j].x, st.a[j].y, st.b[j].y, st.x[j].x, st.x[j].y);
+                mma_bf16(c, st.a[j].z, st.b[j].z, st.a[j].w, st.b[j].w, st.x[j].z, st.x[j].w);
+            }
+        }
+        // Token 0's column of each warp's fragment (c[0]: row g, c[2]: row g + 8), summed
+        // over the warps in reduce_store's order.
+        if (q == 0) {
+            red[warp][g] = c[0];
+            red[warp][g + 8] = c[2];
+        }
+        asm volatile("bar.sync %0, 256;" ::"r"(1 + gid) : "memory");
+        if (lt < 16) {
+            float sum = 0.f;
+#pragma unroll
+            for (int v = 0; v < SG_WARPS; ++v) sum += red[v][lt];
+            if (n0 + lt < N) y[n0 + lt] = sum;
+        }
+        asm volatile("bar.sync %0, 256;" ::"r"(1 + gid) : "memory");
+    }
+}
