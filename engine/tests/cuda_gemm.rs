@@ -60,7 +60,8 @@ fn cublas_gemm_matches_f64_reference() {
 /// The skinny GEMMs' two pipelines, each on its own `Gpu`, bf16 and FP8 alike: register,
 /// and bulk-copy at the default ring depth, at the shallowest, persistent
 /// (`bulk_persistent`), and with FP8's x staged in shared memory wherever it fits
-/// (`x_smem_kb`, 0 in the others), one-tile and persistent. Most test shapes have fewer tiles than two per SM, so they run with
+/// (`x_smem_kb`, 0 in the others), one-tile and persistent, and bf16 at one row as fat blocks
+/// (`bf16_fat`: x staged once per SM for several rings). Most test shapes have fewer tiles than two per SM, so they run with
 /// `bulk_stages_small` / `fp8_bulk_stages_small` (the label names the bf16 depth); the
 /// largest have more tiles than the persistent grid has blocks, so its blocks loop.
 fn skinny_gpus() -> Vec<Gpu> {
@@ -70,17 +71,19 @@ fn skinny_gpus() -> Vec<Gpu> {
         base.tuning.fp8_bulk_stages_small,
     );
     [
-        (false, small, small8, false, 0),
-        (true, small, small8, false, 0),
-        (true, 2, 2, false, 0),
-        (true, small, small8, true, 0),
-        (true, small, small8, false, 227),
-        (true, small, small8, true, 227),
+        (false, small, small8, false, 0, false),
+        (true, small, small8, false, 0, false),
+        (true, 2, 2, false, 0, false),
+        (true, small, small8, true, 0, false),
+        (true, small, small8, false, 227, false),
+        (true, small, small8, true, 227, false),
+        (true, small, small8, true, 0, true),
     ]
     .into_iter()
     .map(
-        |(bulk, bulk_stages_small, fp8_bulk_stages_small, bulk_persistent, x_smem_kb)| {
+        |(bulk, bulk_stages_small, fp8_bulk_stages_small, bulk_persistent, x_smem_kb, bf16_fat)| {
             let tuning = Tuning {
+                bf16_fat,
                 skinny_bulk_bf16: bulk,
                 skinny_bulk_fp8: bulk,
                 bulk_stages_small,
@@ -106,7 +109,8 @@ fn pipeline(g: &Gpu) -> String {
     if t.skinny_bulk_bf16 {
         let persistent = if t.bulk_persistent { " persistent" } else { "" };
         let xs = if t.x_smem_kb > 0 { " x-smem" } else { "" };
-        format!("bulk x{}{persistent}{xs}", t.bulk_stages_small)
+        let fat = if t.bf16_fat { " fat (bf16, 1 row)" } else { "" };
+        format!("bulk x{}{persistent}{xs}{fat}", t.bulk_stages_small)
     } else {
         "regs".to_string()
     }

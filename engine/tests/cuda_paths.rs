@@ -213,6 +213,34 @@ fn f16_x_gives_the_same_logits() {
     same_logits(set, "x as f16");
 }
 
+/// bf16 GEMMs at one row as fat blocks (Tuning::bf16_fat, skinny_fat.cu: one CTA per SM,
+/// its rings sharing x staged once) against one block per ring: the same chunk order and
+/// sums, so the same logits bit for bit. Batch 1 takes them (the model's gate|up and down
+/// shapes included), batch 3 and FP8 never do.
+#[test]
+#[ignore = "gpu"]
+fn fat_blocks_give_the_same_logits() {
+    let set = |t: &mut kernels::Tuning, on: bool| t.bf16_fat = on;
+    let (cfg, _) = small_model(false);
+    let (hd, inter) = (cfg.hidden_size, cfg.intermediate_size);
+    let mut on = kernels::Tuning::default();
+    set(&mut on, true);
+    for (op, n, k) in [
+        ("skinny_gemm_bf16_swiglu", 2 * inter, hd),
+        ("skinny_gemm_bf16", hd, inter),
+    ] {
+        assert!(
+            kernels::ops::runs_fat(&on, op, (1, n, k), 132),
+            "{op} 1 row"
+        );
+        assert!(
+            !kernels::ops::runs_fat(&on, op, (3, n, k), 132),
+            "{op} 3 rows"
+        );
+    }
+    same_logits(set, "fat blocks");
+}
+
 /// Decode attention's fast scores (Tuning::attention_d32: eight lanes per position, K in
 /// shared memory; qwen3-0.6b's geometry takes the `_d128_g4` kernel) against the pair
 /// layout: the dot products sum in another order, so the logits agree to f32 rounding,

@@ -1,5 +1,5 @@
-// Included in front of skinny_bulk.cu (sources.rs) and the experiments built on its ring
-// (kernels/tests/experiment_src): the bulk-copy ring.
+// Included in front of skinny_bulk.cu and skinny_fat.cu (sources.rs) and the experiments
+// built on its ring (kernels/tests/experiment_src): the bulk-copy ring.
 // A producer warp streams weights into a ring of shared-memory stages with cp.async.bulk
 // and mbarriers; the 8 multiplying warps wait on a stage's `full` barrier, read it, and
 // hand it back through `empty`. skinny_bulk.cu's header says why and what it measured.

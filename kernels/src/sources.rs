@@ -51,6 +51,22 @@ macro_rules! with_tiles_norm {
     };
 }
 
+/// skinny_fat.cu: `with_tiles!` and the bulk-copy ring (bulk_ring.cuh) it runs several of
+/// per block; no norm epilogue.
+macro_rules! with_ring {
+    ($file:literal) => {
+        concat!(
+            include_str!("../cuda/common.cuh"),
+            "\n",
+            include_str!("../cuda/skinny_tiles.cuh"),
+            "\n",
+            include_str!("../cuda/bulk_ring.cuh"),
+            "\n",
+            include_str!(concat!("../cuda/", $file))
+        )
+    };
+}
+
 /// A split attention file with common.cuh and what the split attention shares
 /// (attention_split.cuh: tile slots, the splits' merge).
 macro_rules! with_merge {
@@ -141,6 +157,11 @@ pub const ALL: &[KernelSource] = &[
             "skinny_gemm_fp8_bulk_persistent_xs_xh",
             "skinny_gemm_fp8_swiglu_bulk_persistent_xs_xh",
         ],
+    },
+    KernelSource {
+        file: "skinny_fat.cu",
+        src: with_ring!("skinny_fat.cu"),
+        kernels: &["skinny_gemm_bf16_fat", "skinny_gemm_bf16_swiglu_fat"],
     },
     KernelSource {
         file: "decode_attention.cu",

@@ -201,6 +201,14 @@ pub struct Tuning {
     /// by default), nor o_proj (the attention writes its x in bf16).
     /// `LATLAB_FP8_X_F16=0|1`.
     pub fp8_x_f16: bool,
+    /// bf16 decode GEMMs at one token row run as "fat" blocks (skinny_fat.cu,
+    /// `ops::skinny_plan`): one CTA per SM holds the rings the bulk kernels run as separate
+    /// blocks (3 of `bulk_stages`, or 2 of `bulk_stages_small` on grids of fewer tiles than
+    /// two per SM) and stages x in shared memory once for all of them, instead of loading x
+    /// through L1 at every stage. Same bits. H200, the 144 tiled layer linears of a step
+    /// (gpu_copy_ceiling, engine/PERF.md step 59): 3522-3525 -> 3404-3411 us.
+    /// `LATLAB_BF16_FAT=0|1`.
+    pub bf16_fat: bool,
 }
 
 /// `Tuning::tiled_weights`.
@@ -263,6 +271,7 @@ impl Default for Tuning {
             attention_mma: true,
             norm_epilogue: NormFold::Fp8UpTo(1),
             fp8_x_f16: true,
+            bf16_fat: false,
         }
     }
 }
@@ -331,7 +340,8 @@ impl Tuning {
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
     /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
     /// `LATLAB_X_SMEM_KB`, `LATLAB_ATTENTION_D32`, `LATLAB_TILED_WEIGHTS`, `LATLAB_TILED_LM_HEAD`,
-    /// `LATLAB_ATTENTION_MMA`, `LATLAB_NORM_EPILOGUE` and `LATLAB_FP8_X_F16` when set.
+    /// `LATLAB_ATTENTION_MMA`, `LATLAB_NORM_EPILOGUE`, `LATLAB_FP8_X_F16` and `LATLAB_BF16_FAT`
+    /// when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -357,6 +367,7 @@ impl Tuning {
             attention_d32: get("LATLAB_ATTENTION_D32", d.attention_d32)?,
             attention_mma: get("LATLAB_ATTENTION_MMA", d.attention_mma)?,
             fp8_x_f16: get("LATLAB_FP8_X_F16", d.fp8_x_f16)?,
+            bf16_fat: get("LATLAB_BF16_FAT", d.bf16_fat)?,
             tiled_lm_head: get("LATLAB_TILED_LM_HEAD", d.tiled_lm_head)?,
             norm_epilogue: match var("LATLAB_NORM_EPILOGUE") {
                 None => d.norm_epilogue,

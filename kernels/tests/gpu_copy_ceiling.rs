@@ -95,7 +95,7 @@ struct Kernels {
     ring: CudaFunction,
     loads: CudaFunction,
     gemm: CudaFunction,
-    /// copy_ceiling_gemm_fat (step 59).
+    /// The engine's fat-block bf16 kernel (skinny_fat.cu, step 59).
     fat: CudaFunction,
 }
 
@@ -111,7 +111,7 @@ impl Kernels {
             ring: module.load_function("copy_ceiling_ring").unwrap(),
             loads: module.load_function("copy_ceiling_loads").unwrap(),
             gemm: module.load_function("copy_ceiling_gemm").unwrap(),
-            fat: module.load_function("copy_ceiling_gemm_fat").unwrap(),
+            fat: module.load_function("skinny_gemm_bf16_fat").unwrap(),
         }
     }
 
@@ -169,9 +169,9 @@ impl Kernels {
         launch_pdl(g, &self.gemm, grid, RING_THREADS, smem, &mut a);
     }
 
-    /// The fat-block GEMM (copy_ceiling_gemm_fat, step 59) over matrix m at `w`, x [1, k]
-    /// at `x`, y at `y`: one CTA per SM holding 3 rings of 4 stages where the engine fits 3
-    /// blocks (qkv, gate|up), 2 of 6 where it fits 2 (o_proj, down), and x once.
+    /// The fat-block GEMM (skinny_gemm_bf16_fat, step 59) over matrix m at `w`, x [1, k]
+    /// at `x`, y at `y`: one CTA per SM holding 3 rings of 4 stages where the bulk kernels
+    /// fit 3 blocks (qkv, gate|up), 2 of 6 where they fit 2 (o_proj, down), and x once.
     #[allow(clippy::too_many_arguments)]
     fn gemm_fat(&self, g: &Gpu, w: u64, x: u64, y: u64, m: &Mat, tiled: bool) {
         let small = m.n.div_ceil(16) < 2 * g.sms();
@@ -184,6 +184,7 @@ impl Kernels {
             x,
             w,
             y,
+            1,
             m.n as u64,
             m.k as u64,
             stages as u64,

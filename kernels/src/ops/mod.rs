@@ -34,7 +34,7 @@ pub use skinny::{
     skinny_gemm_swiglu_into, skinny_linear_norm_into, skinny_swiglu_norm_into,
 };
 pub use skinny_norm::{NormEpi, norm_parts};
-pub use skinny_plan::{F16_X_STAGED_ROWS, skinny_kernel};
+pub use skinny_plan::{F16_X_STAGED_ROWS, runs_fat, skinny_kernel};
 pub use weight_layout::{STAGE_ROW_BYTES, WeightLayout, tile_codes, tile_weights, tiled_index};
 
 use crate::error::{KernelError, Result};

@@ -273,6 +273,8 @@ pub fn skinny_gemm_fp8_swiglu_into<X: SkinnyX>(
 fn norm_args(b: &mut Launch<'_>, pipe: Pipe, m: usize, epi: NormEpi<'_, '_>) -> Result<()> {
     match pipe {
         Pipe::Bulk { .. } => epi.push(b, m),
+        // `start` picks the fat blocks only without a norm epilogue.
+        Pipe::Fat { .. } => Ok(()),
         Pipe::Regs => check(epi.is_none(), b.op(), || {
             "the norm epilogue needs the bulk-copy pipeline (LATLAB_SKINNY_BULK_*=1)".to_string()
         }),

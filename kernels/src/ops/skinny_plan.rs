@@ -51,6 +51,14 @@ pub(super) enum Pipe {
         blocks: u32,
         x_bytes: u32,
     },
+    /// skinny_fat.cu: `groups` rings of `stages` in one CTA per SM, `smem` bytes of
+    /// dynamic shared memory (`fat_shape`), `blocks` CTAs.
+    Fat {
+        groups: u32,
+        stages: u32,
+        smem: u32,
+        blocks: u32,
+    },
 }
 
 pub(super) fn launch_cfg(n: usize, pipe: Pipe) -> LaunchConfig {
@@ -62,6 +70,12 @@ pub(super) fn launch_cfg(n: usize, pipe: Pipe) -> LaunchConfig {
             x_bytes,
             ..
         } => (BULK_THREADS, stages * BULK_STAGE_BYTES + x_bytes, blocks),
+        Pipe::Fat {
+            groups,
+            smem,
+            blocks,
+            ..
+        } => (groups * BULK_THREADS, smem, blocks),
     };
     LaunchConfig {
         grid_dim: (blocks, 1, 1),
@@ -127,6 +141,20 @@ pub(super) fn start<'g>(
     })?;
     if name == op {
         return Ok((Launch::new(gpu, op)?, Pipe::Regs));
+    }
+    if epi_bytes == 0
+        && !xh
+        && let Some((fat, groups, stages, smem)) = fat_shape(&t, name, m, k, small)
+    {
+        let per_sm = gpu.resident_blocks(fat, groups * BULK_THREADS, smem)?;
+        let tiles = n.div_ceil(TILE_N) as u32;
+        let pipe = Pipe::Fat {
+            groups,
+            stages,
+            smem,
+            blocks: tiles.div_ceil(groups).min(per_sm * gpu.sms() as u32),
+        };
+        return Ok((Launch::new(gpu, fat)?, pipe));
     }
     let name = if epi_bytes > 0 {
         norm_form(name)
@@ -205,6 +233,53 @@ pub fn skinny_kernel(
     names[persistent as usize]
 }
 
+/// Rings per fat block on grids of two or more tiles per SM, and on smaller ones (as many
+/// as the bulk kernels fit blocks per SM there).
+const FAT_GROUPS: (u32, u32) = (3, 2);
+
+/// The fat-block kernel (skinny_fat.cu, `Tuning::bf16_fat`) that replaces bulk kernel
+/// `name` over x [m, k], with its rings, their depth and its dynamic shared memory; None
+/// where it does not apply: other than one row, other than the persistent bf16 kernels, or
+/// x too long to fit beside the rings.
+pub(super) fn fat_shape(
+    t: &Tuning,
+    name: &'static str,
+    m: usize,
+    k: usize,
+    small: bool,
+) -> Option<(&'static str, u32, u32, u32)> {
+    let fat = match name {
+        "skinny_gemm_bf16_bulk_persistent" => "skinny_gemm_bf16_fat",
+        "skinny_gemm_bf16_swiglu_bulk_persistent" => "skinny_gemm_bf16_swiglu_fat",
+        _ => return None,
+    };
+    if !t.bf16_fat || m != 1 {
+        return None;
+    }
+    let (groups, stages) = if small {
+        (FAT_GROUPS.1, t.bulk_stages_small)
+    } else {
+        (FAT_GROUPS.0, t.bulk_stages)
+    };
+    // The rings, x (k bf16), each group's 8 x 16 f32 warp sums.
+    let smem = groups * stages * BULK_STAGE_BYTES + 2 * k as u32 + groups * 8 * 16 * 4;
+    (smem <= MAX_DYNAMIC_SMEM).then_some((fat, groups, stages, smem))
+}
+
+/// Whether a bf16 skinny op (`skinny_gemm_bf16`, `_bf16_swiglu`) over x [m, k] with n
+/// output rows runs as fat blocks on a GPU of `sms` SMs under `t`: tests check with it that
+/// an A/B compares two kernels.
+pub fn runs_fat(
+    t: &Tuning,
+    op: &'static str,
+    (m, n, k): (usize, usize, usize),
+    sms: usize,
+) -> bool {
+    let small = n.div_ceil(TILE_N) < 2 * sms;
+    let stages = ring_stages(t, false, small, m);
+    fat_shape(t, skinny_kernel(t, op, (m, k), stages), m, k, small).is_some()
+}
+
 /// A bulk kernel's form with decode's RMSNorm folded into its epilogue (`NormEpi`): the
 /// same pipeline with NormIo's arguments after the ring's (skinny_bulk.cu).
 fn norm_form(name: &'static str) -> &'static str {
@@ -247,8 +322,14 @@ fn xh_form(name: &'static str) -> &'static str {
 
 /// The bulk kernels' trailing arguments: their ring depth and the weights' layout.
 pub(super) fn bulk_args(b: &mut Launch<'_>, pipe: Pipe, layout: WeightLayout) {
-    if let Pipe::Bulk { stages, .. } = pipe {
-        b.i32(stages as i32).i32(layout.arg());
+    match pipe {
+        Pipe::Bulk { stages, .. } => {
+            b.i32(stages as i32).i32(layout.arg());
+        }
+        Pipe::Fat { stages, groups, .. } => {
+            b.i32(stages as i32).i32(layout.arg()).i32(groups as i32);
+        }
+        Pipe::Regs => {}
     }
 }
 
@@ -261,7 +342,7 @@ pub(super) fn weights<T>(
     pipe: Pipe,
 ) -> Result<()> {
     match pipe {
-        Pipe::Bulk { .. } => b.input_aligned16(w, "weights").map(drop),
+        Pipe::Bulk { .. } | Pipe::Fat { .. } => b.input_aligned16(w, "weights").map(drop),
         Pipe::Regs => {
             check(layout == WeightLayout::Rows, b.op(), || {
                 "tiled weights need the bulk-copy pipeline (LATLAB_SKINNY_BULK_*=1)".to_string()
@@ -274,7 +355,7 @@ pub(super) fn weights<T>(
 
 #[cfg(test)]
 mod tests {
-    use super::{norm_form, ring_stages, skinny_kernel, xh_form};
+    use super::{norm_form, ring_stages, runs_fat, skinny_kernel, xh_form};
     use crate::gpu::Tuning;
 
     /// Every bulk kernel has a `_norm` form the module defines, named for it, and the
@@ -458,5 +539,49 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Fat blocks only where asked for, at one row, on the persistent bf16 kernels, and
+    /// only while x fits beside the rings.
+    #[test]
+    fn fat_blocks_take_one_bf16_row_where_x_fits() {
+        let on = Tuning {
+            bf16_fat: true,
+            ..Tuning::default()
+        };
+        let gate_up = (1, 24576, 4096);
+        assert!(!runs_fat(
+            &Tuning::default(),
+            "skinny_gemm_bf16_swiglu",
+            gate_up,
+            132
+        ));
+        assert!(runs_fat(&on, "skinny_gemm_bf16_swiglu", gate_up, 132));
+        assert!(
+            runs_fat(&on, "skinny_gemm_bf16", (1, 4096, 12288), 132),
+            "down, 2 rings"
+        );
+        assert!(
+            !runs_fat(&on, "skinny_gemm_bf16", (2, 4096, 4096), 132),
+            "two rows"
+        );
+        assert!(
+            !runs_fat(&on, "skinny_gemm_fp8", (1, 4096, 4096), 132),
+            "FP8"
+        );
+        assert!(
+            !runs_fat(&on, "skinny_gemm_bf16", (1, 4096, 40960), 132),
+            "x too long"
+        );
+        let one_tile = Tuning {
+            bulk_persistent: false,
+            ..on
+        };
+        assert!(!runs_fat(
+            &one_tile,
+            "skinny_gemm_bf16",
+            (1, 4096, 4096),
+            132
+        ));
     }
 }

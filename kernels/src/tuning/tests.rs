@@ -39,8 +39,15 @@ fn tuning_reads_switches_and_names_a_bad_value() {
         ("LATLAB_NORM_EPILOGUE", "0"),
         ("LATLAB_FP8_X_F16", "0"),
         ("LATLAB_TILED_LM_HEAD", "1"),
+        ("LATLAB_BF16_FAT", "1"),
     ])
     .unwrap();
+    assert!(!d.bf16_fat && t.bf16_fat);
+    let e = with(&[("LATLAB_BF16_FAT", "yes")]).unwrap_err().to_string();
+    assert!(
+        e.contains("LATLAB_BF16_FAT=\"yes\": expected 0 or 1"),
+        "{e}"
+    );
 
     assert!(d.attention_mma && !t.attention_mma);
     assert!(d.fp8_x_f16 && !t.fp8_x_f16);

@@ -51,7 +51,12 @@ pub const STREAM_CHAIN: &str = behind_bulk_pipeline!("stream_chain.cu");
 /// The warpgroup-MMA experiment (gpu_wgmma_probe.rs).
 pub const WGMMA_PROBE: &str = behind_bulk_pipeline!("wgmma_probe.cu");
 /// The copy-ceiling experiment (gpu_copy_ceiling.rs).
-pub const COPY_CEILING: &str = behind_bulk_pipeline!("copy_ceiling.cu");
+/// With the fat-block kernels (skinny_fat.cu) behind it, which its step-59 row times.
+pub const COPY_CEILING: &str = concat!(
+    behind_bulk_pipeline!("copy_ceiling.cu"),
+    "\n",
+    include_str!("../../cuda/skinny_fat.cu")
+);
 /// The latency-under-load experiment (gpu_latency_load.rs): common.cuh only.
 pub const LATENCY_LOAD: &str = concat!(
     include_str!("../../cuda/common.cuh"),
