@@ -83,7 +83,11 @@ fn skinny_gpus() -> Vec<Gpu> {
     .map(
         |(bulk, bulk_stages_small, fp8_bulk_stages_small, bulk_persistent, x_smem_kb, bf16_fat)| {
             let tuning = Tuning {
-                bf16_fat,
+                bf16_fat: if bf16_fat {
+                    kernels::FatBlocks::All
+                } else {
+                    kernels::FatBlocks::Off
+                },
                 skinny_bulk_bf16: bulk,
                 skinny_bulk_fp8: bulk,
                 bulk_stages_small,
@@ -109,7 +113,11 @@ fn pipeline(g: &Gpu) -> String {
     if t.skinny_bulk_bf16 {
         let persistent = if t.bulk_persistent { " persistent" } else { "" };
         let xs = if t.x_smem_kb > 0 { " x-smem" } else { "" };
-        let fat = if t.bf16_fat { " fat (bf16, 1 row)" } else { "" };
+        let fat = if t.bf16_fat == kernels::FatBlocks::All {
+            " fat (bf16, 1 row)"
+        } else {
+            ""
+        };
         format!("bulk x{}{persistent}{xs}{fat}", t.bulk_stages_small)
     } else {
         "regs".to_string()

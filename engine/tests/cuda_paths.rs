@@ -220,7 +220,13 @@ fn f16_x_gives_the_same_logits() {
 #[test]
 #[ignore = "gpu"]
 fn fat_blocks_give_the_same_logits() {
-    let set = |t: &mut kernels::Tuning, on: bool| t.bf16_fat = on;
+    let set = |t: &mut kernels::Tuning, on: bool| {
+        t.bf16_fat = if on {
+            kernels::FatBlocks::All
+        } else {
+            kernels::FatBlocks::Off
+        }
+    };
     let (cfg, _) = small_model(false);
     let (hd, inter) = (cfg.hidden_size, cfg.intermediate_size);
     let mut on = kernels::Tuning::default();

@@ -8,8 +8,8 @@ use crate::error::{DriverContext, KernelError, Result};
 use crate::sources;
 use crate::trace::Trace;
 pub use crate::tuning::{
-    ATTENTION_BLOCKS_RANGE, AttentionCluster, BULK_STAGES_RANGE, NormFold, PERSISTENT_ROWS_RANGE,
-    TiledWeights, Tuning, WIDE_ROWS,
+    ATTENTION_BLOCKS_RANGE, AttentionCluster, BULK_STAGES_RANGE, FatBlocks, NormFold,
+    PERSISTENT_ROWS_RANGE, TiledWeights, Tuning, WIDE_ROWS,
 };
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtrMut, sys};

@@ -206,9 +206,10 @@ pub struct Tuning {
     /// blocks (3 of `bulk_stages`, or 2 of `bulk_stages_small` on grids of fewer tiles than
     /// two per SM) and stages x in shared memory once for all of them, instead of loading x
     /// through L1 at every stage. Same bits. H200, the 144 tiled layer linears of a step
-    /// (gpu_copy_ceiling, engine/PERF.md step 59): 3522-3525 -> 3404-3411 us.
-    /// `LATLAB_BF16_FAT=0|1`.
-    pub bf16_fat: bool,
+    /// (gpu_copy_ceiling, engine/PERF.md step 59): 3522-3525 -> 3404-3411 us. `Large`: only
+    /// on grids of two or more tiles per SM (qkv, gate|up, lm_head); `Small`: only on the
+    /// others (o_proj, down). `LATLAB_BF16_FAT=0|1|large|small`.
+    pub bf16_fat: FatBlocks,
 }
 
 /// `Tuning::tiled_weights`.
@@ -218,6 +219,29 @@ pub enum TiledWeights {
     Off,
     Bf16,
     All,
+}
+
+/// `Tuning::bf16_fat`: which one-row bf16 GEMMs run as fat blocks, by their grid (large:
+/// two or more 16-row tiles per SM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FatBlocks {
+    Off,
+    Large,
+    Small,
+    All,
+}
+
+impl FatBlocks {
+    /// Whether a grid of fewer tiles than two per SM (`small`) or more takes them.
+    pub fn takes(self, small: bool) -> bool {
+        match self {
+            FatBlocks::Off => false,
+            FatBlocks::All => true,
+            FatBlocks::Large => !small,
+            FatBlocks::Small => small,
+        }
+    }
 }
 
 /// The block targets `Tuning::attention_blocks` takes.
@@ -271,7 +295,7 @@ impl Default for Tuning {
             attention_mma: true,
             norm_epilogue: NormFold::Fp8UpTo(1),
             fp8_x_f16: true,
-            bf16_fat: false,
+            bf16_fat: FatBlocks::Off,
         }
     }
 }
@@ -367,7 +391,18 @@ impl Tuning {
             attention_d32: get("LATLAB_ATTENTION_D32", d.attention_d32)?,
             attention_mma: get("LATLAB_ATTENTION_MMA", d.attention_mma)?,
             fp8_x_f16: get("LATLAB_FP8_X_F16", d.fp8_x_f16)?,
-            bf16_fat: get("LATLAB_BF16_FAT", d.bf16_fat)?,
+            bf16_fat: match var("LATLAB_BF16_FAT").as_deref() {
+                None => d.bf16_fat,
+                Some("0") => FatBlocks::Off,
+                Some("1") => FatBlocks::All,
+                Some("large") => FatBlocks::Large,
+                Some("small") => FatBlocks::Small,
+                Some(v) => {
+                    return Err(KernelError::Config(format!(
+                        "LATLAB_BF16_FAT={v:?}: expected 0, 1, large or small"
+                    )));
+                }
+            },
             tiled_lm_head: get("LATLAB_TILED_LM_HEAD", d.tiled_lm_head)?,
             norm_epilogue: match var("LATLAB_NORM_EPILOGUE") {
                 None => d.norm_epilogue,

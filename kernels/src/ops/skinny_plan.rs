@@ -253,7 +253,7 @@ pub(super) fn fat_shape(
         "skinny_gemm_bf16_swiglu_bulk_persistent" => "skinny_gemm_bf16_swiglu_fat",
         _ => return None,
     };
-    if !t.bf16_fat || m != 1 {
+    if !t.bf16_fat.takes(small) || m != 1 {
         return None;
     }
     let (groups, stages) = if small {
@@ -546,7 +546,7 @@ mod tests {
     #[test]
     fn fat_blocks_take_one_bf16_row_where_x_fits() {
         let on = Tuning {
-            bf16_fat: true,
+            bf16_fat: crate::FatBlocks::All,
             ..Tuning::default()
         };
         let gate_up = (1, 24576, 4096);

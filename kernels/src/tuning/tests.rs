@@ -1,6 +1,6 @@
 //! Tuning's parsing of the `LATLAB_*` variables and its resolutions per weights.
 
-use super::{AttentionCluster, Carveout, NormFold, TiledWeights, Tuning};
+use super::{AttentionCluster, Carveout, FatBlocks, NormFold, TiledWeights, Tuning};
 
 #[test]
 fn tuning_reads_switches_and_names_a_bad_value() {
@@ -42,10 +42,15 @@ fn tuning_reads_switches_and_names_a_bad_value() {
         ("LATLAB_BF16_FAT", "1"),
     ])
     .unwrap();
-    assert!(!d.bf16_fat && t.bf16_fat);
-    let e = with(&[("LATLAB_BF16_FAT", "yes")]).unwrap_err().to_string();
+    assert_eq!((d.bf16_fat, t.bf16_fat), (FatBlocks::Off, FatBlocks::All));
+    let fat = |v: &str| with(&[("LATLAB_BF16_FAT", v)]).map(|t| t.bf16_fat);
+    assert_eq!(fat("large").unwrap(), FatBlocks::Large);
+    assert_eq!(fat("small").unwrap(), FatBlocks::Small);
+    assert!(FatBlocks::Large.takes(false) && !FatBlocks::Large.takes(true));
+    assert!(FatBlocks::Small.takes(true) && !FatBlocks::Small.takes(false));
+    let e = fat("yes").unwrap_err().to_string();
     assert!(
-        e.contains("LATLAB_BF16_FAT=\"yes\": expected 0 or 1"),
+        e.contains("LATLAB_BF16_FAT=\"yes\": expected 0, 1, large or small"),
         "{e}"
     );
 
