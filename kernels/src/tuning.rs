@@ -206,7 +206,11 @@ pub struct Tuning {
     /// blocks (3 of `bulk_stages`, or 2 of `bulk_stages_small` on grids of fewer tiles than
     /// two per SM) and stages x in shared memory once for all of them, instead of loading x
     /// through L1 at every stage. Same bits. H200, the 144 tiled layer linears of a step
-    /// (gpu_copy_ceiling, engine/PERF.md step 59): 3522-3525 -> 3404-3411 us. `Large`: only
+    /// (gpu_copy_ceiling, engine/PERF.md step 59): 3522-3525 -> 3404-3411 us. But whole
+    /// steps lost (latlab-engine bench, bf16 batch 1, ms/step, step 60): off 3.967 / on
+    /// 3.993-3.996 on one card; off 3.892 / `large` 3.958-3.960 / `small` 3.949-3.955 on
+    /// another. A fat CTA holds an SM's whole shared memory; what costs it between the
+    /// GEMMs of a real step is not yet found. So off. `Large`: only
     /// on grids of two or more tiles per SM (qkv, gate|up, lm_head); `Small`: only on the
     /// others (o_proj, down). `LATLAB_BF16_FAT=0|1|large|small`.
     pub bf16_fat: FatBlocks,
