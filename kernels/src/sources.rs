@@ -9,27 +9,28 @@ pub struct KernelSource {
     pub kernels: &'static [&'static str],
 }
 
+/// A kernel file under `cuda/` with the headers it builds on in front of it, in order, each
+/// followed by a newline.
+macro_rules! with_headers {
+    ([$($header:literal),*], $file:literal) => {
+        concat!(
+            $(include_str!(concat!("../cuda/", $header)), "\n",)*
+            include_str!(concat!("../cuda/", $file))
+        )
+    };
+}
+
 /// A kernel file with `cuda/common.cuh` (the PDL helpers) in front of it.
 macro_rules! with_common {
     ($file:literal) => {
-        concat!(
-            include_str!("../cuda/common.cuh"),
-            "\n",
-            include_str!(concat!("../cuda/", $file))
-        )
+        with_headers!(["common.cuh"], $file)
     };
 }
 
 /// A skinny GEMM pipeline's file with common.cuh and the tiles it shares (skinny_tiles.cuh).
 macro_rules! with_tiles {
     ($file:literal) => {
-        concat!(
-            include_str!("../cuda/common.cuh"),
-            "\n",
-            include_str!("../cuda/skinny_tiles.cuh"),
-            "\n",
-            include_str!(concat!("../cuda/", $file))
-        )
+        with_headers!(["common.cuh", "skinny_tiles.cuh"], $file)
     };
 }
 
@@ -37,16 +38,14 @@ macro_rules! with_tiles {
 /// (skinny_norm.cuh) and the bulk-copy ring (bulk_ring.cuh).
 macro_rules! with_tiles_norm {
     ($file:literal) => {
-        concat!(
-            include_str!("../cuda/common.cuh"),
-            "\n",
-            include_str!("../cuda/skinny_tiles.cuh"),
-            "\n",
-            include_str!("../cuda/skinny_norm.cuh"),
-            "\n",
-            include_str!("../cuda/bulk_ring.cuh"),
-            "\n",
-            include_str!(concat!("../cuda/", $file))
+        with_headers!(
+            [
+                "common.cuh",
+                "skinny_tiles.cuh",
+                "skinny_norm.cuh",
+                "bulk_ring.cuh"
+            ],
+            $file
         )
     };
 }
@@ -55,15 +54,7 @@ macro_rules! with_tiles_norm {
 /// per block; no norm epilogue.
 macro_rules! with_ring {
     ($file:literal) => {
-        concat!(
-            include_str!("../cuda/common.cuh"),
-            "\n",
-            include_str!("../cuda/skinny_tiles.cuh"),
-            "\n",
-            include_str!("../cuda/bulk_ring.cuh"),
-            "\n",
-            include_str!(concat!("../cuda/", $file))
-        )
+        with_headers!(["common.cuh", "skinny_tiles.cuh", "bulk_ring.cuh"], $file)
     };
 }
 
@@ -71,13 +62,7 @@ macro_rules! with_ring {
 /// (attention_split.cuh: tile slots, the splits' merge).
 macro_rules! with_merge {
     ($file:literal) => {
-        concat!(
-            include_str!("../cuda/common.cuh"),
-            "\n",
-            include_str!("../cuda/attention_split.cuh"),
-            "\n",
-            include_str!(concat!("../cuda/", $file))
-        )
+        with_headers!(["common.cuh", "attention_split.cuh"], $file)
     };
 }
 
