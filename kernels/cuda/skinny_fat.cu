@@ -90,6 +90,7 @@ __device__ __forceinline__ void skinny_fat(const __nv_bfloat16* __restrict__ x,
     const int ct = gid * SG_WARPS * 32 + lt, cn = groups * SG_WARPS * 32;
     for (int i = ct; i < k8; i += cn) xs[i] = __ldg(reinterpret_cast<const uint4*>(x) + i);
     asm volatile("bar.sync 15, %0;" ::"r"(cn) : "memory");
+    TRACE_MARK(2);  // x staged (the block timeline's mark, as the bulk kernels' after prepare)
     TileBf16::Stage st;
     RingPos pos;
     const uint4 z = make_uint4(0, 0, 0, 0);
@@ -132,6 +133,7 @@ __device__ __forceinline__ void skinny_fat(const __nv_bfloat16* __restrict__ x,
         // The next tile's sums go where this one's store still reads.
         asm volatile("bar.sync %0, 256;" ::"r"(1 + gid) : "memory");
     }
+    TRACE_MARK(3);
 }
 
 // x [1, K] bf16, w [N, K] bf16 (`tiled`: ops::tile_weights' layout); y [1, N] f32, or act
