@@ -13,7 +13,7 @@ cp target/debug/latlab-engine target/debug/latlab-bench .gpu/t/
 for pkg in engine kernels; do
   cargo test -p "$pkg" --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys
-want = {"cuda_ops", "cuda_attention", "cuda_gemm", "cuda_norm_epilogue", "cuda_fp8_x_f16", "cuda_backend", "cuda_paths", "cuda_hf_8b", "gpu_timing", "gpu_step_chain", "gpu_step_trace", "gpu_stream_chain", "gpu_wgmma_probe", "gpu_copy_ceiling", "gpu_latency_load", "gpu_l2_reuse", "gpu_mlp_fused"}
+want = {"cuda_ops", "cuda_attention", "cuda_gemm", "cuda_norm_epilogue", "cuda_fp8_x_f16", "cuda_backend", "cuda_paths", "cuda_attention_paths", "cuda_hf_8b", "gpu_timing", "gpu_step_chain", "gpu_step_trace", "gpu_stream_chain", "gpu_wgmma_probe", "gpu_copy_ceiling", "gpu_latency_load", "gpu_l2_reuse", "gpu_mlp_fused"}
 for line in sys.stdin:
     try: m = json.loads(line)
     except ValueError: continue
