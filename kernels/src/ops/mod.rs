@@ -10,6 +10,7 @@ mod decode_attention;
 mod elementwise;
 mod prefill_attention;
 mod skinny;
+mod skinny_fat;
 mod skinny_norm;
 mod skinny_plan;
 mod weight_layout;
@@ -33,8 +34,9 @@ pub use skinny::{
     interleave_gate_up, skinny_gemm_fp8_into, skinny_gemm_fp8_swiglu_into, skinny_gemm_into,
     skinny_gemm_swiglu_into, skinny_linear_norm_into, skinny_swiglu_norm_into,
 };
+pub use skinny_fat::runs_fat;
 pub use skinny_norm::{NormEpi, norm_parts};
-pub use skinny_plan::{F16_X_STAGED_ROWS, runs_fat, skinny_kernel};
+pub use skinny_plan::{F16_X_STAGED_ROWS, skinny_kernel};
 pub use weight_layout::{STAGE_ROW_BYTES, WeightLayout, tile_codes, tile_weights, tiled_index};
 
 use crate::error::{KernelError, Result};

@@ -5,6 +5,7 @@
 //! launch through `start`.
 
 use super::skinny::{THREADS, TILE_N};
+use super::skinny_fat::fat_shape;
 use super::weight_layout::WeightLayout;
 use crate::error::{Result, check};
 use crate::gpu::{Gpu, Tuning, WIDE_ROWS};
@@ -15,7 +16,7 @@ use cudarc::driver::{CudaView, LaunchConfig};
 /// and `Tuning::bulk_stages` x 16 rows x TM_ROW_STRIDE bytes of shared memory
 /// (skinny_bulk.cu).
 const BULK_THREADS: u32 = THREADS + 32;
-const BULK_STAGE_BYTES: u32 = 16 * (1024 + 16);
+pub(super) const BULK_STAGE_BYTES: u32 = 16 * (1024 + 16);
 
 /// A bulk op's kernels: [a block per tile, persistent].
 type BulkNames = [&'static str; 2];
@@ -87,7 +88,7 @@ pub(super) fn launch_cfg(n: usize, pipe: Pipe) -> LaunchConfig {
 /// The ring depth of a bulk launch over `m` rows: FP8 or bf16, the deeper one for grids
 /// with fewer tiles than two per SM (`small`), and for bf16 the wide rows' own
 /// (`Tuning::bulk_stages_wide`).
-fn ring_stages(t: &Tuning, fp8: bool, small: bool, m: usize) -> u32 {
+pub(super) fn ring_stages(t: &Tuning, fp8: bool, small: bool, m: usize) -> u32 {
     match (fp8, small) {
         (false, false) if m >= WIDE_ROWS => t.bulk_stages_wide,
         (false, false) => t.bulk_stages,
@@ -105,7 +106,7 @@ fn staged_x_bytes(m: usize, k: usize) -> u32 {
 
 /// Dynamic shared memory a bulk block may take: Hopper's 227 KiB per block less the bulk
 /// kernels' static 4.2 KiB (the warps' reduction tile and the ring's barriers), rounded down.
-const MAX_DYNAMIC_SMEM: u32 = 222 * 1024;
+pub(super) const MAX_DYNAMIC_SMEM: u32 = 222 * 1024;
 
 /// The most rows an FP8 GEMM stages x in shared memory for when the FP8 GEMMs read f16 x
 /// (`Tuning::fp8_x_f16`). Staging bf16 x saves converting it at every ring stage; f16 x
@@ -233,53 +234,6 @@ pub fn skinny_kernel(
     names[persistent as usize]
 }
 
-/// Rings per fat block on grids of two or more tiles per SM, and on smaller ones (as many
-/// as the bulk kernels fit blocks per SM there).
-const FAT_GROUPS: (u32, u32) = (3, 2);
-
-/// The fat-block kernel (skinny_fat.cu, `Tuning::bf16_fat`) that replaces bulk kernel
-/// `name` over x [m, k], with its rings, their depth and its dynamic shared memory; None
-/// where it does not apply: other than one row, other than the persistent bf16 kernels, or
-/// x too long to fit beside the rings.
-pub(super) fn fat_shape(
-    t: &Tuning,
-    name: &'static str,
-    m: usize,
-    k: usize,
-    small: bool,
-) -> Option<(&'static str, u32, u32, u32)> {
-    let fat = match name {
-        "skinny_gemm_bf16_bulk_persistent" => "skinny_gemm_bf16_fat",
-        "skinny_gemm_bf16_swiglu_bulk_persistent" => "skinny_gemm_bf16_swiglu_fat",
-        _ => return None,
-    };
-    if !t.bf16_fat.takes(small) || m != 1 {
-        return None;
-    }
-    let (groups, stages) = if small {
-        (FAT_GROUPS.1, t.bulk_stages_small)
-    } else {
-        (FAT_GROUPS.0, t.bulk_stages)
-    };
-    // The rings, x (k bf16), each group's 8 x 16 f32 warp sums.
-    let smem = groups * stages * BULK_STAGE_BYTES + 2 * k as u32 + groups * 8 * 16 * 4;
-    (smem <= MAX_DYNAMIC_SMEM).then_some((fat, groups, stages, smem))
-}
-
-/// Whether a bf16 skinny op (`skinny_gemm_bf16`, `_bf16_swiglu`) over x [m, k] with n
-/// output rows runs as fat blocks on a GPU of `sms` SMs under `t`: tests check with it that
-/// an A/B compares two kernels.
-pub fn runs_fat(
-    t: &Tuning,
-    op: &'static str,
-    (m, n, k): (usize, usize, usize),
-    sms: usize,
-) -> bool {
-    let small = n.div_ceil(TILE_N) < 2 * sms;
-    let stages = ring_stages(t, false, small, m);
-    fat_shape(t, skinny_kernel(t, op, (m, k), stages), m, k, small).is_some()
-}
-
 /// A bulk kernel's form with decode's RMSNorm folded into its epilogue (`NormEpi`): the
 /// same pipeline with NormIo's arguments after the ring's (skinny_bulk.cu).
 fn norm_form(name: &'static str) -> &'static str {
@@ -355,7 +309,7 @@ pub(super) fn weights<T>(
 
 #[cfg(test)]
 mod tests {
-    use super::{norm_form, ring_stages, runs_fat, skinny_kernel, xh_form};
+    use super::{norm_form, ring_stages, skinny_kernel, xh_form};
     use crate::gpu::Tuning;
 
     /// Every bulk kernel has a `_norm` form the module defines, named for it, and the
@@ -539,49 +493,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// Fat blocks only where asked for, at one row, on the persistent bf16 kernels, and
-    /// only while x fits beside the rings.
-    #[test]
-    fn fat_blocks_take_one_bf16_row_where_x_fits() {
-        let on = Tuning {
-            bf16_fat: crate::FatBlocks::All,
-            ..Tuning::default()
-        };
-        let gate_up = (1, 24576, 4096);
-        assert!(!runs_fat(
-            &Tuning::default(),
-            "skinny_gemm_bf16_swiglu",
-            gate_up,
-            132
-        ));
-        assert!(runs_fat(&on, "skinny_gemm_bf16_swiglu", gate_up, 132));
-        assert!(
-            runs_fat(&on, "skinny_gemm_bf16", (1, 4096, 12288), 132),
-            "down, 2 rings"
-        );
-        assert!(
-            !runs_fat(&on, "skinny_gemm_bf16", (2, 4096, 4096), 132),
-            "two rows"
-        );
-        assert!(
-            !runs_fat(&on, "skinny_gemm_fp8", (1, 4096, 4096), 132),
-            "FP8"
-        );
-        assert!(
-            !runs_fat(&on, "skinny_gemm_bf16", (1, 4096, 40960), 132),
-            "x too long"
-        );
-        let one_tile = Tuning {
-            bulk_persistent: false,
-            ..on
-        };
-        assert!(!runs_fat(
-            &one_tile,
-            "skinny_gemm_bf16",
-            (1, 4096, 4096),
-            132
-        ));
     }
 }

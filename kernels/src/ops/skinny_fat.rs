@@ -1,0 +1,104 @@
+//! The fat-block form of the bf16 skinny GEMM at one token row (skinny_fat.cu,
+//! `Tuning::bf16_fat`): which persistent bulk launches it replaces, with how many rings per
+//! CTA and how much shared memory. skinny_plan.rs's `start` asks `fat_shape`.
+
+use super::skinny::TILE_N;
+use super::skinny_plan::{BULK_STAGE_BYTES, MAX_DYNAMIC_SMEM, ring_stages, skinny_kernel};
+use crate::gpu::Tuning;
+
+/// Rings per fat block on grids of two or more tiles per SM, and on smaller ones (as many
+/// as the bulk kernels fit blocks per SM there).
+const FAT_GROUPS: (u32, u32) = (3, 2);
+
+/// The fat-block kernel (skinny_fat.cu, `Tuning::bf16_fat`) that replaces bulk kernel
+/// `name` over x [m, k], with its rings, their depth and its dynamic shared memory; None
+/// where it does not apply: other than one row, other than the persistent bf16 kernels, or
+/// x too long to fit beside the rings.
+pub(super) fn fat_shape(
+    t: &Tuning,
+    name: &'static str,
+    m: usize,
+    k: usize,
+    small: bool,
+) -> Option<(&'static str, u32, u32, u32)> {
+    let fat = match name {
+        "skinny_gemm_bf16_bulk_persistent" => "skinny_gemm_bf16_fat",
+        "skinny_gemm_bf16_swiglu_bulk_persistent" => "skinny_gemm_bf16_swiglu_fat",
+        _ => return None,
+    };
+    if !t.bf16_fat.takes(small) || m != 1 {
+        return None;
+    }
+    let (groups, stages) = if small {
+        (FAT_GROUPS.1, t.bulk_stages_small)
+    } else {
+        (FAT_GROUPS.0, t.bulk_stages)
+    };
+    // The rings, x (k bf16), each group's 8 x 16 f32 warp sums.
+    let smem = groups * stages * BULK_STAGE_BYTES + 2 * k as u32 + groups * 8 * 16 * 4;
+    (smem <= MAX_DYNAMIC_SMEM).then_some((fat, groups, stages, smem))
+}
+
+/// Whether a bf16 skinny op (`skinny_gemm_bf16`, `_bf16_swiglu`) over x [m, k] with n
+/// output rows runs as fat blocks on a GPU of `sms` SMs under `t`: tests check with it that
+/// an A/B compares two kernels.
+pub fn runs_fat(
+    t: &Tuning,
+    op: &'static str,
+    (m, n, k): (usize, usize, usize),
+    sms: usize,
+) -> bool {
+    let small = n.div_ceil(TILE_N) < 2 * sms;
+    let stages = ring_stages(t, false, small, m);
+    fat_shape(t, skinny_kernel(t, op, (m, k), stages), m, k, small).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs_fat;
+    use crate::gpu::Tuning;
+
+    /// Fat blocks only where asked for, at one row, on the persistent bf16 kernels, and
+    /// only while x fits beside the rings.
+    #[test]
+    fn fat_blocks_take_one_bf16_row_where_x_fits() {
+        let on = Tuning {
+            bf16_fat: crate::FatBlocks::All,
+            ..Tuning::default()
+        };
+        let gate_up = (1, 24576, 4096);
+        assert!(!runs_fat(
+            &Tuning::default(),
+            "skinny_gemm_bf16_swiglu",
+            gate_up,
+            132
+        ));
+        assert!(runs_fat(&on, "skinny_gemm_bf16_swiglu", gate_up, 132));
+        assert!(
+            runs_fat(&on, "skinny_gemm_bf16", (1, 4096, 12288), 132),
+            "down, 2 rings"
+        );
+        assert!(
+            !runs_fat(&on, "skinny_gemm_bf16", (2, 4096, 4096), 132),
+            "two rows"
+        );
+        assert!(
+            !runs_fat(&on, "skinny_gemm_fp8", (1, 4096, 4096), 132),
+            "FP8"
+        );
+        assert!(
+            !runs_fat(&on, "skinny_gemm_bf16", (1, 4096, 40960), 132),
+            "x too long"
+        );
+        let one_tile = Tuning {
+            bulk_persistent: false,
+            ..on
+        };
+        assert!(!runs_fat(
+            &one_tile,
+            "skinny_gemm_bf16",
+            (1, 4096, 4096),
+            132
+        ));
+    }
+}
