@@ -1,10 +1,11 @@
 //! What the CUDA op tests share (GPU machine only): a seeded bf16-exact random source,
 //! upload/download, and the error check; the backend tests' logits comparisons (`logits`).
-//! Each test binary uses part of it.
+//! Each test binary uses part of it; cuda_gemm's pipelines and e4m3 reference: `skinny`.
 #![allow(dead_code)]
 
 pub mod ab;
 pub mod logits;
+pub mod skinny;
 
 use kernels::cudarc::driver::CudaSlice;
 use kernels::{Gpu, GpuOptions, bf16};
