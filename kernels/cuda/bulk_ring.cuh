@@ -77,11 +77,12 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned b
 }
 
 // Chunk ch's weights from its stage into the registers load_w would fill: this thread's 32
-// bytes of rows g and g + 8 (chunks past the row end read zeros, as load_w).
+// bytes of rows g and g + 8 (chunks past the row end read zeros, as load_w). `warp`: the
+// thread's multiplying warp in its ring's group (skinny_fat.cu holds several per block).
 template <class Stage>
 __device__ __forceinline__ void load_w_stage(Stage& s, const unsigned char* stage, int ch,
-                                             int pieces) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+                                             int pieces, int warp) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const unsigned char* ra = stage + g * TM_ROW_STRIDE + warp * 128 + t * 32;
     const uint4 z = make_uint4(0, 0, 0, 0);
 #pragma unroll
@@ -190,7 +191,7 @@ __device__ __forceinline__ void consume_stage(const Tile& tile, typename Tile::S
     const int s = pos.slot(stages), ch = k * SG_WARPS + warp;
     tile.load_x(st, ch);
     ring_wait<Pos::TESTED>(&full[s], pos.parity(stages));
-    load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, tile.pieces());
+    load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, tile.pieces(), warp);
     __syncwarp();  // every lane's shared reads are done before the stage is handed back
     if (lane == 0) mbar_arrive(&empty[s]);
     tile.mma(c, st);

@@ -107,14 +107,7 @@ __device__ __forceinline__ void skinny_fat(const __nv_bfloat16* __restrict__ x,
                 st.x[j] = p < k8 && g == 0 ? xs[p] : z;
             }
             ring_wait<RingPos::TESTED>(&full[gid][s], pos.parity(stages));
-            const unsigned char* ra =
-                ring + s * TM_STAGE_BYTES + g * TM_ROW_STRIDE + warp * 128 + q * 32;
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                const bool ok = (ch * 4 + q) * 2 + j < k8;
-                st.a[j] = ok ? *reinterpret_cast<const uint4*>(ra + 16 * j) : z;
-                st.b[j] = ok ? *reinterpret_cast<const uint4*>(ra + 8 * TM_ROW_STRIDE + 16 * j) : z;
-            }
+            load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, k8, warp);
             __syncwarp();  // every lane's shared reads are done before the stage is handed back
             if (lane == 0) mbar_arrive(&empty[gid][s]);
 #pragma unroll

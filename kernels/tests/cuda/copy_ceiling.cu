@@ -168,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(TM_THREADS, 3)
                 t.load_x(st, ch);
             }
             mbar_wait(&full[s], (i / stages) & 1);
-            load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, t.pieces());
+            load_w_stage(st, ring + s * TM_STAGE_BYTES, ch, t.pieces(), warp);
             __syncwarp();
             if (lane == 0) mbar_arrive(&empty[s]);
             if (parts & 2) {
