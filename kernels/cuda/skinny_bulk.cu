@@ -56,8 +56,10 @@ __device__ __forceinline__ void skinny_pipeline_bulk(const Tile& tile, Out* __re
     }
     tile.prepare();
     Pos pos;
-    for (int k = 0; k < nst; ++k, pos.next(stages))
+    for (int k = 0; k < nst; ++k, pos.next(stages)) {
         consume_stage(tile, st, c, ring, full, empty, pos, k, stages);
+        if (k == 0) TRACE_MARK(4);  // first stage multiplied (trace builds only)
+    }
     if constexpr (NORM)
         store_out_norm(c, y, M, N, tile.K, n0, io, norm_epi(stages));
     else
@@ -122,8 +124,12 @@ __device__ __forceinline__ void skinny_pipeline_bulk_tiles(const MakeTile& make,
         // After the barrier that ended the last tile's store: its words are read.
         if constexpr (NORM) norm_prefetch_residual(io, y, M, N, t.n0, norm_epi(stages));
         float c[4] = {0.f, 0.f, 0.f, 0.f};
-        for (int k = 0; k < nst; ++k, pos.next(stages))
+        for (int k = 0; k < nst; ++k, pos.next(stages)) {
             consume_stage(t, st, c, ring, full, empty, pos, k, stages);
+            // The block timeline's "first stage multiplied" (its x and weights arrived):
+            // compiles to nothing outside trace builds.
+            if (k == 0 && tile == blockIdx.x) TRACE_MARK(4);
+        }
         if constexpr (NORM)
             store_out_norm(c, y, M, N, t.K, t.n0, io, norm_epi(stages));
         else

@@ -118,8 +118,22 @@ pub struct LaunchTimes {
     pub last_wait: Option<u64>,
     /// The latest event of each mark kind 2..7 over the launch's blocks (index kind - 2).
     pub last_mark: [Option<u64>; 6],
+    /// Each mark kind's sum (ns after `first_start`: %globaltimer counts from the epoch, so
+    /// raw times would overflow a sum) and count over the blocks (`mean_mark`).
+    mark_sum: [u64; 6],
+    mark_n: [u32; 6],
     starts: u32,
     waits: u32,
+}
+
+impl LaunchTimes {
+    /// The mean over the blocks that marked it of mark `kind` (2..7), in ns after
+    /// `first_start` (an f64 of epoch nanoseconds would keep only 256 ns steps): where the
+    /// typical block is, beside `last_mark`'s slowest.
+    pub fn mean_mark(&self, kind: u8) -> Option<f64> {
+        let i = usize::from(kind).checked_sub(2).filter(|&i| i < 6)?;
+        (self.mark_n[i] > 0).then(|| self.mark_sum[i] as f64 / f64::from(self.mark_n[i]))
+    }
 }
 
 /// Group time-ordered events into launches. A block start belongs to the latest launch of
@@ -145,6 +159,8 @@ pub fn launches(events: &[TraceEvent]) -> Vec<LaunchTimes> {
                     first_wait: None,
                     last_wait: None,
                     last_mark: [None; 6],
+                    mark_sum: [0; 6],
+                    mark_n: [0; 6],
                     starts: 1,
                     waits: 0,
                 }),
@@ -158,10 +174,13 @@ pub fn launches(events: &[TraceEvent]) -> Vec<LaunchTimes> {
             }
             // A mark belongs to the latest launch of its signature that has started.
             EventKind::Mark(k) => {
+                let i = usize::from(k).wrapping_sub(2);
                 if let Some(l) = out.iter_mut().rev().find(|l| same(l))
-                    && let Some(m) = l.last_mark.get_mut(usize::from(k).wrapping_sub(2))
+                    && let Some(m) = l.last_mark.get_mut(i)
                 {
                     *m = Some(m.map_or(e.t_ns, |t| t.max(e.t_ns)));
+                    l.mark_sum[i] += e.t_ns.saturating_sub(l.first_start);
+                    l.mark_n[i] += 1;
                 }
             }
         }
@@ -229,5 +248,14 @@ mod tests {
         assert_eq!((l[1].grid, l[1].first_wait), (1, Some(6)));
         assert_eq!((l[2].first_start, l[2].first_wait), (7, Some(9)));
         assert_eq!((l[2].last_mark[1], l[0].last_mark[1]), (Some(12), None));
+        assert_eq!((l[2].mean_mark(3), l[2].mean_mark(2)), (Some(4.5), None));
+        assert_eq!(l[2].mean_mark(9), None);
+        // %globaltimer counts ns from the epoch: 400 blocks' marks must not overflow.
+        let t0 = 1_764_000_000_000_000_000u64;
+        let mut big = vec![ev(t0, S, 400, 9)];
+        big.extend((1..400).map(|i| ev(t0 + i, S, 400, 9)));
+        big.extend((0..400).map(|i| ev(t0 + 1000 + i, EventKind::Mark(4), 400, 9)));
+        let l = launches(&big);
+        assert_eq!(l[0].mean_mark(4), Some(1000.0 + 199.5));
     }
 }

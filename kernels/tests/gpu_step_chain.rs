@@ -9,7 +9,7 @@
 //! plus the dependency hand-offs around it), which a kernel timed alone cannot show: with
 //! programmatic dependent launch a kernel's cost depends on its neighbours.
 //!
-//! `LATLAB_CHAIN_BATCHES` (comma-separated, default `1,8`) picks the batch sizes.
+//! `LATLAB_CHAIN_WEIGHTS` and `LATLAB_CHAIN_BATCHES` pick the cases (step_common::cases).
 
 mod step_common;
 mod timing_common;
@@ -23,14 +23,7 @@ use timing_common::time_us_reps;
 #[ignore = "gpu"]
 fn decode_step_marginal_costs() {
     let opts = GpuOptions::from_env().unwrap();
-    let batches: Vec<usize> = std::env::var("LATLAB_CHAIN_BATCHES")
-        .unwrap_or_else(|_| "1,8".into())
-        .split(',')
-        .map(|b| match b.trim().parse() {
-            Ok(m @ 1..=8) => m,
-            _ => panic!("LATLAB_CHAIN_BATCHES: {b:?} is not a batch size in 1..=8"),
-        })
-        .collect();
+    let (weights, batches) = cases();
     let variants: [(&str, Omit); 5] = [
         ("whole step", Omit::default()),
         (
@@ -65,7 +58,7 @@ fn decode_step_marginal_costs() {
         ),
     ];
     println!("| weights | m | step | us | minus whole step |");
-    for fp8 in [false, true] {
+    for fp8 in weights {
         // As the engine makes it for these weights (Tuning::for_weights).
         let g = Gpu::new(&opts.for_weights(fp8)).unwrap();
         let head: CudaSlice<bf16> = g.stream().alloc_zeros(VOCAB * HIDDEN).unwrap();

@@ -9,6 +9,8 @@
 //! from the moment it could proceed to the moment it was done. Per kernel of a layer
 //! (mean over layers 2-35): that share, and when its blocks were placed against the moment
 //! it could proceed (positive: some blocks were not even resident then).
+//! `LATLAB_CHAIN_WEIGHTS` and `LATLAB_CHAIN_BATCHES` pick the cases (step_common::cases);
+//! `LATLAB_TRACE_SLOWEST` the kernels whose slowest blocks it lists.
 
 mod step_common;
 mod timing_common;
@@ -88,7 +90,8 @@ fn decode_step_block_timeline() {
     let us = |ns: f64| ns / 1e3;
     // LATLAB_TRACE_ATTENTION_TWICE=1: the attention twice per layer (instruction caches).
     let twice = std::env::var("LATLAB_TRACE_ATTENTION_TWICE").as_deref() == Ok("1");
-    for fp8 in [false, true] {
+    let (weights, batches) = cases();
+    for fp8 in weights {
         // As the engine makes it for these weights (Tuning::for_weights).
         let base = env.for_weights(fp8);
         let plain = Gpu::new(&base).unwrap();
@@ -97,7 +100,7 @@ fn decode_step_block_timeline() {
             ..base.clone()
         })
         .unwrap();
-        for m in [1usize, 8] {
+        for &m in &batches {
             let mut times = vec![];
             let mut timeline = vec![];
             let mut events = vec![];
@@ -131,9 +134,13 @@ fn decode_step_block_timeline() {
             let names = layer_kernels(merge, twice);
             assert_eq!(names.len(), per, "{} launches", timeline.len());
             assert_eq!(1 + LAYERS * per + 4, timeline.len());
-            let rel = |i: usize| timeline[i].first_wait.expect("every launch waits") as f64;
+            // Times as ns after the step's first block start: %globaltimer counts from the
+            // epoch, and an f64 of that keeps only 256 ns steps.
+            let t0 = timeline[0].first_start;
+            let at = |t: u64| (t as i64 - t0 as i64) as f64;
+            let rel = |i: usize| at(timeline[i].first_wait.expect("every launch waits"));
             println!(
-                "| kernel | grid x warps | critical share, us (mean / min / max) | first block placed, us | last block placed, us | waits spread, us | marks |"
+                "| kernel | grid x warps | critical share, us (mean / min / max) | first block placed, us | last block placed, us | waits spread, us | marks, us after release (block mean / last block) |"
             );
             println!("|---|---|---|---|---|---|---|");
             let mut total = 0.0;
@@ -141,6 +148,7 @@ fn decode_step_block_timeline() {
                 let (mut sum, mut lo, mut hi) = (0.0, f64::MAX, 0f64);
                 let (mut first, mut last, mut spread) = (0.0, 0.0, 0.0);
                 let mut marks = [0.0f64; 6];
+                let mut means = [0.0f64; 6];
                 let mut marked = [true; 6];
                 let layers = 2..LAYERS;
                 for li in layers.clone() {
@@ -150,23 +158,29 @@ fn decode_step_block_timeline() {
                     sum += share;
                     lo = lo.min(share);
                     hi = hi.max(share);
-                    first += l.first_start as f64 - rel(i);
-                    last += l.last_start as f64 - rel(i);
+                    first += at(l.first_start) - rel(i);
+                    last += at(l.last_start) - rel(i);
                     spread += (l.last_wait.unwrap() - l.first_wait.unwrap()) as f64;
                     for (k, m) in l.last_mark.iter().enumerate() {
-                        match m {
-                            Some(t) => marks[k] += *t as f64 - rel(i),
-                            None => marked[k] = false,
+                        match (m, l.mean_mark(k as u8 + 2)) {
+                            (Some(t), Some(mean)) => {
+                                marks[k] += at(*t) - rel(i);
+                                means[k] += at(l.first_start) + mean - rel(i);
+                            }
+                            _ => marked[k] = false,
                         }
                     }
                 }
                 let n = layers.len() as f64;
                 total += sum / n;
-                // Points the kernel marks itself (TRACE_MARK), the last block's, after its
-                // release.
+                // Points the kernel marks itself (TRACE_MARK) after its release: the
+                // blocks' mean, then the last block's.
                 let mark_list: Vec<String> = (0..6)
                     .filter(|&k| marked[k])
-                    .map(|k| format!("mark {} +{:.2}", k + 2, us(marks[k] / n)))
+                    .map(|k| {
+                        let (mean, last) = (us(means[k] / n), us(marks[k] / n));
+                        format!("mark {} {mean:+.2}/{last:+.2}", k + 2)
+                    })
                     .collect();
                 let l = &timeline[1 + 2 * per + j];
                 println!(
@@ -182,9 +196,16 @@ fn decode_step_block_timeline() {
                     mark_list.join(", ")
                 );
             }
-            let attention = names.iter().position(|n| *n == "attention").unwrap();
-            println!("slowest attention blocks of layer 17 (us after the launch's release):");
-            slowest_blocks(&events, &timeline, 1 + 17 * per + attention, 6);
+            // LATLAB_TRACE_SLOWEST: the layer kernels whose slowest blocks to list
+            // (comma-separated names of the table, default `attention`).
+            let slowest = std::env::var("LATLAB_TRACE_SLOWEST").unwrap_or("attention".into());
+            for want in slowest.split(',') {
+                let Some(j) = names.iter().position(|n| *n == want.trim()) else {
+                    panic!("LATLAB_TRACE_SLOWEST: {want:?} is not one of {names:?}");
+                };
+                println!("slowest {want} blocks of layer 17 (us after the launch's release):");
+                slowest_blocks(&events, &timeline, 1 + 17 * per + j, 6);
+            }
             println!(
                 "per layer {:.2} us, x {LAYERS} = {:.0} us; first wait to last wait of the step: {:.0} us",
                 us(total),

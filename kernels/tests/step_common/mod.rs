@@ -20,6 +20,27 @@ pub const PAGE: usize = 16;
 /// Mean context of the engine's benchmark decode (232 prompt tokens + 0..220 generated).
 pub const CTX: usize = 342;
 
+/// The weight types and batch sizes a step experiment runs, from `LATLAB_CHAIN_WEIGHTS`
+/// (`bf16`, `fp8`, or both by default) and `LATLAB_CHAIN_BATCHES` (comma-separated, default
+/// `1,8`): a device call that needs one case pays for one.
+pub fn cases() -> (Vec<bool>, Vec<usize>) {
+    let fp8 = match std::env::var("LATLAB_CHAIN_WEIGHTS").as_deref() {
+        Err(_) => vec![false, true],
+        Ok("bf16") => vec![false],
+        Ok("fp8") => vec![true],
+        Ok(w) => panic!("LATLAB_CHAIN_WEIGHTS: {w:?} is not bf16 or fp8"),
+    };
+    let batches = std::env::var("LATLAB_CHAIN_BATCHES")
+        .unwrap_or_else(|_| "1,8".into())
+        .split(',')
+        .map(|b| match b.trim().parse() {
+            Ok(m @ 1..=8) => m,
+            _ => panic!("LATLAB_CHAIN_BATCHES: {b:?} is not a batch size in 1..=8"),
+        })
+        .collect();
+    (fp8, batches)
+}
+
 /// What a variant leaves out of the step.
 #[derive(Clone, Copy, Default)]
 pub struct Omit {
