@@ -212,7 +212,9 @@ pub struct Tuning {
     /// another. A fat CTA holds an SM's whole shared memory; what costs it between the
     /// GEMMs of a real step is not yet found. So off. `Large`: only
     /// on grids of two or more tiles per SM (qkv, gate|up, lm_head); `Small`: only on the
-    /// others (o_proj, down). `LATLAB_BF16_FAT=0|1|large|small`.
+    /// others (o_proj, down); `Reuse`: only where each ring runs two tiles or more, so
+    /// that x staged once is read more than once (gate|up, lm_head).
+    /// `LATLAB_BF16_FAT=0|1|large|small|reuse`.
     pub bf16_fat: FatBlocks,
 }
 
@@ -233,6 +235,8 @@ pub enum FatBlocks {
     Off,
     Large,
     Small,
+    /// Large grids where every ring runs two tiles or more (ops::skinny_fat decides).
+    Reuse,
     All,
 }
 
@@ -242,7 +246,7 @@ impl FatBlocks {
         match self {
             FatBlocks::Off => false,
             FatBlocks::All => true,
-            FatBlocks::Large => !small,
+            FatBlocks::Large | FatBlocks::Reuse => !small,
             FatBlocks::Small => small,
         }
     }
@@ -401,9 +405,10 @@ impl Tuning {
                 Some("1") => FatBlocks::All,
                 Some("large") => FatBlocks::Large,
                 Some("small") => FatBlocks::Small,
+                Some("reuse") => FatBlocks::Reuse,
                 Some(v) => {
                     return Err(KernelError::Config(format!(
-                        "LATLAB_BF16_FAT={v:?}: expected 0, 1, large or small"
+                        "LATLAB_BF16_FAT={v:?}: expected 0, 1, large, small or reuse"
                     )));
                 }
             },

@@ -4,23 +4,25 @@
 
 use super::skinny::TILE_N;
 use super::skinny_plan::{BULK_STAGE_BYTES, MAX_DYNAMIC_SMEM, ring_stages, skinny_kernel};
-use crate::gpu::Tuning;
+use crate::gpu::{FatBlocks, Tuning};
 
 /// Rings per fat block on grids of two or more tiles per SM, and on smaller ones (as many
 /// as the bulk kernels fit blocks per SM there).
 const FAT_GROUPS: (u32, u32) = (3, 2);
 
 /// The fat-block kernel (skinny_fat.cu, `Tuning::bf16_fat`) that replaces bulk kernel
-/// `name` over x [m, k], with its rings, their depth and its dynamic shared memory; None
-/// where it does not apply: other than one row, other than the persistent bf16 kernels, or
-/// x too long to fit beside the rings.
+/// `name` over x [m, k] and `tiles` 16-row tiles on `sms` SMs, with its rings, their depth
+/// and its dynamic shared memory; None where it does not apply: other than one row, other
+/// than the persistent bf16 kernels, x too long to fit beside the rings, or (`Reuse`)
+/// fewer than two tiles a ring.
 pub(super) fn fat_shape(
     t: &Tuning,
     name: &'static str,
     m: usize,
     k: usize,
-    small: bool,
+    (tiles, sms): (usize, usize),
 ) -> Option<(&'static str, u32, u32, u32)> {
+    let small = tiles < 2 * sms;
     let fat = match name {
         "skinny_gemm_bf16_bulk_persistent" => "skinny_gemm_bf16_fat",
         "skinny_gemm_bf16_swiglu_bulk_persistent" => "skinny_gemm_bf16_swiglu_fat",
@@ -34,6 +36,11 @@ pub(super) fn fat_shape(
     } else {
         (FAT_GROUPS.0, t.bulk_stages)
     };
+    // A ring that runs one tile reads each x element once either way: staging x buys it
+    // nothing, and the fat CTA still costs its neighbours (engine/PERF.md step 61).
+    if t.bf16_fat == FatBlocks::Reuse && tiles < 2 * groups as usize * sms {
+        return None;
+    }
     // The rings, x (k bf16), each group's 8 x 16 f32 warp sums.
     let smem = groups * stages * BULK_STAGE_BYTES + 2 * k as u32 + groups * 8 * 16 * 4;
     (smem <= MAX_DYNAMIC_SMEM).then_some((fat, groups, stages, smem))
@@ -48,9 +55,9 @@ pub fn runs_fat(
     (m, n, k): (usize, usize, usize),
     sms: usize,
 ) -> bool {
-    let small = n.div_ceil(TILE_N) < 2 * sms;
-    let stages = ring_stages(t, false, small, m);
-    fat_shape(t, skinny_kernel(t, op, (m, k), stages), m, k, small).is_some()
+    let tiles = n.div_ceil(TILE_N);
+    let stages = ring_stages(t, false, tiles < 2 * sms, m);
+    fat_shape(t, skinny_kernel(t, op, (m, k), stages), m, k, (tiles, sms)).is_some()
 }
 
 #[cfg(test)]
@@ -89,6 +96,23 @@ mod tests {
         assert!(
             !runs_fat(&on, "skinny_gemm_bf16", (1, 4096, 40960), 132),
             "x too long"
+        );
+        let reuse = Tuning {
+            bf16_fat: crate::FatBlocks::Reuse,
+            ..Tuning::default()
+        };
+        assert!(runs_fat(&reuse, "skinny_gemm_bf16_swiglu", gate_up, 132));
+        assert!(
+            runs_fat(&reuse, "skinny_gemm_bf16", (1, 151_936, 4096), 132),
+            "lm_head"
+        );
+        assert!(
+            !runs_fat(&reuse, "skinny_gemm_bf16", (1, 6144, 4096), 132),
+            "qkv: 384 tiles on 396 rings"
+        );
+        assert!(
+            !runs_fat(&reuse, "skinny_gemm_bf16", (1, 4096, 12288), 132),
+            "down: a small grid"
         );
         let one_tile = Tuning {
             bulk_persistent: false,

@@ -145,7 +145,8 @@ pub(super) fn start<'g>(
     }
     if epi_bytes == 0
         && !xh
-        && let Some((fat, groups, stages, smem)) = fat_shape(&t, name, m, k, small)
+        && let Some((fat, groups, stages, smem)) =
+            fat_shape(&t, name, m, k, (n.div_ceil(TILE_N), gpu.sms()))
     {
         let per_sm = gpu.resident_blocks(fat, groups * BULK_THREADS, smem)?;
         let tiles = n.div_ceil(TILE_N) as u32;

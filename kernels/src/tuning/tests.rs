@@ -46,11 +46,12 @@ fn tuning_reads_switches_and_names_a_bad_value() {
     let fat = |v: &str| with(&[("LATLAB_BF16_FAT", v)]).map(|t| t.bf16_fat);
     assert_eq!(fat("large").unwrap(), FatBlocks::Large);
     assert_eq!(fat("small").unwrap(), FatBlocks::Small);
+    assert_eq!(fat("reuse").unwrap(), FatBlocks::Reuse);
     assert!(FatBlocks::Large.takes(false) && !FatBlocks::Large.takes(true));
     assert!(FatBlocks::Small.takes(true) && !FatBlocks::Small.takes(false));
     let e = fat("yes").unwrap_err().to_string();
     assert!(
-        e.contains("LATLAB_BF16_FAT=\"yes\": expected 0, 1, large or small"),
+        e.contains("LATLAB_BF16_FAT=\"yes\": expected 0, 1, large, small or reuse"),
         "{e}"
     );
 
