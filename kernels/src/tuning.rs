@@ -216,6 +216,13 @@ pub struct Tuning {
     /// that x staged once is read more than once (gate|up, lm_head).
     /// `LATLAB_BF16_FAT=0|1|large|small|reuse`.
     pub bf16_fat: FatBlocks,
+    /// Rings per fat CTA on grids of two or more tiles per SM (`FAT_GROUPS_RANGE`; with
+    /// `bulk_stages`, the CTAs per SM follow from shared memory): 3, one CTA per SM with the
+    /// bulk kernels' 3 x 4 stages. 1 makes each ring its own CTA with x staged beside it,
+    /// which fits 2 per SM at 6 stages (engine/PERF.md step 63). `LATLAB_FAT_GROUPS`.
+    pub fat_groups: u32,
+    /// `fat_groups` on smaller grids (o_proj, down): 2. `LATLAB_FAT_GROUPS_SMALL`.
+    pub fat_groups_small: u32,
 }
 
 /// `Tuning::tiled_weights`.
@@ -251,6 +258,9 @@ impl FatBlocks {
         }
     }
 }
+
+/// The rings a fat CTA takes (FAT_MAX_GROUPS in skinny_fat.cu).
+pub const FAT_GROUPS_RANGE: std::ops::RangeInclusive<u32> = 1..=3;
 
 /// The block targets `Tuning::attention_blocks` takes.
 pub const ATTENTION_BLOCKS_RANGE: std::ops::RangeInclusive<u32> = 1..=4096;
@@ -304,6 +314,8 @@ impl Default for Tuning {
             norm_epilogue: NormFold::Fp8UpTo(1),
             fp8_x_f16: true,
             bf16_fat: FatBlocks::Off,
+            fat_groups: 3,
+            fat_groups_small: 2,
         }
     }
 }
@@ -372,8 +384,8 @@ impl Tuning {
     /// `LATLAB_ATTENTION_BLOCKS`, `LATLAB_ATTENTION_CLUSTER`, `LATLAB_BULK_PERSISTENT`,
     /// `LATLAB_FP8_PERSISTENT_ROWS`, `LATLAB_SMEM_CARVEOUT`,
     /// `LATLAB_X_SMEM_KB`, `LATLAB_ATTENTION_D32`, `LATLAB_TILED_WEIGHTS`, `LATLAB_TILED_LM_HEAD`,
-    /// `LATLAB_ATTENTION_MMA`, `LATLAB_NORM_EPILOGUE`, `LATLAB_FP8_X_F16` and `LATLAB_BF16_FAT`
-    /// when set.
+    /// `LATLAB_ATTENTION_MMA`, `LATLAB_NORM_EPILOGUE`, `LATLAB_FP8_X_F16`, `LATLAB_BF16_FAT`,
+    /// `LATLAB_FAT_GROUPS` and `LATLAB_FAT_GROUPS_SMALL` when set.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|n| std::env::var(n).ok())
     }
@@ -412,6 +424,12 @@ impl Tuning {
                     )));
                 }
             },
+            fat_groups: int("LATLAB_FAT_GROUPS", d.fat_groups, FAT_GROUPS_RANGE)?,
+            fat_groups_small: int(
+                "LATLAB_FAT_GROUPS_SMALL",
+                d.fat_groups_small,
+                FAT_GROUPS_RANGE,
+            )?,
             tiled_lm_head: get("LATLAB_TILED_LM_HEAD", d.tiled_lm_head)?,
             norm_epilogue: match var("LATLAB_NORM_EPILOGUE") {
                 None => d.norm_epilogue,

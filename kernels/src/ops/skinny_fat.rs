@@ -6,10 +6,6 @@ use super::skinny::TILE_N;
 use super::skinny_plan::{BULK_STAGE_BYTES, MAX_DYNAMIC_SMEM, ring_stages, skinny_kernel};
 use crate::gpu::{FatBlocks, Tuning};
 
-/// Rings per fat block on grids of two or more tiles per SM, and on smaller ones (as many
-/// as the bulk kernels fit blocks per SM there).
-const FAT_GROUPS: (u32, u32) = (3, 2);
-
 /// The fat-block kernel (skinny_fat.cu, `Tuning::bf16_fat`) that replaces bulk kernel
 /// `name` over x [m, k] and `tiles` 16-row tiles on `sms` SMs, with its rings, their depth
 /// and its dynamic shared memory; None where it does not apply: other than one row, other
@@ -32,9 +28,9 @@ pub(super) fn fat_shape(
         return None;
     }
     let (groups, stages) = if small {
-        (FAT_GROUPS.1, t.bulk_stages_small)
+        (t.fat_groups_small, t.bulk_stages_small)
     } else {
-        (FAT_GROUPS.0, t.bulk_stages)
+        (t.fat_groups, t.bulk_stages)
     };
     // A ring that runs one tile reads each x element once either way: staging x buys it
     // nothing, and the fat CTA still costs its neighbours (engine/PERF.md step 61).

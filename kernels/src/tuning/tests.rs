@@ -47,6 +47,11 @@ fn tuning_reads_switches_and_names_a_bad_value() {
     assert_eq!(fat("large").unwrap(), FatBlocks::Large);
     assert_eq!(fat("small").unwrap(), FatBlocks::Small);
     assert_eq!(fat("reuse").unwrap(), FatBlocks::Reuse);
+    let groups = |v: &str| with(&[("LATLAB_FAT_GROUPS", v)]).map(|t| t.fat_groups);
+    assert_eq!((d.fat_groups, d.fat_groups_small), (3, 2));
+    assert_eq!(groups("1").unwrap(), 1);
+    let e = groups("4").unwrap_err().to_string();
+    assert!(e.contains("LATLAB_FAT_GROUPS=\"4\""), "{e}");
     assert!(FatBlocks::Large.takes(false) && !FatBlocks::Large.takes(true));
     assert!(FatBlocks::Small.takes(true) && !FatBlocks::Small.takes(false));
     let e = fat("yes").unwrap_err().to_string();
