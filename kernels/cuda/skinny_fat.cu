@@ -115,6 +115,7 @@ __device__ __forceinline__ void skinny_fat(const __nv_bfloat16* __restrict__ x,
                 mma_bf16(c, st.a[j].x, st.b[j].x, st.a[j].y, st.b[j].y, st.x[j].x, st.x[j].y);
                 mma_bf16(c, st.a[j].z, st.b[j].z, st.a[j].w, st.b[j].w, st.x[j].z, st.x[j].w);
             }
+            if (k == 0 && tile == first) TRACE_MARK(4);  // first stage multiplied (trace only)
         }
         // Token 0's column of each warp's fragment: c[0] row g, c[2] row g + 8.
         if (q == 0) {
