@@ -131,7 +131,8 @@ pub(super) fn start<'g>(
     xh: bool,
 ) -> Result<(Launch<'g>, Pipe)> {
     let t = gpu.tuning();
-    let small = n.div_ceil(TILE_N) < 2 * gpu.sms();
+    let tiles = n.div_ceil(TILE_N);
+    let small = tiles < 2 * gpu.sms();
     let stages = ring_stages(&t, op.starts_with("skinny_gemm_fp8"), small, m);
     let name = skinny_kernel(&t, op, (m, k), stages);
     check(!xh || name != op, op, || {
@@ -145,16 +146,16 @@ pub(super) fn start<'g>(
     }
     if epi_bytes == 0
         && !xh
-        && let Some((fat, groups, stages, smem)) =
-            fat_shape(&t, name, m, k, (n.div_ceil(TILE_N), gpu.sms()))
+        && let Some((fat, groups, stages, smem)) = fat_shape(&t, name, m, k, (tiles, gpu.sms()))
     {
         let per_sm = gpu.resident_blocks(fat, groups * BULK_THREADS, smem)?;
-        let tiles = n.div_ceil(TILE_N) as u32;
         let pipe = Pipe::Fat {
             groups,
             stages,
             smem,
-            blocks: tiles.div_ceil(groups).min(per_sm * gpu.sms() as u32),
+            blocks: (tiles as u32)
+                .div_ceil(groups)
+                .min(per_sm * gpu.sms() as u32),
         };
         return Ok((Launch::new(gpu, fat)?, pipe));
     }
@@ -181,13 +182,12 @@ pub(super) fn start<'g>(
             )
         },
     )?;
-    let tiles = n.div_ceil(TILE_N) as u32;
     let blocks = if name.contains("_persistent") {
         let smem = stages * BULK_STAGE_BYTES + x_bytes;
         let per_sm = gpu.resident_blocks(name, BULK_THREADS, smem)?;
-        tiles.min(per_sm * gpu.sms() as u32)
+        (tiles as u32).min(per_sm * gpu.sms() as u32)
     } else {
-        tiles
+        tiles as u32
     };
     let pipe = Pipe::Bulk {
         stages,
