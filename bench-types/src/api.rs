@@ -72,6 +72,8 @@ impl NewComparison {
             e.push("title", "is required");
         } else if self.title.len() > 200 {
             e.push("title", "must be at most 200 characters");
+        } else {
+            crate::validate::check_text(&mut e, "title", &self.title, false);
         }
         if self.run_ids.is_empty() {
             e.push("run_ids", "name at least one run");
@@ -83,6 +85,7 @@ impl NewComparison {
         if !(self.view.is_null() || self.view.is_object()) {
             e.push("view", "must be a JSON object");
         }
+        crate::text::check_json(&mut e, "view", &self.view);
         e.into_result()
     }
 }

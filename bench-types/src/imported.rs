@@ -67,13 +67,20 @@ impl ImportedTarget {
         for (field, t) in texts {
             if t.is_some_and(|t| t.len() > limits::MAX_TEXT) {
                 e.push(field, format!("must be at most {} characters", limits::MAX_TEXT));
+            } else if let Some(t) = t {
+                crate::text::check_chars(e, field, t);
             }
         }
         // Commands and sources can be long (multi-line launch scripts) but not unbounded.
         for (field, t) in [("target.source", Some(&self.source)), ("target.command", self.command.as_ref())] {
             if t.is_some_and(|t| t.len() > 8 * limits::MAX_TEXT) {
                 e.push(field, format!("must be at most {} characters", 8 * limits::MAX_TEXT));
+            } else if let Some(t) = t {
+                crate::text::check_chars(e, field, t);
             }
+        }
+        for (i, m) in self.missing.iter().enumerate() {
+            crate::text::check_chars(e, &format!("target.missing[{i}]"), m);
         }
     }
 }

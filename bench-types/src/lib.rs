@@ -11,6 +11,7 @@ pub mod report;
 pub mod result_block;
 pub mod spec;
 pub mod status;
+pub mod text;
 pub mod validate;
 
 pub use api::{ComparisonView, CreatedRuns, NewComparison, RunProgress, RunView};

@@ -112,37 +112,35 @@ impl RunSpec {
         } else if (1..c.len()).any(|i| c[..i].contains(&c[i])) {
             e.push("load.max_concurrency", "values must not repeat");
         }
-        if let Some(r) = self.load.request_rate {
-            if !(r.is_finite() && r > 0.0 && r <= MAX_REQUEST_RATE) {
+        if let Some(r) = self.load.request_rate
+            && !(r.is_finite() && r > 0.0 && r <= MAX_REQUEST_RATE) {
                 e.push("load.request_rate", format!("must be above 0 and at most {MAX_REQUEST_RATE} requests/s (leave empty for inf)"));
             }
-        }
         let b = self.load.burstiness;
         if !(b.is_finite() && b > 0.0 && b <= 1_000.0) {
             e.push("load.burstiness", "must be above 0 and at most 1000");
         }
-        if let Some(t) = self.sampling.temperature {
-            if !(t.is_finite() && (0.0..=2.0).contains(&t)) {
+        if let Some(t) = self.sampling.temperature
+            && !(t.is_finite() && (0.0..=2.0).contains(&t)) {
                 e.push("sampling.temperature", "must be between 0 and 2");
             }
-        }
         if let Some(x) = &self.sampling.extra_body {
             if !x.is_object() {
                 e.push("sampling.extra_body", "must be a JSON object");
             }
+            crate::text::check_json(&mut e, "sampling.extra_body", x);
         }
         if self.warmup_requests > MAX_WARMUP {
             e.push("warmup_requests", format!("must be at most {MAX_WARMUP}"));
         }
         let t = self.request_timeout_s;
-        if !(t.is_finite() && t >= 1.0 && t <= MAX_TIMEOUT_S) {
+        if !(t.is_finite() && (1.0..=MAX_TIMEOUT_S).contains(&t)) {
             e.push("request_timeout_s", format!("must be between 1 and {MAX_TIMEOUT_S} seconds"));
         }
-        if let Some(t) = self.time_limit_s {
-            if !(t.is_finite() && t >= 1.0 && t <= 7.0 * MAX_TIMEOUT_S) {
+        if let Some(t) = self.time_limit_s
+            && !(t.is_finite() && (1.0..=7.0 * MAX_TIMEOUT_S).contains(&t)) {
                 e.push("time_limit_s", "must be between 1 second and 7 days");
             }
-        }
         if self.percentiles.len() > 16 {
             e.push("percentiles", "at most 16 values");
         } else if self.percentiles.iter().any(|p| !(p.is_finite() && *p > 0.0 && *p < 100.0)) {
@@ -153,37 +151,57 @@ impl RunSpec {
             ("goodput.tpot_ms", self.goodput.tpot_ms),
             ("goodput.e2el_ms", self.goodput.e2el_ms),
         ] {
-            if let Some(v) = v {
-                if !(v.is_finite() && v > 0.0) {
+            if let Some(v) = v
+                && !(v.is_finite() && v > 0.0) {
                     e.push(field, "must be a positive number of milliseconds");
                 }
-            }
         }
         e.into_result()
     }
 }
 
-fn check_text(e: &mut ValidationErrors, field: &str, s: &str, may_be_empty: bool) {
+/// A one-line text field: no control characters (line breaks included) and nothing
+/// `text::forbidden_char` refuses.
+pub(crate) fn check_text(e: &mut ValidationErrors, field: &str, s: &str, may_be_empty: bool) {
     if !may_be_empty && s.trim().is_empty() {
         e.push(field, "is required");
     } else if s.len() > limits::MAX_TEXT {
         e.push(field, format!("must be at most {} characters", limits::MAX_TEXT));
+    } else if let Some(c) = crate::text::forbidden_char(s) {
+        e.push(field, format!("must not contain {}", crate::text::describe(c)));
     } else if s.chars().any(char::is_control) {
-        e.push(field, "must not contain control characters");
+        e.push(field, "must not contain control characters (line breaks or tabs)");
     }
 }
 
 /// Paths reach the worker's file system and, for launched engines, an argv: no control
-/// characters, no shell metacharacters, nothing that could be read as a flag.
-fn check_path(e: &mut ValidationErrors, field: &str, p: &str) {
+/// characters, no shell metacharacters, nothing that could be read as a flag, and no `..`
+/// or `~` (the worker reads files only under its configured roots, and a path must say
+/// plainly where it points). Relative paths are relative to the worker's assets folder.
+pub(crate) fn check_path(e: &mut ValidationErrors, field: &str, p: &str) {
+    if let Some(problem) = path_problem(p) {
+        e.push(field, problem);
+    }
+}
+
+/// What is wrong with `p` as a path a request may name, if anything.
+pub fn path_problem(p: &str) -> Option<String> {
     if p.trim().is_empty() {
-        e.push(field, "must not be empty");
+        Some("must not be empty".into())
     } else if p.len() > limits::MAX_TEXT {
-        e.push(field, format!("must be at most {} characters", limits::MAX_TEXT));
+        Some(format!("must be at most {} characters", limits::MAX_TEXT))
     } else if p.starts_with('-') {
-        e.push(field, "must not start with '-'");
+        Some("must not start with '-'".into())
+    } else if let Some(c) = crate::text::forbidden_char(p) {
+        Some(format!("must not contain {}", crate::text::describe(c)))
     } else if let Some(c) = p.chars().find(|c| c.is_control() || "`$;|&<>\"'\\*?!{}".contains(*c)) {
-        e.push(field, format!("must not contain {c:?}"));
+        Some(format!("must not contain {c:?}"))
+    } else if p.starts_with('~') {
+        Some("must not start with '~' (name the folder itself)".into())
+    } else if p.split('/').any(|part| part == "..") {
+        Some("must not contain '..' (files are read only under the worker's configured folders)".into())
+    } else {
+        None
     }
 }
 
@@ -204,6 +222,11 @@ fn check_tokens(e: &mut ValidationErrors, field: &str, n: u32) {
     }
 }
 
+/// Prefix of the environment variables a worker's operator opts in as API keys that runs
+/// may send to their targets. Nothing else in a worker's environment can be named: not
+/// its API token, not `DATABASE_URL`, not whatever else the host happens to export.
+pub const API_KEY_ENV_PREFIX: &str = "LATLAB_KEY_";
+
 fn check_env_name(e: &mut ValidationErrors, field: &str, name: &str) {
     let ok = !name.is_empty()
         && name.len() <= 128
@@ -211,6 +234,11 @@ fn check_env_name(e: &mut ValidationErrors, field: &str, name: &str) {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !ok {
         e.push(field, "must be an environment variable name (letters, digits, '_'), not the key itself");
+    } else if !name.starts_with(API_KEY_ENV_PREFIX) || name.len() == API_KEY_ENV_PREFIX.len() {
+        e.push(
+            field,
+            format!("must name a key the worker's operator opted in: a variable whose name starts with {API_KEY_ENV_PREFIX} (e.g. {API_KEY_ENV_PREFIX}OPENAI)"),
+        );
     }
 }
 
@@ -285,6 +313,41 @@ mod tests {
         assert!(s.validate().is_err());
         s.dataset = Dataset::Jsonl { path: "/data/prompts.jsonl".into() };
         s.validate().unwrap();
+    }
+
+    #[test]
+    fn api_keys_come_only_from_variables_the_operator_opted_in() {
+        let mut s = sample();
+        for name in ["LATLAB_API_TOKEN", "DATABASE_URL", "HOME", "LATLAB_KEY_", "AWS_SECRET_ACCESS_KEY"] {
+            s.target = Target::External { base_url: "http://127.0.0.1:8000".into(), api_key_env: Some(name.into()) };
+            let m = s.validate().unwrap_err().for_field("target.api_key_env").unwrap().to_string();
+            assert!(m.contains("LATLAB_KEY_"), "{name}: {m}");
+        }
+        s.target = Target::External { base_url: "http://127.0.0.1:8000".into(), api_key_env: Some("LATLAB_KEY_OPENAI".into()) };
+        s.validate().unwrap();
+    }
+
+    #[test]
+    fn paths_may_not_climb_out_or_hide_where_they_point() {
+        let mut s = sample();
+        for bad in ["../etc/passwd", "/srv/data/../../etc/shadow", "~/x.jsonl", "a\u{202E}b.jsonl", "x\0"] {
+            s.dataset = Dataset::Jsonl { path: bad.into() };
+            assert!(s.validate().unwrap_err().for_field("dataset.path").is_some(), "{bad:?} accepted");
+        }
+        for good in ["prompts.jsonl", "/srv/latlab/data/prompts.jsonl", "sets/a..b.jsonl"] {
+            s.dataset = Dataset::Jsonl { path: good.into() };
+            s.validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn nul_and_bidi_controls_are_refused_in_text_and_nested_json() {
+        let mut s = sample();
+        s.label = "fast \u{202E}4pu".into();
+        s.sampling.extra_body = Some(serde_json::json!({"chat_template_kwargs": {"x": ["ok", "nul\u{0}"]}}));
+        let e = s.validate().unwrap_err();
+        assert!(e.for_field("label").unwrap().contains("U+202E"), "{e}");
+        assert!(e.for_field("sampling.extra_body.chat_template_kwargs.x[1]").unwrap().contains("NUL"), "{e}");
     }
 
     #[test]

@@ -169,12 +169,12 @@ pub fn NewRunPage() -> impl IntoView {
                         get=|f| f.base_url.clone() set=|f, v| f.base_url = v placeholder="http://127.0.0.1:8000"/>
                     <Field ctx label="API key variable" name="api_key_env" path="target.api_key_env"
                         get=|f| f.api_key_env.clone() set=|f, v| f.api_key_env = v
-                        hint="Name of an environment variable on the worker; the key itself is never stored."/>
+                        hint="A LATLAB_KEY_* variable the worker's operator set (e.g. LATLAB_KEY_OPENAI); the key itself is never stored."/>
                 </div>
                 <div class="group" class:hidden=move || !is("native")()>
                     <Field ctx label="Model source" name="model_source" path="target.model_source"
                         get=|f| f.model_source.clone() set=|f, v| f.model_source = v
-                        hint="A checkpoint folder, or random:<preset> (tiny, qwen3-0.6b, qwen3-8b): random weights, marked as such."/>
+                        hint="A checkpoint folder under the worker's file roots, or random:<preset> (tiny, qwen3-0.6b, qwen3-8b): random weights, marked as such."/>
                     <Choice ctx label="Device" name="device" path="target.device"
                         options=&[("auto", "auto (CUDA if present)"), ("cpu", "CPU"), ("cuda", "CUDA")]
                         get=|f| f.device.clone() set=|f, v| f.device = v/>

@@ -5,11 +5,13 @@
 //! Every string that reaches an argv is checked here, so the browser (wasm) and the server
 //! refuse the same bad input with the same words before anything is started.
 
+mod extra_args;
 mod presets;
 mod render;
 #[cfg(test)]
 mod tests;
 
+pub use extra_args::allowed_flags;
 pub use presets::seed_presets;
 pub use render::RenderedCommand;
 
@@ -22,16 +24,13 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct LaunchedTarget {
     pub engine: LaunchedEngine,
-    /// Model path or Hugging Face id passed to the engine. A pre-quantized checkpoint
-    /// (e.g. `Qwen/Qwen3-8B-FP8`, as the seed study uses) goes here too.
+    /// Hugging Face id, or an absolute path under the worker's configured folders, passed
+    /// to the engine. A pre-quantized checkpoint (e.g. `Qwen/Qwen3-8B-FP8`, as the seed
+    /// study uses) goes here too.
     pub model: String,
     /// How the model is spelled on the command line (SGLang accepts two spellings).
     #[serde(default)]
     pub model_flag: ModelFlag,
-    /// Overrides the launcher: the `vllm` or `trtllm-serve` executable, or the Python
-    /// interpreter that runs `-m sglang.launch_server` (e.g. a venv's `bin/python3`).
-    #[serde(default)]
-    pub executable: Option<String>,
     /// Quantize an unquantized checkpoint on load (`--quantization`). Leave empty for a
     /// checkpoint that is already quantized.
     #[serde(default)]
@@ -48,7 +47,9 @@ pub struct LaunchedTarget {
     /// Turn torch.compile on where the engine leaves it off (SGLang, TensorRT-LLM).
     #[serde(default)]
     pub torch_compile: bool,
-    /// Further engine flags, one word per entry: `["--mem-fraction-static", "0.8"]`.
+    /// Further engine flags, one word per entry: `["--mem-fraction-static", "0.8"]`. Only
+    /// flags that tune performance are accepted (`extra_args::allowed_flags`); the program
+    /// itself is never the request's to choose: each worker's operator configures it.
     #[serde(default)]
     pub extra_args: Vec<String>,
 }
@@ -154,12 +155,9 @@ impl LaunchedTarget {
         use limits::*;
         let engine = self.engine;
         let name = engine_name(engine);
-        check_word(e, "target.model", &self.model);
+        check_model_ref(e, "target.model", &self.model);
         if self.model_flag == ModelFlag::Model && engine != LaunchedEngine::Sglang {
             e.push("target.model_flag", format!("'--model' is SGLang's spelling; {name} takes the model as its first argument"));
-        }
-        if let Some(x) = &self.executable {
-            check_word(e, "target.executable", x);
         }
         if self.quantization.is_some() && engine == LaunchedEngine::TrtLlm {
             e.push("target.quantization", "TensorRT-LLM reads quantization from the checkpoint; use a pre-quantized model such as Qwen/Qwen3-8B-FP8");
@@ -177,14 +175,14 @@ impl LaunchedTarget {
             e.push("target.torch_compile", "vLLM already compiles with torch.compile by default; leave this off");
         }
         let owns_compilation_config = engine == LaunchedEngine::Vllm && self.cuda_graph_max_bs.is_some();
-        check_extra_args(e, engine, owns_compilation_config, &self.extra_args);
+        extra_args::check(e, engine, owns_compilation_config, &self.extra_args);
     }
 }
 
 impl Speculative {
     fn validate_into(&self, engine: LaunchedEngine, e: &mut ValidationErrors) {
         use limits::*;
-        check_word(e, "target.speculative.draft_model", &self.draft_model);
+        check_model_ref(e, "target.speculative.draft_model", &self.draft_model);
         let numbers = [
             ("target.speculative.num_steps", self.num_steps, MAX_SPEC_STEPS),
             ("target.speculative.topk", self.topk, MAX_SPEC_TOPK),
@@ -226,7 +224,7 @@ impl AttentionBackend {
     }
 }
 
-fn engine_name(engine: LaunchedEngine) -> &'static str {
+pub(crate) fn engine_name(engine: LaunchedEngine) -> &'static str {
     match engine {
         LaunchedEngine::Vllm => "vLLM",
         LaunchedEngine::Sglang => "SGLang",
@@ -241,7 +239,7 @@ fn check_range(e: &mut ValidationErrors, field: &str, v: u32, max: u32) {
 }
 
 /// The first problem that keeps `s` from being one argv word: empty, too long, spaces,
-/// control or shell characters.
+/// control, bidirectional or shell characters.
 fn word_problem(s: &str) -> Option<String> {
     if s.is_empty() {
         return Some("must not be empty".into());
@@ -252,6 +250,9 @@ fn word_problem(s: &str) -> Option<String> {
     if let Some(c) = s.chars().find(|c| c.is_control()) {
         return Some(format!("must not contain control characters ({c:?})"));
     }
+    if let Some(c) = crate::text::forbidden_char(s) {
+        return Some(format!("must not contain {}", crate::text::describe(c)));
+    }
     if s.chars().any(char::is_whitespace) {
         return Some("must not contain spaces".into());
     }
@@ -261,54 +262,37 @@ fn word_problem(s: &str) -> Option<String> {
     None
 }
 
-/// A model id, path or executable: one word that cannot be read as a flag.
-fn check_word(e: &mut ValidationErrors, field: &str, s: &str) {
+/// A model for a launched engine: a Hugging Face id (`org/name`), or an absolute path that
+/// the worker resolves under its configured folders. Relative paths are refused: an engine
+/// would read them from its working directory, and they look like ids.
+fn check_model_ref(e: &mut ValidationErrors, field: &str, s: &str) {
     if let Some(problem) = word_problem(s) {
         e.push(field, problem);
     } else if s.starts_with('-') {
         e.push(field, "must not start with '-'");
+    } else if s.starts_with('/') {
+        if let Some(problem) = crate::validate::path_problem(s) {
+            e.push(field, problem);
+        }
+    } else if !is_hf_id(s) {
+        e.push(field, "must be a Hugging Face model id (org/name) or an absolute path under the worker's model folders");
     }
 }
 
-/// `extra_args` must read as flags, each optionally followed by values, and must not set
-/// what a typed field (or the worker) already sets. `owns_compilation_config`: vLLM's
-/// `--compilation-config` carries `cuda_graph_max_bs`, so `-O...` and
-/// `--compilation-config...` would replace it (argparse keeps the last one).
-fn check_extra_args(e: &mut ValidationErrors, engine: LaunchedEngine, owns_compilation_config: bool, args: &[String]) {
-    const FIELD: &str = "target.extra_args";
-    if args.len() > limits::MAX_EXTRA_ARGS {
-        e.push(FIELD, format!("at most {} entries", limits::MAX_EXTRA_ARGS));
-        return;
-    }
-    let mut after_flag = false;
-    for (i, arg) in args.iter().enumerate() {
-        if let Some(problem) = word_problem(arg) {
-            e.push(FIELD, format!("entry {} {problem} (one word per entry)", i + 1));
-            return;
-        }
-        let is_flag = arg.starts_with('-') && !arg[1..].starts_with(|c: char| c.is_ascii_digit() || c == '.');
-        if !is_flag {
-            if !after_flag {
-                e.push(FIELD, format!("{arg:?} is not a flag; extra arguments start with '-' or follow a flag"));
-                return;
-            }
-            continue;
-        }
-        let Some(name) = flag_name(arg) else {
-            e.push(FIELD, format!("{arg:?} is not a flag (expected --name, --name=value or -x)"));
-            return;
-        };
-        let compilation_config = (arg.starts_with("-O") && !arg.starts_with("--"))
-            || name.split('.').next().is_some_and(|n| n.len() >= 3 && "compilation-config".starts_with(n));
-        if owns_compilation_config && compilation_config {
-            e.push(FIELD, format!("{arg:?} would replace the --compilation-config that target.cuda_graph_max_bs sets; remove one of them"));
-            return;
-        }
-        if let Some(owner) = render::owned_flag(engine, &name) {
-            e.push(FIELD, format!("{arg:?} is set by {owner}; remove it from the extra arguments"));
-            return;
-        }
-        after_flag = !arg.contains('=');
+/// `Qwen/Qwen3-8B-FP8`, `gpt2`: Hugging Face's repository id grammar (letters, digits,
+/// `-`, `_`, `.`; at most one `/`; no `..`, no leading or trailing `.` or `-`).
+fn is_hf_id(s: &str) -> bool {
+    let part_ok = |p: &str| {
+        !p.is_empty()
+            && p.len() <= 96
+            && p.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            && !p.starts_with(['.', '-'])
+            && !p.ends_with(['.', '-'])
+            && !p.contains("..")
+    };
+    match s.split_once('/') {
+        Some((org, name)) => part_ok(org) && part_ok(name),
+        None => part_ok(s),
     }
 }
 

@@ -13,7 +13,6 @@ fn plain(engine: LaunchedEngine, model: &str) -> LaunchedTarget {
         engine,
         model: model.to_string(),
         model_flag: ModelFlag::Default,
-        executable: None,
         quantization: None,
         speculative: None,
         attention_backend: None,

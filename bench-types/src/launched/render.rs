@@ -10,10 +10,13 @@
 use super::{AttentionBackend, LaunchQuantization, LaunchedEngine, LaunchedTarget, ModelFlag, SpeculativeAlgorithm};
 use crate::validate::ValidationErrors;
 
-/// What the worker starts: `program` with `args` (no shell), `env` added to its
+/// What the worker starts: the engine's program with `args` (no shell), `env` added to its
 /// environment, and each of `files` written under the config folder first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RenderedCommand {
+    /// The engine's conventional launcher (`vllm`, `python3`, `trtllm-serve`), as shown in
+    /// the UI. The worker runs the executable its operator configured for the engine
+    /// instead: a request never chooses the program.
     pub program: String,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
@@ -62,10 +65,6 @@ impl LaunchedTarget {
         cmd
     }
 
-    fn program(&self, default: &str) -> String {
-        self.executable.clone().unwrap_or_else(|| default.to_string())
-    }
-
     fn render_vllm(&self) -> RenderedCommand {
         let mut args = vec!["serve".to_string(), self.model.clone()];
         if let Some(LaunchQuantization::Fp8) = self.quantization {
@@ -100,7 +99,7 @@ impl LaunchedTarget {
             Some(b) => vec![("VLLM_ATTENTION_BACKEND".to_string(), b.to_string())],
             None => vec![],
         };
-        RenderedCommand { program: self.program("vllm"), args, env, files: vec![] }
+        RenderedCommand { program: "vllm".to_string(), args, env, files: vec![] }
     }
 
     fn render_sglang(&self) -> RenderedCommand {
@@ -140,7 +139,7 @@ impl LaunchedTarget {
         if let Some(bs) = self.cuda_graph_max_bs {
             push(&mut args, "--cuda-graph-max-bs", &bs.to_string());
         }
-        RenderedCommand { program: self.program("python3"), args, env: vec![], files: vec![] }
+        RenderedCommand { program: "python3".to_string(), args, env: vec![], files: vec![] }
     }
 
     fn render_trtllm(&self, config_dir: &str) -> RenderedCommand {
@@ -152,7 +151,7 @@ impl LaunchedTarget {
             push(&mut args, "--extra_llm_api_options", &format!("{dir}/{TRTLLM_CONFIG_FILE}"));
             files.push((TRTLLM_CONFIG_FILE.to_string(), yaml));
         }
-        RenderedCommand { program: self.program("trtllm-serve"), args, env: vec![], files }
+        RenderedCommand { program: "trtllm-serve".to_string(), args, env: vec![], files }
     }
 
     /// TensorRT-LLM's LLM-API options for what has no `trtllm-serve` flag; empty when

@@ -124,12 +124,13 @@ fn the_worker_port_is_added_on_loopback_only_when_given() {
 }
 
 #[test]
-fn extra_args_come_last_and_executable_replaces_the_launcher() {
+fn extra_args_come_last_and_the_program_is_the_engines_own_name() {
     let mut t = preset("sglang-fp8");
-    t.executable = Some("/opt/sglang/bin/python3".into());
     t.extra_args = vec!["--mem-fraction-static".into(), "0.8".into(), "--max_running_requests=8".into(), "--disable-radix-cache".into()];
     let cmd = t.command(Some(9000), "/cfg").unwrap();
-    assert_eq!(cmd.program, "/opt/sglang/bin/python3");
+    // What actually runs is the worker's configured executable for SGLang; the rendered
+    // command names only the conventional launcher.
+    assert_eq!(cmd.program, "python3");
     assert_eq!(
         cmd.args[cmd.args.len() - 8..],
         ["--host", "127.0.0.1", "--port", "9000", "--mem-fraction-static", "0.8", "--max_running_requests=8", "--disable-radix-cache"]
@@ -230,12 +231,15 @@ fn vllm_compilation_config_is_not_overridden_by_extra_args() {
         let m = message(&t, "target.extra_args");
         assert!(m.contains("target.cuda_graph_max_bs"), "{extra:?}: {m}");
     }
-    // Without the typed field the compilation config is the user's.
+    // Without the typed field a compilation level is the user's; a raw compilation
+    // config (JSON, dotted keys) is not on the allow-list.
     t.cuda_graph_max_bs = None;
-    for extra in [&["-O0"][..], &["--compilation-config.level", "0"]] {
+    for extra in [&["-O0"][..], &["-O3"]] {
         t.extra_args = extra.iter().map(|a| a.to_string()).collect();
         assert!(errors(&t).is_empty(), "{extra:?}: {}", errors(&t));
     }
+    t.extra_args = vec!["--compilation-config.level".into(), "0".into()];
+    assert!(message(&t, "target.extra_args").contains("is not among the vLLM flags"));
 }
 
 #[test]
@@ -400,11 +404,10 @@ fn shell_and_control_characters_are_refused_in_every_string() {
     for bad in ["Qwen/Qwen3-8B;rm -rf /", "$(id)", "a`b`", "x|y", "a&b", "a>b", "a\nb", "a\u{7}b", "a b", "-h", ""] {
         let mut t = preset("sglang-fp8-eagle3");
         t.model = bad.into();
-        t.executable = Some(bad.into());
         t.speculative.as_mut().unwrap().draft_model = bad.into();
         t.extra_args = vec!["--served-model-name".into(), bad.into()];
         let e = errors(&t);
-        for f in ["target.model", "target.executable", "target.speculative.draft_model"] {
+        for f in ["target.model", "target.speculative.draft_model"] {
             assert!(e.for_field(f).is_some(), "{bad:?} accepted in {f}: {e}");
         }
         if !bad.starts_with('-') {
@@ -446,9 +449,75 @@ fn extra_args_must_be_flags_that_no_typed_field_sets() {
     let mut t = plain_for(LaunchedEngine::Sglang);
     t.extra_args = vec!["x".into(); limits::MAX_EXTRA_ARGS + 1];
     assert_eq!(message(&t, "target.extra_args"), "at most 64 entries");
-    // Values may look negative; dotted and single-dash flags are flags.
-    t.extra_args = ["--sampling-seed", "-1", "-tp", "1", "--compilation-config.level", "0"].map(String::from).to_vec();
+    // Values may look negative; lists take several values; `=` joins a value.
+    t.extra_args = ["--chunked-prefill-size", "-1", "--cuda-graph-bs", "1", "2", "4", "--tp-size=1", "--enable-metrics"].map(String::from).to_vec();
     assert!(errors(&t).is_empty(), "{}", errors(&t));
+    let mut v = plain_for(LaunchedEngine::Vllm);
+    v.extra_args = ["-tp", "2", "--max-num-seqs", "8", "--gpu-memory-utilization=0.9", "--no-enable-prefix-caching"].map(String::from).to_vec();
+    assert!(errors(&v).is_empty(), "{}", errors(&v));
+}
+
+/// Flags that reach code or files: what an attacker would pass. None is on any allow-list,
+/// and neither are their argparse abbreviations.
+#[test]
+fn extra_args_refuse_every_flag_that_is_not_a_performance_option() {
+    let cases: &[(LaunchedEngine, &[&str])] = &[
+        (LaunchedEngine::Vllm, &["--trust-remote-code"]),
+        (LaunchedEngine::Vllm, &["--trust-remote"]),
+        (LaunchedEngine::Vllm, &["--chat-template", "/etc/shadow"]),
+        (LaunchedEngine::Vllm, &["--allowed-local-media-path", "/"]),
+        (LaunchedEngine::Vllm, &["--tokenizer", "/tmp/evil"]),
+        (LaunchedEngine::Vllm, &["--worker-extension-cls", "evil.Mod"]),
+        (LaunchedEngine::Vllm, &["--download-dir=/etc"]),
+        (LaunchedEngine::Vllm, &["--tp", "2"]),
+        (LaunchedEngine::Sglang, &["--trust-remote-code"]),
+        (LaunchedEngine::Sglang, &["--chat-template", "/etc/shadow"]),
+        (LaunchedEngine::Sglang, &["--speculative-token-map", "/etc/shadow"]),
+        (LaunchedEngine::TrtLlm, &["--trust_remote_code"]),
+        (LaunchedEngine::TrtLlm, &["--tokenizer", "/tmp/evil"]),
+    ];
+    for (engine, args) in cases {
+        let mut t = plain_for(*engine);
+        t.extra_args = args.iter().map(|a| a.to_string()).collect();
+        let m = message(&t, "target.extra_args");
+        assert!(m.contains("is not among the") && m.contains("may only tune performance"), "{args:?}: {m}");
+        assert!(t.command(Some(1), "/cfg").is_err(), "{args:?} rendered");
+    }
+    // Allowed flags with values out of range or off their list.
+    let bad_values: &[(LaunchedEngine, &[&str], &str)] = &[
+        (LaunchedEngine::Sglang, &["--mem-fraction-static", "2"], "at most 1"),
+        (LaunchedEngine::Sglang, &["--mem-fraction-static"], "needs a value"),
+        (LaunchedEngine::Sglang, &["--cuda-graph-bs"], "needs at least one value"),
+        (LaunchedEngine::Sglang, &["--cuda-graph-bs", "1", "x"], "\"x\": must be a whole number"),
+        (LaunchedEngine::Sglang, &["--disable-radix-cache=1"], "takes no value"),
+        (LaunchedEngine::Vllm, &["--dtype", "evil"], "must be one of"),
+        (LaunchedEngine::Vllm, &["--max-num-seqs", "0"], "whole number"),
+        (LaunchedEngine::Vllm, &["--load-format", "pt"], "must be one of"),
+        (LaunchedEngine::Vllm, &["--served-model-name", "a:b"], "letters, digits"),
+    ];
+    for (engine, args, expected) in bad_values {
+        let mut t = plain_for(*engine);
+        t.extra_args = args.iter().map(|a| a.to_string()).collect();
+        let m = message(&t, "target.extra_args");
+        assert!(m.contains(expected), "{args:?}: {m}");
+    }
+    assert!(allowed_flags(LaunchedEngine::Vllm).contains(&"-O3".to_string()));
+    assert!(allowed_flags(LaunchedEngine::Vllm).contains(&"-tp".to_string()));
+    assert!(allowed_flags(LaunchedEngine::Sglang).contains(&"--mem-fraction-static".to_string()));
+}
+
+#[test]
+fn models_are_hugging_face_ids_or_absolute_paths() {
+    for good in ["Qwen/Qwen3-8B-FP8", "gpt2", "AngelSlim/Qwen3-8B_eagle3", "/srv/models/qwen3-8b"] {
+        let mut t = preset("vllm-bf16");
+        t.model = good.into();
+        assert!(errors(&t).is_empty(), "{good}: {}", errors(&t));
+    }
+    for bad in ["./x", "../x", "a/b/c", ".hidden/x", "/srv/../etc", "x/", "~/models", "Qwen/-x"] {
+        let mut t = preset("vllm-bf16");
+        t.model = bad.into();
+        assert!(errors(&t).for_field("target.model").is_some(), "{bad} accepted");
+    }
 }
 
 fn plain_for(engine: LaunchedEngine) -> LaunchedTarget {
