@@ -104,6 +104,7 @@ impl Args {
     }
 
     pub fn to_spec(&self) -> anyhow::Result<RunSpec> {
+        // (local_path below: a RunSpec names files plainly, without `..`.)
         if let Some(path) = &self.spec {
             let text = std::fs::read_to_string(path).with_context(|| format!("cannot read --spec {path}"))?;
             return serde_json::from_str(&text).with_context(|| format!("--spec {path} is not a valid RunSpec"));
@@ -118,14 +119,14 @@ impl Args {
         }
         let Some(model) = self.model.clone() else { bail!("--model is required") };
         let dataset = match self.dataset_name.as_str() {
-            "sharegpt" => Dataset::Sharegpt { path: self.dataset_path.clone(), output_len: self.sharegpt_output_len },
+            "sharegpt" => Dataset::Sharegpt { path: local_path("--dataset-path", &self.dataset_path)?, output_len: self.sharegpt_output_len },
             "random" => Dataset::Random {
                 input_len: self.random_input_len,
                 output_len: self.random_output_len,
                 range_ratio: self.random_range_ratio,
             },
-            _ => match &self.dataset_path {
-                Some(p) => Dataset::Jsonl { path: p.clone() },
+            _ => match local_path("--dataset-path", &self.dataset_path)? {
+                Some(p) => Dataset::Jsonl { path: p },
                 None => bail!("--dataset-name jsonl needs --dataset-path"),
             },
         };
@@ -147,7 +148,7 @@ impl Args {
             label: self.label.clone().unwrap_or_default(),
             target: Target::External { base_url: self.base_url(), api_key_env: None },
             model,
-            tokenizer: self.tokenizer.clone(),
+            tokenizer: local_path("--tokenizer", &self.tokenizer)?,
             backend,
             dataset,
             num_prompts: self.num_prompts,
@@ -179,4 +180,15 @@ fn parse_goodput(items: &[String]) -> anyhow::Result<Goodput> {
         }
     }
     Ok(g)
+}
+
+/// A path from the command line as a `RunSpec` holds it: `..` resolved (a spec refuses
+/// `..`, which on a worker would climb out of its folders; here the path is the user's own).
+fn local_path(flag: &str, p: &Option<String>) -> anyhow::Result<Option<String>> {
+    let Some(p) = p else { return Ok(None) };
+    if !p.split('/').any(|part| part == "..") {
+        return Ok(Some(p.clone()));
+    }
+    let real = std::fs::canonicalize(p).with_context(|| format!("cannot read {flag} {p}"))?;
+    Ok(Some(real.to_string_lossy().into_owned()))
 }

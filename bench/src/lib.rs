@@ -11,6 +11,7 @@ pub mod client;
 pub mod dataset;
 pub mod error;
 pub mod finalize;
+pub mod input_file;
 pub mod metrics;
 pub mod mt19937;
 pub mod np_gamma;

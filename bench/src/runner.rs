@@ -35,31 +35,37 @@ pub struct Prepared {
 }
 
 /// Loads the tokenizer and samples the dataset. Blocking (file I/O, tokenization): call it
-/// from `spawn_blocking` in async code, as `run_benchmark` does.
-pub fn prepare(spec: &RunSpec) -> Result<Prepared, BenchError> {
+/// from `spawn_blocking` in async code, as `prepare_async` does. Stops soon after `cancel`.
+pub fn prepare(spec: &RunSpec, cancel: &CancellationToken) -> Result<Prepared, BenchError> {
     let tokenizer = TokenCounter::for_spec(spec.tokenizer.as_deref())?;
-    let sample = dataset::sample(&spec.dataset, spec.num_prompts as usize, spec.seed, &tokenizer)?;
+    let sample = dataset::sample(&spec.dataset, spec.num_prompts as usize, spec.seed, &tokenizer, cancel)?;
     Ok(Prepared { tokenizer: Arc::new(tokenizer), sample })
+}
+
+/// `prepare` on a blocking thread; returns `Cancelled` as soon as `cancel` fires, whatever
+/// the thread is doing (it notices at its next line or entry and stops).
+pub async fn prepare_async(spec: &RunSpec, cancel: &CancellationToken) -> Result<Prepared, BenchError> {
+    let (owned, token) = (spec.clone(), cancel.clone());
+    let work = tokio::task::spawn_blocking(move || prepare(&owned, &token));
+    tokio::select! {
+        r = work => r.map_err(|e| BenchError::InvalidSpec(format!("dataset preparation panicked: {e}")))?,
+        _ = cancel.cancelled() => Err(BenchError::Cancelled),
+    }
 }
 
 /// Runs a spec with at most one concurrency value (see `RunSpec::expand`).
 pub async fn run_benchmark(spec: &RunSpec, base_url: &str, opts: RunOptions) -> Result<BenchReport, BenchError> {
     check_spec(spec)?;
-    let owned = spec.clone();
-    let prepared = tokio::task::spawn_blocking(move || prepare(&owned))
-        .await
-        .map_err(|e| BenchError::InvalidSpec(format!("dataset preparation panicked: {e}")))??;
+    let prepared = prepare_async(spec, &opts.cancel).await?;
     run_prepared(spec, &prepared, base_url, opts).await
 }
 
 /// Runs every value of a concurrency sweep in turn over one prepared sample; stops at the
 /// first error (including cancellation) and returns the reports made so far with it.
 pub async fn run_sweep(spec: &RunSpec, base_url: &str, opts: RunOptions) -> (Vec<BenchReport>, Option<BenchError>) {
-    let owned = spec.clone();
-    let prepared = match tokio::task::spawn_blocking(move || prepare(&owned)).await {
-        Ok(Ok(p)) => p,
-        Ok(Err(e)) => return (vec![], Some(e)),
-        Err(e) => return (vec![], Some(BenchError::InvalidSpec(format!("dataset preparation panicked: {e}")))),
+    let prepared = match prepare_async(spec, &opts.cancel).await {
+        Ok(p) => p,
+        Err(e) => return (vec![], Some(e)),
     };
     let mut reports = Vec::new();
     for one in spec.expand() {

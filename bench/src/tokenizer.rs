@@ -20,7 +20,10 @@ impl TokenCounter {
                 message: "no such file (run scripts/fetch-assets.sh, or pass --tokenizer)".into(),
             });
         }
-        let tok = tokenizers::Tokenizer::from_file(&file)
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut crate::input_file::open_regular(&file, crate::input_file::MAX_TOKENIZER_BYTES)?, &mut bytes)
+            .map_err(|e| BenchError::io(&file, e))?;
+        let tok = tokenizers::Tokenizer::from_bytes(&bytes)
             .map_err(|e| BenchError::Tokenizer { path: file.clone(), message: e.to_string() })?;
         Ok(TokenCounter { tok, path: file })
     }

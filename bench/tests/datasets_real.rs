@@ -15,9 +15,9 @@ fn tok() -> TokenCounter {
 fn random_prompts_are_seeded_and_near_the_asked_length() {
     let t = tok();
     let ds = Dataset::Random { input_len: 200, output_len: 64, range_ratio: 0.25 };
-    let a = sample(&ds, 20, 7, &t).unwrap();
-    let b = sample(&ds, 20, 7, &t).unwrap();
-    let c = sample(&ds, 20, 8, &t).unwrap();
+    let a = sample(&ds, 20, 7, &t, &bench::CancellationToken::new()).unwrap();
+    let b = sample(&ds, 20, 7, &t, &bench::CancellationToken::new()).unwrap();
+    let c = sample(&ds, 20, 8, &t, &bench::CancellationToken::new()).unwrap();
     assert_eq!(a.requests, b.requests, "same seed, same prompts");
     assert_ne!(a.requests, c.requests);
     for r in &a.requests {
@@ -33,12 +33,12 @@ fn jsonl_errors_name_the_line_and_short_files_are_oversampled() {
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("bad.jsonl");
     std::fs::write(&bad, "{\"prompt\": \"hi there\", \"output_len\": 5}\n\n{\"prompt\": \"x\"}\n").unwrap();
-    let err = sample(&Dataset::Jsonl { path: bad.to_string_lossy().into() }, 5, 0, &tok()).unwrap_err().to_string();
+    let err = sample(&Dataset::Jsonl { path: bad.to_string_lossy().into() }, 5, 0, &tok(), &bench::CancellationToken::new()).unwrap_err().to_string();
     assert!(err.contains("line 3") && err.contains("output_len"), "{err}");
 
     let short = dir.join("short.jsonl");
     std::fs::write(&short, "{\"prompt\": \"hello world\", \"output_len\": 5}\n{\"prompt\": \"the the the\", \"output_len\": 7}\n").unwrap();
-    let s = sample(&Dataset::Jsonl { path: short.to_string_lossy().into() }, 5, 0, &tok()).unwrap();
+    let s = sample(&Dataset::Jsonl { path: short.to_string_lossy().into() }, 5, 0, &tok(), &bench::CancellationToken::new()).unwrap();
     assert_eq!(s.requests.len(), 5);
     assert_eq!(s.requests[1].input_tokens, 3);
     assert!(s.notes.iter().any(|n| n.contains("3 were repeated")), "{:?}", s.notes);

@@ -16,7 +16,7 @@ fn sharegpt_path() -> String {
 
 #[test]
 fn cut_off_file_keeps_every_whole_entry_and_picks_like_vllm() {
-    let file = read_sharegpt(Path::new(&sharegpt_path())).unwrap();
+    let file = read_sharegpt(Path::new(&sharegpt_path()), &bench::CancellationToken::new()).unwrap();
     assert_eq!((file.entries, file.pairs.len(), file.truncated), (17_671, 17_400, true));
 
     let tok = TokenCounter::load(Path::new(&format!("{ASSETS}/qwen3/tokenizer.json"))).unwrap();
@@ -24,7 +24,7 @@ fn cut_off_file_keeps_every_whole_entry_and_picks_like_vllm() {
     // (seed, total input, total output, first three (input, output)) from the Python reference.
     let cases = [(0u64, 18_753u64, 19_238u64, [(15, 318), (211, 195), (82, 343)]), (1, 21_388, 24_482, [(280, 45), (24, 254), (40, 473)])];
     for (seed, want_in, want_out, first) in cases {
-        let s = sample(&ds, 100, seed, &tok).unwrap();
+        let s = sample(&ds, 100, seed, &tok, &bench::CancellationToken::new()).unwrap();
         assert_eq!(s.requests.len(), 100);
         let tin: u64 = s.requests.iter().map(|r| u64::from(r.input_tokens)).sum();
         let tout: u64 = s.requests.iter().map(|r| u64::from(r.output_len)).sum();
@@ -39,6 +39,6 @@ fn cut_off_file_keeps_every_whole_entry_and_picks_like_vllm() {
 fn fixed_output_len_overrides_and_skips_the_output_minimum() {
     let tok = TokenCounter::load(Path::new(&format!("{ASSETS}/qwen3/tokenizer.json"))).unwrap();
     let ds = Dataset::Sharegpt { path: Some(sharegpt_path()), output_len: Some(2) };
-    let s = sample(&ds, 20, 0, &tok).unwrap();
+    let s = sample(&ds, 20, 0, &tok, &bench::CancellationToken::new()).unwrap();
     assert!(s.requests.iter().all(|r| r.output_len == 2 && r.input_tokens >= 4 && r.input_tokens <= 1024));
 }

@@ -6,8 +6,8 @@ use super::{oversample, Sample, SampleRequest};
 use crate::error::BenchError;
 use crate::tokenizer::TokenCounter;
 use serde::Deserialize;
-use std::io::BufRead;
 use std::path::Path;
+use tokio_util::sync::CancellationToken;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -16,11 +16,15 @@ struct Line {
     output_len: u32,
 }
 
-pub fn sample(path: &Path, n: usize, seed: u64, tok: &TokenCounter) -> Result<Sample, BenchError> {
-    let file = std::fs::File::open(path).map_err(|e| BenchError::io(path, e))?;
+pub fn sample(path: &Path, n: usize, seed: u64, tok: &TokenCounter, cancel: &CancellationToken) -> Result<Sample, BenchError> {
+    let file = crate::input_file::open_regular(path, crate::input_file::MAX_DATASET_BYTES)?;
+    let mut reader = std::io::BufReader::new(file);
     let mut requests = Vec::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| BenchError::io(path, e))?;
+    for i in 0.. {
+        let Some(line) = crate::input_file::next_line(&mut reader, i + 1, path)? else { break };
+        if cancel.is_cancelled() {
+            return Err(BenchError::Cancelled);
+        }
         if line.trim().is_empty() {
             continue;
         }

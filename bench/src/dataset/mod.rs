@@ -10,6 +10,7 @@ pub mod sharegpt_reader;
 use crate::error::BenchError;
 use crate::tokenizer::TokenCounter;
 use bench_types::Dataset;
+use tokio_util::sync::CancellationToken;
 
 /// One prompt with its token counts.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,17 +29,18 @@ pub struct Sample {
     pub notes: Vec<String>,
 }
 
-/// Draws `n` requests from `dataset`, deterministically from `seed`.
-pub fn sample(dataset: &Dataset, n: usize, seed: u64, tok: &TokenCounter) -> Result<Sample, BenchError> {
+/// Draws `n` requests from `dataset`, deterministically from `seed`; stops with
+/// `BenchError::Cancelled` soon after `cancel` fires.
+pub fn sample(dataset: &Dataset, n: usize, seed: u64, tok: &TokenCounter, cancel: &CancellationToken) -> Result<Sample, BenchError> {
     match dataset {
         Dataset::Sharegpt { path, output_len } => {
             let path = path.as_ref().map(std::path::PathBuf::from).unwrap_or_else(crate::assets::default_sharegpt_path);
-            sharegpt::sample(&path, n, seed, *output_len, tok)
+            sharegpt::sample(&path, n, seed, *output_len, tok, cancel)
         }
         Dataset::Random { input_len, output_len, range_ratio } => {
             Ok(random::sample(n, *input_len, *output_len, *range_ratio, seed, tok))
         }
-        Dataset::Jsonl { path } => jsonl::sample(std::path::Path::new(path), n, seed, tok),
+        Dataset::Jsonl { path } => jsonl::sample(std::path::Path::new(path), n, seed, tok, cancel),
     }
 }
 

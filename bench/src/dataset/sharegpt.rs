@@ -8,6 +8,7 @@ use crate::error::BenchError;
 use crate::mt19937::Mt19937;
 use crate::tokenizer::TokenCounter;
 use std::path::Path;
+use tokio_util::sync::CancellationToken;
 
 const MIN_LEN: u32 = 4;
 const MAX_PROMPT_LEN: u32 = 1024;
@@ -23,8 +24,8 @@ pub fn is_valid_sequence(prompt_len: u32, output_len: u32, fixed_output: bool) -
     !(prompt_too_short || output_too_short || prompt_too_long || combined_too_long)
 }
 
-pub fn sample(path: &Path, n: usize, seed: u64, output_len: Option<u32>, tok: &TokenCounter) -> Result<Sample, BenchError> {
-    let file = read_sharegpt(path)?;
+pub fn sample(path: &Path, n: usize, seed: u64, output_len: Option<u32>, tok: &TokenCounter, cancel: &CancellationToken) -> Result<Sample, BenchError> {
+    let file = read_sharegpt(path, cancel)?;
     let mut notes = vec![format!(
         "ShareGPT {}: kept {} complete entries ({} with at least two turns){}",
         path.display(),

@@ -173,7 +173,11 @@ async fn chat(State(script): State<Arc<Script>>, body: Bytes) -> Response {
 pub fn tokenizer_path() -> String {
     match std::env::var("LATLAB_ASSETS_DIR") {
         Ok(dir) => format!("{dir}/qwen3/tokenizer.json"),
-        Err(_) => concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache/qwen3/tokenizer.json").to_string(),
+        // Resolved: a RunSpec names files without `..`.
+        Err(_) => std::fs::canonicalize(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache/qwen3/tokenizer.json"))
+            .expect("the Qwen3 tokenizer (scripts/fetch-assets.sh)")
+            .to_string_lossy()
+            .into_owned(),
     }
 }
 
