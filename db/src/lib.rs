@@ -8,6 +8,7 @@ pub mod queue;
 pub mod requests;
 pub mod results;
 pub mod runs;
+pub mod sessions;
 
 pub use error::DbError;
 pub use sqlx::PgPool;

@@ -25,7 +25,11 @@ pub struct ServerConfig {
     /// `LATLAB_ENGINE_START_TIMEOUT_S` (900).
     pub worker: crate::worker::WorkerConfig,
     /// `LATLAB_API_TOKEN`: needed for writes. Required when `LATLAB_ADDR` is not loopback.
+    /// Surrounding whitespace (a newline from `$(cat token-file)`) is not part of it.
     pub api_token: Option<String>,
+    /// `LATLAB_ALLOWED_HOSTS`: host names requests may carry, beyond loopback names.
+    /// Required when `LATLAB_ADDR` listens on every address.
+    pub allowed_hosts: crate::request_guard::AllowedHosts,
     /// `LATLAB_SEED` (default 1): load the seed study as a reference comparison on first
     /// start; 0 starts with an empty store.
     pub load_seed: bool,
@@ -33,11 +37,14 @@ pub struct ServerConfig {
 
 impl ServerConfig {
     pub fn from_env() -> anyhow::Result<Self> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        Self::from_lookup(|k| std::env::var(k).ok(), &vars)
     }
 
     /// Reads from any lookup function, so tests need not touch the process environment.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
+    /// `vars` is the whole environment (engines' pass-through list and API keys are
+    /// picked from it).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, vars: &[(String, String)]) -> anyhow::Result<Self> {
         let non_empty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
         let addr = non_empty("LATLAB_ADDR").unwrap_or_else(|| "127.0.0.1:3000".into());
         let addr: SocketAddr = addr.parse().with_context(|| format!("LATLAB_ADDR={addr:?} is not an address like 127.0.0.1:3000"))?;
@@ -85,11 +92,11 @@ impl ServerConfig {
             engine_bin,
             engine_start_timeout: secs("LATLAB_ENGINE_START_TIMEOUT_S", 900.0, 86_400.0)?,
             run_time_limit: secs("LATLAB_RUN_TIME_LIMIT_S", 7200.0, 7.0 * 86_400.0)?,
-            scratch_dir: data_dir.join("scratch"),
+            host: crate::worker::WorkerHost::from_lookup(&get, vars, &data_dir)?,
         };
-        let api_token = non_empty("LATLAB_API_TOKEN");
+        let api_token = non_empty("LATLAB_API_TOKEN").map(|t| t.trim().to_string());
         if let Some(t) = &api_token {
-            if t.trim().len() < 16 {
+            if t.len() < 16 {
                 bail!("LATLAB_API_TOKEN is too short: use at least 16 characters (e.g. `openssl rand -hex 24`)");
             }
         } else if !addr.ip().is_loopback() {
@@ -102,7 +109,9 @@ impl ServerConfig {
             Some("0") => false,
             Some(v) => bail!("LATLAB_SEED={v:?} must be 0 or 1"),
         };
+        let allowed_hosts = crate::request_guard::AllowedHosts::parse(non_empty("LATLAB_ALLOWED_HOSTS").as_deref(), addr)?;
         Ok(ServerConfig {
+            allowed_hosts,
             load_seed,
             api_token,
             worker,
@@ -138,7 +147,8 @@ mod tests {
 
     fn cfg(pairs: &[(&str, &str)]) -> anyhow::Result<ServerConfig> {
         let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        ServerConfig::from_lookup(|k| m.get(k).cloned())
+        let vars: Vec<(String, String)> = m.clone().into_iter().collect();
+        ServerConfig::from_lookup(|k| m.get(k).cloned(), &vars)
     }
 
     #[test]
@@ -163,8 +173,10 @@ mod tests {
         let e = cfg(&[("LATLAB_ADDR", "0.0.0.0:3000")]).unwrap_err().to_string();
         assert!(e.contains("LATLAB_API_TOKEN"), "{e}");
         assert!(cfg(&[("LATLAB_ADDR", "0.0.0.0:3000"), ("LATLAB_API_TOKEN", "short")]).is_err());
-        let c = cfg(&[("LATLAB_ADDR", "0.0.0.0:3000"), ("LATLAB_API_TOKEN", "0123456789abcdef0123")]).unwrap();
-        assert_eq!(c.api_token.as_deref(), Some("0123456789abcdef0123"));
+        let e = cfg(&[("LATLAB_ADDR", "0.0.0.0:3000"), ("LATLAB_API_TOKEN", "0123456789abcdef0123")]).unwrap_err().to_string();
+        assert!(e.contains("LATLAB_ALLOWED_HOSTS"), "{e}");
+        let c = cfg(&[("LATLAB_ADDR", "0.0.0.0:3000"), ("LATLAB_API_TOKEN", " 0123456789abcdef0123\n"), ("LATLAB_ALLOWED_HOSTS", "lab.example")]).unwrap();
+        assert_eq!(c.api_token.as_deref(), Some("0123456789abcdef0123"), "whitespace around a token is not part of it");
         let c = cfg(&[("LATLAB_WORKERS", "2"), ("LATLAB_LEASE_S", "3"), ("LATLAB_HEARTBEAT_S", "0.5")]).unwrap();
         assert_eq!((c.worker.slots, c.worker.lease.as_millis(), c.worker.heartbeat.as_millis()), (2, 3000, 500));
     }

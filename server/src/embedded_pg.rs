@@ -7,7 +7,7 @@
 //! belong to that user.
 
 use anyhow::{bail, Context};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,10 +15,8 @@ use std::process::Command;
 const SUPERUSER: &str = "latlab";
 const DATABASE: &str = "latlab";
 
-/// True when this process runs with uid 0.
-pub fn running_as_root() -> bool {
-    std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
-}
+pub use crate::unix_user::running_as_root;
+use crate::unix_user::{check_reachable, lookup_user};
 
 #[derive(Debug, Clone)]
 pub struct EmbeddedPostgres {
@@ -46,7 +44,7 @@ impl EmbeddedPostgres {
             }
         }
         let run_as = if running_as_root() {
-            Some(lookup_user("postgres").context(
+            Some(lookup_user("postgres").map(|u| (u.uid, u.gid)).context(
                 "latlab runs as root and Postgres refuses to: a 'postgres' system user is needed to run the embedded cluster \
                  (Debian's postgresql package creates it), or set DATABASE_URL",
             )?)
@@ -131,7 +129,8 @@ impl EmbeddedPostgres {
         if let Some((uid, gid)) = self.run_as {
             std::os::unix::fs::chown(&self.cluster, Some(uid), Some(gid))
                 .with_context(|| format!("giving {} to the postgres user", self.cluster.display()))?;
-            check_reachable(&self.cluster, uid)?;
+            let user = crate::unix_user::UnixUser { name: "postgres".into(), uid, gid };
+            check_reachable(&self.cluster, &user, "choose a LATLAB_DATA_DIR outside it, e.g. /var/lib/latlab")?;
         }
         let out = self
             .pg(Command::new(self.bin.join("initdb")))
@@ -213,34 +212,6 @@ fn find_bin_dir() -> Option<PathBuf> {
         .split(':')
         .map(PathBuf::from)
         .find(|d| d.join("initdb").exists() && d.join("pg_ctl").exists())
-}
-
-/// (uid, gid) of a user from /etc/passwd.
-fn lookup_user(name: &str) -> anyhow::Result<(u32, u32)> {
-    let passwd = std::fs::read_to_string("/etc/passwd").context("reading /etc/passwd")?;
-    passwd
-        .lines()
-        .map(|l| l.split(':').collect::<Vec<_>>())
-        .find(|f| f.len() > 3 && f[0] == name)
-        .and_then(|f| Some((f[2].parse().ok()?, f[3].parse().ok()?)))
-        .with_context(|| format!("no user {name:?} in /etc/passwd"))
-}
-
-/// Every ancestor must be searchable by the postgres user, or initdb fails obscurely.
-fn check_reachable(dir: &Path, uid: u32) -> anyhow::Result<()> {
-    for anc in dir.ancestors().skip(1) {
-        let m = std::fs::metadata(anc)?;
-        let mode = m.permissions().mode();
-        let ok = if m.uid() == uid { mode & 0o100 != 0 } else { mode & 0o001 != 0 };
-        if !ok {
-            bail!(
-                "the postgres user cannot enter {} (mode {:o}); choose a LATLAB_DATA_DIR outside it, e.g. /var/lib/latlab",
-                anc.display(),
-                mode & 0o777
-            );
-        }
-    }
-    Ok(())
 }
 
 fn tail(path: &Path, n: usize) -> String {

@@ -7,10 +7,12 @@ pub mod auth;
 pub mod config;
 pub mod embedded_pg;
 pub mod import_page;
+pub mod request_guard;
 pub mod router;
 pub mod seed;
 pub mod state;
 pub mod store;
+pub mod unix_user;
 pub mod worker;
 
 pub use config::ServerConfig;

@@ -24,6 +24,8 @@ enum Cmd {
     /// Only run workers: claim queued runs from DATABASE_URL's database and execute them
     /// (one per slot/GPU). This is how latlab grows past one machine.
     Worker,
+    /// End every signed-in browser session now (programs using the token are unaffected).
+    RevokeSessions,
 }
 
 #[tokio::main]
@@ -43,7 +45,7 @@ async fn run(cmd: Cmd) -> anyhow::Result<()> {
     let (url, embedded) = match (&config.database_url, &cmd) {
         (Some(url), _) => (url.clone(), None),
         (None, Cmd::Worker) => anyhow::bail!("`latlab worker` needs DATABASE_URL: the database the web server uses"),
-        (None, Cmd::Serve) => {
+        (None, Cmd::Serve | Cmd::RevokeSessions) => {
             let pg = EmbeddedPostgres::new(&config.data_dir, config.pg_bin.as_deref())?;
             tracing::info!(cluster = %pg.cluster_dir().display(), "DATABASE_URL unset: starting the embedded Postgres cluster");
             let url = pg.start().await?;
@@ -53,6 +55,7 @@ async fn run(cmd: Cmd) -> anyhow::Result<()> {
     let result = match cmd {
         Cmd::Serve => serve(&config, &url).await,
         Cmd::Worker => work(&config, &url).await,
+        Cmd::RevokeSessions => revoke_sessions(&config, &url).await,
     };
     if let Some(pg) = embedded {
         tracing::info!("stopping the embedded Postgres cluster");
@@ -65,7 +68,13 @@ async fn run(cmd: Cmd) -> anyhow::Result<()> {
 
 async fn serve(config: &ServerConfig, url: &str) -> anyhow::Result<()> {
     let pool = db::connect(url, config.db_max_connections).await.context("opening the database")?;
-    let state = AppState::new(pool.clone(), &config.site_root.to_string_lossy(), config.addr).with_api_token(config.api_token.clone());
+    let state = AppState::new(pool.clone(), &config.site_root.to_string_lossy(), config.addr)
+        .with_api_token(config.api_token.clone())
+        .with_allowed_hosts(config.allowed_hosts.clone());
+    if let Some(auth) = &state.auth {
+        let n = db::sessions::purge(&pool, auth.fingerprint()).await.context("cleaning up sessions")?;
+        tracing::info!(removed = n, "old sign-in sessions removed");
+    }
     // The reference comparison, stored once (later starts find it and skip).
     if config.load_seed {
         server::seed::load(&pool).await.context("loading the seed study")?;
@@ -77,7 +86,9 @@ async fn serve(config: &ServerConfig, url: &str) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     let workers = tokio::spawn(server::worker::run_workers(pool.clone(), config.worker.clone(), shutdown.clone()));
     tracing::info!("latlab listening on http://{} ({} run worker slot(s))", listener.local_addr()?, config.worker.slots);
-    let served = axum::serve(listener, router(state)).with_graceful_shutdown(shutdown_signal()).await;
+    // Client addresses feed the sign-in limiter.
+    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await;
     shutdown.cancel();
     let _ = workers.await;
     pool.close().await;
@@ -95,6 +106,14 @@ async fn work(config: &ServerConfig, url: &str) -> anyhow::Result<()> {
     shutdown_signal().await;
     shutdown.cancel();
     let _ = workers.await;
+    pool.close().await;
+    Ok(())
+}
+
+async fn revoke_sessions(config: &ServerConfig, url: &str) -> anyhow::Result<()> {
+    let pool = db::connect(url, config.db_max_connections.min(2)).await.context("opening the database")?;
+    let n = db::sessions::revoke_all(&pool).await?;
+    println!("revoked {n} session(s)");
     pool.close().await;
     Ok(())
 }

@@ -37,6 +37,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/login", get(crate::auth::login_page).post(crate::auth::login))
+        .route("/logout", axum::routing::post(crate::auth::logout))
         .nest("/api", crate::api::routes())
         // The import form's post; GET /import is the Leptos page below.
         .route(
@@ -52,6 +53,8 @@ pub fn router(state: AppState) -> Router {
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(app::shell))
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::require_for_writes))
+        // Outside auth: Host and cross-origin checks apply with or without a token.
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::request_guard::guard))
         // The outer cap is the import size; every route but the imports lowers it to
         // MAX_BODY_BYTES with DefaultBodyLimit (see api::routes and POST /import above).
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -70,9 +73,9 @@ pub fn router(state: AppState) -> Router {
 async fn healthz(State(st): State<AppState>) -> (StatusCode, Json<serde_json::Value>) {
     match sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&st.pool).await {
         Ok(_) => (StatusCode::OK, Json(serde_json::json!({ "status": "ok", "database": "ok" }))),
-        Err(e) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(serde_json::json!({ "status": "unavailable", "database": e.to_string() })),
-        ),
+        Err(e) => {
+            tracing::error!(error = %e, "health check: database unreachable");
+            (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({ "status": "unavailable", "database": "unreachable" })))
+        }
     }
 }

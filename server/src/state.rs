@@ -11,6 +11,8 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     /// Set when writes need the API token (latlab listens beyond loopback).
     pub auth: Option<crate::auth::Auth>,
+    /// Host names requests may carry (`LATLAB_ALLOWED_HOSTS`).
+    pub allowed_hosts: crate::request_guard::AllowedHosts,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -26,6 +28,12 @@ impl AppState {
         self
     }
 
+    /// Answers requests for these host names only.
+    pub fn with_allowed_hosts(mut self, hosts: crate::request_guard::AllowedHosts) -> Self {
+        self.allowed_hosts = hosts;
+        self
+    }
+
     pub fn new(pool: PgPool, site_root: &str, addr: std::net::SocketAddr) -> Self {
         let leptos_options = LeptosOptions::builder()
             .output_name("latlab")
@@ -33,6 +41,6 @@ impl AppState {
             .site_pkg_dir("pkg")
             .site_addr(addr)
             .build();
-        AppState { pool, leptos_options, auth: None }
+        AppState { pool, leptos_options, auth: None, allowed_hosts: crate::request_guard::AllowedHosts::loopback() }
     }
 }

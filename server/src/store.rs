@@ -11,9 +11,11 @@ pub struct DbStore {
     pub pool: PgPool,
 }
 
+/// A database failure as pages see it: a reference into the log, never the error itself.
 fn internal(e: DbError) -> StoreError {
-    tracing::error!(error = %e, "database error");
-    StoreError::Internal(e.to_string())
+    let reference = rand::random::<u32>();
+    tracing::error!(reference = format!("{reference:08x}"), error = %e, "database error");
+    StoreError::Internal(format!("internal error (reference {reference:08x} in the server's log)"))
 }
 
 /// Validates and stores `spec`: one run per sweep value and, for a sweep, a comparison
@@ -33,6 +35,11 @@ pub async fn create_run_set(pool: &PgPool, specs: Vec<RunSpec>) -> Result<Create
     };
     for spec in &specs {
         spec.validate().map_err(StoreError::Invalid)?;
+        if matches!(spec.target, bench_types::Target::Imported(_)) {
+            let mut e = ValidationErrors::default();
+            e.push("target.kind", "imported results are not run: send them to POST /api/imports (or the import page)");
+            return Err(StoreError::Invalid(e));
+        }
     }
     let expanded: Vec<RunSpec> = specs.iter().flat_map(RunSpec::expand).collect();
     let mut tx = pool.begin().await.map_err(|e| internal(e.into()))?;

@@ -1,5 +1,6 @@
 //! API errors as JSON: `{"error": {"message": "...", "fields": [{"field", "message"}]}}`,
-//! with 400 for bad input (naming the field), 404, 415, 500.
+//! with 400 for bad input (naming the field), 404, 415, 500. A 500's details stay in the
+//! server's log.
 
 use app::store::StoreError;
 use axum::http::StatusCode;
@@ -30,10 +31,7 @@ impl From<db::DbError> for ApiError {
     fn from(e: db::DbError) -> Self {
         match e {
             db::DbError::RunNotFound(id) => ApiError::NotFound(format!("no run with id {id}")),
-            other => {
-                tracing::error!(error = %other, "database error");
-                ApiError::Internal(other.to_string())
-            }
+            other => ApiError::Internal(other.to_string()),
         }
     }
 }
@@ -52,7 +50,13 @@ impl ApiError {
             ApiError::UnsupportedMediaType(m) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, m, vec![]),
             ApiError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, m, vec![]),
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, m, vec![]),
-            ApiError::Internal(m) => (StatusCode::INTERNAL_SERVER_ERROR, m, vec![]),
+            // The details (a database error, say) go to the log; the client gets a
+            // reference to find them by, never the details themselves.
+            ApiError::Internal(m) => {
+                let reference = rand::random::<u32>();
+                tracing::error!(reference = format!("{reference:08x}"), error = %m, "internal error");
+                (StatusCode::INTERNAL_SERVER_ERROR, format!("internal error (reference {reference:08x} in the server's log)"), vec![])
+            }
         }
     }
 }

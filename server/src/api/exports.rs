@@ -7,7 +7,8 @@ use super::ApiError;
 use crate::AppState;
 use app::components::charts::facts::{hardware, imported, marks, stat_value};
 use app::components::charts::{render, ChartKind, ChartView, Stat};
-use axum::extract::{Path, Query, State};
+use super::query::ApiQuery;
+use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::IntoResponse;
 use bench_types::{ComparisonView, MetricKind};
@@ -96,7 +97,7 @@ pub async fn records_of(pool: &db::PgPool, ids: &[i64]) -> Result<Vec<(i64, Vec<
 }
 
 /// `/c/{slug}/chart.svg?chart=..&metric=..&p=..&baseline=..&log=1`.
-pub async fn chart_svg(State(st): State<AppState>, Path(slug): Path<String>, Query(q): Query<HashMap<String, String>>) -> Result<impl IntoResponse, ApiError> {
+pub async fn chart_svg(State(st): State<AppState>, Path(slug): Path<String>, ApiQuery(q): ApiQuery<HashMap<String, String>>) -> Result<impl IntoResponse, ApiError> {
     let c = load(&st, &slug).await?;
     let view = ChartView::from_query(|k| q.get(k).cloned());
     let records = if view.kind == ChartKind::Cdf {

@@ -21,6 +21,11 @@ pub async fn create(State(st): State<AppState>, JsonBody(req): JsonBody<ImportRe
 /// (`crate::import_page`) both come here. A bad file is `ApiError::BadRequest` naming the
 /// problem, and nothing is stored.
 pub async fn store(pool: &sqlx::PgPool, req: &ImportRequest) -> Result<CreatedRuns, ApiError> {
+    // The page's form reaches here without the JSON extractor's check: the same refusal.
+    let as_json = serde_json::to_value(req).map_err(|e| ApiError::Internal(e.to_string()))?;
+    if let Some((path, c)) = bench_types::text::find_in_json("", &as_json) {
+        return Err(ApiError::BadRequest(format!("import refused: {path} must not contain {}", bench_types::text::describe(c))));
+    }
     let runs = req.into_runs().map_err(|e| ApiError::BadRequest(format!("import refused: {e}")))?;
     let rows: Vec<NewImportedRun> = runs
         .iter()

@@ -29,14 +29,21 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
                 ApiError::BadRequest(format!("could not read the body: {e}"))
             }
         })?;
-        let de = &mut serde_json::Deserializer::from_slice(&bytes);
-        match serde_path_to_error::deserialize::<_, T>(de) {
+        // Syntax first, then characters no stored text may hold (anywhere, however deep),
+        // then the shape: each error names where it is.
+        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
+        if let Some((path, c)) = bench_types::text::find_in_json("", &value) {
+            let mut v = ValidationErrors::default();
+            v.push(&path, format!("must not contain {}", bench_types::text::describe(c)));
+            return Err(ApiError::Invalid(v));
+        }
+        match serde_path_to_error::deserialize::<_, T>(value) {
             Ok(v) => Ok(JsonBody(v)),
             Err(e) => {
                 let path = e.path().to_string();
                 let inner = e.into_inner();
-                // Syntax errors have no meaningful path ("?"); type errors at the top level have ".".
-                if inner.is_syntax() || inner.is_eof() || path == "." || path == "?" || path.is_empty() {
+                // Type errors at the top level have the path ".".
+                if path == "." || path == "?" || path.is_empty() {
                     return Err(ApiError::BadRequest(format!("invalid JSON body: {inner}")));
                 }
                 let mut v = ValidationErrors::default();

@@ -6,6 +6,7 @@ mod error;
 pub mod exports;
 pub mod imports;
 mod json_body;
+mod query;
 mod runs;
 
 pub use error::ApiError;

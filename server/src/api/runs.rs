@@ -3,7 +3,8 @@
 use super::json_body::JsonBody;
 use super::ApiError;
 use crate::AppState;
-use axum::extract::{Path, Query, State};
+use super::query::ApiQuery;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use bench_types::{CreatedRuns, RequestRecord, RunSpec, RunView};
@@ -21,7 +22,7 @@ pub struct ListQuery {
     before: Option<i64>,
 }
 
-pub async fn list(State(st): State<AppState>, Query(q): Query<ListQuery>) -> Result<Json<Vec<RunView>>, ApiError> {
+pub async fn list(State(st): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<Vec<RunView>>, ApiError> {
     let limit = q.limit.unwrap_or(50);
     if !(1..=500).contains(&limit) {
         return Err(ApiError::BadRequest("limit must be between 1 and 500".into()));

@@ -3,7 +3,7 @@
 //! store the report in one transaction — or record why it failed, was cancelled, or
 //! (lease lost) write nothing at all.
 
-use super::{EngineProcess, LogRing, WorkerConfig};
+use super::{EngineProcess, Launch, LogRing, WorkerConfig};
 use bench::{BenchError, CancellationToken, Progress, RunOptions};
 use bench_types::{RunProgress, RunSpec, RunStatus, Target};
 use db::queue::Lease;
@@ -31,7 +31,7 @@ pub async fn execute(pool: &PgPool, cfg: &WorkerConfig, slot: u32, worker: &str,
         }
     };
     let spec = run.spec;
-    let log = LogRing::default();
+    let log = LogRing::redacting(cfg.host.secrets.iter().map(|s| s.expose().to_string()));
     let cancel = CancellationToken::new();
     let reason: Arc<Mutex<Option<StopReason>>> = Arc::default();
     let (progress_tx, progress_rx) = tokio::sync::watch::channel(Progress::default());
@@ -141,26 +141,27 @@ async fn run_target(
     progress: bench::ProgressTx,
     phase: &Mutex<&'static str>,
 ) -> Result<bench_types::BenchReport, String> {
-    let gpu_env = if cfg.slots > 1 { vec![("CUDA_VISIBLE_DEVICES".to_string(), slot.to_string())] } else { vec![] };
+    // Files the spec names are read only under this host's roots, by their real paths.
+    let spec = &cfg.host.roots.resolve_spec(spec)?;
     let (base_url, api_key, engine) = match &spec.target {
         Target::External { base_url, api_key_env } => {
             let key = match api_key_env {
                 None => None,
-                Some(name) => Some(std::env::var(name).map_err(|_| {
-                    format!("the API key variable {name} is not set in this worker's environment")
-                })?),
+                Some(name) => Some(cfg.host.api_key(name)?.expose().to_string()),
             };
             (base_url.trim_end_matches('/').to_string(), key, None)
         }
         Target::Native(n) => {
             let args = super::native::engine_args(n, &spec.model);
-            let program = cfg.engine_bin.to_string_lossy().to_string();
-            let mut env = gpu_env.clone();
+            let mut extra = cfg.host.native_env.clone();
+            let assets = super::file_roots::real_or_given(&cfg.host.roots.assets);
+            extra.push(("LATLAB_ASSETS_DIR".into(), assets.to_string_lossy().into_owned()));
             if !n.cuda_graphs {
                 // The engine reads this at start (engine/src/model/cuda): decode runs eagerly.
-                env.push(("LATLAB_CUDA_GRAPHS".to_string(), "0".to_string()));
+                extra.push(("LATLAB_CUDA_GRAPHS".to_string(), "0".to_string()));
             }
-            let mut p = EngineProcess::spawn(&program, &args, &env, log.clone()).map_err(|e| format!("{e:#}"))?;
+            let launch = engine_launch(cfg, slot, &cfg.engine_bin, &args, extra);
+            let mut p = EngineProcess::spawn(&launch, log.clone()).map_err(|e| format!("{e:#}"))?;
             let url = tokio::select! {
                 r = p.wait_listening(cfg.engine_start_timeout) => r.map_err(|e| format!("{e:#}"))?,
                 _ = cancel.cancelled() => { p.stop(Duration::from_secs(5)).await; return Err("stopped while the engine started".into()); }
@@ -168,18 +169,17 @@ async fn run_target(
             (url, None, Some(p))
         }
         Target::Launched(l) => {
+            let program = cfg.host.program_for(l.engine)?;
             let port = free_port().map_err(|e| format!("no free port for the engine: {e}"))?;
-            let dir = cfg.scratch_dir.join(format!("run-{}", std::process::id())).join(format!("slot-{slot}"));
-            std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+            let dir = launch_dir(cfg, slot)?;
             // Validated again here: bad options never start anything.
             let cmd = l.command(Some(port), &dir.to_string_lossy()).map_err(|e| format!("invalid launch options: {e}"))?;
             for (name, content) in &cmd.files {
                 let path = dir.join(name);
                 std::fs::write(&path, content).map_err(|e| format!("writing {}: {e}", path.display()))?;
             }
-            let mut env = gpu_env.clone();
-            env.extend(cmd.env.iter().cloned());
-            let mut p = EngineProcess::spawn(&cmd.program, &cmd.args, &env, log.clone()).map_err(|e| format!("{e:#}"))?;
+            let launch = engine_launch(cfg, slot, &program, &cmd.args, cmd.env.clone());
+            let mut p = EngineProcess::spawn(&launch, log.clone()).map_err(|e| format!("{e:#}"))?;
             let url = format!("http://127.0.0.1:{port}");
             tokio::select! {
                 r = p.wait_http_ready(&url, "/health", cfg.engine_start_timeout) => r.map_err(|e| format!("{e:#}"))?,
@@ -192,7 +192,8 @@ async fn run_target(
     *phase.lock().unwrap() = "benchmarking";
     let opts = RunOptions { api_key, progress: Some(progress), cancel: cancel.clone() };
     let outcome = bench::run_benchmark(spec, &base_url, opts).await;
-    let outcome = match (outcome, engine) {
+    
+    match (outcome, engine) {
         (r, None) => r.map_err(bench_error),
         (r, Some(mut p)) => {
             // An engine that died mid-run makes every later request fail; say so
@@ -204,8 +205,32 @@ async fn run_target(
                 (r, None) => r.map_err(bench_error),
             }
         }
-    };
-    outcome
+    }
+}
+
+/// How this host starts an engine: its environment (the host's pass-through list, the GPU
+/// of this slot, then `extra`), its user and its home.
+fn engine_launch<'a>(cfg: &'a WorkerConfig, slot: u32, program: &'a std::path::Path, args: &'a [String], extra: Vec<(String, String)>) -> Launch<'a> {
+    let mut env = cfg.host.engine_env.clone();
+    if cfg.slots > 1 {
+        env.retain(|(k, _)| k != "CUDA_VISIBLE_DEVICES");
+        env.push(("CUDA_VISIBLE_DEVICES".to_string(), slot.to_string()));
+    }
+    env.extend(extra);
+    Launch { program, args, env, user: cfg.host.engine_user.as_ref(), home: &cfg.host.engine_home }
+}
+
+/// This slot's folder for an engine's generated config files, inside the engines' home and
+/// owned by the engine user.
+fn launch_dir(cfg: &WorkerConfig, slot: u32) -> Result<std::path::PathBuf, String> {
+    let dir = cfg.host.engine_home.join("launch").join(format!("slot-{slot}"));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    if let Some(u) = &cfg.host.engine_user {
+        for d in [dir.parent().expect("launch/ has a parent"), &dir] {
+            std::os::unix::fs::chown(d, Some(u.uid), Some(u.gid)).map_err(|e| format!("giving {} to {}: {e}", d.display(), u.name))?;
+        }
+    }
+    Ok(dir)
 }
 
 /// A port nothing listens on right now (the engine binds it a moment later).

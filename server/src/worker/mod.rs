@@ -4,10 +4,13 @@
 
 mod engine_process;
 mod execute;
+pub mod file_roots;
+pub mod host;
 mod log_ring;
 mod native;
 
-pub use engine_process::EngineProcess;
+pub use engine_process::{EngineProcess, Launch};
+pub use host::WorkerHost;
 pub use log_ring::LogRing;
 
 use bench::CancellationToken;
@@ -33,8 +36,8 @@ pub struct WorkerConfig {
     pub engine_start_timeout: Duration,
     /// Default wall-clock limit of one run (a spec may ask for less).
     pub run_time_limit: Duration,
-    /// Where launched engines' generated config files go.
-    pub scratch_dir: PathBuf,
+    /// What the host decides: engines, their user and environment, file roots, API keys.
+    pub host: WorkerHost,
 }
 
 impl WorkerConfig {
@@ -52,7 +55,14 @@ pub fn default_id_prefix() -> String {
 /// Runs `cfg.slots` worker loops until `shutdown` is cancelled. A run in progress at
 /// shutdown is cancelled and reported as such.
 pub async fn run_workers(pool: PgPool, cfg: WorkerConfig, shutdown: CancellationToken) {
+    if let Err(e) = prepare_engine_home(&cfg) {
+        tracing::error!(error = %format!("{e:#}"), "engines cannot start on this worker until this is fixed");
+    }
     let mut set = tokio::task::JoinSet::new();
+    {
+        let (pool, cfg, shutdown) = (pool.clone(), cfg.clone(), shutdown.clone());
+        set.spawn(async move { expire_loop(pool, cfg, shutdown).await });
+    }
     for slot in 0..cfg.slots {
         let (pool, cfg, shutdown) = (pool.clone(), cfg.clone(), shutdown.clone());
         set.spawn(async move { worker_loop(pool, cfg, slot, shutdown).await });
@@ -60,15 +70,40 @@ pub async fn run_workers(pool: PgPool, cfg: WorkerConfig, shutdown: Cancellation
     while set.join_next().await.is_some() {}
 }
 
-async fn worker_loop(pool: PgPool, cfg: WorkerConfig, slot: u32, shutdown: CancellationToken) {
-    let id = cfg.worker_id(slot);
-    tracing::info!(worker = %id, "worker started");
+/// Expires other workers' leases on a task of its own, so that a slot busy with (or stuck
+/// in) a run never holds up the queue.
+async fn expire_loop(pool: PgPool, cfg: WorkerConfig, shutdown: CancellationToken) {
     while !shutdown.is_cancelled() {
         match db::queue::expire_leases(&pool).await {
             Ok(ids) if !ids.is_empty() => tracing::warn!(runs = ?ids, "runs interrupted: their workers' leases expired"),
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "expiring leases"),
         }
+        tokio::select! {
+            _ = tokio::time::sleep(cfg.poll) => {}
+            _ = shutdown.cancelled() => {}
+        }
+    }
+}
+
+/// The engines' home: owned by the engine user, private to it, reachable by it.
+fn prepare_engine_home(cfg: &WorkerConfig) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::os::unix::fs::PermissionsExt;
+    let home = &cfg.host.engine_home;
+    std::fs::create_dir_all(home).with_context(|| format!("creating the engines' home {}", home.display()))?;
+    std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700))?;
+    if let Some(u) = &cfg.host.engine_user {
+        std::os::unix::fs::chown(home, Some(u.uid), Some(u.gid)).with_context(|| format!("giving {} to {}", home.display(), u.name))?;
+        crate::unix_user::check_reachable(home, u, "set LATLAB_DATA_DIR to a folder that user can reach (e.g. /var/lib/latlab)")?;
+    }
+    Ok(())
+}
+
+async fn worker_loop(pool: PgPool, cfg: WorkerConfig, slot: u32, shutdown: CancellationToken) {
+    let id = cfg.worker_id(slot);
+    tracing::info!(worker = %id, "worker started");
+    while !shutdown.is_cancelled() {
         match db::queue::claim(&pool, &id, cfg.lease.as_secs_f64()).await {
             Ok(Some(run_id)) => {
                 tracing::info!(worker = %id, run_id, "claimed run");
