@@ -1,4 +1,6 @@
-//! A TestApp over `router(state)`: requests go through every layer, without a socket.
+//! A TestApp over `router(state)`: requests go through every layer, without a socket; and
+//! a real listening server (`serve`). Shared by several test binaries, each using a part.
+#![allow(dead_code)]
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -67,4 +69,19 @@ pub fn spec_json() -> serde_json::Value {
         "num_prompts": 100,
         "load": {"max_concurrency": [1]}
     })
+}
+
+/// Serves `state` on a real socket (127.0.0.1, a free port), with client addresses
+/// recorded as in `latlab serve`; returns its base URL.
+pub async fn serve(state: AppState) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+/// An app state like `latlab serve`'s, for `serve`.
+pub fn state(pool: PgPool, token: Option<&str>) -> AppState {
+    AppState::new(pool, "target/site", "127.0.0.1:0".parse().unwrap()).with_api_token(token.map(str::to_string))
 }
