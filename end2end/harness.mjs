@@ -1,7 +1,7 @@
 // Starts a real `latlab` on the embedded default (DATABASE_URL unset: it starts its own
 // Postgres cluster in a fresh data dir) and Debian's chromium through playwright-core.
 import { chromium } from 'playwright-core';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import net from 'node:net';
@@ -16,6 +16,16 @@ async function freePort() {
   });
 }
 
+/// As root, latlab runs engines as `nobody`. A checkout that user cannot reach (one under
+/// /root, say) gets engines as root instead, as scripts/serve.sh does, so the browser tests
+/// still drive the native engine; the worker tests check the `nobody` default itself.
+function engineUserEnv() {
+  if (process.getuid?.() !== 0 || process.env.LATLAB_ENGINE_USER) return {};
+  const reach = (flag, p) => spawnSync('runuser', ['-u', 'nobody', '--', 'test', flag, p]).status === 0;
+  const ok = reach('-x', path.join(root, 'target/debug/latlab-engine')) && reach('-r', path.join(root, 'assets/cache/qwen3/tokenizer.json'));
+  return ok ? {} : { LATLAB_ENGINE_USER: 'root' };
+}
+
 export async function startLatlab(extraEnv = {}) {
   const port = await freePort();
   // /tmp, mode 755: the postgres user (the cluster's owner when tests run as root) must reach it.
@@ -24,7 +34,7 @@ export async function startLatlab(extraEnv = {}) {
   const env = { ...process.env, LATLAB_ADDR: `127.0.0.1:${port}`, LATLAB_DATA_DIR: dataDir,
                 LATLAB_SITE_ROOT: path.join(root, 'target/site'), RUST_LOG: 'warn',
                 LATLAB_ASSETS_DIR: path.join(root, 'assets/cache'), LATLAB_HEARTBEAT_S: '0.3', LATLAB_LEASE_S: '5',
-                ...extraEnv };
+                ...engineUserEnv(), ...extraEnv };
   delete env.DATABASE_URL;
   const bin = process.env.LATLAB_BIN || path.join(root, 'target/debug/latlab');
   const proc = spawn(bin, [], { env, stdio: ['ignore', 'pipe', 'pipe'] });
