@@ -37,8 +37,11 @@ pub struct SeedStudy {
 /// One row of the study's optimization table ("最適化項目の一覧").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LadderStep {
-    /// The row's item, e.g. "量子化".
+    /// The row's item in English, e.g. "Quantization": what charts draw (a viewer without
+    /// CJK fonts would see boxes for the original).
     pub item: String,
+    /// The row's item as the study printed it, e.g. "量子化".
+    pub original: String,
     /// What the study printed as the gain ("+25.8%"), `None` where it printed "-" (not kept).
     pub published_gain: Option<String>,
     /// The section the item names, e.g. "3. 量子化".
@@ -80,6 +83,21 @@ struct Found {
 
 const ENGINES: [(&str, &str); 3] = [("vllm serve", "vLLM"), ("sglang", "SGLang"), ("trtllm-serve", "TensorRT-LLM")];
 const COMMAND_MARKERS: [&str; 3] = ["推論サービスのスクリプト", "基準設定の推論スクリプト", "最適化後の推論スクリプト"];
+
+/// English names of the optimization table's items (the document's own words, translated).
+const STEP_NAMES: [(&str, &str); 6] = [
+    ("エンジンの選択", "Engine choice"),
+    ("量子化", "Quantization"),
+    ("投機的デコーディング", "Speculative decoding"),
+    ("CUDA graph の最大バッチサイズ", "CUDA graph max batch size"),
+    ("アテンションバックエンド", "Attention backend"),
+    ("Torch.compile", "torch.compile"),
+];
+
+/// The English name of a table item; an item in English already stays as it is.
+fn step_name(item: &str) -> Option<String> {
+    STEP_NAMES.iter().find(|(ja, _)| *ja == item).map(|(_, en)| en.to_string()).or_else(|| item.is_ascii().then(|| item.to_string()))
+}
 
 fn engine_of(command: &str) -> Option<&'static str> {
     ENGINES.iter().find(|(needle, _)| command.contains(needle)).map(|(_, e)| *e)
@@ -306,7 +324,7 @@ fn imported(r: &ImportedRun) -> &bench_types::imported::ImportedTarget {
 fn ladder(lines: &[&str], sections: &[(String, Option<String>)], runs: &[ImportedRun]) -> Result<Vec<LadderStep>, ImportError> {
     let start = lines.iter().position(|l| l.trim() == "最適化項目の一覧").ok_or_else(|| ImportError::new("no 最適化項目の一覧 (optimization table)"))?;
     let mut steps = Vec::new();
-    for l in lines[start + 1..].iter().map(|l| l.trim()).skip_while(|l| l.is_empty()).skip(1) {
+    for (row, l) in lines[start + 1..].iter().map(|l| l.trim()).enumerate().skip_while(|(_, l)| l.is_empty()).skip(1) {
         let Some((item, gain)) = l.split_once('\t') else { break };
         let (item, gain) = (item.trim(), gain.trim());
         let k = sections.iter().position(|(title, _)| title.contains(item));
@@ -322,7 +340,8 @@ fn ladder(lines: &[&str], sections: &[(String, Option<String>)], runs: &[Importe
             }
             _ => None,
         };
-        steps.push(LadderStep { item: item.to_string(), published_gain, section: k.map(|k| sections[k].0.clone()), run });
+        let name = step_name(item).ok_or_else(|| ImportError::at(start + 2 + row, format!("no English name for the optimization item {item:?} (add one to STEP_NAMES)")))?;
+        steps.push(LadderStep { item: name, original: item.to_string(), published_gain, section: k.map(|k| sections[k].0.clone()), run });
     }
     if steps.is_empty() {
         return Err(ImportError::at(start + 1, "the optimization table has no rows"));

@@ -77,6 +77,11 @@ fn runs_carry_engine_command_concurrency_and_the_ladder() {
     assert_eq!(study.runs[21].summary.ttft.mean_ms, 34.70);
     let gains: Vec<Option<&str>> = study.ladder.iter().map(|s| s.published_gain.as_deref()).collect();
     assert_eq!(gains, [Some("+4.3%"), Some("+25.8%"), Some("+66.2%"), None, None, None]);
+    // Steps carry English names (charts draw them; no CJK font needed) and the original.
+    let names: Vec<&str> = study.ladder.iter().map(|s| s.item.as_str()).collect();
+    assert_eq!(names, ["Engine choice", "Quantization", "Speculative decoding", "CUDA graph max batch size", "Attention backend", "torch.compile"]);
+    assert!(study.ladder.iter().all(|s| s.item.is_ascii()));
+    assert_eq!(study.ladder[1].original, "量子化");
     let kept: Vec<Option<usize>> = study.ladder.iter().map(|s| s.run).collect();
     assert_eq!(kept, [Some(1), Some(4), Some(7), None, None, None]);
     assert!(t(7).command.unwrap().contains("--speculative-num-steps 4 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16"));
