@@ -16,3 +16,45 @@ pub fn elapsed(from: &DateTime<Utc>, to: &DateTime<Utc>) -> String {
     let s = (*to - *from).num_milliseconds() as f64 / 1000.0;
     if s < 120.0 { format!("{s:.1} s") } else { format!("{:.1} min", s / 60.0) }
 }
+
+/// `text` without terminal colour codes (ANSI CSI sequences): engine logs stored before
+/// the worker dropped them still read cleanly.
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Mean request latency of a closed-loop run (every request released at once under a
+/// concurrency cap), derived as duration x concurrency / requests: how the seed study
+/// states its latency headline when the source printed no E2EL. `None` for open-loop runs.
+pub fn derived_mean_latency_s(summary: &bench_types::Summary, spec: &bench_types::RunSpec) -> Option<f64> {
+    let c = *spec.load.max_concurrency.first()?;
+    let n = summary.completed;
+    (spec.load.request_rate.is_none() && n > 0 && summary.duration_s > 0.0).then(|| summary.duration_s * c.min(n) as f64 / n as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_codes_are_dropped() {
+        assert_eq!(strip_ansi("\x1b[32mINFO\x1b[0m ready"), "INFO ready");
+        assert_eq!(strip_ansi("plain"), "plain");
+    }
+}

@@ -46,6 +46,7 @@ pub fn App() -> impl IntoView {
                 <A href="/" attr:class="brand">"latlab"</A>
                 <nav>
                     <A href="/runs">"Runs"</A>
+                    <A href="/comparisons">"Comparisons"</A>
                     <A href="/runs/new">"New run"</A>
                     <A href="/import">"Import"</A>
                 </nav>
@@ -54,6 +55,7 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=|| view! { <pages::NotFound/> }>
                     <Route path=path!("") view=pages::HomePage ssr=SsrMode::Async/>
                     <Route path=path!("/runs") view=pages::RunsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/comparisons") view=pages::ComparisonsPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs/new") view=pages::NewRunPage ssr=SsrMode::Async/>
                     <Route path=path!("/import") view=pages::ImportPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs/:id") view=pages::RunPage ssr=SsrMode::Async/>

@@ -116,7 +116,7 @@ impl Parser {
                 fallback
             }
             Err(_) => {
-                self.errors.push(field, format!("{:?} is not {what}", raw.trim()));
+                self.errors.push(field, not_a(raw.trim(), what));
                 fallback
             }
         }
@@ -128,10 +128,20 @@ impl Parser {
         match raw.trim().parse::<T>() {
             Ok(v) => Some(v),
             Err(_) => {
-                self.errors.push(field, format!("{:?} is not {what}", raw.trim()));
+                self.errors.push(field, not_a(raw.trim(), what));
                 None
             }
         }
+    }
+}
+
+/// Why `raw` is not `what`: "-5" is a whole number, just a negative one; "99999999999"
+/// is one too large for the field; "abc" is no number at all.
+fn not_a(raw: &str, what: &str) -> String {
+    match raw.parse::<i128>() {
+        Ok(v) if v < 0 && what == WHOLE => format!("{raw} is negative; use a positive whole number"),
+        Ok(_) if what == WHOLE => format!("{raw} is too large"),
+        _ => format!("{raw:?} is not {what}"),
     }
 }
 
@@ -254,25 +264,38 @@ impl RunForm {
                 Dataset::Sharegpt { path: None, output_len: None }
             }
         };
+        // Every bad value is named at once, not only the first.
         let mut max_concurrency = Vec::new();
+        let mut bad = Vec::new();
         for part in self.max_concurrency.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match part.parse::<u32>() {
-                Ok(v) => max_concurrency.push(v),
-                Err(_) => {
-                    p.errors.push("load.max_concurrency", format!("{part:?} is not a whole number; use e.g. 1,2,4,8"));
-                    max_concurrency.clear();
-                    break;
+                Ok(v) if v == 0 || v > bench_types::validate::limits::MAX_CONCURRENCY => {
+                    bad.push(format!("{v} is out of range (1 to {})", bench_types::validate::limits::MAX_CONCURRENCY))
                 }
+                Ok(v) => max_concurrency.push(v),
+                Err(_) => bad.push(not_a(part, WHOLE)),
             }
+        }
+        if !bad.is_empty() {
+            p.errors.push("load.max_concurrency", format!("{}; use e.g. 1,2,4,8", bad.join("; ")));
+            max_concurrency.clear();
         }
         let request_rate = match self.request_rate.trim() {
             "" | "inf" => None,
             _ => p.opt_num("load.request_rate", &self.request_rate, NUMBER),
         };
+        // The native engine serves whatever name requests use; left at the form's default
+        // (a real checkpoint's id), it is named after what it serves instead.
+        let model = match &target {
+            Target::Native(n) if self.model.trim().is_empty() || self.model.trim() == RunForm::default().model => {
+                n.model_source.trim_end_matches('/').rsplit('/').next().unwrap_or(&n.model_source).to_string()
+            }
+            _ => self.model.trim().to_string(),
+        };
         let spec = RunSpec {
             label: self.label.trim().to_string(),
             target,
-            model: self.model.trim().to_string(),
+            model,
             tokenizer: opt_text(&self.tokenizer),
             backend,
             dataset,
@@ -331,8 +354,23 @@ mod tests {
         f.request_rate = "fast".into();
         let e = f.to_spec().unwrap_err();
         assert!(e.for_field("load.max_concurrency").unwrap().contains("\"two\""));
-        assert!(e.for_field("num_prompts").unwrap().contains("whole number"));
+        assert_eq!(e.for_field("num_prompts").unwrap(), "-5 is negative; use a positive whole number");
         assert!(e.for_field("load.request_rate").is_some());
+        // Every bad value of a list is named, not only the first.
+        f.max_concurrency = "0, abc, 99999999999".into();
+        let m = f.to_spec().unwrap_err().for_field("load.max_concurrency").unwrap().to_string();
+        assert!(m.contains("0 is out of range") && m.contains("\"abc\" is not a whole number") && m.contains("99999999999 is too large"), "{m}");
+    }
+
+    #[test]
+    fn the_native_engine_is_named_after_its_model_source_unless_named() {
+        let f = RunForm { target_kind: "native".into(), ..RunForm::default() };
+        assert_eq!(f.to_spec().unwrap().model, "random:tiny");
+        let named = RunForm { model: "mine".into(), ..f.clone() };
+        assert_eq!(named.to_spec().unwrap().model, "mine");
+        let ckpt = RunForm { model_source: "/srv/models/Qwen3-8B/".into(), ..f };
+        assert_eq!(ckpt.to_spec().unwrap().model, "Qwen3-8B");
+        assert_eq!(RunForm::default().to_spec().unwrap().model, "Qwen/Qwen3-8B", "external targets keep the field");
     }
 
     #[test]

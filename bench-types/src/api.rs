@@ -90,6 +90,31 @@ impl NewComparison {
     }
 }
 
+/// The permalink of the seed study (Qwen3-8B on one H100), the reference comparison latlab
+/// loads on first start.
+pub const REFERENCE_SLUG: &str = "qwen3-8b-h100-gpustack";
+
+/// A comparison as the comparisons index lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparisonSummary {
+    pub slug: String,
+    pub title: String,
+    pub created_at: DateTime<Utc>,
+    pub runs: i64,
+    /// Distinct targets of its runs ("native random:tiny", "imported vLLM", ...), sorted.
+    pub engines: Vec<String>,
+    /// Runs not yet finished (queued or running).
+    #[serde(default)]
+    pub live: i64,
+}
+
+/// A comparison a run belongs to (the run page's backlinks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparisonRef {
+    pub slug: String,
+    pub title: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ComparisonView {
     pub slug: String,

@@ -14,7 +14,7 @@ pub mod status;
 pub mod text;
 pub mod validate;
 
-pub use api::{ComparisonView, CreatedRuns, NewComparison, RunProgress, RunView};
+pub use api::{ComparisonRef, ComparisonSummary, ComparisonView, CreatedRuns, NewComparison, RunProgress, RunView};
 pub use metrics::{MetricInfo, MetricKind, METRICS};
 pub use report::{BenchReport, RequestRecord, Stats, Summary, TargetInfo};
 pub use spec::{Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RunSpec, Sampling, Target};

@@ -24,12 +24,19 @@ pub fn percentile_label(p: f64) -> String {
     if p.fract() == 0.0 { format!("{}", p as i64) } else { format!("{p}") }
 }
 
-fn section(out: &mut String, heading: &str, short: &str, s: &Stats) {
+/// `value` with two decimals, or "n/a" where the source lacked it.
+fn num(missing: bool, value: f64) -> String {
+    if missing { "n/a".to_string() } else { format!("{value:.2}") }
+}
+
+fn section(out: &mut String, heading: &str, short: &str, key: &str, s: &Stats, lacks: &dyn Fn(&str) -> bool) {
     title(out, heading, '-');
-    line(out, &format!("Mean {short} (ms):"), format!("{:.2}", s.mean_ms));
-    line(out, &format!("Median {short} (ms):"), format!("{:.2}", s.median_ms));
+    let all = lacks(key);
+    line(out, &format!("Mean {short} (ms):"), num(all || lacks(&format!("{key}.mean")), s.mean_ms));
+    line(out, &format!("Median {short} (ms):"), num(all || lacks(&format!("{key}.median")), s.median_ms));
     for (p, v) in &s.percentiles {
-        line(out, &format!("P{} {short} (ms):", percentile_label(*p)), format!("{v:.2}"));
+        let label = percentile_label(*p);
+        line(out, &format!("P{label} {short} (ms):"), num(all || lacks(&format!("{key}.p{label}")), *v));
     }
 }
 
@@ -37,6 +44,13 @@ fn section(out: &mut String, heading: &str, short: &str, s: &Stats) {
 /// TTFT, TPOT, ITL). Token-level ITL, latlab's addition, is printed under its own title
 /// when asked for and known.
 pub fn serving_result(summary: &Summary, metrics: &[MetricKind]) -> String {
+    serving_result_marking(summary, metrics, &|_| false)
+}
+
+/// `serving_result`, with "n/a" wherever `lacks(key)` says the source had no number
+/// (imported results: `ImportedTarget::lacks`, keys such as `e2el`, `ttft.median`,
+/// `peak_output_throughput`), never a 0 that was not measured.
+pub fn serving_result_marking(summary: &Summary, metrics: &[MetricKind], lacks: &dyn Fn(&str) -> bool) -> String {
     let s = summary;
     let mut out = String::new();
     title(&mut out, " Serving Benchmark Result ", '=');
@@ -58,18 +72,18 @@ pub fn serving_result(summary: &Summary, metrics: &[MetricKind]) -> String {
         line(&mut out, "Request goodput (req/s):", format!("{g:.2}"));
     }
     line(&mut out, "Output token throughput (tok/s):", format!("{:.2}", s.output_throughput));
-    line(&mut out, "Peak output token throughput (tok/s):", format!("{:.2}", s.peak_output_throughput));
-    line(&mut out, "Peak concurrent requests:", format!("{:.2}", s.peak_concurrent_requests as f64));
+    line(&mut out, "Peak output token throughput (tok/s):", num(lacks("peak_output_throughput"), s.peak_output_throughput));
+    line(&mut out, "Peak concurrent requests:", num(lacks("peak_concurrent_requests"), s.peak_concurrent_requests as f64));
     line(&mut out, "Total Token throughput (tok/s):", format!("{:.2}", s.total_token_throughput));
     for m in metrics {
         match m {
-            MetricKind::Ttft => section(&mut out, "Time to First Token", "TTFT", &s.ttft),
-            MetricKind::Tpot => section(&mut out, "Time per Output Token (excl. 1st token)", "TPOT", &s.tpot),
-            MetricKind::Itl => section(&mut out, "Inter-token Latency", "ITL", &s.itl),
-            MetricKind::E2el => section(&mut out, "End-to-end Latency", "E2EL", &s.e2el),
+            MetricKind::Ttft => section(&mut out, "Time to First Token", "TTFT", m.info().key, &s.ttft, lacks),
+            MetricKind::Tpot => section(&mut out, "Time per Output Token (excl. 1st token)", "TPOT", m.info().key, &s.tpot, lacks),
+            MetricKind::Itl => section(&mut out, "Inter-token Latency", "ITL", m.info().key, &s.itl, lacks),
+            MetricKind::E2el => section(&mut out, "End-to-end Latency", "E2EL", m.info().key, &s.e2el, lacks),
             MetricKind::TokenItl => {
                 if let Some(t) = &s.token_itl {
-                    section(&mut out, "Token-level Inter-token Latency", "token ITL", t)
+                    section(&mut out, "Token-level Inter-token Latency", "token ITL", m.info().key, t, lacks)
                 }
             }
         }
@@ -82,6 +96,18 @@ pub fn serving_result(summary: &Summary, metrics: &[MetricKind]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_the_source_lacked_print_as_n_a() {
+        let s = Summary { completed: 1, duration_s: 44.4, ..Summary::default() };
+        let lacks = |k: &str| matches!(k, "e2el" | "ttft.median" | "peak_output_throughput");
+        let out = serving_result_marking(&s, &[MetricKind::Ttft, MetricKind::E2el], &lacks);
+        assert!(out.contains("Mean E2EL (ms):                          n/a\n"), "{out}");
+        assert!(out.contains("Median TTFT (ms):                        n/a\n"), "{out}");
+        assert!(out.contains("Mean TTFT (ms):                          0.00\n"), "{out}");
+        assert!(out.contains("Peak output token throughput (tok/s):    n/a\n"), "{out}");
+        assert!(out.contains("Benchmark duration (s):                  44.40\n"), "{out}");
+    }
 
     fn stats(mean: f64, median: f64, p99: f64) -> Stats {
         Stats { mean_ms: mean, median_ms: median, std_ms: 0.0, percentiles: vec![(99.0, p99)] }

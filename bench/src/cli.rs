@@ -76,8 +76,13 @@ pub struct Args {
     /// Write vLLM-compatible result JSON.
     #[arg(long)]
     pub save_result: bool,
+    /// Where --save-result writes; created (with its parents) before the run starts.
     #[arg(long)]
     pub result_dir: Option<String>,
+    /// Keep the per-request arrays (ttfts, itls, input_lens, output_lens, errors) in the
+    /// --save-result JSON; without it they are left out, as vLLM does.
+    #[arg(long)]
+    pub save_detailed: bool,
     #[arg(long)]
     pub result_filename: Option<String>,
     /// Write latlab's full BenchReport (every request) as JSON to this file.

@@ -17,6 +17,10 @@ pub enum BenchError {
     Http(String),
     #[error("the run was cancelled")]
     Cancelled,
+    /// Cancelled while measuring, after some requests had finished: the report covers
+    /// those (requests still in flight are not counted), with a note saying so.
+    #[error("the run was cancelled after {} of {} requests", .0.requests.len(), .0.spec.num_prompts)]
+    CancelledPartway(Box<bench_types::BenchReport>),
 }
 
 impl BenchError {

@@ -34,6 +34,10 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: &cli::Args, spec: bench_types::RunSpec) -> anyhow::Result<ExitCode> {
+    // A result folder that cannot be made fails now, not after the whole benchmark.
+    if let (true, Some(d)) = (args.save_result, &args.result_dir) {
+        std::fs::create_dir_all(d).map_err(|e| anyhow::anyhow!("cannot create --result-dir {d}: {e}"))?;
+    }
     let (tx, rx) = tokio::sync::watch::channel(Progress::default());
     // The key comes from the spec's api_key_env when it names one, else OPENAI_API_KEY (vLLM's).
     let (base_url, key_env) = match &spec.target {
@@ -105,7 +109,15 @@ fn save_result(args: &cli::Args, r: &BenchReport, metrics: &[bench_types::Metric
         None => std::path::PathBuf::from(name),
     };
     let tokenizer_id = spec.tokenizer.clone().unwrap_or_else(|| "Qwen3 (assets/cache/qwen3/tokenizer.json)".into());
-    let json = vllm_result_json(r, &tokenizer_id, metrics);
+    let mut json = vllm_result_json(r, &tokenizer_id, metrics);
+    if !args.save_detailed {
+        // vLLM drops "fields with too many data points" unless --save-detailed.
+        if let Some(m) = json.as_object_mut() {
+            for k in ["input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors"] {
+                m.remove(k);
+            }
+        }
+    }
     std::fs::write(&path, serde_json::to_string_pretty(&json)?).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     eprintln!("saved {}", path.display());
     Ok(())

@@ -125,8 +125,11 @@ pub async fn run_prepared(spec: &RunSpec, prepared: &Prepared, base_url: &str, o
     if spec.warmup_requests > 0 {
         publish(Progress { phase: Phase::Warmup, total, ..Default::default() });
         let idx: Vec<usize> = (0..spec.warmup_requests as usize).map(|i| i % reqs.len()).collect();
-        let warm = dispatch_all(&ctx, &idx, &vec![0.0; idx.len()], Instant::now(), &opts.cancel, |_, _| {}).await?;
-        let bad = warm.iter().filter(|o| !o.success).count();
+        let (warm, cancelled) = dispatch_all(&ctx, &idx, &vec![0.0; idx.len()], Instant::now(), &opts.cancel, |_, _| {}).await;
+        if cancelled {
+            return Err(BenchError::Cancelled);
+        }
+        let bad = warm.iter().flatten().filter(|o| !o.success).count();
         notes.push(format!("{} warm-up requests sent first and excluded ({bad} failed)", spec.warmup_requests));
     }
 
@@ -136,7 +139,7 @@ pub async fn run_prepared(spec: &RunSpec, prepared: &Prepared, base_url: &str, o
     let mut rolling = Rolling::default();
     let (mut ok, mut failed) = (0u32, 0u32);
     let idx: Vec<usize> = (0..reqs.len()).collect();
-    let outcomes = dispatch_all(&ctx, &idx, &offsets, bench_start, &opts.cancel, |_, o| {
+    let (outcomes, cancelled) = dispatch_all(&ctx, &idx, &offsets, bench_start, &opts.cancel, |_, o| {
         if o.success {
             ok += 1;
             let n = o.final_usage.unwrap_or(o.chunk_offsets_s.len() as u64);
@@ -156,16 +159,28 @@ pub async fn run_prepared(spec: &RunSpec, prepared: &Prepared, base_url: &str, o
             rolling_tpot_ms: p,
         });
     })
-    .await?;
+    .await;
     let duration_s = bench_start.elapsed().as_secs_f64();
 
+    // Cancelled: the finished requests are kept (a partial result), the rest were never
+    // measured to the end and are left out rather than counted as failures.
     let records: Vec<RequestRecord> = outcomes
         .into_iter()
         .enumerate()
+        .filter_map(|(i, o)| o.map(|o| (i, o)))
         .map(|(i, o)| crate::finalize::record(i as u32, &o, bench_start, reqs[i].input_tokens, &prepared.tokenizer))
         .collect();
+    if cancelled && records.is_empty() {
+        return Err(BenchError::Cancelled);
+    }
     let summary = compute_summary(&records, duration_s, &SummaryOptions::from_spec(spec));
     notes.extend(crate::finalize::run_notes(spec, &records));
+    if cancelled {
+        notes.push(format!(
+            "partial: cancelled after {} of {total} requests had finished; requests still in flight are not counted",
+            records.len()
+        ));
+    }
     publish(Progress {
         phase: Phase::Finished,
         completed: summary.completed,
@@ -175,7 +190,11 @@ pub async fn run_prepared(spec: &RunSpec, prepared: &Prepared, base_url: &str, o
         rolling_ttft_ms: Some(summary.ttft.mean_ms),
         rolling_tpot_ms: Some(summary.tpot.mean_ms),
     });
-    Ok(BenchReport { spec: spec.clone(), target_info, started_at, summary, requests: records, notes })
+    let report = BenchReport { spec: spec.clone(), target_info, started_at, summary, requests: records, notes };
+    if cancelled {
+        return Err(BenchError::CancelledPartway(Box::new(report)));
+    }
+    Ok(report)
 }
 
 struct Ctx {
@@ -188,7 +207,8 @@ struct Ctx {
 }
 
 /// Releases request `idx[k]` at `start + offsets[k]`; each waits for a limiter permit
-/// (FIFO), then streams. Calls `on_done` as each finishes; returns outcomes in `idx` order.
+/// (FIFO), then streams. Calls `on_done` as each finishes; returns outcomes in `idx` order,
+/// and whether `cancel` stopped it (then only the finished requests have an outcome).
 async fn dispatch_all(
     ctx: &Arc<Ctx>,
     idx: &[usize],
@@ -196,7 +216,7 @@ async fn dispatch_all(
     start: Instant,
     cancel: &CancellationToken,
     mut on_done: impl FnMut(usize, &StreamOutcome),
-) -> Result<Vec<StreamOutcome>, BenchError> {
+) -> (Vec<Option<StreamOutcome>>, bool) {
     let (tx, mut rx) = mpsc::unbounded_channel::<(usize, StreamOutcome)>();
     let jobs: Vec<(usize, f64)> = idx.iter().copied().zip(offsets.iter().copied()).collect();
     let ctx2 = Arc::clone(ctx);
@@ -224,7 +244,7 @@ async fn dispatch_all(
     let mut received = 0;
     while received < idx.len() {
         tokio::select! {
-            _ = cancel.cancelled() => return Err(BenchError::Cancelled),
+            _ = cancel.cancelled() => return (outcomes, true),
             msg = rx.recv() => match msg {
                 Some((k, out)) => {
                     on_done(k, &out);
@@ -237,12 +257,11 @@ async fn dispatch_all(
     }
     drop(dispatcher);
     // A task that panicked leaves a hole: count it as a failed request, never drop it.
-    Ok(outcomes
+    let outcomes = outcomes
         .into_iter()
-        .map(|o| {
-            o.unwrap_or_else(|| StreamOutcome::failed_at(start, "request task ended without a result (panic?)"))
-        })
-        .collect())
+        .map(|o| Some(o.unwrap_or_else(|| StreamOutcome::failed_at(start, "request task ended without a result (panic?)"))))
+        .collect();
+    (outcomes, false)
 }
 
 struct AbortOnDrop(tokio::task::JoinHandle<()>);

@@ -15,15 +15,16 @@ fn bench(args: &[&str]) -> Output {
 async fn a_sweep_prints_vllm_blocks_and_saves_vllm_json() {
     let srv = start(Script { ttft: Duration::from_millis(10), gap: Duration::from_millis(5), ..Script::default() }).await;
     let data = jsonl("cli.jsonl", &[("ok a", 8), ("ok b", 8), ("ok c", 8), ("ok d", 8)]);
-    let dir = std::env::temp_dir().join(format!("latlab-bench-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // A folder that does not exist yet: created before the run, as vLLM does.
+    let dir = std::env::temp_dir().join(format!("latlab-bench-cli-{}", std::process::id())).join("new/results");
+    let _ = std::fs::remove_dir_all(&dir);
     let (base, dir_s, tok) = (srv.base_url.clone(), dir.to_string_lossy().into_owned(), tokenizer_path());
     let out = tokio::task::spawn_blocking(move || {
         bench(&[
             "--base-url", &base, "--model", "test-model", "--tokenizer", &tok, "--dataset-name", "jsonl",
             "--dataset-path", &data, "--num-prompts", "4", "--max-concurrency", "1,2", "--metric-percentiles", "50,99",
             "--percentile-metrics", "ttft,tpot,itl,e2el", "--goodput", "ttft:1000", "tpot:1000", "--save-result",
-            "--result-dir", &dir_s, "--result-filename", "res.json", "--quiet",
+            "--result-dir", &dir_s, "--result-filename", "res.json", "--save-detailed", "--quiet",
         ])
     })
     .await
@@ -46,8 +47,12 @@ async fn a_sweep_prints_vllm_blocks_and_saves_vllm_json() {
     let base = srv.base_url.clone();
     let data = jsonl("cli2.jsonl", &[("ok a", 4)]);
     let tok = tokenizer_path();
+    let dir_s = dir.to_string_lossy().into_owned();
     let out = tokio::task::spawn_blocking(move || {
-        bench(&["--base-url", &base, "--model", "m", "--tokenizer", &tok, "--dataset-name", "jsonl", "--dataset-path", &data, "--num-prompts", "1", "--max-concurrency", "1"])
+        bench(&[
+            "--base-url", &base, "--model", "m", "--tokenizer", &tok, "--dataset-name", "jsonl", "--dataset-path", &data, "--num-prompts", "1",
+            "--max-concurrency", "1", "--save-result", "--result-dir", &dir_s, "--result-filename", "plain.json",
+        ])
     })
     .await
     .unwrap();
@@ -55,6 +60,12 @@ async fn a_sweep_prints_vllm_blocks_and_saves_vllm_json() {
     assert!(stdout.starts_with("============ Serving Benchmark Result ============\nSuccessful requests:                     1\n"), "{stdout}");
     assert!(stdout.contains("Maximum request concurrency:             1\n"));
     assert!(stdout.contains("P99 ITL (ms):"));
+    // Without --save-detailed the per-request arrays stay out, as in vLLM's file.
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("plain.json")).unwrap()).unwrap();
+    assert!(v.get("completed").is_some());
+    for key in ["ttfts", "itls", "input_lens", "output_lens", "errors"] {
+        assert!(v.get(key).is_none(), "{key} saved without --save-detailed");
+    }
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The `comparisons` and `comparison_runs` tables: ordered sets of runs under a permalink.
 
 use crate::{runs, DbError};
-use bench_types::{ComparisonView, NewComparison};
+use bench_types::{ComparisonRef, ComparisonSummary, ComparisonView, NewComparison};
 use rand::Rng;
 use sqlx::{PgPool, Postgres, Transaction};
 
@@ -70,14 +70,40 @@ pub async fn get(pool: &PgPool, slug: &str) -> Result<Option<ComparisonView>, Db
     Ok(Some(ComparisonView { slug: c.slug, title: c.title, created_at: c.created_at, view: c.view, runs }))
 }
 
-/// Newest first.
-pub async fn list(pool: &PgPool, limit: i64) -> Result<Vec<(String, String, i64)>, DbError> {
+/// Newest first, `limit` at most, older than the comparison `before` when given; `only`
+/// keeps just that slug (a summary of one comparison).
+pub async fn list(pool: &PgPool, limit: i64, before: Option<&str>, only: Option<&str>) -> Result<Vec<ComparisonSummary>, DbError> {
     let rows = sqlx::query!(
-        r#"SELECT c.slug, c.title, (SELECT COUNT(*) FROM comparison_runs cr WHERE cr.comparison_id = c.id) AS "n!"
-           FROM comparisons c ORDER BY c.id DESC LIMIT $1"#,
-        limit
+        r#"SELECT c.slug, c.title, c.created_at,
+                  COUNT(r.id) AS "runs!",
+                  COALESCE(array_agg(DISTINCT r.target_description) FILTER (WHERE r.id IS NOT NULL), '{}') AS "engines!",
+                  COUNT(r.id) FILTER (WHERE r.status IN ('queued', 'running')) AS "live!"
+           FROM comparisons c
+           LEFT JOIN comparison_runs cr ON cr.comparison_id = c.id
+           LEFT JOIN runs r ON r.id = cr.run_id
+           WHERE ($2::TEXT IS NULL OR c.id < (SELECT id FROM comparisons WHERE slug = $2))
+             AND ($3::TEXT IS NULL OR c.slug = $3)
+           GROUP BY c.id ORDER BY c.id DESC LIMIT $1"#,
+        limit,
+        before,
+        only
     )
     .fetch_all(pool)
     .await?;
-    Ok(rows.into_iter().map(|r| (r.slug, r.title, r.n)).collect())
+    Ok(rows
+        .into_iter()
+        .map(|r| ComparisonSummary { slug: r.slug, title: r.title, created_at: r.created_at, runs: r.runs, engines: r.engines, live: r.live })
+        .collect())
+}
+
+/// The comparisons `run_id` belongs to, newest first.
+pub async fn of_run(pool: &PgPool, run_id: i64) -> Result<Vec<ComparisonRef>, DbError> {
+    let rows = sqlx::query!(
+        "SELECT c.slug, c.title FROM comparisons c JOIN comparison_runs cr ON cr.comparison_id = c.id
+         WHERE cr.run_id = $1 ORDER BY c.id DESC LIMIT 50",
+        run_id
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|r| ComparisonRef { slug: r.slug, title: r.title }).collect())
 }

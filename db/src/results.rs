@@ -5,10 +5,19 @@ use bench_types::{BenchReport, RunStatus};
 use sqlx::types::Json;
 use sqlx::PgPool;
 
+/// How a run with a report ended: `succeeded`; `failed` when every request failed or a
+/// limit stopped it; `cancelled` with the requests that finished before the cancel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunEnd {
+    pub status: RunStatus,
+    /// Shown on the run's page: why it failed, or what to know (some requests failed).
+    pub note: Option<String>,
+}
+
 /// Stores a finished run in ONE transaction: summary row, every request record, and the
-/// status change `running -> succeeded`. Either all of it lands or none of it does, so a
+/// status change `running -> end.status`. Either all of it lands or none of it does, so a
 /// worker that dies mid-write leaves no half result.
-pub async fn store_report(pool: &PgPool, run_id: i64, report: &BenchReport) -> Result<(), DbError> {
+pub async fn store_report(pool: &PgPool, run_id: i64, report: &BenchReport, end: &RunEnd) -> Result<(), DbError> {
     let mut tx = pool.begin().await?;
     // Lock the run row so a concurrent cancel/interrupt cannot interleave with the write.
     let status = sqlx::query_scalar!("SELECT status FROM runs WHERE id = $1 FOR UPDATE", run_id)
@@ -39,8 +48,10 @@ pub async fn store_report(pool: &PgPool, run_id: i64, report: &BenchReport) -> R
     .await?;
     requests::insert_all(&mut tx, run_id, &report.requests).await?;
     sqlx::query!(
-        "UPDATE runs SET status = 'succeeded', finished_at = now(), error = NULL WHERE id = $1",
-        run_id
+        "UPDATE runs SET status = $2, finished_at = now(), error = $3 WHERE id = $1",
+        run_id,
+        end.status.as_str(),
+        end.note.as_deref()
     )
     .execute(&mut *tx)
     .await?;

@@ -18,7 +18,16 @@ async fn a_comparison_keeps_its_runs_in_order(pool: PgPool) {
     assert_eq!(c.view["metric"], "tpot");
     assert_eq!(c.runs.iter().map(|r| r.id).collect::<Vec<_>>(), vec![ids[2], ids[0], ids[1]]);
     assert!(comparisons::get(&pool, "nope").await.unwrap().is_none());
-    assert_eq!(comparisons::list(&pool, 10).await.unwrap(), vec![(slug, "BS sweep".to_string(), 3)]);
+    let listed = comparisons::list(&pool, 10, None, None).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!((listed[0].slug.as_str(), listed[0].title.as_str(), listed[0].runs, listed[0].live), (slug.as_str(), "BS sweep", 3, 3));
+    assert_eq!(listed[0].engines.len(), 1, "three runs of one target: {:?}", listed[0].engines);
+    assert!(comparisons::list(&pool, 10, Some(&slug), None).await.unwrap().is_empty(), "nothing older");
+    assert_eq!(comparisons::list(&pool, 10, None, Some(&slug)).await.unwrap().len(), 1);
+    assert!(comparisons::list(&pool, 10, None, Some("nope")).await.unwrap().is_empty());
+    let of = comparisons::of_run(&pool, ids[1]).await.unwrap();
+    assert_eq!(of.iter().map(|c| c.slug.as_str()).collect::<Vec<_>>(), vec![slug.as_str()]);
+    assert!(comparisons::of_run(&pool, 999_999).await.unwrap().is_empty());
 }
 
 #[sqlx::test(migrator = "db::MIGRATOR")]
@@ -30,7 +39,7 @@ async fn an_unknown_run_is_named_and_nothing_is_stored(pool: PgPool) {
     let new = NewComparison { title: "x".into(), run_ids: vec![ids[0], 999], view: serde_json::Value::Null };
     assert!(matches!(comparisons::create(&mut tx, &new).await, Err(DbError::RunNotFound(999))));
     drop(tx);
-    assert!(comparisons::list(&pool, 10).await.unwrap().is_empty());
+    assert!(comparisons::list(&pool, 10, None, None).await.unwrap().is_empty());
 }
 
 #[test]

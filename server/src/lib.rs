@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod compare_form;
 pub mod config;
 pub mod embedded_pg;
 pub mod import_page;

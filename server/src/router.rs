@@ -45,6 +45,7 @@ pub fn router(state: AppState) -> Router {
             axum::routing::post(crate::import_page::submit).layer(axum::extract::DefaultBodyLimit::max(MAX_IMPORT_BYTES)),
         )
         .route("/c/{slug}/chart.svg", get(crate::api::exports::chart_svg))
+        .route(app::pages::COMPARE_PATH, axum::routing::post(crate::compare_form::submit))
         .leptos_routes_with_context(
             &state,
             routes,
@@ -52,6 +53,7 @@ pub fn router(state: AppState) -> Router {
             move || app::shell(leptos_options.clone()),
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(app::shell))
+        .layer(axum::middleware::from_fn(static_cache))
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::require_for_writes))
         // Outside auth: Host and cross-origin checks apply with or without a token.
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::request_guard::guard))
@@ -67,6 +69,21 @@ pub fn router(state: AppState) -> Router {
         .layer(SetResponseHeaderLayer::if_not_present(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP)))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// The browser bundle and static files keep their names from build to build, so browsers
+/// may keep them but must revalidate (a 304 costs a round trip, a stale bundle breaks
+/// hydration).
+async fn static_cache(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let is_static = {
+        let p = req.uri().path();
+        p.starts_with("/pkg/") || p == "/favicon.svg"
+    };
+    let mut resp = next.run(req).await;
+    if is_static && resp.status().is_success() {
+        resp.headers_mut().entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("public, no-cache"));
+    }
+    resp
 }
 
 /// 200 when the database answers, 503 otherwise.

@@ -8,7 +8,7 @@ use db::imports::NewImportedRun;
 use db::PgPool;
 
 /// The seed comparison's permalink: `/c/qwen3-8b-h100-gpustack`.
-pub const SEED_SLUG: &str = "qwen3-8b-h100-gpustack";
+pub const SEED_SLUG: &str = bench_types::api::REFERENCE_SLUG;
 
 /// Embedded so that users never need the document or `shared/`.
 const SEED_JSON: &str = include_str!("../../data/seed/qwen3-8b-h100-gpustack.json");

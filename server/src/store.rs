@@ -3,7 +3,7 @@
 //! both the pages' server functions and the JSON API.
 
 use app::store::{Store, StoreError};
-use bench_types::{ComparisonView, CreatedRuns, NewComparison, RunSpec, RunView, ValidationErrors};
+use bench_types::{ComparisonRef, ComparisonSummary, ComparisonView, CreatedRuns, NewComparison, RunSpec, RunView, ValidationErrors};
 use db::{DbError, PgPool};
 
 #[derive(Clone)]
@@ -117,6 +117,12 @@ impl Store for DbStore {
     }
     async fn comparison(&self, slug: &str) -> Result<Option<ComparisonView>, StoreError> {
         db::comparisons::get(&self.pool, slug).await.map_err(internal)
+    }
+    async fn comparisons(&self, limit: i64, before: Option<String>, only: Option<String>) -> Result<Vec<ComparisonSummary>, StoreError> {
+        db::comparisons::list(&self.pool, limit, before.as_deref(), only.as_deref()).await.map_err(internal)
+    }
+    async fn comparisons_of_run(&self, id: i64) -> Result<Vec<ComparisonRef>, StoreError> {
+        db::comparisons::of_run(&self.pool, id).await.map_err(internal)
     }
     async fn run_requests(&self, ids: Vec<i64>) -> Result<Vec<(i64, Vec<bench_types::RequestRecord>)>, StoreError> {
         crate::api::exports::records_of(&self.pool, &ids).await.map_err(internal)

@@ -2,28 +2,13 @@
 //! and of an engine mid-run. Either way the run ends with its reason and nothing half
 //! stored. (SIGKILL of a `latlab worker`: worker.rs.)
 
+mod common;
+
 use bench_types::RunStatus;
+use common::fake_openai::fresh_database;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn with_database(base: &str, name: &str) -> String {
-    let (head, query) = base.split_once('?').map(|(h, q)| (h, format!("?{q}"))).unwrap_or((base, String::new()));
-    let cut = head.rfind('/').expect("a database URL has a path");
-    format!("{}/{name}{query}", &head[..cut])
-}
-
-async fn fresh_database(name: &str) -> String {
-    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL: a Postgres where we may create databases");
-    let admin = with_database(&base, "postgres");
-    {
-        use sqlx::Connection;
-        let mut c = sqlx::PgConnection::connect(&admin).await.unwrap();
-        sqlx::query(&format!("DROP DATABASE IF EXISTS {name}")).execute(&mut c).await.unwrap();
-    }
-    db::ensure_database(&admin, name).await.unwrap();
-    with_database(&base, name)
-}
 
 /// `latlab <cmd>` on `url`, engines as `nobody` when that user can reach them.
 fn latlab(cmd: &str, url: &str, data_dir: &std::path::Path) -> Child {

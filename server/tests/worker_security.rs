@@ -4,70 +4,17 @@
 //! the database, as an old or tampered row would be, so the worker's own checks are what
 //! is tested (the API's are in security.rs).
 
-use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::sse::{Event, Sse};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+mod common;
+
 use bench_types::RunStatus;
-use futures_util::stream::{self, Stream, StreamExt};
-use std::convert::Infallible;
+use common::fake_openai::{fresh_database, start as fake_openai, Seen};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "worker-api-token-0123456789abcdef";
 const KEY: &str = "sk-opted-in-key-0123456789";
-
-type Seen = Arc<Mutex<Vec<String>>>;
-
-/// Streams 8 one-token chunks, a token every 300 ms for model "slow", and records the
-/// Authorization header it was sent.
-async fn chat(State(seen): State<Seen>, headers: HeaderMap, Json(body): Json<serde_json::Value>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    seen.lock().unwrap().push(headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_string());
-    let gap = if body["model"] == "slow" { 300 } else { 1 };
-    let chunks = stream::iter(0..=8u32).then(move |i| async move {
-        tokio::time::sleep(Duration::from_millis(gap)).await;
-        let data = if i < 8 {
-            serde_json::json!({"choices": [{"index": 0, "delta": {"content": "hi "}, "finish_reason": null}]})
-        } else {
-            serde_json::json!({"choices": [], "usage": {"prompt_tokens": 8, "completion_tokens": 8, "total_tokens": 16}})
-        };
-        Ok(Event::default().data(data.to_string()))
-    });
-    Sse::new(chunks.chain(stream::once(async { Ok(Event::default().data("[DONE]")) })))
-}
-
-async fn fake_openai(seen: Seen) -> String {
-    let app = Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .route("/v1/models", get(|| async { Json(serde_json::json!({"object": "list", "data": [{"id": "fast"}]})) }))
-        .with_state(seen);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://{addr}")
-}
-
-fn with_database(base: &str, name: &str) -> String {
-    let (head, query) = base.split_once('?').map(|(h, q)| (h, format!("?{q}"))).unwrap_or((base, String::new()));
-    let cut = head.rfind('/').expect("a database URL has a path");
-    format!("{}/{name}{query}", &head[..cut])
-}
-
-async fn fresh_database(name: &str) -> String {
-    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL: a Postgres where we may create databases");
-    let admin = with_database(&base, "postgres");
-    {
-        use sqlx::Connection;
-        let mut c = sqlx::PgConnection::connect(&admin).await.unwrap();
-        sqlx::query(&format!("DROP DATABASE IF EXISTS {name}")).execute(&mut c).await.unwrap();
-    }
-    db::ensure_database(&admin, name).await.unwrap();
-    with_database(&base, name)
-}
 
 /// A folder everyone may enter (engines run as `nobody` when tests run as root).
 fn open_dir(parent: &Path, name: &str) -> std::path::PathBuf {
@@ -105,8 +52,7 @@ async fn wait_end(pool: &sqlx::PgPool, id: i64, within: Duration) -> bench_types
 async fn a_worker_sends_only_opted_in_keys_reads_only_its_folders_and_starts_engines_bare() {
     let url = fresh_database(&format!("latlab_worker_sec_{}", std::process::id())).await;
     let pool = db::connect(&url, 4).await.unwrap();
-    let seen: Seen = Arc::default();
-    let fake = fake_openai(seen.clone()).await;
+    let (fake, seen): (String, Seen) = fake_openai().await;
     let tmp = tempfile::tempdir().unwrap();
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let data_dir = open_dir(tmp.path(), "data");
@@ -148,7 +94,7 @@ async fn a_worker_sends_only_opted_in_keys_reads_only_its_folders_and_starts_eng
     assert_eq!(r.status, RunStatus::Failed);
     assert!(r.error.as_deref().unwrap().contains("no API key named LATLAB_API_TOKEN"), "{:?}", r.error);
     {
-        let seen = seen.lock().unwrap();
+        let seen = seen.auth.lock().unwrap();
         assert_eq!(seen.len(), 2, "only the good run's requests: {seen:?}");
         assert!(seen.iter().all(|a| a == &format!("Bearer {KEY}")), "{seen:?}");
     }
@@ -203,7 +149,7 @@ async fn a_worker_sends_only_opted_in_keys_reads_only_its_folders_and_starts_eng
 async fn a_busy_slot_does_not_hold_up_lease_expiry() {
     let url = fresh_database(&format!("latlab_worker_lease_{}", std::process::id())).await;
     let pool = db::connect(&url, 4).await.unwrap();
-    let fake = fake_openai(Arc::default()).await;
+    let (fake, _) = fake_openai().await;
     let tmp = tempfile::tempdir().unwrap();
     let mut worker = Command::new(env!("CARGO_BIN_EXE_latlab"))
         .arg("worker")

@@ -4,11 +4,16 @@ use bench_types::RunView;
 use leptos::prelude::*;
 
 /// One line per run: id, status, label, target, model, dataset, load, headline numbers.
+/// With `select_form`, each row gets a checkbox belonging to that form (named `run`), so
+/// runs can be picked and compared, with or without JavaScript.
 #[component]
-pub fn RunsTable(runs: Vec<RunView>) -> impl IntoView {
+pub fn RunsTable(runs: Vec<RunView>, #[prop(optional)] select_form: Option<&'static str>) -> impl IntoView {
     let rows = runs
         .into_iter()
         .map(|r| {
+            let pick = select_form.map(|form| {
+                view! { <td><input type="checkbox" name="run" value=r.id form=form aria-label=format!("select run {}", r.id)/></td> }
+            });
             let href = format!("/runs/{}", r.id);
             let label = if r.spec.label.is_empty() { format!("run {}", r.id) } else { r.spec.label.clone() };
             let (ttft, tpot, tput) = match &r.summary {
@@ -17,6 +22,7 @@ pub fn RunsTable(runs: Vec<RunView>) -> impl IntoView {
             };
             view! {
                 <tr data-run-id=r.id>
+                    {pick}
                     <td><a href=href>{format!("#{}", r.id)}</a></td>
                     <td><StatusBadge status=r.status/></td>
                     <td>{label}</td>
@@ -33,9 +39,11 @@ pub fn RunsTable(runs: Vec<RunView>) -> impl IntoView {
         })
         .collect_view();
     view! {
+        <div class="table-wrap">
         <table class="runs">
             <thead>
                 <tr>
+                    {select_form.map(|_| view! { <th><span class="sr-only">"Select"</span></th> })}
                     <th>"Run"</th><th>"Status"</th><th>"Label"</th><th>"Target"</th><th>"Model"</th>
                     <th>"Dataset"</th><th>"Load"</th><th>"Mean TTFT (ms)"</th><th>"Mean TPOT (ms)"</th>
                     <th>"Output tok/s"</th><th>"Created"</th>
@@ -43,5 +51,6 @@ pub fn RunsTable(runs: Vec<RunView>) -> impl IntoView {
             </thead>
             <tbody>{rows}</tbody>
         </table>
+        </div>
     }
 }

@@ -108,18 +108,18 @@ pub fn ImportPage() -> impl IntoView {
             </fieldset>
             <fieldset>
                 <legend>"Configuration"</legend>
-                <TextField label="Engine" name="engine" value=c.engine required=true placeholder="vLLM"
+                <TextField label="Engine" name="engine" value=c.engine required=true placeholder="e.g. vLLM"
                     hint="Required: the serving engine that was measured."/>
-                <TextField label="Model" name="model" value=opt(c.model) placeholder="Qwen/Qwen3-8B"
+                <TextField label="Model" name="model" value=opt(c.model) placeholder="e.g. Qwen/Qwen3-8B"
                     hint="Required for text blocks; a JSON file names its model."/>
                 <TextField label="Label" name="label" value=c.label hint="Optional; shown in lists and charts."/>
-                <TextField label="Hardware" name="hardware" value=opt(c.hardware) placeholder="1x NVIDIA H100 SXM"/>
-                <TextField label="Engine version" name="engine_version" value=opt(c.engine_version) placeholder="0.11.0"/>
-                <TextField label="Optimization" name="optimization" value=opt(c.optimization) placeholder="FP8 + EAGLE3"/>
+                <TextField label="Hardware" name="hardware" value=opt(c.hardware) placeholder="e.g. 1x NVIDIA H100 SXM"/>
+                <TextField label="Engine version" name="engine_version" value=opt(c.engine_version) placeholder="e.g. 0.11.0"/>
+                <TextField label="Optimization" name="optimization" value=opt(c.optimization) placeholder="e.g. FP8 + EAGLE3"/>
                 <TextField label="Variant" name="variant" value=opt(c.variant)/>
-                <TextField label="Command" name="command" value=opt(c.command) placeholder="vllm serve Qwen/Qwen3-8B ..."
+                <TextField label="Command" name="command" value=opt(c.command) placeholder="e.g. vllm serve Qwen/Qwen3-8B ..."
                     hint="How the server was started."/>
-                <TextField label="Source" name="source" value=opt(c.source) placeholder="upload"
+                <TextField label="Source" name="source" value=opt(c.source) placeholder="default: upload"
                     hint="Where the numbers come from (a URL, a study)."/>
                 <TextField label="Comparison title" name="comparison_title" value=comparison_title
                     hint="Optional: groups the imported runs in a comparison with this title."/>

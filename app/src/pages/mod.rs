@@ -1,6 +1,7 @@
 //! One page per file.
 
 mod comparison;
+mod comparisons;
 mod home;
 mod import;
 mod new_run;
@@ -9,9 +10,10 @@ mod run;
 mod runs;
 
 pub use comparison::ComparisonPage;
+pub use comparisons::ComparisonsPage;
 pub use home::HomePage;
 pub use import::{ImportFormState, ImportPage, IMPORT_PATH};
 pub use new_run::NewRunPage;
 pub use not_found::NotFound;
 pub use run::RunPage;
-pub use runs::RunsPage;
+pub use runs::{RunsPage, COMPARE_PATH};

@@ -179,7 +179,7 @@ pub fn NewRunPage() -> impl IntoView {
                         options=&[("auto", "auto (CUDA if present)"), ("cpu", "CPU"), ("cuda", "CUDA")]
                         get=|f| f.device.clone() set=|f, v| f.device = v/>
                     <Choice ctx label="Weights" name="quantization" path="target.quantization"
-                        options=&[("none", "bf16 (as stored)"), ("fp8", "FP8 (128x128 block scales, quantized at load)")]
+                        options=&[("none", "as stored (bf16 on CUDA; the CPU engine computes in f32)"), ("fp8", "FP8 (128x128 block scales, quantized at load)")]
                         get=|f| f.quantization.clone() set=|f, v| f.quantization = v
                         hint="FP8 is for the CUDA device; on CPU it runs by reference dequantization, slowly."/>
                     <Field ctx label="Max batch" name="max_batch" path="target.max_batch"
@@ -194,7 +194,7 @@ pub fn NewRunPage() -> impl IntoView {
                     </ul>
                 </div>
                 <Field ctx label="Model name" name="model" path="model"
-                    get=|f| f.model.clone() set=|f, v| f.model = v hint="Sent as \"model\" in every request (launched presets use the model they serve)."/>
+                    get=|f| f.model.clone() set=|f, v| f.model = v hint="Sent as \"model\" in every request (launched presets use the model they serve; the native engine, left at the default, is named after its model source, e.g. tiny)."/>
                 <Choice ctx label="Backend" name="backend" path="backend"
                     options=&[("openai-chat", "openai-chat (/v1/chat/completions)"), ("openai", "openai (/v1/completions)")]
                     get=|f| f.backend.clone() set=|f, v| f.backend = v/>

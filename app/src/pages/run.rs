@@ -2,11 +2,12 @@
 //! the engine's log, and vLLM's result block once it finished.
 
 use crate::components::{ResultBlock, StatusBadge};
-use crate::format::{elapsed, f2, when};
+use crate::format::{derived_mean_latency_s, elapsed, f2, strip_ansi, when};
 use crate::pages::NotFound;
-use crate::server_fns::{get_run, get_run_log, CancelRun};
-use bench_types::{RunProgress, RunStatus, RunView};
+use crate::server_fns::{get_run, get_run_comparisons, get_run_log, CancelRun};
+use bench_types::{RunProgress, RunStatus, RunView, Target};
 use leptos::prelude::*;
+use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 #[component]
@@ -81,9 +82,10 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
     let mut rows: Vec<(&str, String)> = vec![("Target", run.target_description.clone())];
     if let bench_types::Target::Native(n) = &s.target {
         // No flag serves the checkpoint as stored: bf16, or FP8 for an FP8 checkpoint.
-        let weights = match n.quantization {
-            bench_types::Quantization::None => "as stored (bf16 unless the checkpoint is FP8)",
-            bench_types::Quantization::Fp8 => "FP8 (128x128 block scales, quantized at load)",
+        let weights = match (n.quantization, n.device) {
+            (bench_types::Quantization::None, bench_types::Device::Cpu) => "as stored, computed in f32 (the CPU reference engine)",
+            (bench_types::Quantization::None, _) => "as stored (bf16 unless the checkpoint is FP8; f32 if it runs on the CPU)",
+            (bench_types::Quantization::Fp8, _) => "FP8 (128x128 block scales, quantized at load)",
         };
         rows.push(("Weights", weights.to_string()));
     }
@@ -96,11 +98,36 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
         ("Temperature", s.sampling.temperature.map(|t| t.to_string()).unwrap_or_else(|| "server default".into())),
         ("Created", when(&run.created_at)),
     ]);
-    let timing = match (&run.started_at, &run.finished_at) {
-        (Some(a), Some(b)) => Some(format!("started {}, ran {}", when(a), elapsed(a, b))),
-        (Some(a), None) => Some(format!("started {}", when(a))),
+    let imported = match &run.spec.target {
+        Target::Imported(t) => Some(t.clone()),
         _ => None,
     };
+    // An imported run was not run here: its duration is the source's benchmark duration.
+    let timing = match (&imported, &run.started_at, &run.finished_at) {
+        (Some(t), _, _) => Some(format!(
+            "imported from {}{}",
+            t.source,
+            run.summary.as_ref().map(|s| format!("; the benchmark ran {:.1} s", s.duration_s)).unwrap_or_default()
+        )),
+        (None, Some(a), Some(b)) => Some(format!("started {}, ran {}", when(a), elapsed(a, b))),
+        (None, Some(a), None) => Some(format!("started {}", when(a))),
+        _ => None,
+    };
+    let missing = imported.as_ref().map(|t| t.missing.clone()).unwrap_or_default();
+    let derived = run
+        .summary
+        .as_ref()
+        .filter(|_| missing.iter().any(|m| m == "e2el" || m == "e2el.mean"))
+        .and_then(|s| derived_mean_latency_s(s, &run.spec))
+        .map(|v| format!("{v:.2} s"));
+    // A run that succeeded can still carry a note (some requests failed); a cancelled one
+    // says what it kept. Only a failure is shown as an error.
+    let note_class = match run.status {
+        RunStatus::Failed | RunStatus::Interrupted => "error",
+        _ => "warning-note",
+    };
+    let page_title = format!("{title} · latlab");
+    let comparisons = Resource::new(move || (), move |_| get_run_comparisons(id));
     let state_note = match (run.status, run.cancel_requested) {
         (RunStatus::Queued, _) => Some("Queued: it starts when a worker is free."),
         (RunStatus::Running, true) => Some("Cancelling…"),
@@ -116,6 +143,7 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
     let has_engine = !matches!(run.spec.target, bench_types::Target::External { .. } | bench_types::Target::Imported(_));
     let log = Resource::new(move || tick.get(), move |_| get_run_log(id));
     view! {
+        <Title text=page_title/>
         <h1>{title}</h1>
         // Each dynamic piece in its own element: adjacent text nodes merge in HTML and
         // would no longer match the view when the page hydrates.
@@ -127,8 +155,17 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
                 <button class="secondary" id="cancel-run" on:click=move |_| { cancel.dispatch(CancelRun { id }); }>"Cancel"</button>
             })}
         </p>
-        {run.error.clone().map(|e| view! { <p class="error" data-testid="run-error">{e}</p> })}
-        {run.progress.clone().filter(|_| run.summary.is_none()).map(|p| view! { <ProgressPanel p/> })}
+        {run.error.clone().map(|e| view! { <p class=note_class data-testid="run-error">{e}</p> })}
+        {run.progress.clone().filter(|_| !run.status.is_terminal()).map(|p| view! { <ProgressPanel p/> })}
+        <Suspense fallback=|| ()>
+            {move || comparisons.get().and_then(|r| r.ok()).filter(|l| !l.is_empty()).map(|list| view! {
+                <p class="backlinks" data-testid="run-comparisons">"In "
+                    {list.into_iter().enumerate().map(|(i, c)| view! {
+                        {(i > 0).then_some(", ")}<a href=format!("/c/{}", c.slug)>{c.title.clone()}</a>
+                    }).collect_view()}
+                </p>
+            })}
+        </Suspense>
         <div class="two-col">
             <section>
                 <h2>"Settings"</h2>
@@ -150,9 +187,13 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
             <section>
                 <h2>"Result"</h2>
                 {match run.summary.clone() {
-                    Some(summary) => view! { <ResultBlock summary/> }.into_any(),
+                    Some(summary) => view! { <ResultBlock summary missing/> }.into_any(),
                     None => view! { <p class="muted">"No result yet."</p> }.into_any(),
                 }}
+                {derived.map(|d| view! {
+                    <p class="derived" data-testid="derived-latency">"Mean request latency: "<strong>{d}</strong>
+                    " "<span class="badge mark" title="not measured: benchmark duration × concurrency ÷ requests, as the source publishes no end-to-end latency">"derived"</span></p>
+                })}
             </section>
         </div>
         {has_engine.then(|| view! {
@@ -160,7 +201,7 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
                 <summary>"Engine log"</summary>
                 <Transition fallback=|| ()>
                     {move || log.get().map(|l| match l {
-                        Ok(Some(text)) if !text.is_empty() => view! { <pre class="mono log" data-testid="engine-log">{text}</pre> }.into_any(),
+                        Ok(Some(text)) if !text.is_empty() => view! { <pre class="mono log" data-testid="engine-log">{strip_ansi(&text)}</pre> }.into_any(),
                         Ok(_) => view! { <p class="muted">"No output yet."</p> }.into_any(),
                         Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
                     })}

@@ -6,7 +6,9 @@ mod create_runs;
 mod get_comparison;
 mod get_run;
 mod get_run_requests;
+mod get_run_comparisons;
 mod get_run_log;
+mod list_comparisons;
 mod list_runs;
 
 pub use cancel_run::*;
@@ -14,7 +16,9 @@ pub use create_runs::*;
 pub use get_comparison::*;
 pub use get_run::*;
 pub use get_run_requests::*;
+pub use get_run_comparisons::*;
 pub use get_run_log::*;
+pub use list_comparisons::*;
 pub use list_runs::*;
 
 #[cfg(feature = "ssr")]

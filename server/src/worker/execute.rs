@@ -4,8 +4,9 @@
 //! (lease lost) write nothing at all.
 
 use super::{EngineProcess, Launch, LogRing, WorkerConfig};
-use bench::{BenchError, CancellationToken, Progress, RunOptions};
-use bench_types::{RunProgress, RunSpec, RunStatus, Target};
+use bench::{CancellationToken, Progress, RunOptions};
+use super::outcome::Failure;
+use bench_types::{BenchReport, RunProgress, RunSpec, RunStatus, Target};
 use db::queue::Lease;
 use sqlx::PgPool;
 use std::sync::{Arc, Mutex};
@@ -81,26 +82,40 @@ pub async fn execute(pool: &PgPool, cfg: &WorkerConfig, slot: u32, worker: &str,
     let stop = *reason.lock().unwrap();
     let _ = db::queue::save_log(pool, run_id, &log.snapshot()).await;
 
-    let result = match (outcome, stop) {
+    // What finished is kept: a complete report, or the requests done before a stop.
+    let partial = |o: Result<BenchReport, Failure>| match o {
+        Ok(r) => Some(Box::new(r)),
+        Err(f) => f.partial,
+    };
+    let (status, message, report, end) = match (outcome, stop) {
         (_, Some(StopReason::LeaseLost)) => {
             tracing::warn!(run_id, "lease lost; nothing stored");
             return;
         }
         (Ok(report), None) => {
+            let end = super::outcome::end_of(&report);
+            (end.status, end.note.clone().unwrap_or_default(), Some(Box::new(report)), Some(end))
+        }
+        (o, Some(StopReason::CancelRequested)) => (RunStatus::Cancelled, "cancelled on request".to_string(), partial(o), None),
+        (o, Some(StopReason::Shutdown)) => (RunStatus::Cancelled, "the worker shut down during the run".to_string(), partial(o), None),
+        (o, Some(StopReason::TimeLimit)) => (RunStatus::Failed, format!("time limit of {} s reached", limit.as_secs()), partial(o), None),
+        (Err(f), None) => (RunStatus::Failed, f.message, f.partial, None),
+    };
+    let (status, message) = match report {
+        Some(report) => {
             *phase.lock().unwrap() = "storing";
-            match db::results::store_report(pool, run_id, &report).await {
+            let end = end.unwrap_or_else(|| super::outcome::end_partway(status, &message, &report));
+            match db::results::store_report(pool, run_id, &report, &end).await {
                 Ok(()) => {
-                    tracing::info!(run_id, "run succeeded");
+                    tracing::info!(run_id, status = %end.status, note = ?end.note, "run ended with a result");
                     return;
                 }
                 Err(e) => (RunStatus::Failed, format!("could not store the result: {e}")),
             }
         }
-        (_, Some(StopReason::CancelRequested)) => (RunStatus::Cancelled, "cancelled on request".to_string()),
-        (_, Some(StopReason::Shutdown)) => (RunStatus::Cancelled, "the worker shut down during the run".to_string()),
-        (_, Some(StopReason::TimeLimit)) => (RunStatus::Failed, format!("time limit of {} s reached", limit.as_secs())),
-        (Err(e), None) => (RunStatus::Failed, e),
+        None => (status, message),
     };
+    let result = (status, message);
     tracing::info!(run_id, status = %result.0, error = %result.1, "run ended");
     if let Err(e) = db::queue::finish(pool, run_id, worker, result.0, &result.1).await {
         tracing::error!(run_id, error = %e, "recording the end of a run");
@@ -130,8 +145,8 @@ fn to_run_progress(p: &Progress, phase: &str, worker: &str) -> RunProgress {
     }
 }
 
-/// Reaches or starts the target and benchmarks it. The error string is what the run page
-/// shows.
+/// Reaches or starts the target and benchmarks it. A failure's message is what the run
+/// page shows; it may carry the requests that finished before the run stopped.
 async fn run_target(
     spec: &RunSpec,
     cfg: &WorkerConfig,
@@ -140,7 +155,7 @@ async fn run_target(
     cancel: &CancellationToken,
     progress: bench::ProgressTx,
     phase: &Mutex<&'static str>,
-) -> Result<bench_types::BenchReport, String> {
+) -> Result<BenchReport, Failure> {
     // Files the spec names are read only under this host's roots, by their real paths.
     let spec = &cfg.host.roots.resolve_spec(spec)?;
     let (base_url, api_key, engine) = match &spec.target {
@@ -164,7 +179,7 @@ async fn run_target(
             let mut p = EngineProcess::spawn(&launch, log.clone()).map_err(|e| format!("{e:#}"))?;
             let url = tokio::select! {
                 r = p.wait_listening(cfg.engine_start_timeout) => r.map_err(|e| format!("{e:#}"))?,
-                _ = cancel.cancelled() => { p.stop(Duration::from_secs(5)).await; return Err("stopped while the engine started".into()); }
+                _ = cancel.cancelled() => { p.stop(Duration::from_secs(5)).await; return Err(Failure::from("stopped while the engine started".to_string())); }
             };
             (url, None, Some(p))
         }
@@ -183,26 +198,25 @@ async fn run_target(
             let url = format!("http://127.0.0.1:{port}");
             tokio::select! {
                 r = p.wait_http_ready(&url, "/health", cfg.engine_start_timeout) => r.map_err(|e| format!("{e:#}"))?,
-                _ = cancel.cancelled() => { p.stop(Duration::from_secs(5)).await; return Err("stopped while the engine started".into()); }
+                _ = cancel.cancelled() => { p.stop(Duration::from_secs(5)).await; return Err(Failure::from("stopped while the engine started".to_string())); }
             }
             (url, None, Some(p))
         }
-        Target::Imported(_) => return Err("imported results are not run".into()),
+        Target::Imported(_) => return Err(Failure::from("imported results are not run".to_string())),
     };
     *phase.lock().unwrap() = "benchmarking";
     let opts = RunOptions { api_key, progress: Some(progress), cancel: cancel.clone() };
     let outcome = bench::run_benchmark(spec, &base_url, opts).await;
-    
     match (outcome, engine) {
-        (r, None) => r.map_err(bench_error),
+        (r, None) => r.map_err(Failure::from),
         (r, Some(mut p)) => {
             // An engine that died mid-run makes every later request fail; say so
             // instead of storing a result full of connection errors.
             let died = p.exited();
             p.stop(Duration::from_secs(10)).await;
             match (r, died) {
-                (_, Some(status)) => Err(format!("the engine exited during the run ({status}); see its log")),
-                (r, None) => r.map_err(bench_error),
+                (_, Some(status)) => Err(format!("the engine exited during the run ({status}); see its log").into()),
+                (r, None) => r.map_err(Failure::from),
             }
         }
     }
@@ -238,6 +252,3 @@ fn free_port() -> std::io::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-fn bench_error(e: BenchError) -> String {
-    e.to_string()
-}

@@ -8,6 +8,7 @@ pub mod file_roots;
 pub mod host;
 mod log_ring;
 mod native;
+mod outcome;
 
 pub use engine_process::{EngineProcess, Launch};
 pub use host::WorkerHost;

@@ -2,6 +2,8 @@
 //! a real listening server (`serve`). Shared by several test binaries, each using a part.
 #![allow(dead_code)]
 
+pub mod fake_openai;
+
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;

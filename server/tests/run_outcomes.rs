@@ -1,0 +1,88 @@
+//! How runs end, with a real `latlab worker`: a dead target fails the run and names the
+//! errors, some failed requests are counted on the run, and a cancelled run keeps the
+//! requests that finished (partial).
+
+mod common;
+
+use bench_types::RunStatus;
+use common::fake_openai::{fresh_database, start as fake_openai};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+async fn wait_for(pool: &sqlx::PgPool, id: i64, what: &str, ok: impl Fn(&bench_types::RunView) -> bool) -> bench_types::RunView {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let r = db::runs::get(pool, id).await.unwrap().unwrap();
+        if ok(&r) {
+            return r;
+        }
+        assert!(Instant::now() < deadline, "run {id} never {what}: {r:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn spec(base_url: &str, model: &str, prompts: u32) -> bench_types::RunSpec {
+    serde_json::from_value(serde_json::json!({
+        "target": {"kind": "external", "base_url": base_url}, "model": model,
+        "dataset": {"kind": "random", "input_len": 16, "output_len": 8}, "num_prompts": prompts,
+        "load": {"max_concurrency": [1]}, "sampling": {"ignore_eos": true}, "request_timeout_s": 5,
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn dead_targets_fail_partial_failures_are_counted_and_cancels_keep_what_finished() {
+    let url = fresh_database(&format!("latlab_outcomes_{}", std::process::id())).await;
+    let pool = db::connect(&url, 4).await.unwrap();
+    let (fake, _) = fake_openai().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_latlab"))
+        .arg("worker")
+        .env("DATABASE_URL", &url)
+        .env("LATLAB_DATA_DIR", tmp.path())
+        .env("LATLAB_ENGINE_USER", if server::unix_user::running_as_root() { "root" } else { "" })
+        .env("LATLAB_ASSETS_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"))
+        .env("LATLAB_LEASE_S", "2")
+        .env("LATLAB_HEARTBEAT_S", "0.3")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let create = |s| {
+        let pool = pool.clone();
+        async move { server::store::create_runs(&pool, s).await.unwrap().run_ids[0] }
+    };
+
+    // Nothing listens on port 9: every request fails, so the run fails, with the reason.
+    let dead = create(spec("http://127.0.0.1:9", "m", 5)).await;
+    let r = wait_for(&pool, dead, "ended", |r| r.status.is_terminal()).await;
+    assert_eq!(r.status, RunStatus::Failed);
+    let e = r.error.unwrap();
+    assert!(e.starts_with("every request failed (5 of 5); first errors: ") && e.to_lowercase().contains("connect"), "{e}");
+    assert_eq!(db::requests::list(&pool, dead).await.unwrap().len(), 5, "the failed requests are kept to look at");
+
+    // Half the requests fail: a result, and the count on the run.
+    let flaky = create(spec(&fake, "flaky", 4)).await;
+    let r = wait_for(&pool, flaky, "ended", |r| r.status.is_terminal()).await;
+    assert_eq!(r.status, RunStatus::Succeeded);
+    assert_eq!(r.error.as_deref().map(|e| e.split(';').next().unwrap()), Some("2 of 4 requests failed"), "{:?}", r.error);
+    assert_eq!(r.summary.unwrap().failed, 2);
+
+    // Cancelled partway: the finished requests stay, marked partial.
+    let slow = create(spec(&fake, "slow", 30)).await;
+    wait_for(&pool, slow, "made progress", |r| r.progress.as_ref().is_some_and(|p| p.completed >= 2)).await;
+    assert_eq!(server::store::cancel_run(&pool, slow).await.unwrap(), "requested");
+    let r = wait_for(&pool, slow, "stopped", |r| r.status.is_terminal()).await;
+    assert_eq!(r.status, RunStatus::Cancelled);
+    assert!(r.error.as_deref().unwrap().contains("partial"), "{:?}", r.error);
+    let kept = db::requests::list(&pool, slow).await.unwrap();
+    assert!(kept.len() >= 2 && kept.len() < 30, "kept {}", kept.len());
+    assert!(kept.iter().all(|q| q.success), "only finished requests are kept");
+    let notes = db::results::extras(&pool, slow).await.unwrap().unwrap().notes;
+    assert!(notes.iter().any(|n| n.starts_with("partial: cancelled after")), "{notes:?}");
+
+    unsafe { libc::kill(worker.id() as i32, libc::SIGTERM) };
+    worker.wait().unwrap();
+    pool.close().await;
+}
