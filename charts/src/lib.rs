@@ -4,9 +4,14 @@
 //!
 //! Every chart adds an invisible hit area with a `<title>` per bar or point, so hovering
 //! shows the value in any browser, with JavaScript on or off.
+//!
+//! The root `<svg>` has a `viewBox` beside its width and height: a page scales it to its
+//! container (CSS `width: 100%`), a downloaded file keeps its own size. Layouts reserve
+//! room for their text from `text_px`, so no label runs past the edge.
 
 mod bars;
 mod lines;
+pub mod ticks;
 
 pub use bars::{bar_chart, Bar, BarChart};
 pub use lines::{line_chart, LineChart, Series};
@@ -91,8 +96,98 @@ fn fmt_digits(v: f64) -> String {
     }
 }
 
+/// Estimated width in pixels of `s` drawn at plotters font size `size` (the SVG says
+/// `size / 1.24` px). Per-glyph widths are DejaVu Sans' rounded up, the widest common
+/// sans-serif, so the estimate errs wide for other fonts; glyphs outside ASCII count a
+/// full em.
+pub fn text_px(s: &str, size: f64) -> f64 {
+    let em = size / 1.24;
+    let w: f64 = s
+        .chars()
+        .map(|c| match c {
+            'i' | 'l' | 'j' | '.' | ',' | ':' | ';' | '\'' | '|' | '!' | 'I' => 0.32,
+            ' ' | '(' | ')' | '[' | ']' | 'f' | 't' | 'r' | '-' | '/' => 0.42,
+            'm' | 'w' | 'M' | 'W' | '@' | '%' => 1.0,
+            c if c.is_ascii_uppercase() => 0.78,
+            c if c.is_ascii() => 0.66,
+            _ => 1.0,
+        })
+        .sum();
+    w * em
+}
+
+/// `s`, cut with "..." to at most `max_px` wide at font size `size`.
+pub fn fit(s: &str, max_px: f64, size: f64) -> String {
+    if text_px(s, size) <= max_px {
+        return s.to_string();
+    }
+    let mut t: String = s.to_string();
+    while !t.is_empty() && text_px(&format!("{t}..."), size) > max_px {
+        t.pop();
+    }
+    format!("{}...", t.trim_end())
+}
+
+/// A chart with nothing to draw: its title and a sentence saying why, instead of bare axes.
+pub fn message_chart(title: &str, message: &str, width: u32, height: u32) -> Result<String, ChartError> {
+    use plotters::prelude::*;
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let w = width as f64 - 24.0;
+        let area = root.titled(&fit(title, w, 16.0), ("sans-serif", 16)).map_err(err)?;
+        let style = ("sans-serif", 14).into_font().color(&RGBColor(90, 90, 90)).pos(Pos::new(HPos::Center, VPos::Center));
+        let (aw, ah) = area.dim_in_pixel();
+        area.draw_text(&fit(message, w, 14.0), &style, ((aw / 2) as i32, (ah / 2) as i32)).map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg.replacen("<svg ", "<svg class=\"chart-empty\" ", 1))
+}
+
 /// Whether `svg` has a `<text>` element reading exactly `s` (plotters puts the text on its
 /// own line); for tests of chart content.
 pub fn has_text(svg: &str, s: &str) -> bool {
     svg.contains(&format!(">\n{s}\n</text>"))
+}
+
+/// Every horizontal `<text>` of `svg` as (x, anchor, font size in plotters' units,
+/// content with entities decoded), for tests that check text stays inside.
+pub fn texts(svg: &str) -> Vec<(f64, String, f64, String)> {
+    svg.split("<text ")
+        .skip(1)
+        .filter(|t| !t.split_once('>').is_some_and(|(attrs, _)| attrs.contains("transform=")))
+        .filter_map(|t| {
+            let (attrs, rest) = t.split_once('>')?;
+            let attr = |name: &str| format!(" {attrs}").split(&format!(" {name}=\"")).nth(1)?.split('"').next().map(str::to_string);
+            let content = rest.split("</text>").next()?.trim();
+            let content = content.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&");
+            let size = attr("font-size")?.parse::<f64>().ok()? * 1.24;
+            Some((attr("x")?.parse().ok()?, attr("text-anchor").unwrap_or_default(), size, content))
+        })
+        .collect()
+}
+
+/// The width attribute of `svg`'s root.
+pub fn svg_width(svg: &str) -> Option<f64> {
+    svg.split_once("<svg")?.1.split(" width=\"").nth(1)?.split('"').next()?.parse().ok()
+}
+
+/// Texts of `svg` whose estimated extent leaves `0..width`, for tests.
+pub fn texts_outside(svg: &str) -> Vec<String> {
+    let width = svg_width(svg).unwrap_or(0.0);
+    texts(svg)
+        .into_iter()
+        .filter(|(x, anchor, size, s)| {
+            let w = text_px(s, *size);
+            let (l, r) = match anchor.as_str() {
+                "end" => (x - w, *x),
+                "middle" => (x - w / 2.0, x + w / 2.0),
+                _ => (*x, x + w),
+            };
+            l < 0.0 || r > width
+        })
+        .map(|t| t.3)
+        .collect()
 }

@@ -65,7 +65,7 @@ test('switching the metric re-renders the chart, changes the URL, and the SVG do
   // The ladder: each step against the previous, with the study's published gain beside it.
   await page.selectOption('select[name=chart]', 'ladder');
   await page.waitForURL(/chart=ladder/);
-  await page.waitForFunction(() => document.querySelector('.chart').innerHTML.includes('(study: +25.8%)'));
+  await page.waitForFunction(() => document.querySelector('.chart').innerHTML.includes('study: +25.8% speed-up)'));
   const url = page.url();
   assert.match(url, /chart=ladder&metric=tpot&p=99/);
 

@@ -45,7 +45,7 @@ async fn the_permalink_renders_the_chart_of_the_view_in_its_url(pool: PgPool) {
     assert!(e2el.content_type.starts_with("image/svg+xml"));
     assert_eq!(e2el.body.matches(">\nmissing\n</text>").count(), 25);
     let ladder = app.get(&format!("/c/{SEED_SLUG}/chart.svg?chart=ladder&metric=tpot")).await;
-    assert!(ladder.body.contains("(study: +25.8%)"), "{}", ladder.body);
+    assert!(ladder.body.contains("study: +25.8% speed-up)"), "{}", ladder.body);
     let sweep = app.get(&format!("/c/{SEED_SLUG}/chart.svg?chart=sweep&metric=ttft")).await;
     assert_eq!(sweep.body.matches("<title>").count(), 8, "two sweeps of four concurrencies");
 }

@@ -3,7 +3,7 @@
 //! view changes), downloads and exports, the runs table, and a configuration diff.
 
 use crate::components::charts::facts::{hardware, imported, marks, run_label, stat_value, warnings};
-use crate::components::charts::{render, ChartControls, ChartKind, ChartView, ConfigDiff, Stat};
+use crate::components::charts::{render, ChartControls, ChartKind, ChartView, ConfigDiff, LadderTable, Stat};
 use crate::components::StatusBadge;
 use crate::format::f2;
 use crate::pages::NotFound;
@@ -118,6 +118,7 @@ fn Comparison(c: Arc<ComparisonView>, view: Memo<ChartView>) -> impl IntoView {
             <div class="chart" data-hydrated=move || hydrated.get().then_some("true") inner_html=svg.clone()></div>
         </Suspense>
         {ladder_note}
+        <LadderTable c=c.clone() view/>
         <p class="downloads">
             "Download: "
             <a href=svg_href download=format!("{file}.svg") data-download="svg">"SVG"</a>" · "

@@ -1,10 +1,14 @@
 //! A comparison and a view into the chart's data, then SVG (via the `charts` crate). The
 //! server's `/c/<slug>/chart.svg` and the page (server render and browser re-render) all
 //! call `render`, so the download is exactly what was on screen.
+//!
+//! Chart text is plain ASCII English (fonts without CJK or symbol glyphs draw boxes); a
+//! run lacking a number is drawn as missing, never as 0; hover titles name files without
+//! the server's folders.
 
-use super::facts::{imported, marks, run_label, stat_value};
+use super::facts::{chart_label, imported, marks, source_name, stat_value};
 use super::view_state::{ChartKind, ChartView};
-use bench_types::{ComparisonView, RequestRecord, RunView};
+use bench_types::{ComparisonView, MetricKind, RequestRecord, RunView};
 use charts::{Bar, BarChart, LineChart, Series};
 
 /// The SVG for `view` of `c`; `records` (run id, its requests) feed the CDF and may be
@@ -14,36 +18,50 @@ pub fn render(c: &ComparisonView, view: &ChartView, records: &[(i64, Vec<Request
         ChartKind::Cdf => charts::line_chart(&super::cdf::cdf(c, view, records)),
         ChartKind::Bars => charts::bar_chart(&bars(c, view)),
         ChartKind::Sweep => charts::line_chart(&sweep(c, view)),
-        ChartKind::Ladder => charts::bar_chart(&ladder(c, view)),
+        ChartKind::Ladder => charts::bar_chart(&super::ladder::ladder(c, view)),
     };
     svg.map_err(|e| e.to_string())
 }
 
 /// The run's label with its marks; "imported" only when the set mixes imported and
 /// measured runs (an all-imported set says so in the title instead).
-fn label_with_marks(c: &ComparisonView, r: &RunView) -> String {
+pub(super) fn label_with_marks(c: &ComparisonView, r: &RunView) -> String {
     let all_imported = c.runs.iter().all(|r| imported(r).is_some());
     let m: Vec<&str> = marks(r).into_iter().filter(|m| !(all_imported && *m == "imported")).collect();
-    if m.is_empty() { run_label(r) } else { format!("{} [{}]", run_label(r), m.join(", ")) }
+    if m.is_empty() { chart_label(c, r) } else { format!("{} [{}]", chart_label(c, r), m.join(", ")) }
 }
 
-fn title(c: &ComparisonView, what: String) -> String {
+pub(super) fn title(c: &ComparisonView, what: String) -> String {
     let all_imported = !c.runs.is_empty() && c.runs.iter().all(|r| imported(r).is_some());
-    format!("{what} — {}{}", c.title, if all_imported { " (all runs imported)" } else { "" })
+    format!("{what} - {}{}", c.title, if all_imported { " (all runs imported)" } else { "" })
 }
 
-fn tooltip(r: &RunView, view: &ChartView, v: Option<f64>) -> String {
-    let value = v.map(|v| format!("{v} {}", view.metric.info().unit)).unwrap_or_else(|| "missing".into());
-    let mut t = format!("{} — {}: {value}; {}", run_label(r), view.axis_title(), r.spec.load_label());
+/// "TTFT", "ITL": the metric in a note.
+pub(super) fn short(metric: MetricKind) -> String {
+    match metric {
+        MetricKind::TokenItl => "token ITL".into(),
+        m => m.info().key.to_uppercase(),
+    }
+}
+
+pub(super) fn tooltip(c: &ComparisonView, r: &RunView, view: &ChartView, v: Option<f64>) -> String {
+    let value = v.map(|v| format!("{v} {}", view.metric.info().unit)).unwrap_or_else(|| "missing (not in the source or not measured)".into());
+    let mut t = format!("{} - {}: {value}; {}", chart_label(c, r), view.axis_title(), r.spec.load_label());
     if let Some(i) = imported(r) {
-        t.push_str(&format!("; imported from {}", i.source));
+        t.push_str(&format!("; imported from {}", source_name(&i.source)));
     }
     t
 }
 
-/// "+12.3%" of `v` against `base`.
-fn pct(v: f64, base: f64) -> String {
-    format!("{:+.1}%", (v / base - 1.0) * 100.0)
+/// `v` against `base` for a lower-is-better metric, signs read as they are: "-52.1% TTFT,
+/// 2.09x faster" when it fell, "+12.0% TTFT, 1.12x slower" when it rose.
+pub(super) fn change(v: f64, base: f64, metric: MetricKind) -> String {
+    let pct = (v / base - 1.0) * 100.0;
+    if pct.abs() < 0.05 {
+        return format!("same {}", short(metric));
+    }
+    let (ratio, word) = if v < base { (base / v, "faster") } else { (v / base, "slower") };
+    format!("{pct:+.1}% {}, {ratio:.2}x {word}", short(metric))
 }
 
 pub fn bars(c: &ComparisonView, view: &ChartView) -> BarChart {
@@ -57,17 +75,17 @@ pub fn bars(c: &ComparisonView, view: &ChartView) -> BarChart {
             let is_base = base.is_some_and(|b| b.id == r.id);
             let note = match (is_base, v, base_v) {
                 (true, _, _) => Some("(baseline)".to_string()),
-                (false, Some(v), Some(b)) => Some(format!("({} vs baseline)", pct(v, b))),
+                (false, Some(v), Some(b)) if v > 0.0 => Some(format!("({} than baseline)", change(v, b, view.metric))),
                 _ => None,
             };
-            Bar { label: label_with_marks(c, r), value: v, tooltip: tooltip(r, view, v), note, highlight: is_base }
+            Bar { label: label_with_marks(c, r), value: v, tooltip: tooltip(c, r, view, v), note, highlight: is_base }
         })
         .collect();
-    BarChart { title: title(c, view.axis_title()), axis: format!("{}, lower is better", view.axis_title()), bars, log: view.log }
+    BarChart { title: title(c, view.axis_title()), axis: format!("{}, lower is better", view.axis_title()), bars }
 }
 
 /// Runs grouped by configuration (everything but the concurrency and the label), one line
-/// each, for groups that vary the concurrency.
+/// each, for groups that vary the concurrency. A run lacking the statistic breaks its line.
 pub fn sweep(c: &ComparisonView, view: &ChartView) -> LineChart {
     let mut groups: Vec<(String, String, Vec<&RunView>)> = Vec::new();
     for r in &c.runs {
@@ -90,23 +108,33 @@ pub fn sweep(c: &ComparisonView, view: &ChartView) -> LineChart {
             }
         }
     }
-    let series = groups
+    let series: Vec<Series> = groups
         .into_iter()
         .filter(|g| g.2.iter().filter_map(|r| r.spec.load.max_concurrency.first()).collect::<std::collections::BTreeSet<_>>().len() >= 2)
         .map(|(_, name, runs)| {
-            let mut pts: Vec<(f64, f64, String)> = runs
+            let mut pts: Vec<(f64, Option<f64>, String)> = runs
                 .iter()
                 .filter_map(|r| {
                     let x = *r.spec.load.max_concurrency.first()? as f64;
-                    let v = stat_value(r, view.metric, view.stat)?;
-                    Some((x, v, tooltip(r, view, Some(v))))
+                    let v = stat_value(r, view.metric, view.stat);
+                    Some((x, v, tooltip(c, r, view, v)))
                 })
                 .collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let label: String = name.chars().take(90).collect();
-            Series { label, points: pts.iter().map(|p| (p.0, p.1)).collect(), tooltips: pts.into_iter().map(|p| p.2).collect() }
+            let (have, lack): (Vec<_>, Vec<_>) = pts.into_iter().partition(|p| p.1.is_some());
+            Series {
+                label: name,
+                points: have.iter().map(|p| (p.0, p.1.unwrap_or_default())).collect(),
+                tooltips: have.into_iter().map(|p| p.2).collect(),
+                missing: lack.into_iter().map(|p| (p.0, p.2)).collect(),
+            }
         })
         .collect();
+    let empty = if series.is_empty() {
+        "No configuration here ran at two or more concurrencies: nothing to draw against concurrency.".to_string()
+    } else {
+        format!("No run of these sweeps has {}: it is missing (not in the source or not measured).", view.axis_title())
+    };
     LineChart {
         title: title(c, format!("{} against concurrency", view.axis_title())),
         x_desc: "max concurrency (BS)".into(),
@@ -115,66 +143,7 @@ pub fn sweep(c: &ComparisonView, view: &ChartView) -> LineChart {
         log_x: false,
         log_y: view.log,
         markers: true,
-    }
-}
-
-/// A ladder step: label, run, what the source published for it.
-pub struct Step<'a> {
-    pub item: String,
-    pub run: &'a RunView,
-    pub published_gain: Option<String>,
-}
-
-/// The steps from the comparison's stored view (`{"ladder": {"baseline": id, "steps":
-/// [{"item", "run", "published_gain"}]}}`), else every run in order.
-pub fn ladder_steps(c: &ComparisonView) -> Vec<Step<'_>> {
-    let find = |id: Option<i64>| id.and_then(|id| c.runs.iter().find(|r| r.id == id));
-    let l = &c.view["ladder"];
-    if let Some(base) = find(l["baseline"].as_i64()) {
-        let mut steps = vec![Step { item: "baseline".into(), run: base, published_gain: None }];
-        for s in l["steps"].as_array().into_iter().flatten() {
-            if let Some(run) = find(s["run"].as_i64()) {
-                let item = s["item"].as_str().unwrap_or_default().to_string();
-                steps.push(Step { item, run, published_gain: s["published_gain"].as_str().map(str::to_string) });
-            }
-        }
-        return steps;
-    }
-    c.runs.iter().map(|r| Step { item: run_label(r), run: r, published_gain: None }).collect()
-}
-
-/// Each step against the previous: lower-is-better metrics gain when they drop, reported
-/// as the speed-up `prev / this - 1` (the study's convention).
-pub fn ladder(c: &ComparisonView, view: &ChartView) -> BarChart {
-    let steps = ladder_steps(c);
-    let mut prev: Option<f64> = None;
-    let bars = steps
-        .iter()
-        .map(|s| {
-            let v = stat_value(s.run, view.metric, view.stat);
-            let mut note = match (prev, v) {
-                (Some(p), Some(v)) if v > 0.0 => Some(format!("{:+.1}% vs previous", (p / v - 1.0) * 100.0)),
-                _ => None,
-            };
-            if let Some(g) = &s.published_gain {
-                note = Some(format!("{} (study: {g})", note.unwrap_or_default()));
-            }
-            if v.is_some() {
-                prev = v;
-            }
-            Bar {
-                label: format!("{} → {}", s.item, run_label(s.run)).chars().take(70).collect(),
-                value: v,
-                tooltip: tooltip(s.run, view, v),
-                note,
-                highlight: s.item == "baseline",
-            }
-        })
-        .collect();
-    BarChart {
-        title: title(c, format!("Optimization ladder: {}", view.axis_title())),
-        axis: format!("{}, lower is better", view.axis_title()),
-        bars,
-        log: view.log,
+        x_int: true,
+        empty,
     }
 }

@@ -1,8 +1,10 @@
 //! Latency CDFs from per-request records: one line per run, x = latency, y = fraction of
-//! requests (or of gaps, for ITL) at or below it. Runs without records (imported
-//! summaries) are named in the title rather than drawn from made-up data.
+//! requests (or of gaps, for ITL) at or below it, drawn as the step function an empirical
+//! CDF is (lines between samples would invent values no request had). Runs without
+//! records (imported summaries) are named in the title rather than drawn from made-up
+//! data; with none at all, the chart says so instead of showing bare axes.
 
-use super::facts::run_label;
+use super::facts::chart_label;
 use super::view_state::ChartView;
 use bench_types::{ComparisonView, MetricKind, RequestRecord};
 use charts::{LineChart, Series};
@@ -34,8 +36,10 @@ pub fn samples(records: &[RequestRecord], metric: MetricKind) -> Vec<f64> {
     v
 }
 
-/// At most `max` points of the empirical CDF of sorted `v` (evenly spaced ranks, the
-/// last one always kept so the line reaches 1).
+/// The empirical CDF of sorted `v` as a staircase: from 0 up at the first sample, then
+/// flat to the next kept sample and up to its fraction. At most `max` steps (evenly spaced
+/// ranks, the last always kept so it reaches 1); where ranks are skipped the stairs read
+/// the fraction at the previous kept sample, never more than was measured.
 pub fn cdf_points(v: &[f64], max: usize) -> Vec<(f64, f64)> {
     let n = v.len();
     if n == 0 {
@@ -46,7 +50,14 @@ pub fn cdf_points(v: &[f64], max: usize) -> Vec<(f64, f64)> {
     if idx.last() != Some(&(n - 1)) {
         idx.push(n - 1);
     }
-    idx.into_iter().map(|i| (v[i], (i + 1) as f64 / n as f64)).collect()
+    let mut out = Vec::with_capacity(2 * idx.len());
+    let mut level = 0.0;
+    for i in idx {
+        out.push((v[i], level));
+        level = (i + 1) as f64 / n as f64;
+        out.push((v[i], level));
+    }
+    out
 }
 
 pub fn cdf(c: &ComparisonView, view: &ChartView, records: &[(i64, Vec<RequestRecord>)]) -> LineChart {
@@ -58,25 +69,27 @@ pub fn cdf(c: &ComparisonView, view: &ChartView, records: &[(i64, Vec<RequestRec
             without.push(format!("#{}", r.id));
             continue;
         }
-        series.push(Series { label: run_label(r), points: cdf_points(&s, 300), tooltips: vec![] });
+        series.push(Series { label: chart_label(c, r), points: cdf_points(&s, 400), tooltips: vec![], missing: vec![] });
     }
     let key = match view.metric {
         MetricKind::Itl => "ITL (chunk-level)".to_string(),
         MetricKind::TokenItl => "token-level ITL".to_string(),
         m => m.info().key.to_uppercase(),
     };
-    let mut title = format!("{key} CDF — {}", c.title);
+    let mut title = format!("{key} CDF - {}", c.title);
     if !without.is_empty() {
         title.push_str(&format!(" (no per-request records: {})", if without.len() > 6 { format!("{} runs", without.len()) } else { without.join(", ") }));
     }
     LineChart {
         title,
         x_desc: format!("{key} ({})", view.metric.info().unit),
-        y_desc: "fraction of samples ≤ x".into(),
+        y_desc: "fraction of samples <= x".into(),
         series,
         log_x: view.log,
         log_y: false,
         markers: false,
+        x_int: false,
+        empty: "No per-request data: these runs carry summaries only (imported), no single requests.".into(),
     }
 }
 
@@ -115,8 +128,29 @@ mod tests {
     fn cdf_reaches_one_and_is_thinned() {
         let v: Vec<f64> = (0..1000).map(f64::from).collect();
         let p = cdf_points(&v, 100);
-        assert!(p.len() <= 101);
+        assert!(p.len() <= 2 * 101);
+        assert_eq!(p.first(), Some(&(0.0, 0.0)));
         assert_eq!(p.last(), Some(&(999.0, 1.0)));
-        assert!(p.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1));
+        assert!(p.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+    }
+
+    /// An empirical CDF is a step function: every segment is flat or vertical, and at each
+    /// sample it reads the fraction at or below it.
+    #[test]
+    fn cdf_is_a_step_function() {
+        let v = [10.0, 20.0, 20.0, 40.0];
+        let p = cdf_points(&v, 100);
+        assert!(p.windows(2).all(|w| w[0].0 == w[1].0 || w[0].1 == w[1].1), "{p:?}");
+        assert_eq!(p, [(10.0, 0.0), (10.0, 0.25), (20.0, 0.25), (20.0, 0.5), (20.0, 0.5), (20.0, 0.75), (40.0, 0.75), (40.0, 1.0)]);
+    }
+
+    /// The seed study has no per-request records: the CDF says so, no bare axes.
+    #[test]
+    fn an_empty_cdf_says_there_is_no_per_request_data() {
+        let c = super::super::seed_fixture::seed();
+        let view = ChartView { kind: super::super::ChartKind::Cdf, ..ChartView::default() };
+        let svg = super::super::render(&c, &view, &[]).unwrap();
+        assert!(svg.contains("No per-request data"), "{svg}");
+        assert!(!svg.contains("<line") && !svg.contains("<polyline"), "bare axes: {svg}");
     }
 }

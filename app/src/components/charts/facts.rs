@@ -19,6 +19,27 @@ pub fn run_label(r: &RunView) -> String {
     format!("#{} {l}", r.id)
 }
 
+/// The label a chart shows for `r` in `c`: `run_label`, plus its load ("BS=4") when
+/// another run of the set has the same label under another load (a sweep's runs share
+/// one) and the label does not say it already.
+pub fn chart_label(c: &ComparisonView, r: &RunView) -> String {
+    let name = |r: &RunView| if r.spec.label.is_empty() { r.target_description.clone() } else { r.spec.label.clone() };
+    let (mine, load) = (name(r), r.spec.load_label());
+    let shared = c.runs.iter().any(|o| o.id != r.id && name(o) == mine && o.spec.load_label() != load);
+    if shared && !mine.contains(&load) { format!("{} {load}", run_label(r)) } else { run_label(r) }
+}
+
+/// Where an imported run came from, without the folders of the server's file system:
+/// "qwen3-8b-h100-latency.txt, line 79".
+pub fn source_name(source: &str) -> String {
+    let (path, rest) = source.split_once(", ").map_or((source, None), |(p, r)| (p, Some(r)));
+    let file = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    match rest {
+        Some(r) => format!("{file}, {r}"),
+        None => file.to_string(),
+    }
+}
+
 /// Hardware the numbers came from, when known.
 pub fn hardware(r: &RunView) -> String {
     match &r.spec.target {
@@ -47,7 +68,8 @@ pub fn marks(r: &RunView) -> Vec<&'static str> {
 /// The number a chart shows for a run, or `None` when the run has no result or the source
 /// lacked it (never a stored default of 0).
 pub fn stat_value(r: &RunView, metric: MetricKind, stat: Stat) -> Option<f64> {
-    let s = r.summary.as_ref()?;
+    // No completed request, no latency: the summary's zeros are placeholders.
+    let s = r.summary.as_ref().filter(|s| s.completed > 0)?;
     let key = metric.info().key;
     let lacks = |k: &str| imported(r).is_some_and(|t| t.lacks(k));
     if lacks(key) {

@@ -3,12 +3,18 @@
 
 pub mod build;
 pub mod cdf;
+#[cfg(test)]
+mod chart_tests;
 pub mod config_diff;
 pub mod controls;
 pub mod facts;
+pub mod ladder;
+#[cfg(test)]
+mod seed_fixture;
 pub mod view_state;
 
 pub use build::render;
+pub use ladder::LadderTable;
 pub use view_state::{ChartKind, ChartView, Stat};
 pub use config_diff::ConfigDiff;
 pub use controls::{view_url, ChartControls};
