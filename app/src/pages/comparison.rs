@@ -8,7 +8,7 @@ use crate::components::StatusBadge;
 use crate::format::f2;
 use crate::pages::NotFound;
 use crate::server_fns::{get_comparison, get_run_requests};
-use bench_types::{ComparisonView, MetricKind, RunView};
+use bench_types::{ComparisonView, MetricKind, RunView, ValidationErrors};
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 use std::sync::Arc;
@@ -41,7 +41,7 @@ pub fn ComparisonPage() -> impl IntoView {
     let params = use_params_map();
     let query = use_query_map();
     let slug = move || params.read().get("slug").unwrap_or_default();
-    let view = Memo::new(move |_| query.with(|q| ChartView::from_query(|k| q.get(k))));
+    let view = Memo::new(move |_| query.with(|q| ChartView::parse(|k| q.get(k))));
     let cmp = Resource::new(slug, get_comparison);
     view! {
         <Suspense fallback=|| view! { <p>"Loading comparison…"</p> }>
@@ -55,7 +55,16 @@ pub fn ComparisonPage() -> impl IntoView {
 }
 
 #[component]
-fn Comparison(c: Arc<ComparisonView>, view: Memo<ChartView>) -> impl IntoView {
+fn Comparison(c: Arc<ComparisonView>, view: Memo<Result<ChartView, ValidationErrors>>) -> impl IntoView {
+    // The URL's view checked against this comparison: a bad parameter is named where the
+    // chart goes (the page answers 400); controls and the rest show the default view.
+    let check_c = c.clone();
+    let checked = Memo::new(move |_| view.get().and_then(|v| v.check(&check_c).map(|_| v)).map_err(|e| e.to_string()));
+    #[cfg(feature = "ssr")]
+    if let (Err(_), Some(resp)) = (checked.get_untracked(), use_context::<leptos_axum::ResponseOptions>()) {
+        resp.set_status(http::StatusCode::BAD_REQUEST);
+    }
+    let view = Memo::new(move |_| checked.get().unwrap_or_default());
     let slug = c.slug.clone();
     let chart_c = c.clone();
     // Per-request records are fetched only for the CDF (imported runs have none).
@@ -68,6 +77,9 @@ fn Comparison(c: Arc<ComparisonView>, view: Memo<ChartView>) -> impl IntoView {
         },
     );
     let svg = move || {
+        if let Err(e) = checked.get() {
+            return format!("<p class=\"error chart-error\" role=\"alert\">Bad chart parameter: {}</p>", charts::escape(&e));
+        }
         let recs = match records.get() {
             Some(Ok(r)) => r,
             Some(Err(e)) => return format!("<p class=\"error\">Could not load the requests: {e}</p>"),

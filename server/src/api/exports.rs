@@ -99,7 +99,8 @@ pub async fn records_of(pool: &db::PgPool, ids: &[i64]) -> Result<Vec<(i64, Vec<
 /// `/c/{slug}/chart.svg?chart=..&metric=..&p=..&baseline=..&log=1`.
 pub async fn chart_svg(State(st): State<AppState>, Path(slug): Path<String>, ApiQuery(q): ApiQuery<HashMap<String, String>>) -> Result<impl IntoResponse, ApiError> {
     let c = load(&st, &slug).await?;
-    let view = ChartView::from_query(|k| q.get(k).cloned());
+    // A parameter that means nothing is a 400 naming it, not a default chart.
+    let view = ChartView::for_comparison(&c, |k| q.get(k).cloned()).map_err(ApiError::Invalid)?;
     let records = if view.kind == ChartKind::Cdf {
         records_of(&st.pool, &c.runs.iter().map(|r| r.id).collect::<Vec<_>>()).await?
     } else {

@@ -76,7 +76,7 @@ pub fn ChartControls(c: std::sync::Arc<ComparisonView>, view: Memo<ChartView>) -
             <label>"Statistic "
                 <select name="p" on:change=move |ev| {
                     let k = event_target_value(&ev);
-                    g3(&|v| v.stat = ChartView::from_query(|n| (n == "p").then(|| k.clone())).stat)
+                    g3(&|v| if let Some(s) = Stat::parse(&k) { v.stat = s })
                 }>{stat_opts}</select>
             </label>
             <label>"Baseline "
@@ -91,12 +91,13 @@ pub fn ChartControls(c: std::sync::Arc<ComparisonView>, view: Memo<ChartView>) -
                     g5(&|v| v.other = k.parse().ok())
                 }>{run_opts(|v| v.other)}</select>
             </label>
-            <label>
-                <input type="checkbox" name="log" value="1" prop:checked=move || view.get().log on:change=move |ev| {
+            // Bars start at 0 so that their lengths compare: the log scale is for lines only.
+            <label class="chart-log" title="For the sweep and CDF charts; bars always start at 0">
+                <input type="checkbox" name="log" value="1" prop:checked=move || view.get().log prop:disabled=move || !view.get().log_applies() on:change=move |ev| {
                     let on = event_target_checked(&ev);
                     g6(&|v| v.log = on)
                 }/>
-                " log scale"
+                " log scale (sweep, CDF)"
             </label>
             <button type="submit">"Apply"</button>
         </form>

@@ -1,9 +1,11 @@
 //! What the comparison page shows, held in the URL query string so that a permalink
 //! reproduces exactly what was seen: `?chart=bars&metric=tpot&p=99&baseline=12&log=1`.
-//! Parsing is forgiving (an unknown value falls back to the default) because links get
-//! hand-edited; printing is canonical (defaults left out) so equal views give equal URLs.
+//! A value that means nothing (`metric=bogus`, `chart=pie`, a percentile no run carries)
+//! is refused with the parameter named, rather than silently replaced by a default that
+//! shows a chart nobody asked for; empty values (the plain form's "none") are the
+//! defaults. Printing is canonical (defaults left out) so equal views give equal URLs.
 
-use bench_types::MetricKind;
+use bench_types::{ComparisonView, MetricKind, ValidationErrors};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChartKind {
@@ -60,11 +62,11 @@ impl Stat {
             Stat::P(p) => format!("p{}", bench_types::result_block::percentile_label(p)),
         }
     }
-    fn parse(s: &str) -> Option<Stat> {
+    pub fn parse(s: &str) -> Option<Stat> {
         match s {
             "mean" => Some(Stat::Mean),
-            "median" | "50" => Some(Stat::Median),
-            p => p.trim_start_matches('p').parse::<f64>().ok().filter(|p| *p > 0.0 && *p < 100.0).map(Stat::P),
+            "median" | "50" | "p50" => Some(Stat::Median),
+            p => p.strip_prefix('p').unwrap_or(p).parse::<f64>().ok().filter(|p| *p > 0.0 && *p < 100.0).map(Stat::P),
         }
     }
 }
@@ -88,20 +90,84 @@ impl Default for ChartView {
 }
 
 impl ChartView {
-    /// From query parameters (`get("metric")` etc.).
-    pub fn from_query(get: impl Fn(&str) -> Option<String>) -> ChartView {
+    /// From query parameters (`get("metric")` etc.); every bad one is named.
+    pub fn parse(get: impl Fn(&str) -> Option<String>) -> Result<ChartView, ValidationErrors> {
         let d = ChartView::default();
-        let metric = get("metric")
-            .and_then(|m| bench_types::METRICS.iter().find(|i| i.key == m).map(|i| i.kind))
-            .unwrap_or(d.metric);
-        ChartView {
-            kind: get("chart").and_then(|k| ChartKind::ALL.into_iter().find(|c| c.key() == k)).unwrap_or(d.kind),
-            metric,
-            stat: get("p").and_then(|p| Stat::parse(&p)).unwrap_or(d.stat),
-            baseline: get("baseline").and_then(|b| b.parse().ok()),
-            other: get("other").and_then(|b| b.parse().ok()),
-            log: get("log").is_some_and(|l| l == "1" || l == "true" || l == "on"),
+        let mut errs = ValidationErrors::default();
+        let given = |k: &str| get(k).filter(|v| !v.is_empty());
+        let keys = |it: &mut dyn Iterator<Item = &str>| it.collect::<Vec<_>>().join(", ");
+        let kind = match given("chart") {
+            None => d.kind,
+            Some(k) => ChartKind::ALL.into_iter().find(|c| c.key() == k).unwrap_or_else(|| {
+                errs.push("chart", format!("unknown chart {k:?}; one of {}", keys(&mut ChartKind::ALL.iter().map(|c| c.key()))));
+                d.kind
+            }),
+        };
+        let metric = match given("metric") {
+            None => d.metric,
+            Some(m) => bench_types::METRICS.iter().find(|i| i.key == m).map(|i| i.kind).unwrap_or_else(|| {
+                errs.push("metric", format!("unknown metric {m:?}; one of {}", keys(&mut bench_types::METRICS.iter().map(|i| i.key))));
+                d.metric
+            }),
+        };
+        let stat = match given("p") {
+            None => d.stat,
+            Some(p) => Stat::parse(&p).unwrap_or_else(|| {
+                errs.push("p", format!("{p:?} is not a statistic; mean, median or a percentile between 0 and 100 (99, 99.9)"));
+                d.stat
+            }),
+        };
+        let mut run = |name: &str| {
+            given(name).and_then(|b| {
+                let id = b.parse::<i64>().ok();
+                if id.is_none() {
+                    errs.push(name, format!("{b:?} is not a run id"));
+                }
+                id
+            })
+        };
+        let (baseline, other) = (run("baseline"), run("other"));
+        let log = match given("log").as_deref() {
+            None | Some("0" | "false" | "off") => false,
+            Some("1" | "true" | "on") => true,
+            Some(l) => {
+                errs.push("log", format!("{l:?} is not on or off; 1 or 0"));
+                false
+            }
+        };
+        if errs.is_empty() { Ok(ChartView { kind, metric, stat, baseline, other, log }) } else { Err(errs) }
+    }
+
+    /// What the view names must exist in `c`: the percentile in some run, the baseline and
+    /// the other run among its runs.
+    pub fn check(&self, c: &ComparisonView) -> Result<(), ValidationErrors> {
+        let mut errs = ValidationErrors::default();
+        if let Stat::P(p) = self.stat {
+            let have = super::facts::percentiles(c);
+            if !have.iter().any(|q| (q - p).abs() < 1e-9) {
+                let list: Vec<String> = have.iter().map(|q| Stat::P(*q).label()).collect();
+                errs.push("p", format!("no run of this comparison has {}; choose mean, median or {}", self.stat.label(), list.join(", ")));
+            }
         }
+        for (name, id) in [("baseline", self.baseline), ("other", self.other)] {
+            if let Some(id) = id.filter(|id| !c.runs.iter().any(|r| r.id == *id)) {
+                errs.push(name, format!("run {id} is not in this comparison"));
+            }
+        }
+        if errs.is_empty() { Ok(()) } else { Err(errs) }
+    }
+
+    /// `parse`, then `check` against `c`: what the page and `chart.svg` accept.
+    pub fn for_comparison(c: &ComparisonView, get: impl Fn(&str) -> Option<String>) -> Result<ChartView, ValidationErrors> {
+        let v = ChartView::parse(get)?;
+        v.check(c)?;
+        Ok(v)
+    }
+
+    /// Whether the log-scale setting applies: bars start at 0 so that their lengths compare,
+    /// which a log axis would break; lines (sweep, CDF) may use it.
+    pub fn log_applies(&self) -> bool {
+        matches!(self.kind, ChartKind::Sweep | ChartKind::Cdf)
     }
 
     /// Canonical query string without the leading '?' (empty for the default view).
@@ -144,16 +210,20 @@ impl ChartView {
 mod tests {
     use super::*;
 
-    fn q(s: &str) -> ChartView {
+    fn q(s: &str) -> Result<ChartView, ValidationErrors> {
         let pairs: Vec<(String, String)> =
             s.split('&').filter(|p| !p.is_empty()).map(|p| p.split_once('=').map(|(a, b)| (a.into(), b.into())).unwrap()).collect();
-        ChartView::from_query(|k| pairs.iter().find(|(a, _)| a == k).map(|(_, b)| b.clone()))
+        ChartView::parse(|k| pairs.iter().find(|(a, _)| a == k).map(|(_, b)| b.clone()))
+    }
+
+    fn fields(e: ValidationErrors) -> Vec<String> {
+        e.0.into_iter().map(|f| f.field).collect()
     }
 
     #[test]
     fn round_trips_through_the_query_string() {
         let s = "chart=ladder&metric=tpot&p=99&baseline=12&log=1";
-        let v = q(s);
+        let v = q(s).unwrap();
         assert_eq!(v.kind, ChartKind::Ladder);
         assert_eq!(v.metric, MetricKind::Tpot);
         assert_eq!(v.stat, Stat::P(99.0));
@@ -161,11 +231,32 @@ mod tests {
         assert!(v.log);
         assert_eq!(v.to_query(), s);
         assert_eq!(ChartView::default().to_query(), "");
+        // The plain form sends every select, "none" as an empty value.
+        assert_eq!(q("chart=bars&metric=ttft&p=mean&baseline=&other=").unwrap(), ChartView::default());
     }
 
     #[test]
-    fn nonsense_falls_back_to_defaults() {
-        let v = q("metric=speed&p=200&chart=pie&baseline=x");
-        assert_eq!(v, ChartView::default());
+    fn nonsense_is_refused_with_the_parameter_named() {
+        assert_eq!(fields(q("metric=bogus").unwrap_err()), ["metric"]);
+        assert_eq!(fields(q("chart=pie").unwrap_err()), ["chart"]);
+        assert_eq!(fields(q("p=200").unwrap_err()), ["p"]);
+        assert_eq!(fields(q("metric=speed&p=200&chart=pie&baseline=x&log=maybe").unwrap_err()), ["chart", "metric", "p", "baseline", "log"]);
+        let e = q("metric=bogus").unwrap_err().to_string();
+        assert!(e.starts_with("metric: unknown metric \"bogus\"") && e.contains("ttft"), "{e}");
+    }
+
+    /// p=42 parses (a percentile) but no run carries it; a baseline must be one of the runs.
+    #[test]
+    fn the_view_must_name_what_the_comparison_has() {
+        let mut c: ComparisonView = serde_json::from_value(serde_json::json!({
+            "slug": "s", "title": "t", "view": {}, "created_at": "2025-01-01T00:00:00Z", "runs": []
+        }))
+        .unwrap();
+        c.runs.clear();
+        let v = q("p=42&baseline=7").unwrap();
+        let e = v.check(&c).unwrap_err();
+        assert_eq!(fields(e.clone()), ["p", "baseline"]);
+        assert!(e.to_string().contains("no run of this comparison has p42; choose mean, median or p99"), "{e}");
+        assert!(q("p=99").unwrap().check(&c).is_ok());
     }
 }
