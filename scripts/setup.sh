@@ -11,6 +11,8 @@
 #   wasm-bindgen-cli       cargo install, the exact version of the wasm-bindgen crate in Cargo.lock
 #   wasm-opt               npm binaryen@132 (Debian's binaryen 108 breaks the bundle)
 #   chromium               apt chromium, for the browser tests; playwright-core from npm
+#   CJK font               apt fonts-droid-fallback (2 MB): the seed study's Japanese names
+#                          (ladder table, hover titles, PNG exports) as glyphs, not boxes
 #   NVRTC                  pip nvidia-cuda-nvrtc + nvidia-cuda-runtime: compile-checks every
 #                          CUDA kernel for sm_90a on machines without a GPU
 #   assets                 the Qwen3 tokenizer and ShareGPT (scripts/fetch-assets.sh)
@@ -26,7 +28,7 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 T0=$(date +%s)
 
 # ---- Debian packages -------------------------------------------------------------
-want=(postgresql rustc-web cargo-web rust-web-src chromium)
+want=(postgresql rustc-web cargo-web rust-web-src chromium fonts-droid-fallback)
 missing=(); for p in "${want[@]}"; do have_pkg "$p" || missing+=("$p"); done
 # Node.js may come from elsewhere (NodeSource bundles npm); only add Debian's when absent.
 command -v npm >/dev/null || missing+=(nodejs npm)
