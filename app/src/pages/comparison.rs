@@ -10,6 +10,7 @@ use crate::pages::NotFound;
 use crate::server_fns::{get_comparison, get_run_requests};
 use bench_types::{ComparisonView, MetricKind, RunView, ValidationErrors};
 use leptos::prelude::*;
+use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 use std::sync::Arc;
 
@@ -36,21 +37,40 @@ const PNG_SCRIPT: &str = r#"document.addEventListener('click', function (e) {
   img.src = 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(new XMLSerializer().serializeToString(svg));
 });"#;
 
+/// How often a comparison with unfinished runs is fetched again (browser only).
+const POLL: std::time::Duration = std::time::Duration::from_millis(2000);
+
 #[component]
 pub fn ComparisonPage() -> impl IntoView {
     let params = use_params_map();
     let query = use_query_map();
     let slug = move || params.read().get("slug").unwrap_or_default();
     let view = Memo::new(move |_| query.with(|q| ChartView::parse(|k| q.get(k))));
-    let cmp = Resource::new(slug, get_comparison);
+    // Bumped while any run is queued or running, so statuses, progress and charts fill in
+    // as runs finish, without a reload.
+    let tick = RwSignal::new(0u64);
+    let cmp = Resource::new(move || (slug(), tick.get()), |(slug, _)| get_comparison(slug));
+    let live = move || cmp.get().and_then(|r| r.ok().flatten()).is_some_and(|c| c.runs.iter().any(|r| !r.status.is_terminal()));
+    Effect::new(move |_| {
+        if let Ok(handle) = set_interval_with_handle(
+            move || {
+                if live() {
+                    tick.update(|t| *t += 1);
+                }
+            },
+            POLL,
+        ) {
+            on_cleanup(move || handle.clear());
+        }
+    });
     view! {
-        <Suspense fallback=|| view! { <p>"Loading comparison…"</p> }>
+        <Transition fallback=|| view! { <p>"Loading comparison…"</p> }>
             {move || cmp.get().map(|r| match r {
                 Err(e) => view! { <p class="error">{format!("Could not load the comparison: {e}")}</p> }.into_any(),
                 Ok(None) => view! { <NotFound/> }.into_any(),
                 Ok(Some(c)) => view! { <Comparison c=Arc::new(c) view/> }.into_any(),
             })}
-        </Suspense>
+        </Transition>
     }
 }
 
@@ -121,8 +141,13 @@ fn Comparison(c: Arc<ComparisonView>, view: Memo<Result<ChartView, ValidationErr
             </p>
         })
     };
+    let live = c.runs.iter().filter(|r| !r.status.is_terminal()).count();
     view! {
+        <Title text=format!("{} · latlab", c.title)/>
         <h1>{c.title.clone()}</h1>
+        {(live > 0).then(|| view! {
+            <p class="live-note" data-testid="live-note">{format!("{live} of {} runs still going; this page updates as they finish.", c.runs.len())}</p>
+        })}
         <p class="muted">"Permalink: " <code>{format!("/c/{}", c.slug)}</code></p>
         <ul class="warnings">{warn}</ul>
         <ChartControls c=c.clone() view/>
@@ -152,6 +177,13 @@ fn cell(r: &RunView, m: MetricKind, s: Stat) -> impl IntoView + use<> {
     }
 }
 
+/// " 37/100" beside a running run's status.
+fn progress_of(r: &RunView) -> Option<impl IntoView + use<>> {
+    let p = r.progress.as_ref().filter(|_| !r.status.is_terminal())?;
+    let done = p.completed + p.failed;
+    Some(view! { <span class="muted progress-count">{format!(" {done}/{}", p.total)}</span> })
+}
+
 #[component]
 fn ComparisonTable(c: Arc<ComparisonView>) -> impl IntoView {
     let stats = [Stat::Mean, Stat::Median, Stat::P(99.0)];
@@ -170,7 +202,7 @@ fn ComparisonTable(c: Arc<ComparisonView>) -> impl IntoView {
                     <td>{engine}</td>
                     <td>{r.spec.load_label()}</td>
                     <td>{hardware(r)}</td>
-                    <td><StatusBadge status=r.status/></td>
+                    <td><StatusBadge status=r.status/>{progress_of(r)}</td>
                     {cells}
                     <td class="num">{tput}</td>
                 </tr>
@@ -178,6 +210,7 @@ fn ComparisonTable(c: Arc<ComparisonView>) -> impl IntoView {
         })
         .collect_view();
     view! {
+        <div class="table-wrap">
         <table class="runs comparison">
             <thead>
                 <tr>
@@ -196,5 +229,6 @@ fn ComparisonTable(c: Arc<ComparisonView>) -> impl IntoView {
             </thead>
             <tbody>{rows}</tbody>
         </table>
+        </div>
     }
 }
