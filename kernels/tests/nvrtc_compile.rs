@@ -9,7 +9,10 @@
 //! the dynamic loader reads that variable only at process start. Without either it skips
 //! and says how to install them.
 
-mod experiment_src;
+/// The lab's CUDA sources (kernels/lab: experiments, not production), compiled here too so
+/// that CI catches a change to the production headers that breaks one.
+#[path = "../lab/src/sources.rs"]
+mod lab_sources;
 use kernels::compile::{CompileOptions, compile_with_usage};
 use kernels::sources::ALL;
 use std::path::{Path, PathBuf};
@@ -90,36 +93,19 @@ fn compile_all(include: PathBuf) {
             }
         }
     }
-    // The GPU-only streaming experiment builds on skinny_bulk.cu's pipeline.
-    let (cubin, _) = compile_with_usage("stream_chain.cu", experiment_src::STREAM_CHAIN, &opts)
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(&cubin[..4], b"\x7fELF", "stream_chain.cu: no cubin");
-    // So does the warpgroup-MMA experiment (gpu_wgmma_probe).
-    let (cubin, _) = compile_with_usage("wgmma_probe.cu", experiment_src::WGMMA_PROBE, &opts)
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(&cubin[..4], b"\x7fELF", "wgmma_probe.cu: no cubin");
-    // And the copy-ceiling experiment (gpu_copy_ceiling).
-    let (cubin, _) = compile_with_usage("copy_ceiling.cu", experiment_src::COPY_CEILING, &opts)
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(&cubin[..4], b"\x7fELF", "copy_ceiling.cu: no cubin");
-    // And the fused-MLP experiment in its three reduction forms (gpu_mlp_fused).
-    for (name, src) in [
-        ("mlp_fused.cu", experiment_src::MLP_FUSED),
-        ("mlp_fused_red_v4.cu", experiment_src::MLP_FUSED_RED_V4),
-        ("mlp_fused_no_red.cu", experiment_src::MLP_FUSED_NO_RED),
-    ] {
+    // The lab's experiments build on the production headers and pipeline.
+    for (name, src) in lab_sources::ALL {
         let (cubin, _) = compile_with_usage(name, src, &opts).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(&cubin[..4], b"\x7fELF", "{name}: no cubin");
-    }
-    // And the latency-under-load experiment (gpu_latency_load).
-    let (cubin, _) = compile_with_usage("latency_load.cu", experiment_src::LATENCY_LOAD, &opts)
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(&cubin[..4], b"\x7fELF", "latency_load.cu: no cubin");
-    // Its code hops must hold the ~43 KB of straight code they are named for.
-    for (k, bytes) in text_sizes(&cubin) {
-        eprintln!("  latency_load.cu {k:<24} {bytes:>6} B of code");
-        if k.starts_with("latency_hop_code") {
-            assert!(bytes > 40_000, "{k}: {bytes} B of code, expected ~43 KB");
+        if *name != "latency_load.cu" {
+            continue;
+        }
+        // Its code hops must hold the ~43 KB of straight code they are named for.
+        for (k, bytes) in text_sizes(&cubin) {
+            eprintln!("  latency_load.cu {k:<24} {bytes:>6} B of code");
+            if k.starts_with("latency_hop_code") {
+                assert!(bytes > 40_000, "{k}: {bytes} B of code, expected ~43 KB");
+            }
         }
     }
     assert!(

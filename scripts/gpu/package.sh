@@ -7,13 +7,17 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export SQLX_OFFLINE=true
 rm -rf .gpu/t .gpu/tok && mkdir -p .gpu/t .gpu/tok
-cargo build -p engine-server -p bench --bins
+cargo build -p engine-server -p bench -p kernels-lab --bins
 cp target/debug/latlab-engine target/debug/latlab-bench .gpu/t/
+# The kernel lab (kernels/lab/README.md): one program per experiment.
+for b in timing step_chain step_trace stream_chain wgmma_probe copy_ceiling latency_load l2_reuse mlp_fused; do
+  cp "target/debug/$b" ".gpu/t/$b"
+done
 # Test binaries have hashed names: ask cargo for them.
-for pkg in engine kernels; do
+for pkg in engine; do
   cargo test -p "$pkg" --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys
-want = {"cuda_ops", "cuda_attention", "cuda_gemm", "cuda_norm_epilogue", "cuda_fp8_x_f16", "cuda_backend", "cuda_paths", "cuda_attention_paths", "cuda_hf_8b", "gpu_timing", "gpu_step_chain", "gpu_step_trace", "gpu_stream_chain", "gpu_wgmma_probe", "gpu_copy_ceiling", "gpu_latency_load", "gpu_l2_reuse", "gpu_mlp_fused"}
+want = {"cuda_ops", "cuda_attention", "cuda_gemm", "cuda_norm_epilogue", "cuda_fp8_x_f16", "cuda_backend", "cuda_paths", "cuda_attention_paths", "cuda_hf_8b"}
 for line in sys.stdin:
     try: m = json.loads(line)
     except ValueError: continue

@@ -23,42 +23,42 @@ if has tests; then
   done
 fi
 if has timing; then
-  timeout 150 $T/gpu_timing --ignored --nocapture > "$OUT/timing.log" 2>&1; echo "timing rc=$?"
+  timeout 150 $T/timing > "$OUT/timing.log" 2>&1; echo "timing rc=$?"
   grep -E "whole model|attention ctx|argmax|add_rmsnorm|swiglu" "$OUT/timing.log"
 fi
 if has chain; then
   # A whole decode step built from the real ops, minus one kind of kernel at a time.
-  timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/chain.log" 2>&1; echo "chain rc=$?"
+  timeout 200 $T/step_chain > "$OUT/chain.log" 2>&1; echo "chain rc=$?"
   grep -E "^\|" "$OUT/chain.log"
 fi
 if has trace; then
-  # The block timeline of a decode step (kernels/tests/gpu_step_trace.rs): each kernel's
+  # The block timeline of a decode step (kernels/lab/src/bin/step_trace.rs): each kernel's
   # share of the critical path and when its blocks were placed.
-  timeout 300 $T/gpu_step_trace --ignored --nocapture > "$OUT/trace.log" 2>&1; echo "trace rc=$?"
+  timeout 300 $T/step_trace > "$OUT/trace.log" 2>&1; echo "trace rc=$?"
   grep -E "^\||^###|^per layer|^slowest|^  block|panicked" "$OUT/trace.log"
 fi
 if has stream; then
   # The step's linears as launches against one kernel streaming weights across GEMMs
-  # (experiment: kernels/tests/gpu_stream_chain.rs).
-  timeout 300 $T/gpu_stream_chain --ignored --nocapture > "$OUT/stream.log" 2>&1; echo "stream rc=$?"
+  # (experiment: kernels/lab/src/bin/stream_chain.rs).
+  timeout 300 $T/stream_chain > "$OUT/stream.log" 2>&1; echo "stream rc=$?"
   grep -E "^\||panicked" "$OUT/stream.log"
 fi
 if has wgmma; then
   # FP8 decode GEMMs on the warpgroup MMA (QGMMA, e4m3 x e4m3) against the engine's kernel
-  # (experiment: kernels/tests/gpu_wgmma_probe.rs).
-  timeout 300 $T/gpu_wgmma_probe --ignored --nocapture > "$OUT/wgmma.log" 2>&1; echo "wgmma rc=$?"
+  # (experiment: kernels/lab/src/bin/wgmma_probe.rs).
+  timeout 300 $T/wgmma_probe > "$OUT/wgmma.log" 2>&1; echo "wgmma rc=$?"
   grep -E "^\||panicked" "$OUT/wgmma.log"
 fi
 if has copy; then
   # How fast the step's weights stream by each way of moving them, with no multiplying, and
-  # what in the bf16 GEMMs' consumers costs (experiment: kernels/tests/gpu_copy_ceiling.rs).
-  timeout 300 $T/gpu_copy_ceiling --ignored --nocapture --test-threads=1 > "$OUT/copy.log" 2>&1; echo "copy rc=$?"
+  # what in the bf16 GEMMs' consumers costs (experiment: kernels/lab/src/bin/copy_ceiling.rs).
+  timeout 300 $T/copy_ceiling > "$OUT/copy.log" 2>&1; echo "copy rc=$?"
   grep -E "^\||panicked" "$OUT/copy.log"
 fi
 if has normvec; then
   # The lean norm kernels (LATLAB_NORM_VEC, on by default): whole decode steps with 0 and 1.
   for on in 0 1; do
-    LATLAB_NORM_VEC=$on timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/chain_norm$on.log" 2>&1
+    LATLAB_NORM_VEC=$on timeout 200 $T/step_chain > "$OUT/chain_norm$on.log" 2>&1
     echo "chain norm_vec=$on rc=$?"; grep -E "whole step|without norms" "$OUT/chain_norm$on.log"
   done
 fi
@@ -69,14 +69,14 @@ if has sweep; then
   i=0
   for v in "${SETS[@]}"; do
     i=$((i + 1))
-    env $v timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/sweep$i.log" 2>&1
+    env $v timeout 200 $T/step_chain > "$OUT/sweep$i.log" 2>&1
     echo "sweep $i [$v] rc=$?"; grep -E "whole step" "$OUT/sweep$i.log"
   done
 fi
 if has splits; then
   # Decode attention's block target (LATLAB_ATTENTION_BLOCKS, default 528): whole steps.
   for nb in 264 528 1056 2048; do
-    LATLAB_ATTENTION_BLOCKS=$nb timeout 200 $T/gpu_step_chain --ignored --nocapture > "$OUT/chain_blocks$nb.log" 2>&1
+    LATLAB_ATTENTION_BLOCKS=$nb timeout 200 $T/step_chain > "$OUT/chain_blocks$nb.log" 2>&1
     echo "chain attention_blocks=$nb rc=$?"; grep -E "whole step|without attention" "$OUT/chain_blocks$nb.log"
   done
 fi
@@ -137,7 +137,7 @@ if has fold; then
   # GPU time alone: the chain folds as the engine does (kernels/tests/step_common).
   for on in 0 1; do
     LATLAB_NORM_EPILOGUE=$on LATLAB_CHAIN_BATCHES=${LATLAB_CHAIN_BATCHES:-1,8} timeout 200 \
-      $T/gpu_step_chain --ignored --nocapture > "$OUT/fold_chain$on.log" 2>&1
+      $T/step_chain > "$OUT/fold_chain$on.log" 2>&1
     echo "chain norm_epilogue=$on rc=$?"; grep -E "whole step|without norms" "$OUT/fold_chain$on.log"
   done
   B="$BENCH --gen-len 220 --rounds 2"
@@ -177,8 +177,8 @@ if has tiled; then
   done
 fi
 if has latency; then
-  # One dependent load at rest and beside an HBM stream (kernels/tests/gpu_latency_load.rs).
-  timeout 120 $T/gpu_latency_load --ignored --nocapture > "$OUT/latency.log" 2>&1; echo "latency rc=$?"
+  # One dependent load at rest and beside an HBM stream (kernels/lab/src/bin/latency_load.rs).
+  timeout 120 $T/latency_load > "$OUT/latency.log" 2>&1; echo "latency rc=$?"
   grep -E "stream alone|per dependent|PDL kernels|panicked" "$OUT/latency.log"
 fi
 if has prefill; then

@@ -1,7 +1,7 @@
 //! Experiment, GPU machine only (prints the speeds, asserts nothing about them): how fast
 //! the weights of a Qwen3-8B decode step's 144 layer linears (36 distinct layers, bf16
 //! 13.9 GB, FP8 6.9 GB) can stream into the SMs at all, with no multiplying, and by which
-//! way of moving them (tests/cuda/copy_ceiling.cu):
+//! way of moving them (lab/cuda/copy_ceiling.cu):
 //! - plain 16-byte loads (GPU.md's read ceiling was measured so: 4.52 TB/s);
 //! - the engine's ring (a producer warp, 16 KB stages of 16 bulk copies of 1 KB, one per
 //!   weight row, 8 warps reading the stage from shared memory);
@@ -11,7 +11,7 @@
 //! each as one launch over all the bytes and as a chain of 144 launches with PDL in a CUDA
 //! graph (as a step runs them), beside the engine's bf16 GEMMs on the same bytes. If the
 //! tiled ring streams much faster than the row ring, a tiled weight layout is the way to
-//! faster linears. `cargo test -p kernels --test gpu_copy_ceiling -- --ignored --nocapture`.
+//! faster linears. `cargo run -p kernels-lab --bin copy_ceiling`.
 //!
 //! Answer (H200, session 12, engine/PERF.md steps 34-35): yes for the ring (4.23 TB/s
 //! row-major, 4.63 tiled), but the engine's GEMMs went only from 4.00 to 4.06 TB/s tiled: their
@@ -21,13 +21,13 @@
 //! epilogue 13-34 us; a further ~160 us lies between the consumers doing nothing and the
 //! ring alone.
 
-mod experiment_src;
-mod timing_common;
+use kernels_lab::sources;
+use kernels_lab::timing;
 
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr};
 use kernels::ops;
 use kernels::{Gpu, GpuOptions, bf16};
-use timing_common::{launch_pdl, time_us_reps};
+use kernels_lab::timing::{launch_pdl, time_us_reps};
 
 const HIDDEN: usize = 4096;
 const INTER: usize = 12288;
@@ -87,7 +87,7 @@ enum Feed {
 /// once (the kernel opted in to that much dynamic shared memory first), as the engine sizes
 /// it.
 fn persistent_grid(g: &Gpu, f: &CudaFunction, smem: u32, n: usize) -> u32 {
-    let per_sm = timing_common::opt_in_blocks_per_sm(f, RING_THREADS, smem) as usize;
+    let per_sm = timing::opt_in_blocks_per_sm(f, RING_THREADS, smem) as usize;
     n.div_ceil(16).min(per_sm * g.sms()) as u32
 }
 
@@ -106,7 +106,7 @@ impl Kernels {
     /// copy_ceiling.cu compiled and loaded on `g`.
     fn load(g: &Gpu, opts: &GpuOptions) -> Self {
         let module =
-            experiment_src::module(g, opts, "copy_ceiling.cu", experiment_src::COPY_CEILING);
+            kernels_lab::module(g, opts, "copy_ceiling.cu", sources::COPY_CEILING);
         Kernels {
             ring: module.load_function("copy_ceiling_ring").unwrap(),
             loads: module.load_function("copy_ceiling_loads").unwrap(),
@@ -177,7 +177,7 @@ impl Kernels {
         let small = m.n.div_ceil(16) < 2 * g.sms();
         let (groups, stages) = if small { (2u32, 6u32) } else { (3, 4) };
         let smem = groups * stages * 16 * 1040 + m.k as u32 * 2 + groups * 8 * 16 * 4;
-        let per_sm = timing_common::opt_in_blocks_per_sm(&self.fat, groups * RING_THREADS, smem);
+        let per_sm = timing::opt_in_blocks_per_sm(&self.fat, groups * RING_THREADS, smem);
         assert_eq!(per_sm, 1, "one fat block per SM");
         let grid = (m.n.div_ceil(16).div_ceil(groups as usize)).min(g.sms()) as u32;
         let mut a = [
@@ -200,8 +200,6 @@ impl Kernels {
     }
 }
 
-#[test]
-#[ignore = "gpu"]
 fn how_fast_the_step_weights_stream_by_each_way_of_moving_them() {
     let opts = GpuOptions::from_env().unwrap();
     let g = Gpu::new(&opts).unwrap();
@@ -304,8 +302,6 @@ fn how_fast_the_step_weights_stream_by_each_way_of_moving_them() {
 /// timing only), over the step's 144 layer linears as PDL launches, row-major and tiled,
 /// beside the ring alone. First the rebuilt kernel with every part on is checked against
 /// the engine's op, bit for bit, in both layouts: it is the engine's kernel.
-#[test]
-#[ignore = "gpu"]
 fn what_in_the_gemm_consumers_costs() {
     let opts = GpuOptions::from_env().unwrap();
     let g = Gpu::new(&opts).unwrap();
@@ -436,4 +432,16 @@ fn what_in_the_gemm_consumers_costs() {
             k.ring(&g, base, yp, m, feed, stages);
         }
     });
+}
+
+/// Runs every experiment of this file, or those whose names contain the first argument.
+fn main() {
+    let only = std::env::args().nth(1);
+    let run = |name: &str| only.as_deref().is_none_or(|o| name.contains(o));
+    if run("how_fast_the_step_weights_stream_by_each_way_of_moving_them") {
+        how_fast_the_step_weights_stream_by_each_way_of_moving_them();
+    }
+    if run("what_in_the_gemm_consumers_costs") {
+        what_in_the_gemm_consumers_costs();
+    }
 }

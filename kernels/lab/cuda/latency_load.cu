@@ -1,5 +1,5 @@
 // The latency of one dependent load while the rest of the GPU streams weights from HBM
-// (gpu_latency_load.rs): what each round trip of a decode step's latency-bound kernels (norms,
+// (bin/latency_load.rs): what each round trip of a decode step's latency-bound kernels (norms,
 // rope, attention, merge) costs beside the next GEMM's early copies.
 
 // One thread follows `next` (a random cycle over 128-byte lines: next[i] is the index of

@@ -1,6 +1,6 @@
 //! Does the bulk-copy skinny GEMM read faster when its weights already sit in L2? (GPU
-//! machine only; prints, asserts nothing about speed: `cargo test -p kernels --test
-//! gpu_l2_reuse -- --ignored --nocapture`.)
+//! machine only; prints, asserts nothing about speed: `cargo run -p kernels-lab --bin
+//! l2_reuse`.)
 //!
 //! Why: at batch 1 HBM idles through each layer's latency-bound section (norm, rope,
 //! attention, merge: ~10 us, engine/PERF.md session 14), and o_proj's ring holds only
@@ -12,18 +12,15 @@
 //! first launch, what L2 kept of it), bf16, row-major and tiled (the same bytes read as
 //! either layout: only the timing matters here).
 
-mod timing_common;
 
 use kernels::cudarc::driver::CudaSlice;
 use kernels::ops::{self, WeightLayout};
 use kernels::{Gpu, GpuOptions, bf16};
-use timing_common::time_us_reps;
+use kernels_lab::timing::time_us_reps;
 
 /// Launches per graph: a step's 36 layers.
 const LAYERS: usize = 36;
 
-#[test]
-#[ignore = "gpu"]
 fn bulk_gemm_reads_from_l2() {
     let g = Gpu::new(&GpuOptions::from_env().unwrap()).unwrap();
     let s = g.stream().clone();
@@ -72,4 +69,8 @@ fn bulk_gemm_reads_from_l2() {
             }
         }
     }
+}
+
+fn main() {
+    bulk_gemm_reads_from_l2();
 }

@@ -1,4 +1,4 @@
-// Experiment (gpu_stream_chain.rs): a chain of skinny GEMMs as ONE persistent kernel whose
+// Experiment (bin/stream_chain.rs): a chain of skinny GEMMs as ONE persistent kernel whose
 // producer warps stream weights continuously across GEMM boundaries, while the multiplying
 // warps meet at a grid-wide barrier between GEMMs (GEMM g + 1 reads what GEMM g wrote, as
 // a decode step's would after a norm). The weights do not depend on the activations, so

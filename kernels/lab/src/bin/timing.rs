@@ -1,16 +1,15 @@
 //! Kernel timings at Qwen3-8B shapes (GPU machine only; prints, asserts nothing about
-//! speed): `cargo test -p kernels --test gpu_timing -- --ignored --nocapture`.
+//! speed): `cargo run -p kernels-lab --bin timing`.
 //! Each op is captured 20 times back to back in a CUDA graph (as a decode step runs it, so
 //! eager launch overhead, ~13 us per launch here, does not hide the kernel); the graph is
 //! replayed 3 times to warm up, then 7 times timed with CUDA events: the median / 20.
 //! Inputs are zeros: timing does not depend on values here.
 
-mod timing_common;
 
 use kernels::cudarc::driver::CudaSlice;
 use kernels::ops::{self, AttnDims, PagedAttnArgs};
 use kernels::{Gpu, GpuOptions, Tuning, bf16};
-use timing_common::time_us_reps;
+use kernels_lab::timing::time_us_reps;
 
 const REPS: usize = 20;
 
@@ -34,8 +33,6 @@ fn row(what: &str, m: usize, us: f32, bytes: usize) {
     );
 }
 
-#[test]
-#[ignore = "gpu"]
 fn qwen3_8b_step_kernel_times() {
     let g = Gpu::new(&GpuOptions::from_env().unwrap()).unwrap();
     let s = g.stream().clone();
@@ -410,4 +407,8 @@ fn whole_model_linears(g: &Gpu, tunings: &[(String, Gpu)], quick: bool) {
             );
         }
     }
+}
+
+fn main() {
+    qwen3_8b_step_kernel_times();
 }

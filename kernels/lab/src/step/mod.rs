@@ -1,8 +1,7 @@
 //! A whole Qwen3-8B decode step built from the real ops (GPU machine only), in the engine's
 //! order (engine/src/model/cuda/step.rs): 36 distinct layers of zero weights (bf16 or FP8:
 //! nothing stays in L2 between layers), with kinds of kernels optionally left out. Shared
-//! by gpu_step_chain (what each kind costs) and gpu_step_trace (the block timeline).
-#![allow(dead_code)]
+//! by bin/step_chain.rs (what each kind costs) and bin/step_trace.rs (the block timeline).
 
 use kernels::cudarc::driver::CudaSlice;
 use kernels::ops::{self, AttnDims, PagedAttnArgs, RopeKvArgs};

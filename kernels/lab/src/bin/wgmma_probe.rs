@@ -1,10 +1,9 @@
 //! Experiment, GPU machine only (prints the speeds; asserts only correctness): FP8 decode
-//! GEMMs on the warpgroup MMA (tests/cuda/wgmma_probe.cu: e4m3 weights times e4m3
+//! GEMMs on the warpgroup MMA (lab/cuda/wgmma_probe.cu: e4m3 weights times e4m3
 //! activations, QGMMA in SASS) against the engine's FP8 kernel (e4m3 weights unpacked to
 //! f16 for HMMA, bf16 x), on Qwen3-8B's gate|up, qkv and down shapes at batch 1 and 8.
 //! x comes quantized (per token and 128-k group) and laid out by the host, so this times
-//! the weight stream alone. `cargo test -p kernels --test gpu_wgmma_probe -- --ignored
-//! --nocapture`.
+//! the weight stream alone. `cargo run -p kernels-lab --bin wgmma_probe`.
 //!
 //! Answer so far (H200, session 11, engine/PERF.md step 33): correct (error < 1e-4 of
 //! sum |x w|: QGMMA accumulates 32 products more coarsely than f32), and its time does not
@@ -14,8 +13,7 @@
 //! TB/s, what the engine's FP8 kernel does with all its work at batch 1: the 2-D
 //! tensor-copy ring, not the MMAs, is what holds it back.
 
-mod experiment_src;
-mod timing_common;
+use kernels_lab::sources;
 
 use kernels::cudarc::driver::sys::{self, CUfunction_attribute};
 use kernels::cudarc::driver::{
@@ -23,7 +21,7 @@ use kernels::cudarc::driver::{
 };
 use kernels::ops;
 use kernels::{Gpu, GpuOptions, bf16};
-use timing_common::time_us_reps;
+use kernels_lab::timing::time_us_reps;
 
 const ROWS: usize = 64;
 const STAGE_BYTES: usize = ROWS * 256;
@@ -175,13 +173,11 @@ impl Probe {
     }
 }
 
-#[test]
-#[ignore = "gpu"]
 fn fp8_decode_gemm_on_the_warpgroup_mma() {
     let opts = GpuOptions::from_env().unwrap();
     let g = Gpu::new(&opts).unwrap();
     let st = g.stream();
-    let module = experiment_src::module(&g, &opts, "wgmma_probe.cu", experiment_src::WGMMA_PROBE);
+    let module = kernels_lab::module(&g, &opts, "wgmma_probe.cu", sources::WGMMA_PROBE);
     let probe = Probe {
         func: module.load_function("fp8_wgmma_probe").unwrap(),
     };
@@ -314,4 +310,8 @@ fn fp8_decode_gemm_on_the_warpgroup_mma() {
             );
         }
     }
+}
+
+fn main() {
+    fp8_decode_gemm_on_the_warpgroup_mma();
 }

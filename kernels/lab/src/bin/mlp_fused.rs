@@ -1,7 +1,7 @@
-//! The fused decode MLP (experiment, tests/cuda/mlp_fused.cu) against the two GEMMs it
+//! The fused decode MLP (experiment, lab/cuda/mlp_fused.cu) against the two GEMMs it
 //! would replace, at bf16 batch 1 in Qwen3-8B's shape (GPU machine only; prints timings,
-//! asserts only that the fused kernel computes what the GEMMs do: `cargo test -p kernels
-//! --test gpu_mlp_fused -- --ignored --nocapture`).
+//! asserts only that the fused kernel computes what the GEMMs do: `cargo run -p kernels-lab
+//! --bin mlp_fused`).
 //!
 //! Why: removing down's launch, ramp, tail and PDL hand-off was the last concrete redesign
 //! named for the bf16 batch-1 bar (engine/PERF.md step 57). In the engine's bench it ran
@@ -11,14 +11,14 @@
 //! (timing only), to show what the adds cost. Before timing, the fused kernel's output is
 //! checked against the GEMMs' on the same weights.
 
-mod experiment_src;
-mod timing_common;
+use kernels_lab::sources;
+use kernels_lab::timing;
 
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr};
 use kernels::ops::{self, WeightLayout};
 use kernels::{Gpu, GpuOptions, bf16};
 use rayon::prelude::*;
-use timing_common::{launch_pdl, time_us_reps};
+use kernels_lab::timing::{launch_pdl, time_us_reps};
 
 /// A step's layers.
 const LAYERS: usize = 36;
@@ -68,10 +68,10 @@ struct Fused {
 
 impl Fused {
     fn new(g: &Gpu, opts: &GpuOptions, name: &str, src: &str, stages: u32) -> Self {
-        let m = experiment_src::module(g, opts, name, src);
+        let m = kernels_lab::module(g, opts, name, src);
         let f = m.load_function("mlp_fused_bf16").unwrap();
         let smem = stages * STAGE_BYTES;
-        let per_sm = timing_common::opt_in_blocks_per_sm(&f, THREADS, smem);
+        let per_sm = timing::opt_in_blocks_per_sm(&f, THREADS, smem);
         let grid = (per_sm * g.sms() as u32).min((2 * INTER / 16) as u32);
         Fused { f, stages, grid }
     }
@@ -130,8 +130,6 @@ fn gemms(
     .unwrap();
 }
 
-#[test]
-#[ignore = "gpu"]
 fn fused_mlp_against_two_gemms() {
     let opts = GpuOptions::from_env().unwrap();
     let g = Gpu::new(&opts).unwrap();
@@ -156,9 +154,9 @@ fn fused_mlp_against_two_gemms() {
     let mut o: CudaSlice<f32> = s.alloc_zeros(HIDDEN).unwrap();
     let eps = 1e-6;
     let forms = [
-        ("scalar red", experiment_src::MLP_FUSED),
-        ("vector red", experiment_src::MLP_FUSED_RED_V4),
-        ("no adds (timing only)", experiment_src::MLP_FUSED_NO_RED),
+        ("scalar red", sources::MLP_FUSED),
+        ("vector red", sources::MLP_FUSED_RED_V4),
+        ("no adds (timing only)", sources::MLP_FUSED_NO_RED),
     ];
 
     // The fused kernel adds what the GEMMs compute: the same act bits (the same tile code
@@ -226,4 +224,8 @@ fn fused_mlp_against_two_gemms() {
             row(&format!("fused, {name}, {stages} stages, rmsnorm"), us);
         }
     }
+}
+
+fn main() {
+    fused_mlp_against_two_gemms();
 }

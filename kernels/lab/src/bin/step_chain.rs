@@ -1,6 +1,5 @@
 //! Where a decode step's time goes outside the linears (GPU machine only; prints, asserts
-//! nothing about speed): `cargo test -p kernels --test gpu_step_chain -- --ignored
-//! --nocapture`.
+//! nothing about speed): `cargo run -p kernels-lab --bin step_chain`.
 //!
 //! A whole Qwen3-8B decode step is launched from the real ops over 36 distinct layers of
 //! zero weights (bf16 or FP8: nothing stays in L2 between layers), in the engine's order,
@@ -9,18 +8,14 @@
 //! plus the dependency hand-offs around it), which a kernel timed alone cannot show: with
 //! programmatic dependent launch a kernel's cost depends on its neighbours.
 //!
-//! `LATLAB_CHAIN_WEIGHTS` and `LATLAB_CHAIN_BATCHES` pick the cases (step_common::cases).
+//! `LATLAB_CHAIN_WEIGHTS` and `LATLAB_CHAIN_BATCHES` pick the cases (kernels_lab::step::cases).
 
-mod step_common;
-mod timing_common;
 
 use kernels::cudarc::driver::CudaSlice;
 use kernels::{Gpu, GpuOptions, bf16};
-use step_common::*;
-use timing_common::time_us_reps;
+use kernels_lab::step::*;
+use kernels_lab::timing::time_us_reps;
 
-#[test]
-#[ignore = "gpu"]
 fn decode_step_marginal_costs() {
     let opts = GpuOptions::from_env().unwrap();
     let (weights, batches) = cases();
@@ -82,4 +77,8 @@ fn decode_step_marginal_costs() {
             }
         }
     }
+}
+
+fn main() {
+    decode_step_marginal_costs();
 }

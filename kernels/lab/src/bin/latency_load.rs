@@ -1,12 +1,12 @@
 //! Experiment, GPU machine only (prints the latencies, asserts only that the instrument
 //! worked): how long one dependent load takes on an idle GPU and while every other SM
-//! streams HBM as a decode step's GEMMs do (tests/cuda/latency_load.cu). A decode layer's
+//! streams HBM as a decode step's GEMMs do (lab/cuda/latency_load.cu). A decode layer's
 //! latency-bound kernels (norms, rope, attention, merge) sit on the critical path for one or
 //! two such round trips each, while the next GEMM's early copies stream (engine/PERF.md,
 //! session 14: the attention's q arrives 1.4 us after its release). If a round trip under
 //! load costs several times one at rest, the lever is fewer trips per layer, not a
 //! different kernel around them.
-//! `cargo test -p kernels --test gpu_latency_load -- --ignored --nocapture`.
+//! `cargo run -p kernels-lab --bin latency_load`.
 //!
 //! Answer (H200, sessions 14-15, engine/PERF.md): an L2 hit costs 145 ns at rest and
 //! 456-512 ns beside the stream, nearly an HBM miss's 555 (340-352 at rest). A chain of
@@ -15,15 +15,14 @@
 //! of 43.5 KB of code taking turns cost +2.5 us each once four of them (174 KB) no longer
 //! fit what an SM keeps (~130 KB); switching between functions alone costs nothing.
 
-mod experiment_src;
-mod timing_common;
+use kernels_lab::sources;
 
 use kernels::cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
 use kernels::{Gpu, GpuOptions};
 use std::sync::Arc;
-use timing_common::{launch_pdl, time_us_reps};
+use kernels_lab::timing::{launch_pdl, time_us_reps};
 
 const LINE_WORDS: usize = 32; // 128-byte lines of u32
 const HOPS: i32 = 20_000;
@@ -79,12 +78,10 @@ fn hop_chain(g: &Gpu, fs: &[&CudaFunction], a: &CudaSlice<u32>, b: &CudaSlice<u3
     }) / CHAIN as f32
 }
 
-#[test]
-#[ignore = "gpu"]
 fn one_round_trip_at_rest_and_under_a_weight_stream() {
     let opts = GpuOptions::from_env().unwrap();
     let g = Gpu::new(&opts).unwrap();
-    let m = experiment_src::module(&g, &opts, "latency_load.cu", experiment_src::LATENCY_LOAD);
+    let m = kernels_lab::module(&g, &opts, "latency_load.cu", sources::LATENCY_LOAD);
     let (chase_f, stream_f, hop_f) = (
         m.load_function("latency_chase").unwrap(),
         m.load_function("stream_load").unwrap(),
@@ -196,4 +193,8 @@ fn one_round_trip_at_rest_and_under_a_weight_stream() {
     // eager run, the capture does not run, 10 replays).
     let v = s.clone_dtoh(&ha).unwrap()[0];
     assert_eq!(v as usize, chains.len() * 2 * 11 * CHAIN, "hops counted");
+}
+
+fn main() {
+    one_round_trip_at_rest_and_under_a_weight_stream();
 }

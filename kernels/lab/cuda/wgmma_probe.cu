@@ -1,4 +1,4 @@
-// Experiment (gpu_wgmma_probe.rs): can the FP8 tensor cores Hopper actually has stream a
+// Experiment (bin/wgmma_probe.rs): can the FP8 tensor cores Hopper actually has stream a
 // decode GEMM's FP8 weights faster than the f16-MMA kernels? On sm_90a, mma.sync with
 // e4m3 operands compiles to F2FP unpacks plus HMMA.16816 (emulated, checked in SASS,
 // engine/PERF.md session 11); only the warpgroup MMA (wgmma, QGMMA in SASS) multiplies

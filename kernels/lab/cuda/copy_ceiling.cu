@@ -1,4 +1,4 @@
-// Experiment (gpu_copy_ceiling.rs): how fast can the step's weights stream into the SMs at
+// Experiment (bin/copy_ceiling.rs): how fast can the step's weights stream into the SMs at
 // all, by each way of moving them, with no multiplying? The engine's bulk GEMMs fill a
 // ring of 16 KB stages with 16 bulk copies of 1 KB, one per weight row (rows are K
 // elements apart in the checkpoint's row-major layout). Here the same ring is filled

@@ -1,7 +1,5 @@
-//! Shared by the GPU timing tests: time a sequence of launches as a CUDA graph; launch an
-//! experiment's kernel with PDL, as the engine launches its own. Each test binary uses part
-//! of it.
-#![allow(dead_code)]
+//! Shared by the lab's timing programs: time a sequence of launches as a CUDA graph; launch
+//! an experiment's kernel with PDL, as the engine launches its own.
 
 use kernels::Gpu;
 use kernels::cudarc::driver::{CudaFunction, CudaGraph, sys};

@@ -1,25 +1,22 @@
 //! The block timeline of a whole decode step (GPU machine only; prints, and asserts only
-//! that the timeline is whole): `cargo test -p kernels --test gpu_step_trace -- --ignored
-//! --nocapture`.
+//! that the timeline is whole): `cargo run -p kernels-lab --bin step_trace`.
 //!
-//! The step of gpu_step_chain, compiled with the block timeline (kernels/src/trace.rs):
+//! The step of step_chain, compiled with the block timeline (kernels/src/trace.rs):
 //! every block records when it starts and when its wait on the previous kernel returns.
 //! A launch's first wait return is when the kernel before it finished, so the gap from
 //! one launch's to the next one's is that launch's share of the step's critical path:
 //! from the moment it could proceed to the moment it was done. Per kernel of a layer
 //! (mean over layers 2-35): that share, and when its blocks were placed against the moment
 //! it could proceed (positive: some blocks were not even resident then).
-//! `LATLAB_CHAIN_WEIGHTS` and `LATLAB_CHAIN_BATCHES` pick the cases (step_common::cases);
+//! `LATLAB_CHAIN_WEIGHTS` and `LATLAB_CHAIN_BATCHES` pick the cases (kernels_lab::step::cases);
 //! `LATLAB_TRACE_SLOWEST` the kernels whose slowest blocks it lists.
 
-mod step_common;
-mod timing_common;
 
 use kernels::cudarc::driver::CudaSlice;
 use kernels::trace::{EventKind, LaunchTimes, TraceEvent, launches};
 use kernels::{Gpu, GpuOptions, bf16};
-use step_common::*;
-use timing_common::{capture, time_us_reps};
+use kernels_lab::step::*;
+use kernels_lab::timing::{capture, time_us_reps};
 
 /// Room for one step's block records: ~330 launches, up to ~500 blocks each.
 const BLOCKS: usize = 1 << 18;
@@ -65,7 +62,7 @@ fn slowest_blocks(events: &[TraceEvent], timeline: &[LaunchTimes], i: usize, n: 
     }
 }
 
-/// The kernels of one layer, in step order (step_common::step): the merge kernel runs
+/// The kernels of one layer, in step order (kernels_lab::step::step): the merge kernel runs
 /// where the split attention does not merge in clusters; `twice`: the attention runs
 /// again (`Omit::attention_twice`).
 fn layer_kernels(merge: bool, twice: bool) -> Vec<&'static str> {
@@ -83,8 +80,6 @@ fn layer_kernels(merge: bool, twice: bool) -> Vec<&'static str> {
     k
 }
 
-#[test]
-#[ignore = "gpu"]
 fn decode_step_block_timeline() {
     let env = GpuOptions::from_env().unwrap();
     let us = |ns: f64| ns / 1e3;
@@ -214,4 +209,8 @@ fn decode_step_block_timeline() {
             );
         }
     }
+}
+
+fn main() {
+    decode_step_block_timeline();
 }

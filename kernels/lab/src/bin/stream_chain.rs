@@ -2,10 +2,10 @@
 //! Qwen3-8B decode step (36 distinct layers: qkv, o, gate|up, down) as a chain of launches
 //! (the ops, persistent, captured in a graph as the engine does) against ONE persistent
 //! kernel whose producer warps stream weights across GEMM boundaries while the multiplying
-//! warps meet at a grid barrier between GEMMs (tests/cuda/stream_chain.cu). If the second is
+//! warps meet at a grid barrier between GEMMs (lab/cuda/stream_chain.cu). If the second is
 //! much faster, the launch boundaries (drain, ramp, hand-off) are where the linears lose
 //! bandwidth, and a persistent decode step is the way to the speed bars.
-//! `cargo test -p kernels --test gpu_stream_chain -- --ignored --nocapture`.
+//! `cargo run -p kernels-lab --bin stream_chain`.
 //!
 //! Answer (H200, session 7, engine/PERF.md step 21): no. The launches stream the layer
 //! linears at 4.07 TB/s (bf16, batch 1: 3412 us) and 3.36 (FP8: 2065 us); the one kernel
@@ -13,14 +13,14 @@
 //! of launches already hides its boundaries; a persistent step must win elsewhere (the
 //! attention and norms between the GEMMs).
 
-mod timing_common;
+use kernels_lab::timing;
 
-mod experiment_src;
+use kernels_lab::sources;
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use kernels::cudarc::nvrtc::Ptx;
 use kernels::ops;
 use kernels::{Gpu, GpuOptions, bf16};
-use timing_common::time_us_reps;
+use kernels_lab::timing::time_us_reps;
 
 const HIDDEN: usize = 4096;
 const INTER: usize = 12288;
@@ -156,7 +156,7 @@ impl Chain {
         };
         let func = module.load_function(name).unwrap();
         let smem = stages * STAGE_BYTES;
-        let per_sm = timing_common::opt_in_blocks_per_sm(&func, THREADS, smem);
+        let per_sm = timing::opt_in_blocks_per_sm(&func, THREADS, smem);
         Chain {
             func,
             grid: per_sm * g.sms() as u32,
@@ -247,13 +247,11 @@ fn check_bits(g: &Gpu, cubin: &[u8], fp8: bool, stages: u32) {
     }
 }
 
-#[test]
-#[ignore = "gpu"]
 fn linears_as_launches_against_one_streaming_kernel() {
     let opts = GpuOptions::from_env().unwrap();
     let g = Gpu::new(&opts).unwrap();
     let s = g.stream();
-    let cubin = experiment_src::cubin(&g, &opts, "stream_chain.cu", experiment_src::STREAM_CHAIN);
+    let cubin = kernels_lab::cubin(&g, &opts, "stream_chain.cu", sources::STREAM_CHAIN);
     let bytes_per_step = |fp8: bool| {
         let e: usize = SHAPES.iter().map(|(n, k)| n * k).sum::<usize>() * LAYERS;
         if fp8 { e } else { 2 * e }
@@ -308,4 +306,8 @@ fn linears_as_launches_against_one_streaming_kernel() {
             }
         }
     }
+}
+
+fn main() {
+    linears_as_launches_against_one_streaming_kernel();
 }
