@@ -16,7 +16,7 @@ pub mod validate;
 
 pub use api::{ComparisonRef, ComparisonSummary, ComparisonView, CreatedRuns, NewComparison, RunProgress, RunView};
 pub use metrics::{MetricInfo, MetricKind, METRICS};
-pub use report::{BenchReport, RequestRecord, Stats, Summary, TargetInfo};
-pub use spec::{Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RunSpec, Sampling, Target};
+pub use report::{BenchReport, ChunkTokenSource, RequestRecord, Stats, Summary, TargetInfo};
+pub use spec::{Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RampUp, RampUpStrategy, RunSpec, Sampling, Target};
 pub use status::RunStatus;
 pub use validate::{FieldError, ValidationErrors};

@@ -87,7 +87,15 @@ pub struct Summary {
     #[serde(default)]
     pub request_rate: Option<f64>,
     pub duration_s: f64,
+    /// The dataset's prompt lengths (the run's tokenizer on the raw prompt, no chat
+    /// template), summed over successful requests: what vLLM v0.11, the seed study's
+    /// version, prints as "Total input tokens", and what latlab prints there.
     pub total_input_tokens: u64,
+    /// The server's `usage.prompt_tokens` summed over successful requests (chat template
+    /// included): what current vLLM prints as "Total input tokens". `None` when a
+    /// successful request's stream carried no prompt count.
+    #[serde(default)]
+    pub server_input_tokens: Option<u64>,
     pub total_output_tokens: u64,
     pub request_throughput: f64,
     /// Requests/s meeting every goodput SLO, when SLOs were given.
@@ -108,4 +116,32 @@ pub struct Summary {
     /// Token-level ITL (gap / tokens in the chunk), when chunk token counts are known.
     #[serde(default)]
     pub token_itl: Option<Stats>,
+    /// Where the chunk token counts behind `token_itl` came from. `None`: no token ITL,
+    /// or a report from before the source was recorded.
+    #[serde(default)]
+    pub token_itl_source: Option<ChunkTokenSource>,
+}
+
+/// How many tokens each streamed chunk carried, by whose count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChunkTokenSource {
+    /// The server's cumulative `usage.completion_tokens` on every chunk
+    /// (`stream_options.continuous_usage_stats`, as vLLM serves it).
+    ServerUsage,
+    /// The run's tokenizer over the whole streamed text, each chunk credited with the
+    /// tokens that end inside it (the difference of prefix counts).
+    Tokenization,
+    /// Some requests had the server's counts, the others were tokenized.
+    Mixed,
+}
+
+impl ChunkTokenSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            ChunkTokenSource::ServerUsage => "the server's per-chunk usage (continuous_usage_stats)",
+            ChunkTokenSource::Tokenization => "cumulative tokenization of the streamed text (no per-chunk usage from the server)",
+            ChunkTokenSource::Mixed => "the server's per-chunk usage where sent, else cumulative tokenization of the streamed text",
+        }
+    }
 }

@@ -123,6 +123,7 @@ mod tests {
             request_rate: None,
             duration_s: 44.40,
             total_input_tokens: 23260,
+            server_input_tokens: None,
             total_output_tokens: 22061,
             request_throughput: 2.25,
             goodput: None,
@@ -135,6 +136,7 @@ mod tests {
             itl: stats(7.78, 7.37, 40.98),
             e2el: Stats::default(),
             token_itl: None,
+            token_itl_source: None,
         };
         let expected = include_str!("../../data/fixtures/vllm_serving_result.txt");
         assert_eq!(serving_result(&s, &[MetricKind::Ttft, MetricKind::Tpot, MetricKind::Itl]), expected);

@@ -45,6 +45,25 @@ pub struct RunSpec {
     /// Wall-clock limit of the whole run in seconds (the worker's own limit caps it).
     #[serde(default)]
     pub time_limit_s: Option<f64>,
+    /// `--ramp-up-strategy` with `--ramp-up-start-rps` / `--ramp-up-end-rps`: the request
+    /// rate climbs from start to end over the run (`load.request_rate` stays empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_up: Option<RampUp>,
+    /// `--disable-shuffle`: ShareGPT conversations in file order instead of shuffled by the seed.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub disable_shuffle: bool,
+    /// `--no-oversample`: when fewer prompts than `num_prompts` pass the dataset's filters,
+    /// run only those instead of repeating some (vLLM's default) to reach the count.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub no_oversample: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 pub fn default_request_timeout_s() -> f64 {
@@ -159,12 +178,18 @@ pub enum Dataset {
         #[serde(default)]
         output_len: Option<u32>,
     },
-    /// Random token prompts (`--random-input-len`, `--random-output-len`, `--random-range-ratio`).
+    /// Random token prompts (`--random-input-len`, `--random-output-len`, `--random-range-ratio`,
+    /// `--random-prefix-len`). vLLM sends `ignore_eos` with this dataset whatever the flags
+    /// say, and so does latlab (`RunSpec::sends_ignore_eos`).
     Random {
         input_len: u32,
         output_len: u32,
         #[serde(default)]
         range_ratio: f64,
+        /// Random tokens put before every prompt, the same for all (a shared prefix the
+        /// server can cache); `input_len` counts the part after it.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        prefix_len: u32,
     },
     /// One JSON object per line: `{"prompt": "...", "output_len": N}`.
     Jsonl { path: String },
@@ -200,6 +225,35 @@ fn default_burstiness() -> f64 {
     1.0
 }
 
+/// How the request rate climbs when ramping up: vLLM's `--ramp-up-*` flags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RampUp {
+    pub strategy: RampUpStrategy,
+    /// Requests/s of the first request.
+    pub start_rps: u32,
+    /// Requests/s of the last request.
+    pub end_rps: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RampUpStrategy {
+    /// Request i of n asks for start + (end - start) * i / (n - 1) requests/s.
+    Linear,
+    /// Request i of n asks for start * (end / start) ^ (i / (n - 1)) requests/s.
+    Exponential,
+}
+
+impl RampUpStrategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RampUpStrategy::Linear => "linear",
+            RampUpStrategy::Exponential => "exponential",
+        }
+    }
+}
+
 impl Default for LoadProfile {
     fn default() -> Self {
         LoadProfile { max_concurrency: vec![1], request_rate: None, burstiness: 1.0 }
@@ -216,14 +270,62 @@ pub struct Sampling {
     /// `--temperature`; vLLM v0.11 sent 0 (greedy).
     #[serde(default)]
     pub temperature: Option<f64>,
-    /// Extra JSON merged into every request body (`--extra-body`).
+    /// Extra JSON merged into every request body (`--extra-body`); its keys win over the
+    /// fields here, as in vLLM.
     #[serde(default)]
     pub extra_body: Option<serde_json::Value>,
+    /// `--top-p`; sent only when set (the server's default otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// `--top-k` (-1 or 0: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<i64>,
+    /// `--min-p`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_p: Option<f64>,
+    /// `--frequency-penalty`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f64>,
+    /// `--presence-penalty`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
+    /// `--repetition-penalty`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition_penalty: Option<f64>,
 }
 
 impl Default for Sampling {
     fn default() -> Self {
-        Sampling { ignore_eos: false, temperature: Some(0.0), extra_body: None }
+        Sampling {
+            ignore_eos: false,
+            temperature: Some(0.0),
+            extra_body: None,
+            top_p: None,
+            top_k: None,
+            min_p: None,
+            frequency_penalty: None,
+            presence_penalty: None,
+            repetition_penalty: None,
+        }
+    }
+}
+
+impl Sampling {
+    /// The sampling parameters that are set, by their request-body names, in vLLM's order.
+    pub fn parameters(&self) -> Vec<(&'static str, serde_json::Value)> {
+        use serde_json::json;
+        [
+            ("top_p", self.top_p.map(|v| json!(v))),
+            ("top_k", self.top_k.map(|v| json!(v))),
+            ("min_p", self.min_p.map(|v| json!(v))),
+            ("temperature", self.temperature.map(|v| json!(v))),
+            ("frequency_penalty", self.frequency_penalty.map(|v| json!(v))),
+            ("presence_penalty", self.presence_penalty.map(|v| json!(v))),
+            ("repetition_penalty", self.repetition_penalty.map(|v| json!(v))),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect()
     }
 }
 
@@ -277,14 +379,25 @@ impl RunSpec {
         }
     }
 
-    /// "BS=4" / "rate=2.0/s" / "BS=1,2,4,8" for lists and chart labels.
+    /// "BS=4" / "rate=2.0/s" / "BS=1,2,4,8" / "ramp=1-8/s" for lists and chart labels.
     pub fn load_label(&self) -> String {
         let c: Vec<String> = self.load.max_concurrency.iter().map(u32::to_string).collect();
-        match (c.is_empty(), self.load.request_rate) {
+        let rate = match (&self.ramp_up, self.load.request_rate) {
+            (Some(r), _) => Some(format!("ramp={}-{}/s", r.start_rps, r.end_rps)),
+            (None, Some(r)) => Some(format!("rate={r}/s")),
+            (None, None) => None,
+        };
+        match (c.is_empty(), rate) {
             (true, None) => "rate=inf".to_string(),
-            (true, Some(r)) => format!("rate={r}/s"),
+            (true, Some(r)) => r,
             (false, None) => format!("BS={}", c.join(",")),
-            (false, Some(r)) => format!("BS={} rate={r}/s", c.join(",")),
+            (false, Some(r)) => format!("BS={} {r}", c.join(",")),
         }
+    }
+
+    /// Whether requests carry `ignore_eos`: when asked, and always with the random dataset
+    /// (vLLM forces it there so every request runs to its drawn output length).
+    pub fn sends_ignore_eos(&self) -> bool {
+        self.sampling.ignore_eos || matches!(self.dataset, Dataset::Random { .. })
     }
 }

@@ -92,11 +92,14 @@ impl RunSpec {
                     check_tokens(&mut e, "dataset.output_len", *n);
                 }
             }
-            Dataset::Random { input_len, output_len, range_ratio } => {
+            Dataset::Random { input_len, output_len, range_ratio, prefix_len } => {
                 check_tokens(&mut e, "dataset.input_len", *input_len);
                 check_tokens(&mut e, "dataset.output_len", *output_len);
                 if !(range_ratio.is_finite() && (0.0..1.0).contains(range_ratio)) {
                     e.push("dataset.range_ratio", "must be at least 0 and below 1");
+                }
+                if *prefix_len > MAX_TOKENS {
+                    e.push("dataset.prefix_len", format!("must be at most {MAX_TOKENS} tokens"));
                 }
             }
             Dataset::Jsonl { path } => check_path(&mut e, "dataset.path", path),
@@ -124,6 +127,7 @@ impl RunSpec {
             && !(t.is_finite() && (0.0..=2.0).contains(&t)) {
                 e.push("sampling.temperature", "must be between 0 and 2");
             }
+        check_sampling(&mut e, &self.sampling);
         if let Some(x) = &self.sampling.extra_body {
             if !x.is_object() {
                 e.push("sampling.extra_body", "must be a JSON object");
@@ -156,7 +160,47 @@ impl RunSpec {
                     e.push(field, "must be a positive number of milliseconds");
                 }
         }
+        if let Some(r) = &self.ramp_up {
+            if self.load.request_rate.is_some() {
+                e.push("load.request_rate", "must be empty (inf) with a ramp-up: the ramp sets the rate");
+            }
+            let max = MAX_REQUEST_RATE as u32;
+            if r.start_rps == 0 || r.start_rps > max {
+                // vLLM refuses a rate of 0 for any request, and the first asks for start_rps.
+                e.push("ramp_up.start_rps", format!("must be between 1 and {max} requests/s"));
+            }
+            if r.end_rps > max {
+                e.push("ramp_up.end_rps", format!("must be at most {max} requests/s"));
+            } else if r.end_rps < r.start_rps {
+                e.push("ramp_up.end_rps", "must be at least start_rps (the rate ramps up)");
+            }
+        }
         e.into_result()
+    }
+}
+
+/// vLLM's own bounds for each sampling parameter (`SamplingParams`), so a typo is caught
+/// here rather than as a 400 from every request.
+fn check_sampling(e: &mut ValidationErrors, s: &crate::spec::Sampling) {
+    let within = |v: Option<f64>, lo: f64, hi: f64, lo_open: bool| {
+        v.is_none_or(|v| v.is_finite() && v <= hi && if lo_open { v > lo } else { v >= lo })
+    };
+    if !within(s.top_p, 0.0, 1.0, true) {
+        e.push("sampling.top_p", "must be above 0 and at most 1");
+    }
+    if s.top_k.is_some_and(|k| !(-1..=1_000_000).contains(&k)) {
+        e.push("sampling.top_k", "must be -1 or 0 (no limit), or a number of tokens up to 1000000");
+    }
+    if !within(s.min_p, 0.0, 1.0, false) {
+        e.push("sampling.min_p", "must be between 0 and 1");
+    }
+    for (field, v) in [("sampling.frequency_penalty", s.frequency_penalty), ("sampling.presence_penalty", s.presence_penalty)] {
+        if !within(v, -2.0, 2.0, false) {
+            e.push(field, "must be between -2 and 2");
+        }
+    }
+    if !within(s.repetition_penalty, 0.0, f64::MAX, true) {
+        e.push("sampling.repetition_penalty", "must be above 0 (1 = no penalty)");
     }
 }
 
@@ -275,6 +319,9 @@ mod tests {
             percentiles: vec![99.0],
             goodput: Goodput::default(),
             time_limit_s: None,
+            ramp_up: None,
+            disable_shuffle: false,
+            no_oversample: false,
         }
     }
 
@@ -365,6 +412,62 @@ mod tests {
         v["num_promts"] = 5.into();
         let err = serde_json::from_value::<RunSpec>(v).unwrap_err().to_string();
         assert!(err.contains("num_promts"), "{err}");
+    }
+
+    #[test]
+    fn sampling_parameters_are_checked_against_vllms_bounds() {
+        let mut s = sample();
+        s.sampling.top_p = Some(0.0);
+        s.sampling.top_k = Some(-2);
+        s.sampling.min_p = Some(1.5);
+        s.sampling.frequency_penalty = Some(2.5);
+        s.sampling.presence_penalty = Some(f64::NAN);
+        s.sampling.repetition_penalty = Some(0.0);
+        let e = s.validate().unwrap_err();
+        for f in ["top_p", "top_k", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty"] {
+            assert!(e.for_field(&format!("sampling.{f}")).is_some(), "{f}: {e}");
+        }
+        assert_eq!(e.0.len(), 6, "{e}");
+        s.sampling.top_p = Some(1.0);
+        s.sampling.top_k = Some(-1);
+        s.sampling.min_p = Some(0.0);
+        s.sampling.frequency_penalty = Some(-2.0);
+        s.sampling.presence_penalty = Some(2.0);
+        s.sampling.repetition_penalty = Some(1.1);
+        s.validate().unwrap();
+    }
+
+    #[test]
+    fn a_ramp_up_needs_an_open_rate_and_a_rising_range() {
+        let mut s = sample();
+        s.ramp_up = Some(RampUp { strategy: RampUpStrategy::Linear, start_rps: 0, end_rps: 5 });
+        s.load.request_rate = Some(3.0);
+        let e = s.validate().unwrap_err();
+        assert!(e.for_field("load.request_rate").unwrap().contains("ramp"), "{e}");
+        assert!(e.for_field("ramp_up.start_rps").is_some(), "{e}");
+        s.load.request_rate = None;
+        s.ramp_up = Some(RampUp { strategy: RampUpStrategy::Exponential, start_rps: 8, end_rps: 2 });
+        assert_eq!(s.validate().unwrap_err().for_field("ramp_up.end_rps"), Some("must be at least start_rps (the rate ramps up)"));
+        s.ramp_up = Some(RampUp { strategy: RampUpStrategy::Exponential, start_rps: 2, end_rps: 8 });
+        s.validate().unwrap();
+        assert_eq!(s.load_label(), "BS=1,2,4,8 ramp=2-8/s");
+    }
+
+    #[test]
+    fn specs_stored_before_the_new_fields_read_the_same_and_write_the_same() {
+        let old = serde_json::json!({
+            "target": {"kind": "external", "base_url": "http://h"}, "model": "m", "num_prompts": 1, "load": {},
+            "dataset": {"kind": "random", "input_len": 4, "output_len": 2}, "sampling": {"ignore_eos": false, "temperature": 0.0}
+        });
+        let s: RunSpec = serde_json::from_value(old).unwrap();
+        assert_eq!((s.ramp_up.clone(), s.disable_shuffle, s.no_oversample), (None, false, false));
+        assert_eq!(s.dataset, Dataset::Random { input_len: 4, output_len: 2, range_ratio: 0.0, prefix_len: 0 });
+        assert!(s.sends_ignore_eos(), "vLLM sends ignore_eos with the random dataset");
+        let back = serde_json::to_value(&s).unwrap();
+        for absent in ["ramp_up", "disable_shuffle", "no_oversample"] {
+            assert!(back.get(absent).is_none(), "{absent} written although unset: {back}");
+        }
+        assert!(back["dataset"].get("prefix_len").is_none() && back["sampling"].get("top_p").is_none(), "{back}");
     }
 
     #[test]

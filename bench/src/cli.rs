@@ -1,12 +1,13 @@
-//! The `latlab-bench` command line: `vllm bench serve`'s flag names where the concept is
-//! the same, turned into a validated `RunSpec`. Kept out of the library's public API.
+//! The `latlab-bench` command line: `vllm bench serve`'s flag names, with vLLM's meaning,
+//! turned into a validated `RunSpec` (`cli_spec`). Flags vLLM has that latlab cannot honour
+//! are refused there, before any request, with the reason. Kept out of the library's
+//! public API.
 
-use anyhow::{bail, Context};
-use bench_types::{Backend, Dataset, Goodput, LoadProfile, RunSpec, Sampling, Target};
 use clap::Parser;
 
 #[derive(Parser, Debug)]
-#[command(name = "latlab-bench", version, about = "Benchmark an OpenAI-compatible server with the semantics of `vllm bench serve`.")]
+// A flag given twice keeps its last value, as vLLM's argparse does with pasted commands.
+#[command(name = "latlab-bench", version, args_override_self = true, about = "Benchmark an OpenAI-compatible server with the semantics of `vllm bench serve`.")]
 pub struct Args {
     /// Server base URL (no path), e.g. http://127.0.0.1:8000
     #[arg(long)]
@@ -18,20 +19,39 @@ pub struct Args {
     /// API path; must agree with --backend (/v1/chat/completions or /v1/completions).
     #[arg(long)]
     pub endpoint: Option<String>,
-    #[arg(long, default_value = "openai-chat", value_parser = ["openai-chat", "openai"])]
+    /// openai-chat (/v1/chat/completions); openai or vllm (both /v1/completions, as in vLLM).
+    #[arg(long, default_value = "openai-chat", value_parser = ["openai-chat", "openai", "vllm"])]
     pub backend: String,
-    /// Model name sent in every request.
+    /// Model id: the name sent in every request unless --served-model-name, and the saved
+    /// result's model_id.
     #[arg(long)]
     pub model: Option<String>,
+    /// The model name sent in requests when it differs from --model (vLLM's meaning).
+    #[arg(long)]
+    pub served_model_name: Option<String>,
     /// HF tokenizer.json (or its folder); default: the Qwen3 tokenizer fetched by setup.
     #[arg(long)]
     pub tokenizer: Option<String>,
-    #[arg(long, default_value = "sharegpt", value_parser = ["sharegpt", "random", "jsonl"])]
+    #[arg(long, default_value = "sharegpt", value_parser = ["sharegpt", "random", "jsonl", "custom", "prefix_repetition"])]
     pub dataset_name: String,
     #[arg(long)]
     pub dataset_path: Option<String>,
     #[arg(long, default_value_t = 1000)]
     pub num_prompts: u32,
+    /// Run only the prompts that pass the dataset's filters, without repeating some to
+    /// reach --num-prompts.
+    #[arg(long)]
+    pub no_oversample: bool,
+    /// Take ShareGPT conversations in file order instead of shuffled by --seed.
+    #[arg(long)]
+    pub disable_shuffle: bool,
+    /// Accepted; changes nothing: latlab never applies a chat template client-side.
+    #[arg(long)]
+    pub skip_chat_template: bool,
+    /// Accepted; changes nothing: in vLLM it only stops Hugging Face datasets from loading
+    /// as a stream, and latlab's datasets are local files.
+    #[arg(long)]
+    pub no_stream: bool,
     /// One value, or several (comma-separated) for a sweep: 1,2,4,8
     #[arg(long, value_delimiter = ',')]
     pub max_concurrency: Vec<u32>,
@@ -40,15 +60,56 @@ pub struct Args {
     pub request_rate: String,
     #[arg(long, default_value_t = 1.0)]
     pub burstiness: f64,
+    /// Let the request rate climb over the run instead of --request-rate.
+    #[arg(long, value_parser = ["linear", "exponential"])]
+    pub ramp_up_strategy: Option<String>,
+    /// Requests/s of the first request (with --ramp-up-strategy).
+    #[arg(long)]
+    pub ramp_up_start_rps: Option<u32>,
+    /// Requests/s of the last request (with --ramp-up-strategy).
+    #[arg(long)]
+    pub ramp_up_end_rps: Option<u32>,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Always on with --dataset-name random, as in vLLM.
     #[arg(long)]
     pub ignore_eos: bool,
     #[arg(long, default_value_t = 0.0)]
     pub temperature: f64,
-    /// JSON object merged into every request body.
+    #[arg(long)]
+    pub top_p: Option<f64>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub top_k: Option<i64>,
+    #[arg(long)]
+    pub min_p: Option<f64>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub frequency_penalty: Option<f64>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub presence_penalty: Option<f64>,
+    #[arg(long)]
+    pub repetition_penalty: Option<f64>,
+    /// JSON object merged into every request body (its keys win over the flags above).
     #[arg(long)]
     pub extra_body: Option<String>,
+    /// Refused: vLLM hands these to a chat template it renders client-side; latlab renders none.
+    #[arg(long)]
+    pub chat_template_kwargs: Option<String>,
+    /// Headers sent with every request, e.g. --header x-route=a x-b=c (never saved).
+    #[arg(long, num_args = 0..)]
+    pub header: Vec<String>,
+    /// Measured request i carries `x-request-id: <prefix><i>`.
+    #[arg(long)]
+    pub request_id_prefix: Option<String>,
+    /// Before the run, send the first prompt until it succeeds, for at most this many
+    /// seconds (then fail); 0 skips the check.
+    #[arg(long, default_value_t = 0)]
+    pub ready_check_timeout_sec: u64,
+    /// Generic input length: sets --random-input-len.
+    #[arg(long)]
+    pub input_len: Option<u32>,
+    /// Generic output length: sets --random-output-len and --sharegpt-output-len.
+    #[arg(long)]
+    pub output_len: Option<u32>,
     #[arg(long)]
     pub sharegpt_output_len: Option<u32>,
     #[arg(long, default_value_t = 1024)]
@@ -57,6 +118,19 @@ pub struct Args {
     pub random_output_len: u32,
     #[arg(long, default_value_t = 0.0)]
     pub random_range_ratio: f64,
+    /// Random tokens put before every random prompt, the same for all.
+    #[arg(long, default_value_t = 0)]
+    pub random_prefix_len: u32,
+    #[arg(long, hide = true)]
+    pub custom_output_len: Option<u32>,
+    #[arg(long, hide = true)]
+    pub prefix_repetition_prefix_len: Option<u32>,
+    #[arg(long, hide = true)]
+    pub prefix_repetition_suffix_len: Option<u32>,
+    #[arg(long, hide = true)]
+    pub prefix_repetition_num_prefixes: Option<u32>,
+    #[arg(long, hide = true)]
+    pub prefix_repetition_output_len: Option<u32>,
     /// Comma-separated subset of ttft,tpot,itl,e2el.
     #[arg(long, default_value = "ttft,tpot,itl")]
     pub percentile_metrics: String,
@@ -66,7 +140,9 @@ pub struct Args {
     /// SLOs as KEY:VALUE in ms, e.g. --goodput ttft:200 tpot:50
     #[arg(long, num_args = 1..)]
     pub goodput: Vec<String>,
-    #[arg(long, default_value_t = 0)]
+    /// Warm-up requests (vLLM's --num-warmups): the first prompt, this many times, under
+    /// the concurrency cap, before measuring.
+    #[arg(long, visible_alias = "num-warmups", default_value_t = 0)]
     pub warmup_requests: u32,
     /// Per-request timeout, seconds.
     #[arg(long, default_value_t = 600.0)]
@@ -76,11 +152,17 @@ pub struct Args {
     /// Write vLLM-compatible result JSON.
     #[arg(long)]
     pub save_result: bool,
-    /// Where --save-result writes; created (with its parents) before the run starts.
+    /// Append the result JSON, one object per line, to the result file (implies saving).
+    #[arg(long)]
+    pub append_result: bool,
+    /// KEY=VALUE pairs saved in the result JSON, e.g. --metadata version=0.3.3 tp=1
+    #[arg(long, num_args = 0..)]
+    pub metadata: Vec<String>,
+    /// Where results are written; created (with its parents) before the run starts.
     #[arg(long)]
     pub result_dir: Option<String>,
     /// Keep the per-request arrays (ttfts, itls, input_lens, output_lens, errors) in the
-    /// --save-result JSON; without it they are left out, as vLLM does.
+    /// saved JSON; without it they are left out, as vLLM does.
     #[arg(long)]
     pub save_detailed: bool,
     #[arg(long)]
@@ -94,6 +176,9 @@ pub struct Args {
     /// No progress bar, no text block: only errors.
     #[arg(long)]
     pub quiet: bool,
+    /// No progress bar.
+    #[arg(long)]
+    pub disable_tqdm: bool,
     /// Print the BenchReport(s) as JSON on stdout instead of the text block.
     #[arg(long)]
     pub json: bool,
@@ -108,92 +193,13 @@ impl Args {
         bench::report_text::metrics_from_names(&self.percentile_metrics).map_err(|e| anyhow::anyhow!("--percentile-metrics: {e}"))
     }
 
-    pub fn to_spec(&self) -> anyhow::Result<RunSpec> {
-        // (local_path below: a RunSpec names files plainly, without `..`.)
-        if let Some(path) = &self.spec {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read --spec {path}"))?;
-            return serde_json::from_str(&text).with_context(|| format!("--spec {path} is not a valid RunSpec"));
-        }
-        let mut backend = if self.backend == "openai" { Backend::Openai } else { Backend::OpenaiChat };
-        if let Some(ep) = &self.endpoint {
-            backend = match ep.as_str() {
-                "/v1/chat/completions" => Backend::OpenaiChat,
-                "/v1/completions" => Backend::Openai,
-                other => bail!("--endpoint {other}: only /v1/chat/completions and /v1/completions are supported"),
-            };
-        }
-        let Some(model) = self.model.clone() else { bail!("--model is required") };
-        let dataset = match self.dataset_name.as_str() {
-            "sharegpt" => Dataset::Sharegpt { path: local_path("--dataset-path", &self.dataset_path)?, output_len: self.sharegpt_output_len },
-            "random" => Dataset::Random {
-                input_len: self.random_input_len,
-                output_len: self.random_output_len,
-                range_ratio: self.random_range_ratio,
-            },
-            _ => match local_path("--dataset-path", &self.dataset_path)? {
-                Some(p) => Dataset::Jsonl { path: p },
-                None => bail!("--dataset-name jsonl needs --dataset-path"),
-            },
-        };
-        let request_rate = match self.request_rate.trim() {
-            "inf" | "Infinity" => None,
-            r => Some(r.parse::<f64>().map_err(|_| anyhow::anyhow!("--request-rate {r}: expected a number or inf"))?),
-        };
-        let extra_body = match &self.extra_body {
-            Some(s) => Some(serde_json::from_str(s).with_context(|| "--extra-body is not valid JSON")?),
-            None => None,
-        };
-        self.metrics()?;
-        let percentiles = self
-            .metric_percentiles
-            .split(',')
-            .map(|p| p.trim().parse::<f64>().map_err(|_| anyhow::anyhow!("--metric-percentiles: {p:?} is not a number")))
-            .collect::<anyhow::Result<Vec<f64>>>()?;
-        let spec = RunSpec {
-            label: self.label.clone().unwrap_or_default(),
-            target: Target::External { base_url: self.base_url(), api_key_env: None },
-            model,
-            tokenizer: local_path("--tokenizer", &self.tokenizer)?,
-            backend,
-            dataset,
-            num_prompts: self.num_prompts,
-            load: LoadProfile { max_concurrency: self.max_concurrency.clone(), request_rate, burstiness: self.burstiness },
-            sampling: Sampling { ignore_eos: self.ignore_eos, temperature: Some(self.temperature), extra_body },
-            seed: self.seed,
-            warmup_requests: self.warmup_requests,
-            request_timeout_s: self.request_timeout,
-            percentiles,
-            goodput: parse_goodput(&self.goodput)?,
-            time_limit_s: None,
-        };
-        spec.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(spec)
+    /// Whether a result file is written.
+    pub fn saves(&self) -> bool {
+        self.save_result || self.append_result
     }
-}
 
-/// vLLM's `--goodput ttft:200 tpot:50 e2el:1000` (milliseconds).
-fn parse_goodput(items: &[String]) -> anyhow::Result<Goodput> {
-    let mut g = Goodput::default();
-    for item in items {
-        let (k, v) = item.split_once(':').with_context(|| format!("--goodput {item:?}: expected KEY:VALUE, e.g. ttft:200"))?;
-        let v: f64 = v.parse().map_err(|_| anyhow::anyhow!("--goodput {item:?}: {v:?} is not a number of ms"))?;
-        match k {
-            "ttft" => g.ttft_ms = Some(v),
-            "tpot" => g.tpot_ms = Some(v),
-            "e2el" => g.e2el_ms = Some(v),
-            _ => bail!("--goodput {item:?}: key must be ttft, tpot or e2el"),
-        }
+    /// The `--backend` name the saved result carries (vLLM writes the flag as given).
+    pub fn backend_name(&self) -> &str {
+        &self.backend
     }
-    Ok(g)
-}
-
-/// A path from the command line as a `RunSpec` holds it: `..` resolved (a spec refuses
-/// `..`, which on a worker would climb out of its folders; here the path is the user's own).
-fn local_path(flag: &str, p: &Option<String>) -> anyhow::Result<Option<String>> {
-    let Some(p) = p else { return Ok(None) };
-    if !p.split('/').any(|part| part == "..") {
-        return Ok(Some(p.clone()));
-    }
-    let real = std::fs::canonicalize(p).with_context(|| format!("cannot read {flag} {p}"))?;
-    Ok(Some(real.to_string_lossy().into_owned()))
 }

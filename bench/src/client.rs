@@ -1,12 +1,14 @@
-//! One streaming request, timed the way vLLM's `endpoint_request_func` times it: the
-//! clock starts just before the POST (inside the concurrency limiter), every SSE event is
-//! stamped as soon as its line is complete, TTFT is the first event with non-empty
-//! `choices`, ITL the gaps between such events, E2EL the last of them. The body is
-//! serialised before the clock starts. Token counting happens after the run, off the
-//! timed path (see `finalize`).
+//! One streaming request, timed the way current vLLM's `endpoint_request_func` times it:
+//! the clock starts just before the POST (inside the concurrency limiter), every SSE event
+//! is stamped as soon as its line is complete, TTFT is the first event that streams output
+//! (text, reasoning or completion text; a role-only or empty finish chunk is not a token),
+//! ITL the gaps between such events, E2EL the last of them. The body is serialised before
+//! the clock starts. Token counting happens after the run, off the timed path (see
+//! `finalize`).
 
 use crate::sse::{classify, parse_chunk, LineSplitter, SseLine};
 use futures_util::StreamExt;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use std::time::{Duration, Instant};
 
 /// Everything one request produced on the wire, before token counting.
@@ -15,7 +17,7 @@ pub struct StreamOutcome {
     pub start: Instant,
     pub success: bool,
     pub error: Option<String>,
-    /// Offsets from `start` of every event with non-empty `choices`.
+    /// Offsets from `start` of every event that streamed output.
     pub chunk_offsets_s: Vec<f64>,
     /// Text each of those events carried.
     pub chunk_texts: Vec<String>,
@@ -24,6 +26,8 @@ pub struct StreamOutcome {
     pub chunk_usage: Vec<Option<u64>>,
     /// `completion_tokens` of the last usage event without choices (vLLM's source).
     pub final_usage: Option<u64>,
+    /// `prompt_tokens` of that event: what the server counted as the prompt.
+    pub final_prompt_tokens: Option<u64>,
 }
 
 impl StreamOutcome {
@@ -36,6 +40,7 @@ impl StreamOutcome {
             chunk_texts: Vec::new(),
             chunk_usage: Vec::new(),
             final_usage: None,
+            final_prompt_tokens: None,
         }
     }
 
@@ -60,10 +65,29 @@ pub async fn stream_request(
     body: Vec<u8>,
     timeout: Duration,
 ) -> StreamOutcome {
-    let mut req = client.post(url).header("content-type", "application/json").body(body);
-    if let Some(key) = api_key {
-        req = req.bearer_auth(key);
+    stream_request_with(client, url, request_headers(api_key, &[], None), body, timeout).await
+}
+
+/// The headers of one request, in vLLM's precedence: content type and the bearer key,
+/// then `--header` values (which may replace either), then `x-request-id`.
+pub fn request_headers(api_key: Option<&str>, extra: &[(HeaderName, HeaderValue)], request_id: Option<&str>) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(reqwest::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(v) = api_key.and_then(|k| HeaderValue::from_str(&format!("Bearer {k}")).ok()) {
+        h.insert(reqwest::header::AUTHORIZATION, v);
     }
+    for (k, v) in extra {
+        h.insert(k.clone(), v.clone());
+    }
+    if let Some(v) = request_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+        h.insert(HeaderName::from_static("x-request-id"), v);
+    }
+    h
+}
+
+/// `stream_request` with the headers given whole (see `request_headers`).
+pub async fn stream_request_with(client: &reqwest::Client, url: &str, headers: HeaderMap, body: Vec<u8>, timeout: Duration) -> StreamOutcome {
+    let req = client.post(url).headers(headers).body(body);
     let start = Instant::now();
     let mut out = StreamOutcome::new(start);
     if tokio::time::timeout(timeout, read_stream(req, &mut out)).await.is_err() {
@@ -118,7 +142,8 @@ async fn read_stream(req: reqwest::RequestBuilder, out: &mut StreamOutcome) {
         }
     }
     if out.chunk_offsets_s.is_empty() {
-        return out.fail("stream ended without any event carrying choices".into());
+        // vLLM: "Never received a valid chunk to calculate TTFT."
+        return out.fail("stream ended without any event carrying generated text".into());
     }
     // vLLM accepts a stream that ends without `[DONE]`; so do we, to measure alike.
     out.success = true;
@@ -138,12 +163,18 @@ fn handle_line(line: &[u8], out: &mut StreamOutcome) -> Result<LineResult, Strin
     // Stamp before parsing, as vLLM does (perf_counter before json.loads).
     let at = out.start.elapsed().as_secs_f64();
     let ev = parse_chunk(payload)?;
-    if ev.has_choices {
+    if ev.carries_output {
         out.chunk_offsets_s.push(at);
         out.chunk_texts.push(ev.text);
         out.chunk_usage.push(ev.completion_tokens);
-    } else if let Some(n) = ev.completion_tokens {
-        out.final_usage = Some(n);
+    } else if !ev.has_choices {
+        // A usage event (vLLM reads usage only from events without choices).
+        if let Some(n) = ev.completion_tokens {
+            out.final_usage = Some(n);
+        }
+        if let Some(n) = ev.prompt_tokens {
+            out.final_prompt_tokens = Some(n);
+        }
     }
     Ok(LineResult::Continue)
 }

@@ -9,6 +9,7 @@
 pub mod assets;
 pub mod client;
 pub mod dataset;
+pub mod dispatch;
 pub mod error;
 pub mod finalize;
 pub mod input_file;
@@ -31,7 +32,8 @@ pub use error::BenchError;
 pub use metrics::{compute_summary, SummaryOptions};
 pub use progress::{Phase, Progress, ProgressTx};
 pub use report_text::render_text;
-pub use runner::{prepare, run_benchmark, run_prepared, run_sweep, Prepared, RunOptions};
+pub use dispatch::RequestOptions;
+pub use runner::{prepare, run_benchmark, run_prepared, run_prepared_with, run_sweep, run_sweep_with, Prepared, RunOptions};
 pub use save_result::vllm_result_json;
 pub use bench_types::{BenchReport, RequestRecord, RunSpec, Summary};
 pub use tokio_util::sync::CancellationToken;

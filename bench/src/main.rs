@@ -2,8 +2,10 @@
 //! 2 (clap's convention); run errors print one line and exit 1.
 
 mod cli;
+mod cli_save;
+mod cli_spec;
 
-use bench::{render_text, run_sweep, vllm_result_json, BenchReport, Phase, Progress, RunOptions};
+use bench::{render_text, run_sweep_with, Phase, Progress, RunOptions};
 use clap::Parser;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -35,9 +37,15 @@ fn main() -> ExitCode {
 
 async fn run(args: &cli::Args, spec: bench_types::RunSpec) -> anyhow::Result<ExitCode> {
     // A result folder that cannot be made fails now, not after the whole benchmark.
-    if let (true, Some(d)) = (args.save_result, &args.result_dir) {
+    if let (true, Some(d)) = (args.saves(), &args.result_dir) {
         std::fs::create_dir_all(d).map_err(|e| anyhow::anyhow!("cannot create --result-dir {d}: {e}"))?;
     }
+    if !args.quiet {
+        for n in args.flag_notes() {
+            eprintln!("note: {n}");
+        }
+    }
+    let req = args.request_options()?;
     let (tx, rx) = tokio::sync::watch::channel(Progress::default());
     // The key comes from the spec's api_key_env when it names one, else OPENAI_API_KEY (vLLM's).
     let (base_url, key_env) = match &spec.target {
@@ -54,8 +62,8 @@ async fn run(args: &cli::Args, spec: bench_types::RunSpec) -> anyhow::Result<Exi
             cancel.cancel();
         }
     });
-    let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| tokio::spawn(progress_bar(rx)));
-    let (reports, err) = run_sweep(&spec, &base_url, opts).await;
+    let bar = (!args.quiet && !args.json && !args.disable_tqdm && std::io::stderr().is_terminal()).then(|| tokio::spawn(progress_bar(rx)));
+    let (reports, err) = run_sweep_with(&spec, &base_url, opts, &req).await;
     if let Some(b) = bar {
         b.abort();
         eprintln!();
@@ -68,8 +76,8 @@ async fn run(args: &cli::Args, spec: bench_types::RunSpec) -> anyhow::Result<Exi
             }
             println!("{}", render_text(&r.summary, &metric_refs));
         }
-        if args.save_result {
-            save_result(args, r, &metric_refs)?;
+        if args.saves() {
+            cli_save::save_result(args, r, &metric_refs)?;
         }
     }
     if args.json {
@@ -83,44 +91,6 @@ async fn run(args: &cli::Args, spec: bench_types::RunSpec) -> anyhow::Result<Exi
         Some(e) => Err(e.into()),
         None => Ok(ExitCode::SUCCESS),
     }
-}
-
-fn save_result(args: &cli::Args, r: &BenchReport, metrics: &[bench_types::MetricKind]) -> anyhow::Result<()> {
-    let spec = &r.spec;
-    let conc = r.summary.max_concurrency;
-    let name = match &args.result_filename {
-        // One file per sweep value: suffix the concurrency when sweeping.
-        Some(f) if args.max_concurrency.len() > 1 => match f.rsplit_once('.') {
-            Some((stem, ext)) => format!("{stem}-concurrency{}.{ext}", conc.unwrap_or(0)),
-            None => format!("{f}-concurrency{}", conc.unwrap_or(0)),
-        },
-        Some(f) => f.clone(),
-        None => format!(
-            "{}-{}qps{}-{}-{}.json",
-            spec.backend.as_str(),
-            spec.load.request_rate.map_or("inf".to_string(), |x| x.to_string()),
-            conc.map_or(String::new(), |c| format!("-concurrency{c}")),
-            spec.model.rsplit('/').next().unwrap_or(&spec.model),
-            r.started_at.format("%Y%m%d-%H%M%S")
-        ),
-    };
-    let path = match &args.result_dir {
-        Some(d) => std::path::Path::new(d).join(name),
-        None => std::path::PathBuf::from(name),
-    };
-    let tokenizer_id = spec.tokenizer.clone().unwrap_or_else(|| "Qwen3 (assets/cache/qwen3/tokenizer.json)".into());
-    let mut json = vllm_result_json(r, &tokenizer_id, metrics);
-    if !args.save_detailed {
-        // vLLM drops "fields with too many data points" unless --save-detailed.
-        if let Some(m) = json.as_object_mut() {
-            for k in ["input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors"] {
-                m.remove(k);
-            }
-        }
-    }
-    std::fs::write(&path, serde_json::to_string_pretty(&json)?).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-    eprintln!("saved {}", path.display());
-    Ok(())
 }
 
 async fn progress_bar(mut rx: tokio::sync::watch::Receiver<Progress>) {

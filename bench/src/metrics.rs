@@ -30,7 +30,8 @@ impl SummaryOptions {
             percentiles: spec.percentiles.clone(),
             goodput: spec.goodput.clone(),
             max_concurrency: spec.load.max_concurrency.first().copied(),
-            request_rate: spec.load.request_rate,
+            // A ramp-up has no one configured rate: vLLM reports it as inf.
+            request_rate: if spec.ramp_up.is_some() { None } else { spec.load.request_rate },
         }
     }
 }
@@ -78,6 +79,8 @@ pub fn compute_summary(records: &[RequestRecord], duration_s: f64, opts: &Summar
         request_rate: opts.request_rate,
         duration_s,
         total_input_tokens: total_in,
+        // Filled by the runner, which still has what the records do not keep.
+        server_input_tokens: None,
         total_output_tokens: total_out,
         request_throughput: completed as f64 / dur,
         goodput,
@@ -90,6 +93,7 @@ pub fn compute_summary(records: &[RequestRecord], duration_s: f64, opts: &Summar
         itl: stats_ms(&itls, p),
         e2el: stats_ms(&e2els, p),
         token_itl: token_itls.map(|v| stats_ms(&v, p)),
+        token_itl_source: None,
     }
 }
 

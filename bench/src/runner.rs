@@ -1,20 +1,22 @@
 //! Runs one `RunSpec` against a base URL: prepares the prompts, fetches the target's
-//! self-description, sends warm-up requests (excluded from everything), then releases the
-//! measured requests on the drawn-up-front schedule through a FIFO concurrency limiter
-//! (vLLM's semaphore), publishing progress and honouring cancellation. Token counting of
-//! generated text happens after the last request, off the timed path.
+//! self-description, optionally waits for the target to answer (the ready check), sends
+//! warm-up requests (excluded from everything), then releases the measured requests on
+//! the drawn-up-front schedule through a FIFO concurrency limiter (vLLM's semaphore),
+//! publishing progress and honouring cancellation. Token counting of generated text
+//! happens after the last request, off the timed path.
 
-use crate::client::{stream_request, StreamOutcome};
-use crate::dataset::{self, Sample};
+use crate::dataset::{self, Sample, SampleOptions};
+use crate::dispatch::{dispatch_all, ready_check, Ctx, RequestOptions};
 use crate::error::BenchError;
+use crate::finalize::Finalized;
 use crate::metrics::{compute_summary, SummaryOptions};
 use crate::progress::{Phase, Progress, ProgressTx, Rolling};
 use crate::request_body::build_body;
 use crate::tokenizer::TokenCounter;
-use bench_types::{BenchReport, RequestRecord, RunSpec};
+use bench_types::{BenchReport, RequestRecord, RunSpec, Summary};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 /// How a run reports back and can be stopped. `Default` = no key, no progress, no cancel.
@@ -38,7 +40,7 @@ pub struct Prepared {
 /// from `spawn_blocking` in async code, as `prepare_async` does. Stops soon after `cancel`.
 pub fn prepare(spec: &RunSpec, cancel: &CancellationToken) -> Result<Prepared, BenchError> {
     let tokenizer = TokenCounter::for_spec(spec.tokenizer.as_deref())?;
-    let sample = dataset::sample(&spec.dataset, spec.num_prompts as usize, spec.seed, &tokenizer, cancel)?;
+    let sample = dataset::sample_with(&spec.dataset, spec.num_prompts as usize, spec.seed, SampleOptions::from_spec(spec), &tokenizer, cancel)?;
     Ok(Prepared { tokenizer: Arc::new(tokenizer), sample })
 }
 
@@ -63,13 +65,18 @@ pub async fn run_benchmark(spec: &RunSpec, base_url: &str, opts: RunOptions) -> 
 /// Runs every value of a concurrency sweep in turn over one prepared sample; stops at the
 /// first error (including cancellation) and returns the reports made so far with it.
 pub async fn run_sweep(spec: &RunSpec, base_url: &str, opts: RunOptions) -> (Vec<BenchReport>, Option<BenchError>) {
+    run_sweep_with(spec, base_url, opts, &RequestOptions::default()).await
+}
+
+/// `run_sweep` with request headers, request ids and a ready check.
+pub async fn run_sweep_with(spec: &RunSpec, base_url: &str, opts: RunOptions, req: &RequestOptions) -> (Vec<BenchReport>, Option<BenchError>) {
     let prepared = match prepare_async(spec, &opts.cancel).await {
         Ok(p) => p,
         Err(e) => return (vec![], Some(e)),
     };
     let mut reports = Vec::new();
     for one in spec.expand() {
-        match run_prepared(&one, &prepared, base_url, opts.clone()).await {
+        match run_prepared_with(&one, &prepared, base_url, opts.clone(), req).await {
             Ok(r) => reports.push(r),
             Err(e) => return (reports, Some(e)),
         }
@@ -87,9 +94,13 @@ fn check_spec(spec: &RunSpec) -> Result<(), BenchError> {
 
 /// Runs one spec over an already prepared sample.
 pub async fn run_prepared(spec: &RunSpec, prepared: &Prepared, base_url: &str, opts: RunOptions) -> Result<BenchReport, BenchError> {
+    run_prepared_with(spec, prepared, base_url, opts, &RequestOptions::default()).await
+}
+
+/// `run_prepared` with request headers, request ids and a ready check.
+pub async fn run_prepared_with(spec: &RunSpec, prepared: &Prepared, base_url: &str, opts: RunOptions, req: &RequestOptions) -> Result<BenchReport, BenchError> {
     check_spec(spec)?;
     let base = base_url.trim_end_matches('/');
-    let url = format!("{base}{}", spec.backend.endpoint());
     let client = reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_idle_timeout(Duration::from_secs(90))
@@ -99,9 +110,11 @@ pub async fn run_prepared(spec: &RunSpec, prepared: &Prepared, base_url: &str, o
     if reqs.is_empty() {
         return Err(BenchError::InvalidSpec("the dataset gave no prompts".into()));
     }
+    let mut sampling = spec.sampling.clone();
+    sampling.ignore_eos = spec.sends_ignore_eos();
     let bodies: Arc<Vec<Vec<u8>>> = Arc::new(
         reqs.iter()
-            .map(|r| serde_json::to_vec(&build_body(spec.backend, &spec.model, &r.prompt, r.output_len, &spec.sampling)).unwrap_or_default())
+            .map(|r| serde_json::to_vec(&build_body(spec.backend, &spec.model, &r.prompt, r.output_len, &sampling)).unwrap_or_default())
             .collect(),
     );
     let total = reqs.len() as u32;
@@ -114,32 +127,43 @@ pub async fn run_prepared(spec: &RunSpec, prepared: &Prepared, base_url: &str, o
     let target_info = crate::target_info::fetch_target_info(&client, base, opts.api_key.as_deref()).await;
     let ctx = Arc::new(Ctx {
         client,
-        url,
+        url: format!("{base}{}", spec.backend.endpoint()),
         api_key: opts.api_key.clone(),
         bodies,
         timeout: Duration::from_secs_f64(spec.request_timeout_s),
         limiter: Arc::new(Semaphore::new(spec.load.max_concurrency.first().map_or(Semaphore::MAX_PERMITS, |&c| c as usize))),
+        req: req.clone(),
     });
 
     let mut notes = prepared.sample.notes.clone();
+    if req.ready_check_timeout_s > 0.0 {
+        if let Err(last) = ready_check(&ctx, req.ready_check_timeout_s, &opts.cancel).await {
+            if opts.cancel.is_cancelled() {
+                return Err(BenchError::Cancelled);
+            }
+            return Err(BenchError::NotReady { waited_s: req.ready_check_timeout_s, last_error: last.unwrap_or_else(|| "no answer".into()) });
+        }
+        notes.push("the target answered the first prompt before the run (ready check)".into());
+    }
     if spec.warmup_requests > 0 {
         publish(Progress { phase: Phase::Warmup, total, ..Default::default() });
-        let idx: Vec<usize> = (0..spec.warmup_requests as usize).map(|i| i % reqs.len()).collect();
-        let (warm, cancelled) = dispatch_all(&ctx, &idx, &vec![0.0; idx.len()], Instant::now(), &opts.cancel, |_, _| {}).await;
+        // vLLM's warm-up: the first prompt, every time, under the concurrency cap.
+        let idx = vec![0; spec.warmup_requests as usize];
+        let (warm, cancelled) = dispatch_all(&ctx, &idx, &vec![0.0; idx.len()], Instant::now(), false, &opts.cancel, |_, _| {}).await;
         if cancelled {
             return Err(BenchError::Cancelled);
         }
         let bad = warm.iter().flatten().filter(|o| !o.success).count();
-        notes.push(format!("{} warm-up requests sent first and excluded ({bad} failed)", spec.warmup_requests));
+        notes.push(format!("{} warm-up requests (the first prompt) sent first and excluded ({bad} failed)", spec.warmup_requests));
     }
 
-    let offsets = crate::schedule::arrival_offsets(reqs.len(), spec.load.request_rate, spec.load.burstiness, spec.seed);
+    let offsets = crate::schedule::offsets_for(reqs.len(), spec);
     let started_at = chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now());
     let bench_start = Instant::now();
     let mut rolling = Rolling::default();
     let (mut ok, mut failed) = (0u32, 0u32);
     let idx: Vec<usize> = (0..reqs.len()).collect();
-    let (outcomes, cancelled) = dispatch_all(&ctx, &idx, &offsets, bench_start, &opts.cancel, |_, o| {
+    let (outcomes, cancelled) = dispatch_all(&ctx, &idx, &offsets, bench_start, true, &opts.cancel, |_, o| {
         if o.success {
             ok += 1;
             let n = o.final_usage.unwrap_or(o.chunk_offsets_s.len() as u64);
@@ -164,17 +188,22 @@ pub async fn run_prepared(spec: &RunSpec, prepared: &Prepared, base_url: &str, o
 
     // Cancelled: the finished requests are kept (a partial result), the rest were never
     // measured to the end and are left out rather than counted as failures.
-    let records: Vec<RequestRecord> = outcomes
+    let done: Vec<Finalized> = outcomes
         .into_iter()
         .enumerate()
         .filter_map(|(i, o)| o.map(|o| (i, o)))
-        .map(|(i, o)| crate::finalize::record(i as u32, &o, bench_start, reqs[i].input_tokens, &prepared.tokenizer))
+        .map(|(i, o)| crate::finalize::finalize(i as u32, &o, bench_start, reqs[i].input_tokens, &prepared.tokenizer))
         .collect();
-    if cancelled && records.is_empty() {
+    if cancelled && done.is_empty() {
         return Err(BenchError::Cancelled);
     }
-    let summary = compute_summary(&records, duration_s, &SummaryOptions::from_spec(spec));
+    let records: Vec<RequestRecord> = done.iter().map(|f| f.record.clone()).collect();
+    let mut summary = compute_summary(&records, duration_s, &SummaryOptions::from_spec(spec));
+    let succeeded = || done.iter().filter(|f| f.record.success);
+    summary.server_input_tokens = succeeded().map(|f| f.server_prompt_tokens).sum();
+    summary.token_itl_source = summary.token_itl.as_ref().and_then(|_| crate::finalize::run_source(succeeded().map(|f| f.chunk_token_source)));
     notes.extend(crate::finalize::run_notes(spec, &records));
+    notes.extend(count_notes(&summary));
     if cancelled {
         notes.push(format!(
             "partial: cancelled after {} of {total} requests had finished; requests still in flight are not counted",
@@ -197,76 +226,18 @@ pub async fn run_prepared(spec: &RunSpec, prepared: &Prepared, base_url: &str, o
     Ok(report)
 }
 
-struct Ctx {
-    client: reqwest::Client,
-    url: String,
-    api_key: Option<String>,
-    bodies: Arc<Vec<Vec<u8>>>,
-    timeout: Duration,
-    limiter: Arc<Semaphore>,
-}
-
-/// Releases request `idx[k]` at `start + offsets[k]`; each waits for a limiter permit
-/// (FIFO), then streams. Calls `on_done` as each finishes; returns outcomes in `idx` order,
-/// and whether `cancel` stopped it (then only the finished requests have an outcome).
-async fn dispatch_all(
-    ctx: &Arc<Ctx>,
-    idx: &[usize],
-    offsets: &[f64],
-    start: Instant,
-    cancel: &CancellationToken,
-    mut on_done: impl FnMut(usize, &StreamOutcome),
-) -> (Vec<Option<StreamOutcome>>, bool) {
-    let (tx, mut rx) = mpsc::unbounded_channel::<(usize, StreamOutcome)>();
-    let jobs: Vec<(usize, f64)> = idx.iter().copied().zip(offsets.iter().copied()).collect();
-    let ctx2 = Arc::clone(ctx);
-    // The dispatcher owns every request task (JoinSet): aborting it aborts them all.
-    let dispatcher = AbortOnDrop(tokio::spawn(async move {
-        let mut set = tokio::task::JoinSet::new();
-        for (k, (i, off)) in jobs.into_iter().enumerate() {
-            if off > 0.0 {
-                tokio::time::sleep_until((start + Duration::from_secs_f64(off)).into()).await;
-            }
-            // Permits are taken here, in dispatch order, so request k+1 never starts before
-            // request k (asyncio's task order in vLLM); the task releases it when done.
-            let Ok(permit) = Arc::clone(&ctx2.limiter).acquire_owned().await else { return };
-            let (ctx, tx) = (Arc::clone(&ctx2), tx.clone());
-            set.spawn(async move {
-                let _permit = permit;
-                let body = ctx.bodies[i].clone();
-                let out = stream_request(&ctx.client, &ctx.url, ctx.api_key.as_deref(), body, ctx.timeout).await;
-                let _ = tx.send((k, out));
-            });
-        }
-        while set.join_next().await.is_some() {}
-    }));
-    let mut outcomes: Vec<Option<StreamOutcome>> = vec![None; idx.len()];
-    let mut received = 0;
-    while received < idx.len() {
-        tokio::select! {
-            _ = cancel.cancelled() => return (outcomes, true),
-            msg = rx.recv() => match msg {
-                Some((k, out)) => {
-                    on_done(k, &out);
-                    outcomes[k] = Some(out);
-                    received += 1;
-                }
-                None => break,
-            },
-        }
+/// Which input count the result block prints, and where token ITL's counts came from.
+fn count_notes(s: &Summary) -> Vec<String> {
+    let server = match s.server_input_tokens {
+        Some(n) => format!("the server counted {n} (usage.prompt_tokens, chat template included), which current vLLM prints instead"),
+        None => "the server sent no usage.prompt_tokens for some requests, so its count is not known".into(),
+    };
+    let mut notes = vec![format!(
+        "Total input tokens ({}) is the dataset's prompt lengths (the run's tokenizer on the raw prompts, no chat template), as vLLM v0.11 counted; {server}",
+        s.total_input_tokens
+    )];
+    if let Some(src) = s.token_itl_source {
+        notes.push(format!("token-level ITL: chunk token counts from {}", src.describe()));
     }
-    drop(dispatcher);
-    // A task that panicked leaves a hole: count it as a failed request, never drop it.
-    let outcomes = outcomes
-        .into_iter()
-        .map(|o| Some(o.unwrap_or_else(|| StreamOutcome::failed_at(start, "request task ended without a result (panic?)"))))
-        .collect();
-    (outcomes, false)
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+    notes
 }

@@ -1,6 +1,7 @@
-//! `--save-result` JSON with vLLM's key names (`vllm bench serve` v0.11), so existing
-//! tooling reads latlab's files. latlab-only keys are prefixed `latlab_`.
-//! Not included: `generated_texts` (latlab does not keep generated text).
+//! `--save-result` JSON with vLLM's key names (`vllm bench serve` v0.11, plus current
+//! vLLM's `backend` and ramp-up keys), so existing tooling reads latlab's files.
+//! latlab-only keys are prefixed `latlab_`. Not included: `generated_texts` (latlab does
+//! not keep generated text).
 
 use bench_types::{BenchReport, MetricKind, Stats};
 use serde_json::{json, Map, Value};
@@ -15,6 +16,27 @@ fn put_stats(m: &mut Map<String, Value>, key: &str, s: &Stats) {
     }
 }
 
+/// vLLM's `rps_change_events`: the start rate at the start, then each whole rate the ramp
+/// passes, stamped when the request that first asks for it is due (from the schedule).
+fn rps_change_events(r: &BenchReport, ramp: &bench_types::RampUp) -> Value {
+    let n = r.requests.len();
+    let stamp = |offset_s: f64| {
+        let t = r.started_at + chrono::Duration::microseconds((offset_s * 1e6) as i64);
+        json!(t.format("%Y-%m-%dT%H:%M:%S%.6f").to_string())
+    };
+    let offsets = crate::schedule::ramp_offsets(n, ramp, r.spec.load.burstiness, r.spec.seed);
+    let mut last = ramp.start_rps;
+    let mut events = vec![json!({"rps": last, "timestamp": stamp(0.0)})];
+    for (rate, off) in crate::schedule::ramp_rates(n, ramp).into_iter().zip(offsets) {
+        let whole = rate as u32;
+        for rps in last + 1..=whole {
+            events.push(json!({"rps": rps, "timestamp": stamp(off)}));
+        }
+        last = last.max(whole);
+    }
+    Value::Array(events)
+}
+
 /// The JSON object vLLM writes for one run. `metrics`: which of ttft/tpot/itl/e2el to
 /// include (vLLM writes only the selected ones).
 pub fn vllm_result_json(r: &BenchReport, tokenizer_id: &str, metrics: &[MetricKind]) -> Value {
@@ -23,6 +45,7 @@ pub fn vllm_result_json(r: &BenchReport, tokenizer_id: &str, metrics: &[MetricKi
     let mut m = Map::new();
     m.insert("date".into(), json!(r.started_at.format("%Y%m%d-%H%M%S").to_string()));
     m.insert("endpoint_type".into(), json!(spec.backend.as_str()));
+    m.insert("backend".into(), json!(spec.backend.as_str()));
     m.insert("label".into(), if spec.label.is_empty() { Value::Null } else { json!(spec.label) });
     m.insert("model_id".into(), json!(spec.model));
     m.insert("tokenizer_id".into(), json!(tokenizer_id));
@@ -30,6 +53,12 @@ pub fn vllm_result_json(r: &BenchReport, tokenizer_id: &str, metrics: &[MetricKi
     m.insert("request_rate".into(), spec.load.request_rate.map_or(json!("inf"), |x| json!(x)));
     m.insert("burstiness".into(), json!(spec.load.burstiness));
     m.insert("max_concurrency".into(), json!(s.max_concurrency));
+    if let Some(ramp) = &spec.ramp_up {
+        m.insert("ramp_up_strategy".into(), json!(ramp.strategy.as_str()));
+        m.insert("ramp_up_start_rps".into(), json!(ramp.start_rps));
+        m.insert("ramp_up_end_rps".into(), json!(ramp.end_rps));
+        m.insert("rps_change_events".into(), rps_change_events(r, ramp));
+    }
     m.insert("duration".into(), json!(s.duration_s));
     m.insert("completed".into(), json!(s.completed));
     m.insert("failed".into(), json!(s.failed));
@@ -55,6 +84,11 @@ pub fn vllm_result_json(r: &BenchReport, tokenizer_id: &str, metrics: &[MetricKi
     }
     if let Some(t) = &s.token_itl {
         put_stats(&mut m, "latlab_token_itl", t);
+    }
+    m.insert("latlab_total_input_tokens_source".into(), json!("dataset prompt lengths (vLLM v0.11)"));
+    m.insert("latlab_server_input_tokens".into(), json!(s.server_input_tokens));
+    if let Some(src) = s.token_itl_source {
+        m.insert("latlab_token_itl_source".into(), json!(src));
     }
     m.insert("latlab_peak_concurrency_method".into(), json!("exact interval sweep"));
     m.insert("latlab_notes".into(), json!(r.notes));

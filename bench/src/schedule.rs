@@ -5,8 +5,13 @@
 //! at `num_requests / rate` ("vLLM's rescaling": it closes the 1-2 % gap a raw gamma sum
 //! leaves, so throughput does not wobble with the seed). The first request also waits its
 //! own gap, as in vLLM.
+//!
+//! With a ramp-up (`--ramp-up-strategy`) request i of n asks for its own rate, linear or
+//! exponential from start to end over i / (n - 1); its gap is drawn with that rate and the
+//! offsets are the plain cumulative sum (vLLM rescales only a fixed rate).
 
 use crate::np_gamma::LegacyRandomState;
+use bench_types::{RampUp, RampUpStrategy};
 
 /// Offsets in seconds from the start of the run at which each request is released.
 pub fn arrival_offsets(n: usize, request_rate: Option<f64>, burstiness: f64, seed: u64) -> Vec<f64> {
@@ -34,9 +39,64 @@ pub fn arrival_offsets(n: usize, request_rate: Option<f64>, burstiness: f64, see
     offsets
 }
 
+/// The rate each of `n` requests asks for under `ramp` (vLLM's `_get_current_request_rate`).
+pub fn ramp_rates(n: usize, ramp: &RampUp) -> Vec<f64> {
+    let (start, end) = (f64::from(ramp.start_rps), f64::from(ramp.end_rps));
+    (0..n)
+        .map(|i| {
+            let progress = i as f64 / (n.saturating_sub(1).max(1)) as f64;
+            match ramp.strategy {
+                RampUpStrategy::Linear => start + (end - start) * progress,
+                RampUpStrategy::Exponential => start * (end / start).powf(progress),
+            }
+        })
+        .collect()
+}
+
+/// Offsets of `n` requests ramping up as `ramp` says, gaps drawn with `seed`.
+pub fn ramp_offsets(n: usize, ramp: &RampUp, burstiness: f64, seed: u64) -> Vec<f64> {
+    let mut rs = LegacyRandomState::seeded(seed as u32);
+    let mut acc = 0.0;
+    ramp_rates(n, ramp)
+        .into_iter()
+        .map(|rate| {
+            acc += rs.gamma(burstiness, 1.0 / (rate * burstiness));
+            acc
+        })
+        .collect()
+}
+
+/// The offsets a spec's load asks for: its ramp-up when it has one, else its fixed rate.
+pub fn offsets_for(n: usize, spec: &bench_types::RunSpec) -> Vec<f64> {
+    match &spec.ramp_up {
+        Some(r) => ramp_offsets(n, r, spec.load.burstiness, spec.seed),
+        None => arrival_offsets(n, spec.load.request_rate, spec.load.burstiness, spec.seed),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ramps_follow_vllms_rate_formulas_without_rescaling() {
+        let lin = RampUp { strategy: RampUpStrategy::Linear, start_rps: 1, end_rps: 9 };
+        assert_eq!(ramp_rates(5, &lin), vec![1.0, 3.0, 5.0, 7.0, 9.0]);
+        let exp = RampUp { strategy: RampUpStrategy::Exponential, start_rps: 1, end_rps: 16 };
+        let r = ramp_rates(5, &exp);
+        for (got, want) in r.iter().zip([1.0, 2.0, 4.0, 8.0, 16.0]) {
+            assert!((got - want).abs() < 1e-12, "{r:?}");
+        }
+        assert_eq!(ramp_rates(1, &lin), vec![1.0], "one request asks for the start rate");
+        // Gaps are gamma draws with each request's own rate, summed as drawn.
+        let o = ramp_offsets(5, &lin, 1.0, 0);
+        let mut rs = LegacyRandomState::seeded(0);
+        let mut acc = 0.0;
+        for (i, rate) in [1.0, 3.0, 5.0, 7.0, 9.0].into_iter().enumerate() {
+            acc += rs.gamma(1.0, 1.0 / rate);
+            assert_eq!(o[i], acc);
+        }
+    }
 
     #[test]
     fn infinite_rate_releases_everything_at_once() {

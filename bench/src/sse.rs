@@ -77,12 +77,19 @@ pub fn classify(line: &[u8]) -> Result<SseLine<'_>, String> {
 /// The parts of one streamed chunk that the metrics need.
 #[derive(Debug, Default, PartialEq)]
 pub struct ChunkEvent {
-    /// `choices` was present and non-empty: this event counts for TTFT/ITL.
+    /// `choices` was present and non-empty.
     pub has_choices: bool,
+    /// The first choice streamed output (non-empty content, reasoning or completion
+    /// text): only such events count for TTFT, ITL and E2EL, as in current vLLM. A
+    /// role-only chunk before the first token or an empty-delta chunk carrying
+    /// `finish_reason` after the last one has choices but no output.
+    pub carries_output: bool,
     /// Generated text of the first choice (reasoning + content, or completion text).
     pub text: String,
     /// `usage.completion_tokens`, when the chunk carries usage.
     pub completion_tokens: Option<u64>,
+    /// `usage.prompt_tokens`, when the chunk carries usage.
+    pub prompt_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -118,6 +125,8 @@ struct RawDelta {
 struct RawUsage {
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
 }
 
 /// Parses one `data:` payload. An `{"error": ...}` object or invalid JSON is an error.
@@ -140,7 +149,14 @@ pub fn parse_chunk(payload: &str) -> Result<ChunkEvent, String> {
             text.push_str(t);
         }
     }
-    Ok(ChunkEvent { has_choices: !choices.is_empty(), text, completion_tokens: raw.usage.and_then(|u| u.completion_tokens) })
+    let usage = raw.usage.as_ref();
+    Ok(ChunkEvent {
+        has_choices: !choices.is_empty(),
+        carries_output: !text.is_empty(),
+        text,
+        completion_tokens: usage.and_then(|u| u.completion_tokens),
+        prompt_tokens: usage.and_then(|u| u.prompt_tokens),
+    })
 }
 
 fn clip(s: &str) -> String {
@@ -187,13 +203,18 @@ mod tests {
     #[test]
     fn chunks_yield_choices_text_and_usage() {
         let c = parse_chunk(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#).unwrap();
-        assert!(c.has_choices, "a role-only chunk with empty content still counts (vLLM)");
+        assert!(c.has_choices && !c.carries_output, "a role-only chunk carries no token");
+        let c = parse_chunk(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"completion_tokens":9}}"#).unwrap();
+        assert!(c.has_choices && !c.carries_output, "nor does an empty finish chunk");
         let c = parse_chunk(r#"{"choices":[{"delta":{"reasoning_content":"hm","content":null}}],"usage":{"completion_tokens":3}}"#).unwrap();
-        assert_eq!((c.text.as_str(), c.completion_tokens), ("hm", Some(3)));
+        assert_eq!((c.text.as_str(), c.completion_tokens, c.carries_output), ("hm", Some(3), true));
+        let c = parse_chunk(r#"{"choices":[{"delta":{"reasoning":"r"}}]}"#).unwrap();
+        assert!(c.carries_output, "reasoning text is output too");
         let c = parse_chunk(r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7}}"#).unwrap();
-        assert_eq!((c.has_choices, c.completion_tokens), (false, Some(7)));
+        assert_eq!((c.has_choices, c.completion_tokens, c.prompt_tokens), (false, Some(7), Some(5)));
         let c = parse_chunk(r#"{"choices":[{"text":"abc","index":0}]}"#).unwrap();
-        assert_eq!(c.text, "abc");
+        assert_eq!((c.text.as_str(), c.carries_output), ("abc", true));
+        assert!(!parse_chunk(r#"{"choices":[{"text":"","index":0,"finish_reason":"length"}]}"#).unwrap().carries_output);
         assert!(parse_chunk("{not json").is_err());
         assert!(parse_chunk(r#"{"error":{"message":"overloaded"}}"#).unwrap_err().contains("overloaded"));
     }

@@ -51,6 +51,11 @@ impl TokenCounter {
         self.tok.encode_fast(text, false).map(|e| e.len() as u32).unwrap_or(0)
     }
 
+    /// Byte offsets in `text` where each of its tokens (no special tokens) ends, in order.
+    pub fn token_ends(&self, text: &str) -> Vec<usize> {
+        self.tok.encode(text, false).map(|e| e.get_offsets().iter().map(|&(_, end)| end).collect()).unwrap_or_default()
+    }
+
     /// Token ids of `text` without special tokens.
     pub fn encode_ids(&self, text: &str) -> Vec<u32> {
         self.tok.encode_fast(text, false).map(|e| e.get_ids().to_vec()).unwrap_or_default()

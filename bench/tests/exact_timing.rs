@@ -80,16 +80,6 @@ async fn several_tokens_per_event_from_retokenized_chunks() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn role_only_first_chunk_gives_near_zero_ttft_as_in_vllm() {
-    // The documented pitfall: the role chunk counts as the first token.
-    let srv = start(Script { role_chunk_first: true, ..Script::default() }).await;
-    let data = jsonl("role.jsonl", &[("ok a", 5)]);
-    let r = run_benchmark(&spec(&srv.base_url, data, 1, Some(1)), &srv.base_url, RunOptions::default()).await.unwrap();
-    within(r.summary.ttft.mean_ms, 0.0, 20.0, "TTFT with a role-only first chunk");
-    assert_eq!(r.requests[0].chunk_offsets_s.len(), 6);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_concurrent_streams_stay_exact() {
     // 128 requests, at most 64 in flight, each 20 tokens 10 ms apart.
     let srv = start(Script { ttft: Duration::from_millis(30), gap: Duration::from_millis(10), ..Script::default() }).await;
@@ -120,4 +110,23 @@ async fn request_rate_follows_the_seeded_schedule() {
         within(q.dispatch_offset_s, *w, w + 0.01, "dispatch offset");
     }
     assert_eq!(r.summary.request_rate, Some(20.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ramp_up_follows_its_schedule_without_rescaling() {
+    use bench_types::{RampUp, RampUpStrategy};
+    let srv = start(Script { ttft: Duration::from_millis(5), gap: Duration::from_millis(5), ..Script::default() }).await;
+    let rows: Vec<(String, u32)> = (0..8).map(|i| (format!("ok {i}"), 3)).collect();
+    let rows: Vec<(&str, u32)> = rows.iter().map(|(p, n)| (p.as_str(), *n)).collect();
+    let mut s = spec(&srv.base_url, jsonl("ramp.jsonl", &rows), 8, None);
+    let ramp = RampUp { strategy: RampUpStrategy::Linear, start_rps: 10, end_rps: 40 };
+    s.ramp_up = Some(ramp.clone());
+    s.seed = 3;
+    let r = run_benchmark(&s, &srv.base_url, RunOptions::default()).await.unwrap();
+    let want = bench::schedule::ramp_offsets(8, &ramp, 1.0, 3);
+    assert_ne!(want, bench::schedule::arrival_offsets(8, Some(10.0), 1.0, 3));
+    for (q, w) in r.requests.iter().zip(&want) {
+        within(q.dispatch_offset_s, *w, w + 0.01, "dispatch offset");
+    }
+    assert_eq!(r.summary.request_rate, None, "a ramp has no one configured rate (vLLM: inf)");
 }

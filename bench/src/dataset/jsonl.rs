@@ -2,7 +2,7 @@
 //! skipped; any other bad line stops the run with its line number. The first `n` lines
 //! are used in file order (oversampled like vLLM when the file is shorter).
 
-use super::{oversample, Sample, SampleRequest};
+use super::{oversample, Sample, SampleOptions, SampleRequest};
 use crate::error::BenchError;
 use crate::tokenizer::TokenCounter;
 use serde::Deserialize;
@@ -16,7 +16,7 @@ struct Line {
     output_len: u32,
 }
 
-pub fn sample(path: &Path, n: usize, seed: u64, tok: &TokenCounter, cancel: &CancellationToken) -> Result<Sample, BenchError> {
+pub fn sample(path: &Path, n: usize, seed: u64, opts: SampleOptions, tok: &TokenCounter, cancel: &CancellationToken) -> Result<Sample, BenchError> {
     let file = crate::input_file::open_regular(path, crate::input_file::MAX_DATASET_BYTES)?;
     let mut reader = std::io::BufReader::new(file);
     let mut requests = Vec::new();
@@ -41,6 +41,6 @@ pub fn sample(path: &Path, n: usize, seed: u64, tok: &TokenCounter, cancel: &Can
         return Err(BenchError::dataset(path, "no prompts in the file"));
     }
     let mut notes = vec![format!("JSONL {}: {} prompts", path.display(), requests.len())];
-    oversample(&mut requests, n, seed, &mut notes);
+    oversample(&mut requests, n, seed, opts, &mut notes);
     Ok(Sample { requests, notes })
 }

@@ -29,25 +29,57 @@ pub struct Sample {
     pub notes: Vec<String>,
 }
 
+/// How the prompts are picked beyond the dataset's own settings (vLLM's
+/// `--disable-shuffle` and `--no-oversample`, inverted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleOptions {
+    /// Shuffle ShareGPT conversations with the seed before picking.
+    pub shuffle: bool,
+    /// Repeat prompts to reach `n` when fewer pass the filters.
+    pub oversample: bool,
+}
+
+impl Default for SampleOptions {
+    fn default() -> Self {
+        SampleOptions { shuffle: true, oversample: true }
+    }
+}
+
+impl SampleOptions {
+    pub fn from_spec(spec: &bench_types::RunSpec) -> Self {
+        SampleOptions { shuffle: !spec.disable_shuffle, oversample: !spec.no_oversample }
+    }
+}
+
 /// Draws `n` requests from `dataset`, deterministically from `seed`; stops with
 /// `BenchError::Cancelled` soon after `cancel` fires.
 pub fn sample(dataset: &Dataset, n: usize, seed: u64, tok: &TokenCounter, cancel: &CancellationToken) -> Result<Sample, BenchError> {
+    sample_with(dataset, n, seed, SampleOptions::default(), tok, cancel)
+}
+
+/// `sample` with shuffling and oversampling as `opts` says.
+pub fn sample_with(dataset: &Dataset, n: usize, seed: u64, opts: SampleOptions, tok: &TokenCounter, cancel: &CancellationToken) -> Result<Sample, BenchError> {
     match dataset {
         Dataset::Sharegpt { path, output_len } => {
             let path = path.as_ref().map(std::path::PathBuf::from).unwrap_or_else(crate::assets::default_sharegpt_path);
-            sharegpt::sample(&path, n, seed, *output_len, tok, cancel)
+            sharegpt::sample(&path, n, seed, *output_len, opts, tok, cancel)
         }
-        Dataset::Random { input_len, output_len, range_ratio } => {
-            Ok(random::sample(n, *input_len, *output_len, *range_ratio, seed, tok))
+        Dataset::Random { input_len, output_len, range_ratio, prefix_len } => {
+            Ok(random::sample(n, random::Lengths { input: *input_len, output: *output_len, ratio: *range_ratio, prefix: *prefix_len }, seed, tok))
         }
-        Dataset::Jsonl { path } => jsonl::sample(std::path::Path::new(path), n, seed, tok, cancel),
+        Dataset::Jsonl { path } => jsonl::sample(std::path::Path::new(path), n, seed, opts, tok, cancel),
     }
 }
 
 /// vLLM's oversampling when fewer than `n` requests pass the filters: `random.seed(seed)`
-/// then `random.choices(samples, k=n-len)`, appended.
-fn oversample(requests: &mut Vec<SampleRequest>, n: usize, seed: u64, notes: &mut Vec<String>) {
+/// then `random.choices(samples, k=n-len)`, appended. With `--no-oversample` the short
+/// sample runs as it is.
+fn oversample(requests: &mut Vec<SampleRequest>, n: usize, seed: u64, opts: SampleOptions, notes: &mut Vec<String>) {
     if requests.is_empty() || requests.len() >= n {
+        return;
+    }
+    if !opts.oversample {
+        notes.push(format!("only {} prompts passed the filters; {} run (--no-oversample)", requests.len(), requests.len()));
         return;
     }
     let have = requests.len();

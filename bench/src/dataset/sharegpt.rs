@@ -1,9 +1,10 @@
 //! vLLM's ShareGPT sampler: keep conversations with >= 2 turns, `random.seed(seed);
-//! random.shuffle(...)` (CPython's exact algorithm), then walk the shuffled list taking
-//! pairs whose token counts pass `is_valid_sequence` until `n` are taken.
+//! random.shuffle(...)` (CPython's exact algorithm; skipped with `--disable-shuffle`), then
+//! walk the list taking pairs whose token counts pass `is_valid_sequence` until `n` are
+//! taken.
 
 use super::sharegpt_reader::read_sharegpt;
-use super::{oversample, Sample, SampleRequest};
+use super::{oversample, Sample, SampleOptions, SampleRequest};
 use crate::error::BenchError;
 use crate::mt19937::Mt19937;
 use crate::tokenizer::TokenCounter;
@@ -24,7 +25,7 @@ pub fn is_valid_sequence(prompt_len: u32, output_len: u32, fixed_output: bool) -
     !(prompt_too_short || output_too_short || prompt_too_long || combined_too_long)
 }
 
-pub fn sample(path: &Path, n: usize, seed: u64, output_len: Option<u32>, tok: &TokenCounter, cancel: &CancellationToken) -> Result<Sample, BenchError> {
+pub fn sample(path: &Path, n: usize, seed: u64, output_len: Option<u32>, opts: SampleOptions, tok: &TokenCounter, cancel: &CancellationToken) -> Result<Sample, BenchError> {
     let file = read_sharegpt(path, cancel)?;
     let mut notes = vec![format!(
         "ShareGPT {}: kept {} complete entries ({} with at least two turns){}",
@@ -37,7 +38,11 @@ pub fn sample(path: &Path, n: usize, seed: u64, output_len: Option<u32>, tok: &T
         return Err(BenchError::dataset(path, "no conversation with at least two turns"));
     }
     let mut pairs = file.pairs;
-    crate::pyrandom::shuffle(&mut Mt19937::python_seeded(seed), &mut pairs);
+    if opts.shuffle {
+        crate::pyrandom::shuffle(&mut Mt19937::python_seeded(seed), &mut pairs);
+    } else {
+        notes.push("conversations taken in file order (--disable-shuffle)".into());
+    }
     let mut requests = Vec::with_capacity(n);
     for pair in pairs {
         if requests.len() >= n {
@@ -53,7 +58,7 @@ pub fn sample(path: &Path, n: usize, seed: u64, output_len: Option<u32>, tok: &T
         }
         requests.push(SampleRequest { prompt: pair.prompt, input_tokens: prompt_len, output_len: out_len });
     }
-    oversample(&mut requests, n, seed, &mut notes);
+    oversample(&mut requests, n, seed, opts, &mut notes);
     Ok(Sample { requests, notes })
 }
 

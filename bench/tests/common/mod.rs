@@ -5,12 +5,17 @@
 //! Timing: every event is sent at an absolute deadline `t0 + ttft + i * gap` (t0 = the
 //! handler's start), so tokio's 1 ms timer granularity and scheduling jitter make each
 //! event late by a small amount but never accumulate along a stream.
+//!
+//! Quirks real servers have, each on request: a role-only chunk before the first token, an
+//! empty-delta chunk carrying `finish_reason` after the last, a late usage-only event,
+//! cumulative usage on every chunk (vLLM's `continuous_usage_stats`), several tokens per
+//! chunk, text whose tokens only exist in context, an early EOS unless `ignore_eos`.
 
 #![allow(dead_code)]
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -27,17 +32,44 @@ pub struct Script {
     pub gap: Duration,
     /// Tokens carried by every event after the first (the first carries one).
     pub tokens_per_event: u32,
-    /// Send a role-only chunk (empty content) right away, before prefill (the pitfall).
-    pub role_chunk_first: bool,
-    /// Each choices event carries cumulative `usage` (vLLM's continuous usage stats).
+    /// Send a role-only chunk (`{"role":"assistant","content":""}`) this long after the
+    /// request arrives, before the first token (the pitfall).
+    pub role_chunk_at: Option<Duration>,
+    /// Send an empty-delta chunk with `finish_reason` this long after the last token.
+    pub finish_chunk_after: Option<Duration>,
+    /// Every choices chunk (role and finish chunks too) carries cumulative `usage`
+    /// (vLLM's `continuous_usage_stats`).
     pub per_chunk_usage: bool,
-    /// Send the final usage event.
+    /// Send the final usage event, this long after the last token.
     pub final_usage: bool,
+    pub usage_after: Duration,
+    /// Each event's text instead of `WORD`s: (first event, middle events, last event),
+    /// each standing for the event's scripted token count.
+    pub texts: Option<(&'static str, &'static str, &'static str)>,
+    /// Without `ignore_eos` in the request, stop after this many tokens (a model's EOS).
+    pub eos_after: Option<u32>,
+    /// Refuse this many requests with 503 before answering (a server still loading).
+    pub refuse_first: Option<Arc<std::sync::atomic::AtomicU32>>,
     /// When set, the send instant of every choices event is logged under the prompt.
     pub send_log: Option<SendLog>,
+    /// When set, every request's headers and body are logged in arrival order.
+    pub request_log: Option<RequestLog>,
 }
 
 pub type SendLog = Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<std::time::Instant>>>>;
+
+/// One request as the server received it.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+pub type RequestLog = Arc<std::sync::Mutex<Vec<Seen>>>;
+
+pub fn request_log() -> RequestLog {
+    Arc::new(std::sync::Mutex::new(Vec::new()))
+}
 
 impl Default for Script {
     fn default() -> Self {
@@ -45,10 +77,16 @@ impl Default for Script {
             ttft: Duration::from_millis(50),
             gap: Duration::from_millis(20),
             tokens_per_event: 1,
-            role_chunk_first: false,
+            role_chunk_at: None,
+            finish_chunk_after: None,
             per_chunk_usage: false,
             final_usage: true,
+            usage_after: Duration::ZERO,
+            texts: None,
+            eos_after: None,
+            refuse_first: None,
             send_log: None,
+            request_log: None,
         }
     }
 }
@@ -108,12 +146,23 @@ fn choice(text: &str, chat: bool) -> Value {
     if chat { json!([{"index": 0, "delta": {"content": text}}]) } else { json!([{"index": 0, "text": text}]) }
 }
 
-async fn chat(State(script): State<Arc<Script>>, body: Bytes) -> Response {
+async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, body: Bytes) -> Response {
     let t0 = Instant::now();
     let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+    if let Some(log) = &script.request_log {
+        log.lock().unwrap().push(Seen { headers: headers.clone(), body: req.clone() });
+    }
+    if let Some(left) = &script.refuse_first
+        && left.fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
+    {
+        return (StatusCode::SERVICE_UNAVAILABLE, "loading").into_response();
+    }
     let chat = req.get("messages").is_some();
     let prompt = if chat { req["messages"][0]["content"].as_str() } else { req["prompt"].as_str() }.unwrap_or("").to_string();
-    let max = req.get("max_completion_tokens").or(req.get("max_tokens")).and_then(Value::as_u64).unwrap_or(16) as u32;
+    let mut max = req.get("max_completion_tokens").or(req.get("max_tokens")).and_then(Value::as_u64).unwrap_or(16) as u32;
+    if let (Some(eos), false) = (script.eos_after, req["ignore_eos"].as_bool() == Some(true)) {
+        max = max.min(eos);
+    }
     let mode = prompt.split_whitespace().next().unwrap_or("ok").to_string();
     if mode == "fail500" {
         return (StatusCode::INTERNAL_SERVER_ERROR, "boom").into_response();
@@ -122,18 +171,32 @@ async fn chat(State(script): State<Arc<Script>>, body: Bytes) -> Response {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(64);
     tokio::spawn(async move {
         let mut sends = Vec::new();
-        if script.role_chunk_first {
-            let _ = tx.send(event(json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}))).await;
+        let usage = |n: u32| json!({"prompt_tokens": prompt.len(), "completion_tokens": n, "total_tokens": prompt.len() as u32 + n});
+        if let Some(at) = script.role_chunk_at {
+            tokio::time::sleep_until(t0 + at).await;
+            let mut ev = json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]});
+            if script.per_chunk_usage {
+                ev["usage"] = usage(0);
+            }
+            let _ = tx.send(event(ev)).await;
         }
         let mut sent = 0u32;
         let mut i = 0u32;
+        let mut last_at = t0;
         while sent < max {
-            tokio::time::sleep_until(t0 + script.ttft + script.gap * i).await;
+            last_at = t0 + script.ttft + script.gap * i;
+            tokio::time::sleep_until(last_at).await;
             let k = if i == 0 { 1 } else { script.tokens_per_event.min(max - sent) };
             sent += k;
-            let mut ev = json!({"choices": choice(&WORD.repeat(k as usize), chat)});
+            let text = match script.texts {
+                Some((first, _, _)) if i == 0 => first.to_string(),
+                Some((_, _, last)) if sent == max => last.to_string(),
+                Some((_, middle, _)) => middle.to_string(),
+                None => WORD.repeat(k as usize),
+            };
+            let mut ev = json!({"choices": choice(&text, chat)});
             if script.per_chunk_usage {
-                ev["usage"] = json!({"completion_tokens": sent});
+                ev["usage"] = usage(sent);
             }
             if tx.send(event(ev)).await.is_err() {
                 return;
@@ -156,8 +219,18 @@ async fn chat(State(script): State<Arc<Script>>, body: Bytes) -> Response {
             }
             i += 1;
         }
+        if let Some(after) = script.finish_chunk_after {
+            tokio::time::sleep_until(last_at + after).await;
+            let delta = if chat { json!({"index": 0, "delta": {}, "finish_reason": "stop"}) } else { json!({"index": 0, "text": "", "finish_reason": "stop"}) };
+            let mut ev = json!({"choices": [delta]});
+            if script.per_chunk_usage {
+                ev["usage"] = usage(sent);
+            }
+            let _ = tx.send(event(ev)).await;
+        }
         if script.final_usage && mode != "nousage" {
-            let _ = tx.send(event(json!({"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": sent}}))).await;
+            tokio::time::sleep_until(last_at + script.usage_after).await;
+            let _ = tx.send(event(json!({"choices": [], "usage": usage(sent)}))).await;
         }
         let _ = tx.send(Ok(Bytes::from_static(b"data: [DONE]\n\n"))).await;
         if let Some(log) = &script.send_log {
@@ -208,5 +281,8 @@ pub fn spec(base_url: &str, dataset_path: String, num_prompts: u32, concurrency:
         percentiles: vec![50.0, 99.0],
         goodput: Goodput::default(),
         time_limit_s: None,
+        ramp_up: None,
+        disable_shuffle: false,
+        no_oversample: false,
     }
 }
