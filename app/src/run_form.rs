@@ -5,8 +5,8 @@
 
 use bench_types::launched::{seed_presets, LaunchedTarget};
 use bench_types::{
-    Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RunSpec, Sampling, Target,
-    ValidationErrors,
+    Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RampUp, RampUpStrategy, RunSpec, Sampling,
+    Target, ValidationErrors,
 };
 use serde::{Deserialize, Serialize};
 
@@ -67,6 +67,29 @@ pub struct RunForm {
     pub warmup_requests: String,
     #[serde(default)]
     pub request_timeout_s: String,
+    /// Random dataset: tokens of a random prefix shared by every prompt; empty = none.
+    #[serde(default)]
+    pub prefix_len: String,
+    /// Sampling parameters sent only when filled in (the server's defaults otherwise).
+    #[serde(default)]
+    pub top_p: String,
+    #[serde(default)]
+    pub top_k: String,
+    #[serde(default)]
+    pub min_p: String,
+    #[serde(default)]
+    pub frequency_penalty: String,
+    #[serde(default)]
+    pub presence_penalty: String,
+    #[serde(default)]
+    pub repetition_penalty: String,
+    /// Empty (a fixed rate), `linear` or `exponential`.
+    #[serde(default)]
+    pub ramp_up_strategy: String,
+    #[serde(default)]
+    pub ramp_up_start_rps: String,
+    #[serde(default)]
+    pub ramp_up_end_rps: String,
 }
 
 impl Default for RunForm {
@@ -97,6 +120,16 @@ impl Default for RunForm {
             temperature: "0".into(),
             warmup_requests: "0".into(),
             request_timeout_s: "600".into(),
+            prefix_len: String::new(),
+            top_p: String::new(),
+            top_k: String::new(),
+            min_p: String::new(),
+            frequency_penalty: String::new(),
+            presence_penalty: String::new(),
+            repetition_penalty: String::new(),
+            ramp_up_strategy: String::new(),
+            ramp_up_start_rps: String::new(),
+            ramp_up_end_rps: String::new(),
         }
     }
 }
@@ -206,6 +239,28 @@ impl RunForm {
             .collect()
     }
 
+    fn ramp_up(&self, p: &mut Parser) -> Option<RampUp> {
+        let strategy = match self.ramp_up_strategy.trim() {
+            "" | "none" => return None,
+            "linear" => RampUpStrategy::Linear,
+            "exponential" => RampUpStrategy::Exponential,
+            other => {
+                p.errors.push("ramp_up.strategy", format!("unknown ramp-up {other:?}; choose linear or exponential"));
+                return None;
+            }
+        };
+        Some(RampUp {
+            strategy,
+            start_rps: p.num("ramp_up.start_rps", &self.ramp_up_start_rps, WHOLE, 1),
+            end_rps: p.num("ramp_up.end_rps", &self.ramp_up_end_rps, WHOLE, 1),
+        })
+    }
+
+    /// Whether any optional sampling parameter is filled in (its section shows open).
+    pub fn has_sampling_parameters(&self) -> bool {
+        [&self.top_p, &self.top_k, &self.min_p, &self.frequency_penalty, &self.presence_penalty, &self.repetition_penalty].iter().any(|v| !v.trim().is_empty())
+    }
+
     pub fn to_spec(&self) -> Result<RunSpec, ValidationErrors> {
         let mut p = Parser { errors: ValidationErrors::default() };
         let target = match self.target_kind.as_str() {
@@ -257,6 +312,7 @@ impl RunForm {
                 input_len: p.num("dataset.input_len", &self.input_len, WHOLE, 1),
                 output_len: p.num("dataset.output_len", &self.output_len, WHOLE, 1),
                 range_ratio: 0.0,
+                prefix_len: p.opt_num("dataset.prefix_len", &self.prefix_len, WHOLE).unwrap_or(0),
             },
             "jsonl" => Dataset::Jsonl { path: self.dataset_path.trim().to_string() },
             other => {
@@ -306,9 +362,16 @@ impl RunForm {
                 burstiness: if self.burstiness.trim().is_empty() { 1.0 } else { p.num("load.burstiness", &self.burstiness, NUMBER, 1.0) },
             },
             sampling: Sampling {
-                ignore_eos: self.ignore_eos.as_deref().is_some_and(|v| v == "on" || v == "true"),
+                // vLLM always sends ignore_eos with the random dataset; the spec says so.
+                ignore_eos: self.ignore_eos.as_deref().is_some_and(|v| v == "on" || v == "true") || self.dataset_kind == "random",
                 temperature: p.opt_num("sampling.temperature", &self.temperature, NUMBER),
                 extra_body: None,
+                top_p: p.opt_num("sampling.top_p", &self.top_p, NUMBER),
+                top_k: p.opt_num("sampling.top_k", &self.top_k, WHOLE),
+                min_p: p.opt_num("sampling.min_p", &self.min_p, NUMBER),
+                frequency_penalty: p.opt_num("sampling.frequency_penalty", &self.frequency_penalty, NUMBER),
+                presence_penalty: p.opt_num("sampling.presence_penalty", &self.presence_penalty, NUMBER),
+                repetition_penalty: p.opt_num("sampling.repetition_penalty", &self.repetition_penalty, NUMBER),
             },
             seed: if self.seed.trim().is_empty() { 0 } else { p.num("seed", &self.seed, WHOLE, 0) },
             warmup_requests: if self.warmup_requests.trim().is_empty() { 0 } else { p.num("warmup_requests", &self.warmup_requests, WHOLE, 0) },
@@ -320,6 +383,9 @@ impl RunForm {
             percentiles: bench_types::spec::default_percentiles(),
             goodput: Goodput::default(),
             time_limit_s: None,
+            ramp_up: self.ramp_up(&mut p),
+            disable_shuffle: false,
+            no_oversample: false,
         };
         let mut errors = p.errors;
         if let Err(v) = spec.validate() {
@@ -334,100 +400,4 @@ impl RunForm {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_default_form_is_a_valid_spec() {
-        let spec = RunForm::default().to_spec().unwrap();
-        assert_eq!(spec.num_prompts, 100);
-        assert_eq!(spec.load.max_concurrency, vec![1]);
-        assert_eq!(spec.sampling.temperature, Some(0.0));
-    }
-
-    #[test]
-    fn a_sweep_list_parses_and_bad_numbers_name_their_field() {
-        let mut f = RunForm { max_concurrency: "1, 2,4,8".into(), ..RunForm::default() };
-        assert_eq!(f.to_spec().unwrap().load.max_concurrency, vec![1, 2, 4, 8]);
-        f.max_concurrency = "1,two".into();
-        f.num_prompts = "-5".into();
-        f.request_rate = "fast".into();
-        let e = f.to_spec().unwrap_err();
-        assert!(e.for_field("load.max_concurrency").unwrap().contains("\"two\""));
-        assert_eq!(e.for_field("num_prompts").unwrap(), "-5 is negative; use a positive whole number");
-        assert!(e.for_field("load.request_rate").is_some());
-        // Every bad value of a list is named, not only the first.
-        f.max_concurrency = "0, abc, 99999999999".into();
-        let m = f.to_spec().unwrap_err().for_field("load.max_concurrency").unwrap().to_string();
-        assert!(m.contains("0 is out of range") && m.contains("\"abc\" is not a whole number") && m.contains("99999999999 is too large"), "{m}");
-    }
-
-    #[test]
-    fn the_native_engine_is_named_after_its_model_source_unless_named() {
-        let f = RunForm { target_kind: "native".into(), ..RunForm::default() };
-        assert_eq!(f.to_spec().unwrap().model, "random:tiny");
-        let named = RunForm { model: "mine".into(), ..f.clone() };
-        assert_eq!(named.to_spec().unwrap().model, "mine");
-        let ckpt = RunForm { model_source: "/srv/models/Qwen3-8B/".into(), ..f };
-        assert_eq!(ckpt.to_spec().unwrap().model, "Qwen3-8B");
-        assert_eq!(RunForm::default().to_spec().unwrap().model, "Qwen/Qwen3-8B", "external targets keep the field");
-    }
-
-    #[test]
-    fn validation_errors_come_through_once_per_field() {
-        let f = RunForm { num_prompts: "0".into(), base_url: "localhost:8000".into(), ..RunForm::default() };
-        let e = f.to_spec().unwrap_err();
-        assert_eq!(e.for_field("num_prompts"), Some("must be between 1 and 100000"));
-        assert_eq!(e.for_field("target.base_url"), Some("must start with http:// or https://"));
-        assert_eq!(e.0.len(), 2);
-    }
-
-    #[test]
-    fn launched_presets_make_one_spec_each_with_their_served_model() {
-        let f = RunForm { target_kind: "launched".into(), presets: "vllm-bf16, recommended".into(), label: "ladder".into(), ..RunForm::default() };
-        let specs = f.to_specs().unwrap();
-        assert_eq!(specs.len(), 2);
-        assert!(matches!(&specs[0].target, Target::Launched(l) if l.engine.as_str() == "vllm"));
-        assert_eq!(specs[0].model, "Qwen/Qwen3-8B");
-        assert_eq!(specs[1].model, "Qwen/Qwen3-8B-FP8", "requests name the model the engine serves");
-        assert_eq!(specs[1].label, "ladder · recommended");
-        assert_eq!(f.launch_preview()[0], "vllm-bf16: vllm serve Qwen/Qwen3-8B");
-        let bad = RunForm { presets: "vllm-bf16, warp".into(), ..f.clone() };
-        assert!(bad.to_specs().unwrap_err().for_field("target.presets").unwrap().contains("unknown preset \"warp\""));
-        let none = RunForm { presets: " ".into(), ..f };
-        assert!(none.to_specs().is_err());
-    }
-
-    #[test]
-    fn native_and_random_dataset_forms() {
-        let f = RunForm {
-            target_kind: "native".into(),
-            dataset_kind: "random".into(),
-            input_len: "232".into(),
-            output_len: "220".into(),
-            ignore_eos: Some("on".into()),
-            ..RunForm::default()
-        };
-        let s = f.to_spec().unwrap();
-        assert!(matches!(s.target, Target::Native(ref n) if n.model_source == "random:tiny" && n.max_batch == 8));
-        assert_eq!(s.dataset, Dataset::Random { input_len: 232, output_len: 220, range_ratio: 0.0 });
-        assert!(s.sampling.ignore_eos);
-        assert!(matches!(s.target, Target::Native(ref n) if n.quantization == Quantization::None), "bf16 unless asked");
-    }
-
-    #[test]
-    fn native_weights_choose_the_quantization() {
-        let native = RunForm { target_kind: "native".into(), ..RunForm::default() };
-        let quant = |f: &RunForm| match f.to_spec().unwrap().target {
-            Target::Native(n) => n.quantization,
-            t => panic!("not native: {t:?}"),
-        };
-        assert_eq!(quant(&native), Quantization::None);
-        assert_eq!(quant(&RunForm { quantization: String::new(), ..native.clone() }), Quantization::None);
-        assert_eq!(quant(&RunForm { quantization: "fp8".into(), ..native.clone() }), Quantization::Fp8);
-        // FP8 on the CPU device is allowed: the reference backend dequantizes (slowly).
-        assert_eq!(quant(&RunForm { quantization: "fp8".into(), device: "cpu".into(), ..native.clone() }), Quantization::Fp8);
-        let bad = RunForm { quantization: "int4".into(), ..native };
-        assert!(bad.to_spec().unwrap_err().for_field("target.quantization").unwrap().contains("\"int4\""));
-    }
-}
+mod tests;

@@ -11,6 +11,10 @@ use leptos::server_fn::ServerFn;
 use std::collections::HashSet;
 
 type GetFn = fn(&RunForm) -> String;
+
+/// Fields of the collapsed sampling section: it opens when one of them has an error.
+const SAMPLING_PATHS: [&str; 6] =
+    ["sampling.top_p", "sampling.top_k", "sampling.min_p", "sampling.frequency_penalty", "sampling.presence_penalty", "sampling.repetition_penalty"];
 type SetFn = fn(&mut RunForm, String);
 
 #[derive(Clone, Copy)]
@@ -212,6 +216,12 @@ pub fn NewRunPage() -> impl IntoView {
                 <div class="group" class:hidden=move || !ds(&["random"])()>
                     <Field ctx label="Input length" name="input_len" path="dataset.input_len"
                         get=|f| f.input_len.clone() set=|f, v| f.input_len = v/>
+                    <details class="advanced" open=move || form.with(|f| !f.prefix_len.trim().is_empty()) || ctx.error("dataset.prefix_len").is_some()>
+                        <summary>"Shared prefix"</summary>
+                        <Field ctx label="Prefix length (tokens)" name="prefix_len" path="dataset.prefix_len"
+                            get=|f| f.prefix_len.clone() set=|f, v| f.prefix_len = v placeholder="0"
+                            hint="Random tokens put before every prompt, the same for all (vLLM's --random-prefix-len): a prefix the server can cache. The input length counts the part after it."/>
+                    </details>
                 </div>
                 <Field ctx label="Output length" name="output_len" path="dataset.output_len"
                     get=|f| f.output_len.clone() set=|f, v| f.output_len = v
@@ -229,6 +239,18 @@ pub fn NewRunPage() -> impl IntoView {
                     get=|f| f.request_rate.clone() set=|f, v| f.request_rate = v placeholder="inf"/>
                 <Field ctx label="Burstiness" name="burstiness" path="load.burstiness"
                     get=|f| f.burstiness.clone() set=|f, v| f.burstiness = v hint="1 = Poisson arrivals."/>
+                <details class="advanced"
+                    open=move || form.with(|f| !f.ramp_up_strategy.is_empty()) || ["ramp_up.start_rps", "ramp_up.end_rps"].iter().any(|p| ctx.error(p).is_some())>
+                    <summary>"Ramp-up"</summary>
+                    <Choice ctx label="Ramp-up" name="ramp_up_strategy" path="ramp_up.strategy"
+                        options=&[("", "none: a fixed rate"), ("linear", "linear"), ("exponential", "exponential")]
+                        get=|f| f.ramp_up_strategy.clone() set=|f, v| f.ramp_up_strategy = v
+                        hint="The request rate climbs from the start rate (first request) to the end rate (last), as vLLM's --ramp-up-strategy; leave the request rate empty."/>
+                    <Field ctx label="Start rate (req/s)" name="ramp_up_start_rps" path="ramp_up.start_rps"
+                        get=|f| f.ramp_up_start_rps.clone() set=|f, v| f.ramp_up_start_rps = v/>
+                    <Field ctx label="End rate (req/s)" name="ramp_up_end_rps" path="ramp_up.end_rps"
+                        get=|f| f.ramp_up_end_rps.clone() set=|f, v| f.ramp_up_end_rps = v/>
+                </details>
                 <Field ctx label="Warm-up requests" name="warmup_requests" path="warmup_requests"
                     get=|f| f.warmup_requests.clone() set=|f, v| f.warmup_requests = v/>
                 <Field ctx label="Request timeout (s)" name="request_timeout_s" path="request_timeout_s"
@@ -248,7 +270,24 @@ pub fn NewRunPage() -> impl IntoView {
                             }/>
                         " ignore_eos: generate exactly the output length"
                     </label>
+                    <small class="hint">"Always sent with the random dataset, as vLLM does."</small>
                 </div>
+                <details class="advanced"
+                    open=move || form.with(RunForm::has_sampling_parameters) || SAMPLING_PATHS.iter().any(|p| ctx.error(p).is_some())>
+                    <summary>"More sampling parameters"</summary>
+                    <Field ctx label="top_p" name="top_p" path="sampling.top_p"
+                        get=|f| f.top_p.clone() set=|f, v| f.top_p = v hint="Each is sent only when filled in; empty leaves the server's default."/>
+                    <Field ctx label="top_k" name="top_k" path="sampling.top_k"
+                        get=|f| f.top_k.clone() set=|f, v| f.top_k = v hint="-1 or 0: no limit."/>
+                    <Field ctx label="min_p" name="min_p" path="sampling.min_p"
+                        get=|f| f.min_p.clone() set=|f, v| f.min_p = v/>
+                    <Field ctx label="frequency_penalty" name="frequency_penalty" path="sampling.frequency_penalty"
+                        get=|f| f.frequency_penalty.clone() set=|f, v| f.frequency_penalty = v/>
+                    <Field ctx label="presence_penalty" name="presence_penalty" path="sampling.presence_penalty"
+                        get=|f| f.presence_penalty.clone() set=|f, v| f.presence_penalty = v/>
+                    <Field ctx label="repetition_penalty" name="repetition_penalty" path="sampling.repetition_penalty"
+                        get=|f| f.repetition_penalty.clone() set=|f, v| f.repetition_penalty = v hint="1 = no penalty."/>
+                </details>
                 <Field ctx label="Label" name="label" path="label" get=|f| f.label.clone() set=|f, v| f.label = v
                     hint="Optional; shown in lists and charts."/>
             </fieldset>
