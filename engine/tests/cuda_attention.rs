@@ -1,8 +1,9 @@
 //! The CUDA attention ops against a CPU reference on fresh random inputs (GPU machine only:
 //! `cargo test -p engine --test cuda_attention -- --ignored`): q/k-norm + RoPE + the KV
 //! write, every split decode attention kernel (CUDA cores, tensor cores, merged in a kernel
-//! or in clusters) and the prefill kernel; forms that must agree bit for bit against each
-//! other.
+//! or in clusters: each geometry and split count reaches its own, `ops::attention_kernel`)
+//! and the prefill kernel; the decode form that reads settled K/V early against the one
+//! that waits, bit for bit.
 //!
 //! Inputs are bf16-representable, so the reference sees exactly what the kernel sees; what
 //! remains is f32 summation order and, where a kernel writes bf16 or rounds P to bf16, that
@@ -10,41 +11,19 @@
 
 mod cuda_common;
 
-use cuda_common::{Rng, check, down_bf16, gpu_tuned, up, up_bf16};
+use cuda_common::{Rng, check, down_bf16, gpu, up, up_bf16};
 use engine::model::cpu::ops::{rms_norm, rope};
 use kernels::bf16;
-use kernels::gpu::AttentionCluster;
 use kernels::ops::{self, AttnDims, PagedAttnArgs, RopeKvArgs};
 
-/// Qwen3-8B's head geometry (32 q heads, 8 kv heads, head_dim 128) and the tiny MQA one.
+/// Qwen3-8B's head geometry (32 q heads, 8 kv heads, head_dim 128: the tensor-core
+/// kernels), the tiny MQA one (head_dim 8: the pair layout) and one of head_dim 32 (the
+/// fast CUDA-core scores): between them, every decode attention kernel.
 #[test]
 #[ignore = "gpu"]
 fn rope_kv_write_and_split_attention_match_cpu() {
-    // g merges 2..=8 splits inside thread block clusters (Tuning::attention_cluster, the
-    // default for FP8 weights); gm merges them in the second kernel.
-    let g = gpu_tuned(|t| {
-        t.attention_cluster = AttentionCluster::On;
-        // The CUDA-core kernels here; gmma below takes the tensor-core one.
-        t.attention_mma = false;
-    });
-    let gm = gpu_tuned(|t| {
-        t.attention_cluster = AttentionCluster::Off;
-        t.attention_mma = false;
-        // The pair layout, as the clusters (the exact check below), where g takes the
-        // `_d32` kernel (eight lanes per position) outside clusters.
-        t.attention_d32 = false;
-    });
-    // The tensor-core kernel (Tuning::attention_mma) where it applies (head_dim 128),
-    // judged below with the prefill kernel's bound: it too rounds P to bf16 ...
-    let gmma = gpu_tuned(|t| {
-        t.attention_cluster = AttentionCluster::Off;
-        t.attention_mma = true;
-    });
-    // ... and its form merging in clusters, which must give gmma's bits.
-    let gmmac = gpu_tuned(|t| {
-        t.attention_cluster = AttentionCluster::On;
-        t.attention_mma = true;
-    });
+    let g = gpu();
+    let mut reached = std::collections::BTreeSet::new();
     for (heads, kv_heads, head_dim, theta) in
         [(32, 8, 128, 1e6f32), (6, 1, 8, 1e6), (4, 2, 32, 1e4)]
     {
@@ -190,12 +169,10 @@ fn rope_kv_write_and_split_attention_match_cpu() {
             block_size: bs,
             settled: false,
         };
+        let want = attention_reference((&qb, &kb, &vb), d, (&rows, &seq_of), &tables, bs, &ctx);
         // The split-context kernel over the same inputs, with one split (direct write), a
-        // few, the count decode picks, and the most (splits longer than short contexts).
-        let mut split_outs = vec![];
-        let mut mma_outs = vec![];
-        let mut mma_cluster_checked = 0;
-        let mut cluster_checked = 0;
+        // few (merged in a cluster), the count decode picks, and the most (splits longer
+        // than short contexts, merged by the second kernel).
         for splits in [
             1,
             3,
@@ -203,6 +180,8 @@ fn rope_kv_write_and_split_attention_match_cpu() {
             ops::attention_splits(&g, rows.len(), kv_heads),
             ops::MAX_SPLITS,
         ] {
+            let kernel = ops::attention_kernel(d, ops::uses_cluster(splits));
+            reached.insert(kernel);
             let out = attend(&g, d, &pa, splits, qd);
             // The decode form, which reads the older positions' K/V before waiting on the
             // previous kernel (true here: the caches were written and downloaded above):
@@ -212,145 +191,25 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                 ..pa
             };
             check(
-                &format!("decode_attention settled ({tag}, {splits} splits) vs not (exact)"),
+                &format!("{kernel} settled ({tag}, {splits} splits) vs not (exact)"),
                 &attend(&g, d, &settled, splits, qd),
                 &out,
                 1e-30,
                 0.0,
             );
-            // Merged in the second kernel instead of a cluster (g's default for 2..=8
-            // splits, which `out` took and the CPU check above judged): the same operations
-            // in the same order, so the same bits. The inputs were last written on g's
-            // stream, which the check above synchronised.
-            if ops::uses_cluster(&g.tuning(), splits) {
-                assert!(!ops::uses_cluster(&gm.tuning(), splits));
-                check(
-                    &format!(
-                        "decode_attention merge kernel vs cluster ({tag}, {splits} splits) (exact)"
-                    ),
-                    &attend(&gm, d, &settled, splits, qd),
-                    &out,
-                    1e-30,
-                    0.0,
-                );
-                cluster_checked += 1;
-            }
-            split_outs.push((splits, out));
-            if ops::attention_kernel(&gmma.tuning(), d, false) == "decode_attention_mma" {
-                // Both forms (settled and not) over gmma's copies of the inputs.
-                let (gq, gk, gv, gt, gof, gctx) = (
-                    up_bf16(&gmma, &qrows),
-                    up_bf16(&gmma, &kb),
-                    up_bf16(&gmma, &vb),
-                    up(&gmma, &flat),
-                    up(&gmma, &row_offs),
-                    up(&gmma, &ctx),
-                );
-                for settled in [false, true] {
-                    let pm = PagedAttnArgs {
-                        q: &gq.as_view(),
-                        k_cache: &gk.as_view(),
-                        v_cache: &gv.as_view(),
-                        tables: &gt.as_view(),
-                        table_offs: &gof.as_view(),
-                        ctx_lens: &gctx.as_view(),
-                        block_size: bs,
-                        settled,
-                    };
-                    let got = attend(&gmma, d, &pm, splits, qd);
-                    // The inputs were last written on gmma's stream, which `attend`
-                    // synchronised.
-                    if ops::uses_cluster(&gmmac.tuning(), splits) {
-                        assert_eq!(
-                            ops::attention_kernel(&gmmac.tuning(), d, true),
-                            "decode_attention_mma_cluster"
-                        );
-                        check(
-                            &format!(
-                                "decode_attention_mma cluster vs merge kernel ({tag}, {splits} splits, settled {settled}) (exact)"
-                            ),
-                            &attend(&gmmac, d, &pm, splits, qd),
-                            &got,
-                            1e-30,
-                            0.0,
-                        );
-                        mma_cluster_checked += 1;
-                    }
-                    mma_outs.push((splits, settled, got));
-                }
-            }
-            if head_dim % 32 == 0 {
-                // g ran a fast kernel outside clusters (`_d128_g4` for Qwen3-8B's geometry,
-                // `_d32` for head_dim 32), gm the pair layout: all judged against the CPU
-                // below.
-                assert!(
-                    ops::attention_kernel(&g.tuning(), d, false).starts_with("decode_attention_d")
-                );
-                split_outs.push((splits, attend(&gm, d, &settled, splits, qd)));
-            }
-        }
-        assert!(
-            cluster_checked >= 2,
-            "{tag}: the cluster merge ran {cluster_checked} times"
-        );
-        let mut want = vec![0f32; rows.len() * qd];
-        let scale = 1.0 / (head_dim as f64).sqrt();
-        for (ri, &i) in rows.iter().enumerate() {
-            let tb = &tables[seq_of[i]];
-            for h in 0..heads {
-                let kvh = h / (heads / kv_heads);
-                let qv = &qb[i * qd + h * head_dim..][..head_dim];
-                let slot = |p: usize| tb[p / bs] as usize * bs + p % bs;
-                let sc: Vec<f64> = (0..ctx[ri] as usize)
-                    .map(|p| {
-                        qv.iter()
-                            .zip(&kb[slot(p) * kvd + kvh * head_dim..][..head_dim])
-                            .map(|(a, b)| *a as f64 * *b as f64)
-                            .sum::<f64>()
-                            * scale
-                    })
-                    .collect();
-                let mx = sc.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let z: f64 = sc.iter().map(|s| (s - mx).exp()).sum();
-                for dd in 0..head_dim {
-                    want[ri * qd + h * head_dim + dd] = (0..sc.len())
-                        .map(|p| {
-                            (sc[p] - mx).exp() / z * vb[slot(p) * kvd + kvh * head_dim + dd] as f64
-                        })
-                        .sum::<f64>()
-                        as f32;
-                }
-            }
-        }
-        // Outputs are averages of values in [-1, 1]: judge error against 0.05 + |want|.
-        for (splits, got) in &split_outs {
+            // Outputs are averages of values in [-1, 1]: judge error against 0.05 + |want|.
+            // The tensor-core kernels round P to bf16, as the prefill kernel below: its
+            // bound.
+            let floor = if kernel.starts_with("decode_attention_mma") {
+                0.5
+            } else {
+                5e-2
+            };
             check(
-                &format!("decode_attention ({tag}, {splits} splits, bf16)"),
-                got,
+                &format!("{kernel} ({tag}, {splits} splits, bf16)"),
+                &out,
                 &want,
-                5e-2,
-                5e-3,
-            );
-        }
-        // The tensor-core decode kernel: P rounded to bf16 as in the prefill kernel below,
-        // so its bound.
-        assert_eq!(
-            mma_outs.is_empty(),
-            head_dim != 128,
-            "{tag}: mma kernel runs"
-        );
-        assert!(
-            head_dim != 128 || mma_cluster_checked >= 4,
-            "{tag}: the mma cluster merge ran {mma_cluster_checked} times"
-        );
-        for (splits, settled, got) in &mma_outs {
-            check(
-                &format!(
-                    "decode_attention_mma ({tag}, {splits} splits, settled {settled}, bf16 P)"
-                ),
-                got,
-                &want,
-                0.5,
+                floor,
                 5e-3,
             );
         }
@@ -372,6 +231,57 @@ fn rope_kv_write_and_split_attention_match_cpu() {
             );
         }
     }
+    let every: std::collections::BTreeSet<&str> = [
+        "decode_attention",
+        "decode_attention_cluster",
+        "decode_attention_d32",
+        "decode_attention_mma",
+        "decode_attention_mma_cluster",
+    ]
+    .into();
+    assert_eq!(reached, every, "the geometries must reach every decode attention kernel");
+}
+
+/// Attention in f64 of query rows `rows` (flat token indices; `seq_of` their sequences)
+/// over the bf16 values q, k, v the kernels read: row ri attends to positions 0..ctx[ri] of
+/// its sequence's pages.
+fn attention_reference(
+    (qb, kb, vb): (&[f32], &[f32], &[f32]),
+    d: AttnDims,
+    (rows, seq_of): (&[usize], &[usize]),
+    tables: &[Vec<u32>],
+    bs: usize,
+    ctx: &[i32],
+) -> Vec<f32> {
+    let (heads, kv_heads, head_dim) = (d.heads, d.kv_heads, d.head_dim);
+    let (qd, kvd) = (d.q_dim(), d.kv_dim());
+    let mut want = vec![0f32; rows.len() * qd];
+    let scale = 1.0 / (head_dim as f64).sqrt();
+    for (ri, &i) in rows.iter().enumerate() {
+        let tb = &tables[seq_of[i]];
+        for h in 0..heads {
+            let kvh = h / (heads / kv_heads);
+            let qv = &qb[i * qd + h * head_dim..][..head_dim];
+            let slot = |p: usize| tb[p / bs] as usize * bs + p % bs;
+            let sc: Vec<f64> = (0..ctx[ri] as usize)
+                .map(|p| {
+                    qv.iter()
+                        .zip(&kb[slot(p) * kvd + kvh * head_dim..][..head_dim])
+                        .map(|(a, b)| *a as f64 * *b as f64)
+                        .sum::<f64>()
+                        * scale
+                })
+                .collect();
+            let mx = sc.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let z: f64 = sc.iter().map(|s| (s - mx).exp()).sum();
+            for dd in 0..head_dim {
+                want[ri * qd + h * head_dim + dd] = (0..sc.len())
+                    .map(|p| (sc[p] - mx).exp() / z * vb[slot(p) * kvd + kvh * head_dim + dd] as f64)
+                    .sum::<f64>() as f32;
+            }
+        }
+    }
+    want
 }
 
 /// decode_attention_into on `g` over a fresh zeroed scratch, its output: allocated and read

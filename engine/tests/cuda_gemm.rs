@@ -60,7 +60,8 @@ fn cublas_gemm_matches_f64_reference() {
 
 /// Tensor-core skinny GEMM, bf16 and FP8 block-scaled weights, against f64 for every row
 /// count, including shapes whose n is not a multiple of the 16-row tile and k not of the
-/// 32/64-k chunk.
+/// 32/64-k chunk, and FP8 at one row with x staged in shared memory (k up to 12288) and
+/// loaded at every stage (k = 16384).
 #[test]
 #[ignore = "gpu"]
 fn skinny_gemm_matches_f64_reference_for_every_row_count() {
@@ -73,7 +74,14 @@ fn skinny_cases(g: Gpu) {
     let pipe = pipeline(&g);
     let mut r = Rng(11);
     // 9000 rows: 563 tiles, more than an H200's resident bulk blocks (3 per SM).
-    for (n, k) in [(37, 64), (300, 208), (1000, 4096), (256, 12288), (9000, 64)] {
+    for (n, k) in [
+        (37, 64),
+        (300, 208),
+        (1000, 4096),
+        (256, 12288),
+        (80, 16384),
+        (9000, 64),
+    ] {
         let w = r.vec(n * k);
         let dw = up_bf16(&g, &w);
         // FP8: random codes (no NaN: 0x7f / 0xff) and positive block scales.
@@ -92,11 +100,9 @@ fn skinny_cases(g: Gpu) {
         let (s128, w128) = scaled(128, &mut r);
         let (s1, w1) = scaled(1, &mut r);
         let dcodes = up(&g, &codes);
-        // The same matrices tiled (ops::tile_weights), where the bulk pipeline reads them.
-        let bulk = g.tuning().skinny_bulk_bf16;
+        // The bf16 matrix tiled too (ops::tile_weights, `Tuning::tiled_weights`).
         let wb: Vec<bf16> = w.iter().map(|&v| bf16::from_f32(v)).collect();
         let dw_tiled = up(&g, &ops::tile_weights(&wb, n, k));
-        let dcodes_tiled = up(&g, &ops::tile_codes(&codes, n, k));
         let (ds128, ds1) = (up(&g, &s128), up(&g, &s1));
         let fp8 = |s: &CudaSlice<f32>, rows: usize| (s.clone(), rows);
         let variants = [
@@ -115,26 +121,11 @@ fn skinny_cases(g: Gpu) {
                 n,
                 k,
                 interleave: 0,
-                layout: ops::WeightLayout::Rows,
             };
             ops::fp8_dequant_into(&g, &m8, &mut out.as_view_mut()).unwrap();
             let want: Vec<f32> = wref.iter().map(|&v| bf16::from_f32(v).to_f32()).collect();
             check(
                 &format!("fp8_dequant {what} {n}x{k} (exact)"),
-                &down_bf16(&g, &out),
-                &want,
-                1e-30,
-                0.0,
-            );
-            // From tiled codes: the same row-major bf16 matrix.
-            let m8t = ops::Fp8Matrix {
-                codes: &dcodes_tiled.as_view(),
-                layout: ops::WeightLayout::Tiled,
-                ..m8
-            };
-            ops::fp8_dequant_into(&g, &m8t, &mut out.as_view_mut()).unwrap();
-            check(
-                &format!("fp8_dequant {what} {n}x{k} from tiled codes (exact)"),
                 &down_bf16(&g, &out),
                 &want,
                 1e-30,
@@ -167,52 +158,26 @@ fn skinny_cases(g: Gpu) {
                             n,
                             k,
                             interleave: 0,
-                            layout: ops::WeightLayout::Rows,
                         },
                         &mut y.as_view_mut(),
                     ),
                 }
                 .unwrap();
                 let got = down(&g, &y);
-                // Tiled weights: only the copies' source addresses change, so the same bits
-                // (the register pipeline refuses them, naming the pipeline).
-                let mut yt = g.stream().alloc_zeros::<f32>(m * n).unwrap();
-                let tiled = match f {
-                    None => ops::skinny_gemm_into(
-                        &g,
-                        &dx.as_view(),
-                        &dw_tiled.as_view(),
-                        ops::WeightLayout::Tiled,
-                        n,
-                        k,
-                        &mut yt.as_view_mut(),
-                    ),
-                    Some((ds, rows)) => ops::skinny_gemm_fp8_into(
-                        &g,
-                        &dx.as_view(),
-                        &ops::Fp8Matrix {
-                            codes: &dcodes_tiled.as_view(),
-                            scale_inv: &ds.as_view(),
-                            scale_rows: *rows,
-                            n,
-                            k,
-                            interleave: 0,
-                            layout: ops::WeightLayout::Tiled,
-                        },
-                        &mut yt.as_view_mut(),
-                    ),
-                };
-                if bulk {
-                    tiled.unwrap();
+                if f.is_none() {
+                    // Tiled weights: only the copies' source addresses change, so the same
+                    // bits.
+                    let mut yt = g.stream().alloc_zeros::<f32>(m * n).unwrap();
+                    let tiled = ops::WeightLayout::Tiled;
+                    let (xv, wv) = (dx.as_view(), dw_tiled.as_view());
+                    ops::skinny_gemm_into(&g, &xv, &wv, tiled, n, k, &mut yt.as_view_mut())
+                        .unwrap();
                     let gt = down(&g, &yt);
                     let same = got.iter().zip(&gt).all(|(a, b)| a.to_bits() == b.to_bits());
                     assert!(
                         same,
                         "skinny {pipe} {kind} m={m} n={n} k={k}: tiled != row-major"
                     );
-                } else {
-                    let e = tiled.unwrap_err().to_string();
-                    assert!(e.contains("bulk-copy pipeline"), "{e}");
                 }
                 let mut err = vec![0f32; m * n];
                 for t in 0..m {
@@ -261,10 +226,10 @@ fn gate_up_cases(g: Gpu) {
     let pipe = pipeline(&g);
     let mut r = Rng(23);
     // (inter, k): aligned FP8 scale blocks, per-row scales (inter % 128 != 0), Qwen3-8B's k;
-    // 4600: 575 tiles, more than the persistent grid's blocks; (3072, 1024): the one-tile
-    // FP8 kernel with x staged at 5-6 rows takes 44-46 KiB of dynamic shared memory beside
-    // 4 KiB of static arrays, which must opt in (launch.rs: it failed with "invalid
-    // argument" when only the dynamic part counted).
+    // 4600: 575 tiles, more than the persistent grid's blocks; (3072, 1024): a small ring
+    // with x staged takes under 48 KiB of dynamic shared memory beside 4 KiB of static
+    // arrays, which must opt in (launch.rs: it failed with "invalid argument" when only the
+    // dynamic part counted).
     for (inter, k) in [(1024usize, 4096usize), (120, 208), (4600, 64), (3072, 1024)] {
         let n = 2 * inter;
         let sc = k.div_ceil(128);
@@ -288,9 +253,8 @@ fn gate_up_cases(g: Gpu) {
         let dwb = up(&g, &il_b);
         let il_codes = ops::interleave_gate_up(&codes[..half], &codes[half..], k);
         let dcodes = up(&g, &il_codes);
-        // Tiled copies (ops::tile_weights) for the bulk pipeline.
+        // The bf16 tiled copy (ops::tile_weights).
         let dwb_tiled = up(&g, &ops::tile_weights(&il_b, n, k));
-        let dcodes_tiled = up(&g, &ops::tile_codes(&il_codes, n, k));
         let dscales = up(&g, &scales);
         let (cv, sv) = (dcodes.as_view(), dscales.as_view());
         let m8 = ops::Fp8Matrix {
@@ -300,7 +264,6 @@ fn gate_up_cases(g: Gpu) {
             n,
             k,
             interleave: inter,
-            layout: ops::WeightLayout::Rows,
         };
         // Prefill dequantization: interleaved rows, each scaled by its original row's scale.
         let mut deq = g.stream().alloc_zeros::<bf16>(n * k).unwrap();
@@ -351,24 +314,12 @@ fn gate_up_cases(g: Gpu) {
                 }
                 ops::swiglu_into(&g, &gu.as_view(), inter, true, &mut act2.as_view_mut()).unwrap();
                 let got = down_bf16(&g, &act);
-                if g.tuning().skinny_bulk_bf16 {
+                if kind == "bf16" {
                     // Tiled weights: the same bits.
                     let mut act_t = g.stream().alloc_zeros::<bf16>(m * inter).unwrap();
                     let mut avt = act_t.as_view_mut();
-                    let tv = dcodes_tiled.as_view();
-                    if kind == "bf16" {
-                        let w = dwb_tiled.as_view();
-                        let tiled = ops::WeightLayout::Tiled;
-                        ops::skinny_gemm_swiglu_into(&g, &xv, &w, tiled, inter, k, &mut avt)
-                    } else {
-                        let m8t = ops::Fp8Matrix {
-                            codes: &tv,
-                            layout: ops::WeightLayout::Tiled,
-                            ..m8
-                        };
-                        ops::skinny_gemm_fp8_swiglu_into(&g, &xv, &m8t, &mut avt)
-                    }
-                    .unwrap();
+                    let (w, tiled) = (dwb_tiled.as_view(), ops::WeightLayout::Tiled);
+                    ops::skinny_gemm_swiglu_into(&g, &xv, &w, tiled, inter, k, &mut avt).unwrap();
                     let gt = down_bf16(&g, &act_t);
                     let same = got.iter().zip(&gt).all(|(a, b)| a.to_bits() == b.to_bits());
                     assert!(

@@ -1,7 +1,7 @@
-//! Decode's RMSNorm folded into the skinny GEMMs (`ops::NormEpi`, Tuning::norm_epilogue)
-//! against the plain kernels (GPU machine only: `cargo test -p engine --test
-//! cuda_norm_epilogue -- --ignored`), bf16 and FP8, one-tile and persistent, at 1, 3 and 8
-//! rows:
+//! Decode's RMSNorm folded into the FP8 skinny GEMMs (`ops::NormEpi`, the `_norm` kernels;
+//! the engine folds FP8 steps of one row) against the plain kernels (GPU machine only:
+//! `cargo test -p engine --test cuda_norm_epilogue -- --ignored`), at 1, 3 and 8 rows, x
+//! staged in shared memory (one row, k up to 12288) or loaded at every stage:
 //! - a producer adds to the residual exactly what the plain kernel stores (the same f32
 //!   add the norm kernel does), stores hw = bf16(y w) exactly, and each 16 columns' sum of
 //!   squares to f32 rounding;
@@ -13,23 +13,26 @@ mod cuda_common;
 
 use cuda_common::{Rng, check, down, down_bf16, fp8_codes_and_scales, gpu_tuned, up, up_bf16};
 use kernels::cudarc::driver::CudaSlice;
-use kernels::ops::{self, NormEpi, SkinnyWeights};
+use kernels::ops::{self, NormEpi};
 use kernels::{Gpu, bf16};
 
-/// The pipelines the engine may fold on: persistent (the default), a block per tile, and
-/// FP8 with x loaded per stage instead of staged whole.
+/// The ring depths the epilogues run behind: the defaults, and the shallowest.
 fn gpus() -> Vec<(Gpu, &'static str)> {
     vec![
-        (gpu_tuned(|_| {}), "persistent"),
-        (gpu_tuned(|t| t.bulk_persistent = false), "one-tile"),
-        (gpu_tuned(|t| t.x_smem_kb = 0), "x per stage"),
+        (gpu_tuned(|_| {}), "default rings"),
+        (
+            gpu_tuned(|t| {
+                t.fp8_bulk_stages = 2;
+                t.fp8_bulk_stages_small = 2;
+            }),
+            "2-stage rings",
+        ),
     ]
 }
 
-/// A projection's weights both ways the skinny GEMM reads them: bf16, and FP8 codes with
-/// 128x128 block scales (codes 0x00..0x6f: finite e4m3 values).
+/// A projection's FP8 codes with 128x128 block scales (codes 0x00..0x6f: finite e4m3
+/// values).
 struct Weights {
-    bf16: CudaSlice<bf16>,
     codes: CudaSlice<u8>,
     scales: CudaSlice<f32>,
     n: usize,
@@ -39,10 +42,8 @@ struct Weights {
 
 impl Weights {
     fn new(g: &Gpu, r: &mut Rng, n: usize, k: usize, interleave: usize) -> Self {
-        let w = r.vec(n * k);
         let (codes, scales) = fp8_codes_and_scales(r, n, k);
         Weights {
-            bf16: up_bf16(g, &w),
             codes: up(g, &codes),
             scales: up(g, &scales),
             n,
@@ -50,45 +51,27 @@ impl Weights {
             interleave,
         }
     }
-}
 
-/// Run `f` with the weights as the skinny GEMM takes them, FP8 or bf16.
-fn with_weights<R>(w: &Weights, fp8: bool, f: impl FnOnce(SkinnyWeights<'_, '_>) -> R) -> R {
-    if fp8 {
-        let (cv, sv) = (w.codes.as_view(), w.scales.as_view());
-        let m8 = ops::Fp8Matrix {
+    /// Run `f` with the matrix as the skinny GEMM takes it.
+    fn with<R>(&self, f: impl FnOnce(&ops::Fp8Matrix<'_, '_>) -> R) -> R {
+        let (cv, sv) = (self.codes.as_view(), self.scales.as_view());
+        f(&ops::Fp8Matrix {
             codes: &cv,
             scale_inv: &sv,
             scale_rows: 128,
-            n: w.n,
-            k: w.k,
-            interleave: w.interleave,
-            layout: ops::WeightLayout::Rows,
-        };
-        f(SkinnyWeights::Fp8(&m8))
-    } else {
-        f(SkinnyWeights::Bf16(
-            &w.bf16.as_view(),
-            ops::WeightLayout::Rows,
-        ))
+            n: self.n,
+            k: self.k,
+            interleave: self.interleave,
+        })
     }
 }
 
 /// The plain kernel's y = x wᵀ [m, n].
-fn plain(g: &Gpu, x: &CudaSlice<bf16>, w: &Weights, fp8: bool) -> Vec<f32> {
+fn plain(g: &Gpu, x: &CudaSlice<bf16>, w: &Weights) -> Vec<f32> {
     let m = x.len() / w.k;
     let mut y = g.stream().alloc_zeros::<f32>(m * w.n).unwrap();
-    with_weights(w, fp8, |sw| {
-        ops::skinny_linear_norm_into(
-            g,
-            &x.as_view(),
-            sw,
-            (w.n, w.k),
-            &mut y.as_view_mut(),
-            NormEpi::None,
-        )
-    })
-    .unwrap();
+    w.with(|m8| ops::skinny_gemm_fp8_into(g, &x.as_view(), m8, &mut y.as_view_mut()))
+        .unwrap();
     down(g, &y)
 }
 
@@ -98,37 +81,31 @@ fn producer_adds_to_the_residual_and_stores_hw_and_sums_of_squares() {
     for (g, pipe) in gpus() {
         let mut r = Rng(41);
         // o_proj's and down's shapes at Qwen3-8B (n = 4096: 256 tiles, the persistent
-        // grid's blocks loop at one block per SM), and a small one.
-        for (n, k) in [(4096, 4096), (4096, 12288), (256, 512)] {
+        // grid's blocks loop at one block per SM), a small one, and one whose x is too long
+        // to stage.
+        for (n, k) in [(4096, 4096), (4096, 12288), (256, 512), (256, 16384)] {
             let w = Weights::new(&g, &mut r, n, k, 0);
             let nw: Vec<f32> = r.vec(n).iter().map(|v| 1.0 + v).collect();
             let dnw = up(&g, &nw);
             for m in [1, 3, 8] {
                 let x = up_bf16(&g, &r.vec(m * k));
                 let y0: Vec<f32> = r.vec(m * n).iter().map(|v| 8.0 * v).collect();
-                for fp8 in [false, true] {
-                    let what = format!("{pipe} fp8 {fp8} m={m} n={n} k={k}");
-                    let sums = plain(&g, &x, &w, fp8);
+                {
+                    let what = format!("{pipe} m={m} n={n} k={k}");
+                    let sums = plain(&g, &x, &w);
                     let mut y = up(&g, &y0);
                     let mut hw = g.stream().alloc_zeros::<bf16>(m * n).unwrap();
                     let mut ss = g
                         .stream()
                         .alloc_zeros::<f32>(m * ops::norm_parts(n))
                         .unwrap();
-                    with_weights(&w, fp8, |sw| {
+                    w.with(|m8| {
                         let epi = NormEpi::AddNorm {
                             w: &dnw.as_view(),
                             hw: &mut hw.as_view_mut(),
                             ss: &mut ss.as_view_mut(),
                         };
-                        ops::skinny_linear_norm_into(
-                            &g,
-                            &x.as_view(),
-                            sw,
-                            (n, k),
-                            &mut y.as_view_mut(),
-                            epi,
-                        )
+                        ops::skinny_linear_norm_into(&g, &x.as_view(), m8, &mut y.as_view_mut(), epi)
                     })
                     .unwrap();
                     let (y, hw, ss) = (down(&g, &y), down_bf16(&g, &hw), down(&g, &ss));
@@ -171,12 +148,14 @@ fn consumer_scales_each_row_before_storing_and_before_swiglu() {
     let eps = 1e-6f32;
     for (g, pipe) in gpus() {
         let mut r = Rng(43);
-        // qkv's and gate|up's shapes at Qwen3-8B, and small ones.
+        // qkv's and gate|up's shapes at Qwen3-8B, small ones, and one whose x is too long
+        // to stage.
         for (n, k, swiglu) in [
             (6144, 4096, false),
             (24576, 4096, true),
             (96, 256, false),
             (256, 256, true),
+            (96, 16384, false),
         ] {
             let w = Weights::new(&g, &mut r, n, k, if swiglu { n / 2 } else { 0 });
             let parts = ops::norm_parts(k);
@@ -188,24 +167,17 @@ fn consumer_scales_each_row_before_storing_and_before_swiglu() {
                     .collect();
                 let dss = up(&g, &ss);
                 let sc = scales(&ss, m, k, eps);
-                for fp8 in [false, true] {
-                    let what = format!("{pipe} fp8 {fp8} m={m} n={n} k={k}");
-                    let sums = plain(&g, &x, &w, fp8);
+                {
+                    let what = format!("{pipe} m={m} n={n} k={k}");
+                    let sums = plain(&g, &x, &w);
                     let epi = NormEpi::Scale {
                         ss: &dss.as_view(),
                         eps,
                     };
                     if !swiglu {
                         let mut y = g.stream().alloc_zeros::<f32>(m * n).unwrap();
-                        with_weights(&w, fp8, |sw| {
-                            ops::skinny_linear_norm_into(
-                                &g,
-                                &x.as_view(),
-                                sw,
-                                (n, k),
-                                &mut y.as_view_mut(),
-                                epi,
-                            )
+                        w.with(|m8| {
+                            ops::skinny_linear_norm_into(&g, &x.as_view(), m8, &mut y.as_view_mut(), epi)
                         })
                         .unwrap();
                         let want: Vec<f32> = (0..m * n)
@@ -217,15 +189,8 @@ fn consumer_scales_each_row_before_storing_and_before_swiglu() {
                     }
                     let inter = n / 2;
                     let mut act = g.stream().alloc_zeros::<bf16>(m * inter).unwrap();
-                    with_weights(&w, fp8, |sw| {
-                        ops::skinny_swiglu_norm_into(
-                            &g,
-                            &x.as_view(),
-                            sw,
-                            (inter, k),
-                            &mut act.as_view_mut(),
-                            epi,
-                        )
+                    w.with(|m8| {
+                        ops::skinny_swiglu_norm_into(&g, &x.as_view(), m8, &mut act.as_view_mut(), epi)
                     })
                     .unwrap();
                     // Interleaved rows: tile j holds gate 8j.. then up 8j.. (GATE_UP_GROUP).
@@ -266,64 +231,29 @@ fn norm_epilogue_launchers_refuse_what_the_kernels_cannot_do() {
     let mut ss = g.stream().alloc_zeros::<f32>(m * 8).unwrap();
     let mut act = g.stream().alloc_zeros::<bf16>(m * inter).unwrap();
     // SwiGLU's output cannot join a residual.
-    let e = with_weights(&w, false, |sw| {
-        let epi = NormEpi::AddNorm {
-            w: &nw.as_view(),
-            hw: &mut hw.as_view_mut(),
-            ss: &mut ss.as_view_mut(),
-        };
-        ops::skinny_swiglu_norm_into(
-            &g,
-            &x.as_view(),
-            sw,
-            (inter, k),
-            &mut act.as_view_mut(),
-            epi,
-        )
-    })
-    .unwrap_err()
-    .to_string();
+    let e = w
+        .with(|m8| {
+            let epi = NormEpi::AddNorm {
+                w: &nw.as_view(),
+                hw: &mut hw.as_view_mut(),
+                ss: &mut ss.as_view_mut(),
+            };
+            ops::skinny_swiglu_norm_into(&g, &x.as_view(), m8, &mut act.as_view_mut(), epi)
+        })
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("SwiGLU output cannot join the residual"), "{e}");
     // Partial sums that are not 4 per row (16-byte copies).
     let odd = up(&g, &vec![1f32; m * 6]);
-    let e = with_weights(&w, false, |sw| {
-        let epi = NormEpi::Scale {
-            ss: &odd.as_view(),
-            eps: 1e-6,
-        };
-        ops::skinny_swiglu_norm_into(
-            &g,
-            &x.as_view(),
-            sw,
-            (inter, k),
-            &mut act.as_view_mut(),
-            epi,
-        )
-    })
-    .unwrap_err()
-    .to_string();
+    let e = w
+        .with(|m8| {
+            let epi = NormEpi::Scale {
+                ss: &odd.as_view(),
+                eps: 1e-6,
+            };
+            ops::skinny_swiglu_norm_into(&g, &x.as_view(), m8, &mut act.as_view_mut(), epi)
+        })
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("6 norm partial sums per row"), "{e}");
-    // The register pipeline has no epilogue for it.
-    let regs = gpu_tuned(|t| t.skinny_bulk_bf16 = false);
-    let x2 = up_bf16(&regs, &r.vec(m * k));
-    let w2 = Weights::new(&regs, &mut r, 2 * inter, k, inter);
-    let ss2 = up(&regs, &vec![1f32; m * 16]);
-    let mut act2 = regs.stream().alloc_zeros::<bf16>(m * inter).unwrap();
-    let e = with_weights(&w2, false, |sw| {
-        let epi = NormEpi::Scale {
-            ss: &ss2.as_view(),
-            eps: 1e-6,
-        };
-        ops::skinny_swiglu_norm_into(
-            &regs,
-            &x2.as_view(),
-            sw,
-            (inter, k),
-            &mut act2.as_view_mut(),
-            epi,
-        )
-    })
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("bulk-copy pipeline"), "{e}");
 }

@@ -36,18 +36,15 @@ fn embed_norms_swiglu_argmax_match_cpu() {
         .collect();
     check("embed_gather (exact)", &down(&g, &x), &want, 1.0, 0.0);
 
-    // The norms on both kernels: the scalar rows and the lean float4 ones (Tuning::norm_vec).
-    for norm_vec in [false, true] {
-        let mut o = kernels::GpuOptions::from_env().unwrap();
-        o.tuning.norm_vec = norm_vec;
-        let gn = kernels::Gpu::new(&o).unwrap();
-        let want = ["add_rmsnorm_rows", "add_rmsnorm_vec"][norm_vec as usize];
-        assert_eq!(
-            ops::add_rmsnorm_kernel(&gn, hd),
-            want,
-            "the kernel under test"
-        );
-        norms_match_cpu(&gn, &mut r, t, hd, if norm_vec { "vec" } else { "rows" });
+    // The norms on both kernels: the lean float4 ones at Qwen3-8B's width, the scalar rows
+    // at widths the lean ones do not take.
+    for (width, want) in [
+        (hd, "add_rmsnorm_vec"),
+        (4104, "add_rmsnorm_rows"),
+        (64, "add_rmsnorm_rows"),
+    ] {
+        assert_eq!(ops::add_rmsnorm_kernel(width), want, "the kernel under test");
+        norms_match_cpu(&g, &mut r, t, width, &format!("{want} dim {width}"));
     }
 
     let inter = 12288;

@@ -1,197 +1,72 @@
-//! The CUDA backend's kernel paths against each other (GPU machine only: `cargo test -p
-//! engine --test cuda_paths -- --ignored`): each `Tuning` switch of the GEMMs, weights and
-//! norms (the attention's: cuda_attention_paths), FP8 prefill on kept bf16 copies, and
-//! run-ahead, through whole prefill and decode steps. A switch that only moves work in
-//! time must not change a bit; one that sums in another order must stay within
-//! `close_logits`.
+//! The CUDA backend's paths through whole prefill and decode steps at Qwen3's widths (GPU
+//! machine only: `cargo test -p engine --test cuda_paths -- --ignored`): every path a
+//! decode batch takes (by weights and rows) against the CPU reference, the tuning knob that
+//! changes which bytes the GEMMs read against its other setting, FP8 prefill on kept bf16
+//! copies against dequantizing, and run-ahead against none.
 
 mod cuda_common;
 
-use cuda_common::ab::{
-    ab_backends, backends_over, close_steps, same_logits, small_model, steps_of,
-};
-use cuda_common::logits::prompt;
+use cuda_common::ab::{same_logits, small_model, steps_of, tuned_pair};
+use cuda_common::logits::{matches_cpu, prompt};
 use engine::arrivals::Arrivals;
-use engine::model::cuda::{CudaBackend, RunAhead};
+use engine::model::cpu::CpuBackend;
+use engine::model::cuda::{CudaBackend, DecodePath, RunAhead};
 use engine::model::{Backend, Next, RowHint, SeqChunk};
 use engine::weights::ModelWeights;
 
-/// Decode weights tiled (Tuning::tiled_weights: each ring stage one contiguous run of
+/// Qwen3-0.6B's shape (2 layers), bf16 and FP8, against the CPU backend through a 10-token
+/// prefill (the tensor-core prefill attention) and decode graphs at batch 1 and 3 (the
+/// tensor-core decode attention, merged by the second kernel at 32 splits and in clusters
+/// at 8; the lean norms). FP8 batch 1 folds its norms into the GEMMs (step/fold.rs), FP8
+/// batch 3 reads f16 x (step/half_x.rs), bf16 takes neither: each within `matches_cpu`.
+#[test]
+#[ignore = "gpu"]
+fn every_decode_path_matches_cpu() {
+    for fp8 in [false, true] {
+        let (cfg, w) = small_model(fp8);
+        let opts = kernels::GpuOptions::from_env().unwrap();
+        let mut gpu = CudaBackend::new(cfg.clone(), &w, 64, 16, &opts).unwrap();
+        let path = |folds_norms, f16_x| DecodePath {
+            folds_norms,
+            f16_x,
+        };
+        assert_eq!(gpu.decode_path(1), path(fp8, false), "fp8 {fp8}: batch 1");
+        assert_eq!(gpu.decode_path(3), path(false, fp8), "fp8 {fp8}: batch 3");
+        let mut cpu = CpuBackend::new(cfg, w, 64, 16);
+        let mut worst = 0f32;
+        steps_of(&mut gpu, &mut cpu, |what, g, c| {
+            assert_eq!(g.len(), c.len());
+            for (i, (rg, rc)) in g.iter().zip(c).enumerate() {
+                worst = worst.max(matches_cpu(&format!("fp8 {fp8} {what} row {i}"), rg, rc));
+            }
+        });
+        eprintln!("fp8 {fp8}: every step within {worst:.3e} of the CPU's row max");
+    }
+}
+
+/// bf16 decode weights tiled (Tuning::tiled_weights: each ring stage one contiguous run of
 /// bytes) against row-major: only the bulk copies' sources move, so the same logits bit
-/// for bit. The 10-token prefill reads the row-major bf16 matrices, or dequantizes the
-/// tiled FP8 codes.
+/// for bit. FP8 codes stay row-major either way; the 10-token prefill reads the row-major
+/// bf16 matrices.
 #[test]
 #[ignore = "gpu"]
 fn tiled_weights_give_the_same_logits() {
-    use kernels::TiledWeights::{All, Off};
     use kernels::ops::WeightLayout::{Rows, Tiled};
-    let set = |t: &mut kernels::Tuning, on| t.tiled_weights = if on { All } else { Off };
-    // Equal logits prove nothing if the switch never reached the weights.
+    let set = |t: &mut kernels::Tuning, on| t.tiled_weights = on;
+    // Equal logits prove nothing if the knob never reached the weights.
     for fp8 in [false, true] {
-        let [off, on] = ab_backends(fp8, set);
+        let [off, on] = tuned_pair(fp8, set);
         assert!(
             off.decode_layouts().iter().all(|l| *l == Rows),
             "fp8 {fp8}: off"
         );
+        let want = if fp8 { Rows } else { Tiled };
         assert!(
-            on.decode_layouts().iter().all(|l| *l == Tiled),
+            on.decode_layouts().iter().all(|l| *l == want),
             "fp8 {fp8}: on"
         );
     }
     same_logits(set, "tiled weights");
-}
-
-/// lm_head tiled (Tuning::tiled_lm_head, with no row-major copy left) against row-major,
-/// on an untied model: the same logits bit for bit, in prefill and in decode graphs (both
-/// run the skinny GEMM for their at most 3 rows of logits). A tied lm_head is the
-/// embedding, which stays row-major.
-#[test]
-#[ignore = "gpu"]
-fn tiled_lm_head_gives_the_same_logits() {
-    use kernels::ops::WeightLayout::{Rows, Tiled};
-    let set = |t: &mut kernels::Tuning, on| t.tiled_lm_head = on;
-    let [_, tied] = ab_backends(false, set);
-    assert_eq!(
-        tied.lm_head_layout(),
-        Rows,
-        "a tied lm_head stays row-major"
-    );
-    for fp8 in [false, true] {
-        let (mut cfg, _) = small_model(fp8);
-        cfg.tie_word_embeddings = false;
-        let mut w = ModelWeights::random(&cfg, 5).unwrap();
-        if fp8 {
-            w.quantize_fp8().unwrap();
-        }
-        assert!(w.lm_head.is_some(), "the untied model has its own lm_head");
-        let [off, on] = backends_over((cfg, w), set);
-        // Equal logits prove nothing if the switch never reached the weights.
-        assert_eq!((off.lm_head_layout(), on.lm_head_layout()), (Rows, Tiled));
-        steps_of([off, on], |what, a, b| {
-            assert_eq!(
-                a, b,
-                "fp8 {fp8} {what}: the tiled lm_head changed the logits"
-            )
-        });
-    }
-}
-
-/// The FP8 GEMMs with x staged in shared memory as f16 (Tuning::x_smem_kb, the `*_xs`
-/// kernels) against x loaded through L1 at every stage: the same f16 values into the same
-/// MMAs, so the same logits bit for bit (bf16 runs too, on unchanged kernels). On bf16 x
-/// (fp8_x_f16 off), which stages at every row count that fits; f16 x stages at 1 row only.
-#[test]
-#[ignore = "gpu"]
-fn x_in_shared_memory_gives_the_same_logits() {
-    let t = kernels::Tuning {
-        x_smem_kb: 227,
-        fp8_x_f16: false,
-        ..Default::default()
-    };
-    for (m, k) in [(1, 1024), (3, 3072)] {
-        for stages in [t.fp8_bulk_stages, t.fp8_bulk_stages_small] {
-            let name = kernels::ops::skinny_kernel(&t, "skinny_gemm_fp8", (m, k), stages);
-            assert!(name.ends_with("_xs"), "{name}");
-        }
-    }
-    same_logits(
-        |t, on| {
-            t.x_smem_kb = if on { 227 } else { 0 };
-            t.fp8_x_f16 = false;
-        },
-        "x in shared memory",
-    );
-}
-
-/// Decode's inner norms folded into the skinny GEMMs around them (Tuning::norm_epilogue)
-/// against the norm kernels: the normed x is rounded to bf16 before its row scale instead
-/// of after, so the logits agree closely, not bit for bit. The decode steps (batch 1 and 3)
-/// fold; the 10-token prefill does not.
-#[test]
-#[ignore = "gpu"]
-fn folded_norms_keep_the_logits() {
-    close_steps(
-        |t, on| {
-            t.norm_epilogue = if on {
-                kernels::NormFold::On
-            } else {
-                kernels::NormFold::Off
-            }
-        },
-        "folded norms",
-    );
-}
-
-/// FP8 decode GEMMs reading x as f16 written by the norms and SwiGLU before them
-/// (Tuning::fp8_x_f16, the `_xh` kernels) against converting bf16 x in every block: the
-/// same f16 values into the same MMAs, so the same logits bit for bit. The norms stay
-/// unfolded on both sides, so batch 1 and 3 both take it; bf16 weights never do.
-#[test]
-#[ignore = "gpu"]
-fn f16_x_gives_the_same_logits() {
-    let set = |t: &mut kernels::Tuning, on: bool| {
-        t.fp8_x_f16 = on;
-        t.norm_epilogue = kernels::NormFold::Off;
-    };
-    for fp8 in [false, true] {
-        let [off, on] = ab_backends(fp8, set);
-        for rows in [1, 3] {
-            assert!(!off.decode_path(rows).f16_x, "fp8 {fp8} rows {rows}: off");
-            assert_eq!(on.decode_path(rows).f16_x, fp8, "fp8 {fp8} rows {rows}: on");
-        }
-    }
-    same_logits(set, "x as f16");
-}
-
-/// bf16 GEMMs at one row as fat blocks (Tuning::bf16_fat, skinny_fat.cu: one CTA per SM,
-/// its rings sharing x staged once) against one block per ring: the same chunk order and
-/// sums, so the same logits bit for bit. Batch 1 takes them (the model's gate|up and down
-/// shapes included), batch 3 and FP8 never do.
-#[test]
-#[ignore = "gpu"]
-fn fat_blocks_give_the_same_logits() {
-    let set = |t: &mut kernels::Tuning, on: bool| {
-        t.bf16_fat = if on {
-            kernels::FatBlocks::All
-        } else {
-            kernels::FatBlocks::Off
-        }
-    };
-    let (cfg, _) = small_model(false);
-    let (hd, inter) = (cfg.hidden_size, cfg.intermediate_size);
-    let mut on = kernels::Tuning::default();
-    set(&mut on, true);
-    for (op, n, k) in [
-        ("skinny_gemm_bf16_swiglu", 2 * inter, hd),
-        ("skinny_gemm_bf16", hd, inter),
-    ] {
-        assert!(
-            kernels::ops::runs_fat(&on, op, (1, n, k), 132),
-            "{op} 1 row"
-        );
-        assert!(
-            !kernels::ops::runs_fat(&on, op, (3, n, k), 132),
-            "{op} 3 rows"
-        );
-    }
-    same_logits(set, "fat blocks");
-}
-
-/// The lean norm kernels (Tuning::norm_vec; hidden 1024 takes them) against the scalar
-/// ones, bf16 and FP8, prefill and decode: the same formula with the sum of squares in
-/// another order, so the logits agree to bf16 rounding.
-#[test]
-#[ignore = "gpu"]
-fn lean_norm_kernels_match_the_scalar_ones() {
-    // The A/B compares two kernels at this model's width (qwen3-0.6b: hidden 1024).
-    let hidden = engine::presets::preset("qwen3-0.6b").unwrap().hidden_size;
-    for (on, want) in [(false, "add_rmsnorm_rows"), (true, "add_rmsnorm_vec")] {
-        let mut o = kernels::GpuOptions::from_env().unwrap();
-        o.tuning.norm_vec = on;
-        let g = kernels::Gpu::new(&o).unwrap();
-        assert_eq!(kernels::ops::add_rmsnorm_kernel(&g, hidden), want);
-    }
-    close_steps(|t, on| t.norm_vec = on, "lean norms");
 }
 
 /// FP8 prefill on bf16 copies kept from load (`keep_fp8_prefill_copies`, the engine's

@@ -1,8 +1,8 @@
-// Included in front of skinny_bulk.cu and skinny_fat.cu (sources.rs) and the experiments
-// built on its ring (kernels/tests/experiment_src): the bulk-copy ring.
+// Included in front of skinny_bulk.cu (sources.rs) and the lab's experiments built on its
+// ring (kernels/lab/src/sources.rs): the bulk-copy ring.
 // A producer warp streams weights into a ring of shared-memory stages with cp.async.bulk
 // and mbarriers; the 8 multiplying warps wait on a stage's `full` barrier, read it, and
-// hand it back through `empty`. skinny_bulk.cu's header says why and what it measured.
+// hand it back through `empty`. skinny_bulk.cu's header says why.
 #pragma once
 
 #define TM_MAX_STAGES 8
@@ -76,9 +76,9 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned b
         : "memory");
 }
 
-// Chunk ch's weights from its stage into the registers load_w would fill: this thread's 32
-// bytes of rows g and g + 8 (chunks past the row end read zeros, as load_w). `warp`: the
-// thread's multiplying warp in its ring's group (skinny_fat.cu holds several per block).
+// Chunk ch's weights from its stage into the tile's Stage registers: this thread's 32
+// bytes of rows g and g + 8 (chunks past the row end read zeros). `warp`: the thread's
+// multiplying warp in its ring's group (a lab kernel holds several rings per block).
 template <class Stage>
 __device__ __forceinline__ void load_w_stage(Stage& s, const unsigned char* stage, int ch,
                                              int pieces, int warp) {
@@ -110,16 +110,13 @@ __device__ __forceinline__ void ring_init(unsigned long long* full, unsigned lon
 
 // Where stage i of the ring's life sits: slot i % stages, round parity (i / stages) & 1.
 // `stages` is a kernel argument, so computing them from i takes an integer division (~20
-// dependent instructions) at every stage of every warp; ncu's source counters put 16 % of
-// the FP8 batch-1 gate|up GEMM's warp samples there (engine/PERF.md, session 22). RingPos
-// advances them one stage at a time instead, and waits with a test first (mbar_wait_tested).
-// H200, session 22, same machine, old -> RingPos everywhere (gpu_step_chain, us; bench,
-// ms/step): bf16 batch 1 3974-3979 -> 3925-3929, 3.94 -> 3.89; FP8 batch 1 2592-2594 ->
-// 2560, 2.59 -> 2.56; bf16 batch 8 4262-4270 -> 4276, 4.27 -> 4.27; but FP8 batch 8
-// 3028-3043 -> 3083-3109, 3.07 -> 3.14, not understood. So the FP8 kernels that load x from
-// global memory at every stage (batches 2-8: plain, `_norm`, `_xh`) keep RingDiv, the form
-// measured before, and compile to the same SASS as then; the bf16 kernels and the FP8 ones
-// with x staged in shared memory (batch 1) take RingPos.
+// dependent instructions) at every stage of every warp, where ncu found a sixth of the
+// FP8 batch-1 gate|up GEMM's warp samples. RingPos advances them one stage at a time
+// instead, and waits with a test first (mbar_wait_tested). It made batch-1 steps faster
+// in both weight types, and FP8 batch-8 steps slower, for a reason not understood
+// (engine/PERF-LOG.md step 55). So the FP8 kernels that load x from global memory at every
+// stage (batches 2-8: plain, `_norm`, `_xh`) keep RingDiv, the form measured before; the
+// bf16 kernels and the FP8 ones with x staged in shared memory (batch 1) take RingPos.
 struct RingPos {
     static constexpr bool TESTED = true;
     int n = 0, s = 0;
@@ -157,8 +154,7 @@ struct RingDiv {
 // Weights in the checkpoint's row-major layout (tiled = 0) have each row's piece
 // row_bytes from the next; tiled weights (ops::tile_weights, tiled = 1) hold a tile's
 // stages one after another, each stage's `rows` pieces side by side, so that a stage is
-// one contiguous run of bytes. H200, the 144 layer linears of a step streamed by this ring
-// alone (gpu_copy_ceiling): 4.23 TB/s row-major, 4.63 tiled.
+// one contiguous run of bytes, which the ring streams faster (engine/PERF-LOG.md step 34).
 template <class Pos>
 __device__ __forceinline__ void produce_stage(unsigned char* ring, unsigned long long* full,
                                               unsigned long long* empty, const Pos& pos, int k,

@@ -88,7 +88,7 @@ __device__ __forceinline__ void mma_bf16_16816(float (&c)[4], const unsigned (&a
 // Two bf16 (a word's low and high halves) as two f16, saturating at +-65504: exact for
 // |x| in [2^-14, 65504] (f16 has 3 more mantissa bits than bf16 and fewer exponent bits).
 // How the FP8 GEMMs take bf16 x onto the f16 tensor cores (skinny_tiles.cuh), and how the
-// `_f16` norms and `_xh` SwiGLU epilogues write x for them (`Tuning::fp8_x_f16`): one
+// `_f16` norms and `_xh` SwiGLU epilogues write x for them (FP8 decode at 2-8 rows): one
 // conversion, so both give the same bits.
 __device__ __forceinline__ unsigned bf16x2_to_f16x2(unsigned u) {
     const float lo = __uint_as_float(u << 16), hi = __uint_as_float(u & 0xffff0000u);

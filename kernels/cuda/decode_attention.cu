@@ -71,7 +71,9 @@ __device__ __forceinline__ void load_k_half(uint4 (&kv)[DA_MAXD / 16],
 // DA_KSTRIDE apart so that the two positions of a half-warp's 8-byte reads hit different
 // banks. Why: at batch 1 the 32 splits leave ~11 positions per block; with two lanes per
 // position (64 dimensions x 4 heads each, K in registers) they all sat in warp 0, and the
-// scores took ~4.6 us of the kernel's ~9 (the block timeline, engine/PERF.md, session 9).
+// scores took half the kernel's time (the block timeline, engine/PERF-LOG.md step 27).
+// Since the tensor-core kernel (decode_attention_mma.cu) takes head_dim 128, this layout
+// serves the geometries it does not (other head dims of whole 32s, more query heads).
 #define DA_FPASS 16
 #define DA_FPASSES (DA_TILE / DA_FPASS)
 #define DA_FCH (DA_MAXD / 32)
@@ -343,8 +345,9 @@ __device__ __forceinline__ void decode_attention_body(
 // The entry points: the pair layout, with the merge kernel after it or merging in place
 // inside thread block clusters of its splits (`_cluster`, launch.rs: the same output as
 // decode_attention + decode_attention_combine, bit for bit; part_acc and part_ml are not
-// touched); and the fast layout (`_d32`, head_dim % 32 == 0) with the merge kernel
-// (ops::attention_kernel says why not in clusters).
+// touched), for head dims the fast layout does not take; and the fast layout (`_d32`,
+// head_dim % 32 == 0) with the merge kernel (ops::attention_kernel says why not in
+// clusters). Each serves the geometries decode_attention_mma.cu does not.
 #define DA_ENTRY(NAME, CLUSTER, FAST, MG, DC)                                                  \
     extern "C" __global__ void __launch_bounds__(DA_THREADS)                                   \
         NAME(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,   \
@@ -360,11 +363,6 @@ __device__ __forceinline__ void decode_attention_body(
 DA_ENTRY(decode_attention, false, false, DA_MAXG, 0)
 DA_ENTRY(decode_attention_cluster, true, false, DA_MAXG, 0)
 DA_ENTRY(decode_attention_d32, false, true, DA_MAXG, 0)
-// The fast layout for Qwen3's geometry, head_dim 128 and at most 4 query heads per KV head
-// (8B: 32 / 8): constant loop bounds and divisions, half the per-head registers. Why: run
-// twice per layer, the attention's second run was ~2 us faster (the block timeline,
-// session 9): its 90-100 KB of code is fetched again at every layer.
-DA_ENTRY(decode_attention_d128_g4, false, true, 4, 128)
 
 // Merge the splits of (row, head): out = sum_s acc_s e^(m_s - m) / sum_s l_s e^(m_s - m).
 // A split past the row's context has l = 0 and is skipped. One block per (row, head).

@@ -3,9 +3,8 @@
 // states as decode_attention.cu's kernels (block (row, kv head, split), 128 threads, tiles of
 // 64 positions, decode_attention_combine merges the splits), so the launcher swaps it in.
 //
-// Why: the block timeline (engine/PERF.md, session 16) put the batch-8 attention's scores,
-// softmax and P V at ~4.8 us of its 7.7 us per layer, against ~1.8 us at batch 1: at batch 8
-// an SM holds 4-5 blocks of ~38 positions each, and the CUDA-core form issues ~3700 warp
+// Why: the block timeline (engine/PERF-LOG.md step 45) put most of the batch-8 attention's
+// time in its scores, softmax and P V: at batch 8 an SM holds 4-5 blocks of ~38 positions each, and the CUDA-core form issues ~3700 warp
 // instructions per block (q re-read from shared memory for every position, three block
 // barriers per tile). Here each warp takes 16 positions of the tile alone, with the
 // products on the tensor cores and the softmax in registers:

@@ -5,8 +5,10 @@
 // stages in shared memory, and every row of the block shares it too.
 //
 // Why: decode_attention (one block per row, CUDA cores) re-reads a sequence's K/V once per
-// query row and spent 123 us per layer on a 232-token prompt, ~37 % of the prefill's kernel
-// time (engine/PERF.md, session 3).
+// query row, and took over a third of the prefill's kernel time on a 232-token prompt
+// (engine/PERF-LOG.md, 2026-11-30 00:45, and step 11). The engine's prefill runs this
+// kernel wherever the geometry fits (`prefill_attention_supported`), decode_attention
+// with one split elsewhere.
 //
 // Per K/V tile of 64 positions: S = Q K^T (8 n8 tiles), mask (row's context, causal), an
 // online softmax per row in registers (a row's 4 threads meet by shuffles), then O += P V

@@ -74,17 +74,16 @@ extern "C" __global__ void add_rmsnorm_rows(float* x, const float* add, const fl
     add_rmsnorm_impl<true>(x, add, w, out, dim, eps);
 }
 
-// The decode form (Tuning::norm_vec, off until it has run on a GPU): one block of dim / 16
-// threads per row, each thread holding 4 float4 of it (16 values) in registers, ~50
-// registers where add_rmsnorm_rows takes 168 for its up-to-32 scalars. Why: in a decode
-// step each norm costs 5.5 us (gpu_step_chain) for 16 KB, and a 256 x 168-register block
-// (43K registers) cannot be resident beside two GEMM blocks, so it may only be placed as
-// the GEMM before it drains, where a small block waits at pdl_wait ahead of time (the rope
-// kernel, 64 x 32 registers, costs 2.3 us). Same formula and roundings as add_rmsnorm_impl;
-// the sum of squares runs in another order. dim % 16 == 0 and 32 <= dim / 16 <= 1024
-// (checked by the launcher, which also checks 16-byte alignment).
-// F16: out holds f16 (the `_f16` kernels, `Tuning::fp8_x_f16`): each value rounded to
-// bf16 as here, then taken to f16 as the FP8 GEMMs take bf16 x (bf16x2_to_f16x2), so the
+// The lean form, for rows where dim % 16 == 0 and 32 <= dim / 16 <= 1024 (the launcher
+// checks, and checks 16-byte alignment; other widths take the scalar kernels above): one
+// block of dim / 16 threads per row, each thread holding 4 float4 of it (16 values) in
+// registers, about a third of add_rmsnorm_rows' registers. Why: in a decode step a
+// 256-thread block of the scalar kernel cannot be resident beside two GEMM blocks, so it
+// is placed only as the GEMM before it drains, while a small block is placed early and
+// waits at pdl_wait. Same formula and roundings as add_rmsnorm_impl; the sum of squares
+// runs in another order.
+// F16: out holds f16 (the `_f16` kernels, for FP8 decode at 2-8 rows): each value rounded
+// to bf16 as here, then taken to f16 as the FP8 GEMMs take bf16 x (bf16x2_to_f16x2), so the
 // GEMM that reads it multiplies the same bits as from the bf16 output.
 template <bool ADD, bool F16>
 __device__ void add_rmsnorm_vec_impl(float* __restrict__ x, const float* __restrict__ add,

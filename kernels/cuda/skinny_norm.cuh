@@ -2,8 +2,8 @@
 // epilogue of the `_norm` bulk kernels.
 #pragma once
 
-// Decode's RMSNorm folded into the skinny GEMMs around it (`Tuning::norm_epilogue`,
-// ops::NormEpi; the `_norm` kernels): no norm kernel and no reduction round trip between the linears. A
+// Decode's RMSNorm folded into the skinny GEMMs around it (ops::NormEpi, the `_norm` FP8
+// kernels; the engine folds FP8 steps of one row, where it measured faster): no norm kernel and no reduction round trip between the linears. A
 // *producer* (o_proj, down: each block owns whole output elements) adds its sums to the f32
 // residual y, stores the next GEMM's x as hw = bf16(y * nw) (the norm's weights, not yet its
 // scale) and the sums of y^2 over its tile's 16 columns, ss_out [M][N / 16]. A *consumer*
@@ -43,11 +43,10 @@ __device__ __forceinline__ void cp_async_wait_all() {
     asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
-// An SM keeps ~130 KB of kernel code, and a bf16 decode layer's kernels were ~126 KB
-// (engine/PERF.md, session 15). Inlined into every GEMM, these epilogues took the
-// persistent kernels from 22.5 to 34 KB, and gpu_step_chain ran 44-87 us slower per step
-// with the fold off (session 19). So they live only in the `_norm` kernels (the plain ones
-// compile to the same SASS as before), and each piece is a __noinline__ function placed
+// An SM keeps ~130 KB of kernel code, about what a decode layer's kernels take. Inlined
+// into every GEMM, these epilogues made the persistent kernels half again as large, and
+// steps that did not fold ran slower for it (engine/PERF-LOG.md step 52). So they live only
+// in the `_norm` kernels (the plain ones compile as if they did not exist), and each piece is a __noinline__ function placed
 // after the kernel's body, with its arguments by value (a reference to the kernel's NormIo
 // would put it in local memory), behind an inline null check, its loops not unrolled.
 

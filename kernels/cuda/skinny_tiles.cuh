@@ -1,4 +1,5 @@
-// Included in front of skinny_gemm.cu and skinny_bulk.cu (sources.rs).
+// Included in front of skinny_bulk.cu and fp8_dequant.cu (sources.rs), and the lab's
+// experiments built on the bulk pipeline (kernels/lab/src/sources.rs).
 //
 // Skinny GEMM for decode: y[m, n] = sum_k x[m, k] * w[n, k] for M <= 8 token rows, on the
 // tensor cores (mma.sync m16n8k16, f32 accumulation). The weight tile is the MMA's A
@@ -13,27 +14,18 @@
 // of thread t are physical k 4 words further on; see the chunk layouts below). Every global
 // load is then a full 16-byte vector and every line fetched is used whole.
 //
-// A block is 8 warps over one 16-row tile: the warps split K (interleaved chunks, so the
-// block reads each weight row as one contiguous stream) and meet in shared memory. How the
-// weights reach the warps' registers is the pipeline's business: skinny_gemm.cu (each warp
-// loads its own, two register stages) and skinny_bulk.cu (a producer warp copies them into
-// a shared-memory ring). This header holds what both share: the tiles (weight layout,
-// loads of x, MMAs) and the epilogues that sum the warps and store.
+// A block's 8 multiplying warps work on one 16-row tile at a time: the warps split K
+// (interleaved chunks, so the block reads each weight row as one contiguous stream) and
+// meet in shared memory. How the weights reach the warps' registers is the pipeline's
+// business (skinny_bulk.cu: a producer warp copies them into a shared-memory ring). This
+// header holds the tiles (weight layout, loads of x, MMAs) and the epilogues that sum the
+// warps and store.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_fp16.h>
 
 #define SG_WARPS 8
-
-// Weights are read once per step: bypass L1 so it keeps x, which every block re-reads.
-__device__ __forceinline__ uint4 ld_stream(const void* p) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
 
 // c += A B on the tensor cores (mma.sync m16n8k16, f32 accumulation): A is 16 x 16 in four
 // registers of two values, B 16 x 8 in two. mma_bf16 for bf16 operands, mma_f16 for f16.
@@ -121,8 +113,7 @@ __device__ __forceinline__ void store_out(const float (&c)[4], __nv_bfloat16* ac
 struct TileRows {
     int n0, N, K, g, t;
     bool va, vb, vx;
-    // `tile`: which 16-row tile (one per block, or several per block in the persistent
-    // bulk kernels).
+    // `tile`: which 16-row tile (a persistent block takes several in turn).
     __device__ TileRows(int M, int N_, int K_, unsigned tile) : N(N_), K(K_) {
         const int lane = threadIdx.x & 31;
         g = lane >> 2;
@@ -135,34 +126,16 @@ struct TileRows {
     __device__ int row_a() const { return va ? n0 + g : 0; }
     __device__ int row_b() const { return vb ? n0 + g + 8 : 0; }
     __device__ int row_x() const { return vx ? g : 0; }
-    // Chunk ch of rows g and g + 8 (from wa, wb: 16-byte pieces, `pieces` per row, `nch`
-    // chunks) into the stage's registers: this thread's two pieces (ch * 4 + t) * 2 + j of
-    // each row, a quad covering 128 contiguous bytes; zeros past the row's end or N. The
-    // tiles pass their members by reference: NVRTC's PTX is then identical to the two
-    // copies this replaced (checked), where by value it reordered the bounds checks.
-    template <class Stage>
-    __device__ void load_rows(Stage& s, int ch, const int& nch, const int& pieces,
-                              const uint4* const& wa, const uint4* const& wb) const {
-        const uint4 z = make_uint4(0, 0, 0, 0);
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            const int p = (ch * 4 + t) * 2 + j;
-            const bool ok = ch < nch && p < pieces;
-            s.a[j] = ok && va ? ld_stream(wa + p) : z;
-            s.b[j] = ok && vb ? ld_stream(wb + p) : z;
-        }
-    }
 };
 
 // bf16 weights. A chunk is 64 k: thread t of a quad takes k 16t..16t+15 (two 16-byte
 // pieces, 32 contiguous bytes of each of its two rows, so a quad covers a full 128-byte
-// line per row: with 16 bytes per thread every request fetched half lines and the kernel
-// stalled at ~4.0 TB/s), i.e. four MMAs.
+// line per row), i.e. four MMAs.
 struct TileBf16 : TileRows {
     struct Stage {
         uint4 a[2], b[2], x[2];
     };
-    const uint4 *wa, *wb, *xr;
+    const uint4* xr;
     const __nv_bfloat16* w;
     int k8, nch;
     // For the bulk-copy pipeline: the rows as bytes, and 16-byte pieces per row.
@@ -175,13 +148,10 @@ struct TileBf16 : TileRows {
     __device__ TileBf16(const __nv_bfloat16* x, const __nv_bfloat16* w_, int M, int N_, int K_,
                         unsigned tile)
         : TileRows(M, N_, K_, tile), w(w_) {
-        wa = reinterpret_cast<const uint4*>(w + (size_t)row_a() * K);
-        wb = reinterpret_cast<const uint4*>(w + (size_t)row_b() * K);
         xr = reinterpret_cast<const uint4*>(x + (size_t)row_x() * K);
         k8 = K / 8;             // 16-byte pieces per row
         nch = (k8 + 7) / 8;     // 64-k chunks = 128 bytes per row
     }
-    __device__ void load_w(Stage& s, int ch) const { load_rows(s, ch, nch, k8, wa, wb); }
     __device__ void load_x(Stage& s, int ch) const {
         const uint4 z = make_uint4(0, 0, 0, 0);
 #pragma unroll
@@ -209,10 +179,8 @@ struct TileBf16 : TileRows {
 // subnormals (a relative error that only touches terms below 6e-5), and larger ones
 // saturate to +-65504 instead of becoming infinite (decode inputs are normed activations
 // and SwiGLU outputs, far below that). Per 128-k chunk and thread: 32 code pairs at 1
-// instruction instead of 4, 16 token pairs at 3 instead of 0. Measured: FP8 linears 2583 ->
-// 2553 us, decode 3.50 -> 3.43 ms/step at batch 1 (engine/PERF.md, step 14). (An integer
-// e4m3 -> bf16 placement, off by 2^-120 with x scaled by 2^64 to compensate, measured 6-9 %
-// slower than the conversion chain this replaced.)
+// instruction instead of 4, 16 token pairs at 3 instead of 0 (engine/PERF-LOG.md step 14;
+// an integer e4m3 -> bf16 placement measured slower there).
 __device__ __forceinline__ unsigned fp8x2_to_f16x2(unsigned short v) {
     const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(v, __NV_E4M3);
     return *reinterpret_cast<const unsigned*>(&h);
@@ -236,7 +204,7 @@ struct TileFp8 : TileRows {
         uint4 a[2], b[2], x[4];
         float sa, sb;  // scales of rows g and g + 8 for this chunk
     };
-    const uint4 *wa, *wb, *xr;
+    const uint4* xr;
     const unsigned char* w;
     const float *sra, *srb;
     int k16, nch;
@@ -247,8 +215,6 @@ struct TileFp8 : TileRows {
     __device__ TileFp8(const __nv_bfloat16* x, const unsigned char* w_, const float* scale_inv,
                        int M, int N_, int K_, int R, int il, unsigned tile)
         : TileRows(M, N_, K_, tile), w(w_) {
-        wa = reinterpret_cast<const uint4*>(w + (size_t)row_a() * K);
-        wb = reinterpret_cast<const uint4*>(w + (size_t)row_b() * K);
         xr = reinterpret_cast<const uint4*>(x + (size_t)row_x() * K);
         const int sc = (K + 127) / 128;
         sra = scale_inv + (size_t)fp8_scale_row(row_a(), il, R) * sc;
@@ -257,7 +223,6 @@ struct TileFp8 : TileRows {
         nch = (k16 + 7) / 8;    // 128-k chunks = 128 bytes per row
     }
     // A piece is 16 codes, i.e. 2 x-pieces.
-    __device__ void load_w(Stage& s, int ch) const { load_rows(s, ch, nch, k16, wa, wb); }
     __device__ void load_x(Stage& s, int ch) const {
         const uint4 z = make_uint4(0, 0, 0, 0);
 #pragma unroll
@@ -304,10 +269,8 @@ struct TileFp8 : TileRows {
 };
 
 // An FP8 tile whose x sits in shared memory as f16, staged once per block by prepare()
-// (`Tuning::x_smem_kb`, the `*_xs` bulk kernels): ncu put 47 % of the FP8 GEMM's stall
-// cycles on the x loads through L1 (session 7), and a run with those loads removed (wrong
-// values, timing only; engine/PERF.md, session 8) cut the FP8 linears by 11 % at batch 1.
-// Each 16-byte unit of a row holds 8 f16 of x at k 16p + 8h.. for the thread that reads
+// (the `*_xs` bulk kernels, at one token row): the x loads through L1 at every stage were
+// where the FP8 GEMM stalled most at batch 1 (engine/PERF-LOG.md step 24). Each 16-byte unit of a row holds 8 f16 of x at k 16p + 8h.. for the thread that reads
 // it: unit ((ch * 2 + j) * 2 + h) * 4 + t of chunk ch, quad place t and piece j (p = (ch
 // * 4 + t) * 2 + j), so a quad's four reads of one (j, h) are 64 contiguous bytes; rows
 // are XS_PAD units apart beyond their chunks, so rows g and g + 1 of one read phase fall on
@@ -325,19 +288,15 @@ struct TileFp8S : TileFp8 {
         : TileFp8(x_, w_, scale_inv, M_, N_, K_, R, il, tile), xs(xs_), x(x_), M(M_) {}
     // All multiplying threads: x [M, K] bf16 from global memory (16 contiguous bytes per
     // thread and step) into xs as f16, then their barrier.
-    __device__ void prepare() const { prepare_x<false>(); }
-    // XH: x holds f16 already (TileFp8SH): copied as it is.
-    template <bool XH>
-    __device__ void prepare_x() const {
+    __device__ void prepare() const {
         const int groups = K / 8, units = xs_row_units(K);
         for (int i = threadIdx.x; i < M * groups; i += SG_WARPS * 32) {
             const int m = i / groups, q = i - m * groups;
             const int p = q >> 1, h = q & 1, ch = p >> 3, tq = (p & 7) >> 1, j = p & 1;
             const uint4 v = __ldg(reinterpret_cast<const uint4*>(x + (size_t)m * K) + q);
             xs[m * units + ((ch * 2 + j) * 2 + h) * 4 + tq] =
-                XH ? v
-                   : make_uint4(bf16x2_to_f16x2(v.x), bf16x2_to_f16x2(v.y),
-                                bf16x2_to_f16x2(v.z), bf16x2_to_f16x2(v.w));
+                make_uint4(bf16x2_to_f16x2(v.x), bf16x2_to_f16x2(v.y), bf16x2_to_f16x2(v.z),
+                           bf16x2_to_f16x2(v.w));
         }
         consumers_sync();
     }
@@ -356,17 +315,14 @@ struct TileFp8S : TileFp8 {
     __device__ void mma(float (&c)[4], const Stage& s) const { mma_x<true>(c, s); }
 };
 
-// The `_xh` kernels' tiles (`Tuning::fp8_x_f16`): x reaches the GEMM as f16, written so by
-// its producer (the `_f16` norms, the `_xh` SwiGLU epilogue) with bf16x2_to_f16x2's bits,
-// so no block converts it at every stage: the same products, bit for bit. The constructors
-// take x's address as bf16 only because the tiles read whole words of it, never values.
+// The `_xh` kernels' tile (FP8 decode at 2-8 rows): x reaches the GEMM as f16, written so
+// by its producer (the `_f16` norms, the `_xh` SwiGLU epilogue) with bf16x2_to_f16x2's
+// bits, so no block converts it at every stage: the same products, bit for bit. The
+// constructor takes x's address as bf16 only because the tile reads whole words of it,
+// never values.
 struct TileFp8H : TileFp8 {
     using TileFp8::TileFp8;
     __device__ void mma(float (&c)[4], const Stage& s) const { mma_x<true>(c, s); }
-};
-struct TileFp8SH : TileFp8S {
-    using TileFp8S::TileFp8S;
-    __device__ void prepare() const { prepare_x<true>(); }
 };
 
 // reduce_store_swiglu for the `_xh` kernels: act as f16, each value rounded to bf16 first

@@ -4,7 +4,7 @@
 //! idle, so the carveouts decide which kernels' blocks PDL can place beside which, and how
 //! much L1 is left to kernels that read through it (the FP8 GEMMs at batch 4-8 read x
 //! there). How the driver picks among them is not documented in detail; the groups and the
-//! default come from whole-step sweeps (engine/PERF.md, session 10), not from a model.
+//! default come from whole-step sweeps (engine/PERF-LOG.md step 29), not from a model.
 
 /// Percent of the largest carveout per group of kernels; `None` leaves it to the driver,
 /// which picks per kernel from its shared memory.
@@ -61,9 +61,8 @@ impl Carveout {
         ..Carveout::MAX
     };
     /// The default: the split attention outside clusters and its merge at the largest,
-    /// the rest the driver's. Whole steps (H200, session 10, us; driver -> this): bf16
-    /// batch 1 4125 -> 4078; FP8 batch 1 2698 -> 2692 (same within noise). The cluster
-    /// kernel stays the driver's: at the largest FP8 batch 8 took 3466 -> 3612.
+    /// the rest the driver's (the one group whose preference paid in whole steps; the
+    /// cluster kernel at the largest made FP8 batch 8 slower: engine/PERF-LOG.md step 29).
     pub const ATTENTION_MAX: Carveout = Carveout {
         attention: Some(100),
         ..Carveout::DRIVER

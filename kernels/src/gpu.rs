@@ -7,10 +7,7 @@ use crate::compile::{CompileOptions, DiskCache};
 use crate::error::{DriverContext, KernelError, Result};
 use crate::sources;
 use crate::trace::Trace;
-pub use crate::tuning::{
-    ATTENTION_BLOCKS_RANGE, AttentionCluster, BULK_STAGES_RANGE, FatBlocks, NormFold,
-    PERSISTENT_ROWS_RANGE, TiledWeights, Tuning, WIDE_ROWS,
-};
+pub use crate::tuning::{ATTENTION_BLOCKS_RANGE, BULK_STAGES_RANGE, Tuning, WIDE_ROWS};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtrMut, sys};
 use cudarc::nvrtc::Ptx;
@@ -32,14 +29,6 @@ pub struct GpuOptions {
 }
 
 impl GpuOptions {
-    /// These options for a model with FP8 (`fp8`) or bf16 weights (`Tuning::for_weights`).
-    pub fn for_weights(&self, fp8: bool) -> GpuOptions {
-        GpuOptions {
-            tuning: self.tuning.for_weights(fp8),
-            ..self.clone()
-        }
-    }
-
     /// Device 0; headers from `$LATLAB_CUDA_INCLUDE`, else `$CUDA_HOME/include`, else
     /// `/usr/local/cuda/include`; the default disk cache; `Tuning::from_env`.
     pub fn from_env() -> Result<Self> {

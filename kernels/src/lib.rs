@@ -18,5 +18,5 @@ pub mod tuning;
 
 pub use cudarc;
 pub use error::{KernelError, Result};
-pub use gpu::{BULK_STAGES_RANGE, FatBlocks, Gpu, GpuOptions, NormFold, TiledWeights, Tuning};
+pub use gpu::{BULK_STAGES_RANGE, Gpu, GpuOptions, Tuning};
 pub use half::{bf16, f16};

@@ -27,7 +27,7 @@ macro_rules! with_common {
     };
 }
 
-/// A skinny GEMM pipeline's file with common.cuh and the tiles it shares (skinny_tiles.cuh).
+/// A file with common.cuh and the skinny GEMMs' tiles (skinny_tiles.cuh: the FP8 layout).
 macro_rules! with_tiles {
     ($file:literal) => {
         with_headers!(["common.cuh", "skinny_tiles.cuh"], $file)
@@ -47,14 +47,6 @@ macro_rules! with_tiles_norm {
             ],
             $file
         )
-    };
-}
-
-/// skinny_fat.cu: `with_tiles!` and the bulk-copy ring (bulk_ring.cuh) it runs several of
-/// per block; no norm epilogue.
-macro_rules! with_ring {
-    ($file:literal) => {
-        with_headers!(["common.cuh", "skinny_tiles.cuh", "bulk_ring.cuh"], $file)
     };
 }
 
@@ -95,58 +87,27 @@ pub const ALL: &[KernelSource] = &[
         kernels: &["swiglu"],
     },
     KernelSource {
-        file: "skinny_gemm.cu",
-        src: with_tiles!("skinny_gemm.cu"),
-        kernels: &[
-            "skinny_gemm_bf16",
-            "skinny_gemm_bf16_swiglu",
-            "skinny_gemm_fp8",
-            "skinny_gemm_fp8_swiglu",
-            "fp8_dequant_bf16",
-        ],
+        file: "fp8_dequant.cu",
+        src: with_tiles!("fp8_dequant.cu"),
+        kernels: &["fp8_dequant_bf16"],
     },
     KernelSource {
         file: "skinny_bulk.cu",
         src: with_tiles_norm!("skinny_bulk.cu"),
         kernels: &[
-            "skinny_gemm_bf16_bulk",
-            "skinny_gemm_bf16_swiglu_bulk",
-            "skinny_gemm_fp8_bulk",
-            "skinny_gemm_fp8_swiglu_bulk",
             "skinny_gemm_bf16_bulk_persistent",
             "skinny_gemm_bf16_swiglu_bulk_persistent",
             "skinny_gemm_fp8_bulk_persistent",
             "skinny_gemm_fp8_swiglu_bulk_persistent",
-            "skinny_gemm_fp8_bulk_xs",
-            "skinny_gemm_fp8_swiglu_bulk_xs",
             "skinny_gemm_fp8_bulk_persistent_xs",
             "skinny_gemm_fp8_swiglu_bulk_persistent_xs",
-            "skinny_gemm_bf16_bulk_norm",
-            "skinny_gemm_bf16_swiglu_bulk_norm",
-            "skinny_gemm_bf16_bulk_persistent_norm",
-            "skinny_gemm_bf16_swiglu_bulk_persistent_norm",
-            "skinny_gemm_fp8_bulk_norm",
-            "skinny_gemm_fp8_swiglu_bulk_norm",
             "skinny_gemm_fp8_bulk_persistent_norm",
             "skinny_gemm_fp8_swiglu_bulk_persistent_norm",
-            "skinny_gemm_fp8_bulk_xs_norm",
-            "skinny_gemm_fp8_swiglu_bulk_xs_norm",
             "skinny_gemm_fp8_bulk_persistent_xs_norm",
             "skinny_gemm_fp8_swiglu_bulk_persistent_xs_norm",
-            "skinny_gemm_fp8_bulk_xh",
-            "skinny_gemm_fp8_swiglu_bulk_xh",
             "skinny_gemm_fp8_bulk_persistent_xh",
             "skinny_gemm_fp8_swiglu_bulk_persistent_xh",
-            "skinny_gemm_fp8_bulk_xs_xh",
-            "skinny_gemm_fp8_swiglu_bulk_xs_xh",
-            "skinny_gemm_fp8_bulk_persistent_xs_xh",
-            "skinny_gemm_fp8_swiglu_bulk_persistent_xs_xh",
         ],
-    },
-    KernelSource {
-        file: "skinny_fat.cu",
-        src: with_ring!("skinny_fat.cu"),
-        kernels: &["skinny_gemm_bf16_fat", "skinny_gemm_bf16_swiglu_fat"],
     },
     KernelSource {
         file: "decode_attention.cu",
@@ -155,7 +116,6 @@ pub const ALL: &[KernelSource] = &[
             "decode_attention",
             "decode_attention_cluster",
             "decode_attention_d32",
-            "decode_attention_d128_g4",
             "decode_attention_combine",
         ],
     },

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Why the FP8 skinny GEMMs stream a batch-1 step at ~3.4 TB/s where the bf16 ones reach
-# ~4.0 (engine/PERF.md, session 21, "What the bars need now"): Nsight Compute's speed of
+# ~4.0 (engine/PERF-LOG.md, 2026-12-02 01:50, "What the bars need now"): Nsight Compute's speed of
 # light, warp states, scheduler and memory sections for the engine's own decode gate|up
 # GEMM (the largest: 100 MB FP8, 201 MB bf16), three launches each, at batch $1 (default 1)
 # for FP8 and bf16. Run on the device machine after scripts/gpu/package.sh (~2 minutes);

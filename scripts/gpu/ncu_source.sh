@@ -4,8 +4,8 @@
 # $1 (default 1). Run on the device machine after scripts/gpu/package.sh (~2 minutes);
 # writes $OUT/src_<q>.ncu-rep and $OUT/src_<q>.csv (the source page: per instruction, its
 # samples, stall reasons and executions) and prints the ten instructions with most samples.
-# Session 22 read it so: 29 % of the FP8 kernel's samples wait for the weights to land, 16 %
-# sat in the ring's per-stage index division (engine/PERF.md).
+# Read on 2026-12-02: 29 % of the FP8 kernel's samples waited for the weights to land, 16 %
+# sat in the ring's per-stage index division (engine/PERF-LOG.md step 55).
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} LATLAB_KERNEL_CACHE=/tmp/kc RUST_LOG=warn
 B=${1:-1} OUT=${OUT:-/tmp/out} NCU=/usr/local/cuda/bin/ncu

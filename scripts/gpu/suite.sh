@@ -1,23 +1,22 @@
 #!/usr/bin/env bash
-# The GPU session's checks and benchmarks, as engine/PERF.md reports them; run on the
+# The GPU machine's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
-# Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests timing chain normvec
-# sweep splits fp8bulk bench ahead fold f16x tiled latency prefill fp8prefill early http hf stream trace wgmma copy
-# steptiming" (default: tests timing chain bench prefill early http; hf writes a 16 GB
-# checkpoint and takes ~3 minutes). prefill:
-# TTFT with the tensor-core prefill attention off and on (LATLAB_PREFILL_ATTENTION=0|1, on
-# by default; its correctness tests run in "tests").
+# Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests bench http hf timing
+# chain trace stream wgmma copy latency sweep splits steptiming ahead tiled fp8prefill"
+# (default: tests bench http; hf writes a 16 GB checkpoint and takes ~3 minutes). The lab
+# parts (timing ... latency) run kernels/lab's programs: kernels/lab/README.md says what
+# each measures.
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} LATLAB_KERNEL_CACHE=/tmp/kc RUST_LOG=warn
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 echo "binaries: $(cat .gpu/BUILD 2>/dev/null || echo 'unknown (no .gpu/BUILD)')"
 T=.gpu/t
-SUITE=${SUITE:-tests timing chain bench prefill early http}
+SUITE=${SUITE:-tests bench http}
 has() { [[ " $SUITE " == *" $1 "* ]]; }
 # The engine bench on random Qwen3-8B weights with a 232-token prompt; parts add the rest.
 BENCH="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232"
 if has tests; then
-  for b in cuda_ops cuda_attention cuda_gemm cuda_norm_epilogue cuda_fp8_x_f16 cuda_backend cuda_paths cuda_attention_paths; do
+  for b in cuda_ops cuda_attention cuda_gemm cuda_norm_epilogue cuda_fp8_x_f16 cuda_backend cuda_paths; do
     timeout 150 $T/$b --include-ignored --nocapture --test-threads=1 > "$OUT/$b.log" 2>&1
     echo "$b rc=$?"; grep -E "test result|panicked" "$OUT/$b.log" | head -5
   done
@@ -55,13 +54,6 @@ if has copy; then
   timeout 300 $T/copy_ceiling > "$OUT/copy.log" 2>&1; echo "copy rc=$?"
   grep -E "^\||panicked" "$OUT/copy.log"
 fi
-if has normvec; then
-  # The lean norm kernels (LATLAB_NORM_VEC, on by default): whole decode steps with 0 and 1.
-  for on in 0 1; do
-    LATLAB_NORM_VEC=$on timeout 200 $T/step_chain > "$OUT/chain_norm$on.log" 2>&1
-    echo "chain norm_vec=$on rc=$?"; grep -E "whole step|without norms" "$OUT/chain_norm$on.log"
-  done
-fi
 if has sweep; then
   # Whole decode steps under tuning variants: SWEEP holds ;-separated sets of VAR=value
   # (an empty set is the defaults).
@@ -74,21 +66,10 @@ if has sweep; then
   done
 fi
 if has splits; then
-  # Decode attention's block target (LATLAB_ATTENTION_BLOCKS, default 528): whole steps.
-  for nb in 264 528 1056 2048; do
+  # Decode attention's block target (LATLAB_ATTENTION_BLOCKS, default 384): whole steps.
+  for nb in ${SPLITS_BLOCKS:-256 384 528}; do
     LATLAB_ATTENTION_BLOCKS=$nb timeout 200 $T/step_chain > "$OUT/chain_blocks$nb.log" 2>&1
     echo "chain attention_blocks=$nb rc=$?"; grep -E "whole step|without attention" "$OUT/chain_blocks$nb.log"
-  done
-fi
-if has fp8bulk; then
-  # FP8 linears on the register pipeline (LATLAB_SKINNY_BULK_FP8=0) against the bulk one
-  # (default since session 6), end to end.
-  B="$BENCH --gen-len 220 --rounds 2 --quantization fp8"
-  for on in 0 1; do
-    for b in 1 8; do
-      LATLAB_SKINNY_BULK_FP8=$on timeout 120 $B --batch $b > "$OUT/fp8bulk_${on}_$b.log" 2>&1
-      echo "fp8 bulk=$on batch $b rc=$?"; grep -E "round 1|rror" "$OUT/fp8bulk_${on}_$b.log"
-    done
   done
 fi
 if has bench; then
@@ -112,65 +93,25 @@ if has steptiming; then
   done
 fi
 if has ahead; then
-  # Run-ahead (LATLAB_RUN_AHEAD=0|sure|always|late, engine/src/model/cuda/run_ahead.rs;
-  # its test runs in "tests"): the bench (greedy, ignore_eos) at batch 1 and 8, bf16 and
-  # FP8, off, `late` (the default) and `sure`; AHEAD_CASES (e.g. "none_8 fp8_1") and
-  # AHEAD_POLICIES (e.g. "0 late") pick fewer.
+  # Run-ahead (LATLAB_RUN_AHEAD=0|1, engine/src/model/cuda/run_ahead.rs; its test runs in
+  # "tests"): the bench (greedy, ignore_eos) at batch 1 and 8, bf16 and FP8, off and on;
+  # AHEAD_CASES (e.g. "none_8 fp8_1") picks fewer.
   B="$BENCH --gen-len 220 --rounds 2"
   for qb in ${AHEAD_CASES:-none_1 none_8 fp8_1 fp8_8}; do
     set -- ${qb/_/ }
-    for on in ${AHEAD_POLICIES:-0 late sure}; do
+    for on in 0 1; do
       LATLAB_RUN_AHEAD=$on timeout 120 $B --batch "$2" --quantization "$1" > "$OUT/ahead_$1_$2_$on.log" 2>&1
       echo "run-ahead=$on $1 batch $2 rc=$?"; grep -E "round 1|rror" "$OUT/ahead_$1_$2_$on.log"
     done
   done
 fi
-if has fold; then
-  # Decode's norms folded into the skinny GEMMs (LATLAB_NORM_EPILOGUE=0|1; the default folds
-  # FP8 batch 1 only): the epilogues' tests and the A/B on the logits, the chain off and on,
-  # then the bench off and on;
-  # FOLD_CASES (e.g. "none_8 fp8_1") picks fewer bench cases.
-  timeout 240 $T/cuda_norm_epilogue --include-ignored --nocapture --test-threads=1 > "$OUT/fold_tests.log" 2>&1
-  echo "cuda_norm_epilogue rc=$?"; grep -E "test result|panicked" "$OUT/fold_tests.log" | head -5
-  timeout 150 $T/cuda_paths --include-ignored --nocapture folded_norms > "$OUT/fold_paths.log" 2>&1
-  echo "cuda_paths folded_norms rc=$?"; grep -E "test result|panicked" "$OUT/fold_paths.log" | head -5
-  # GPU time alone: the chain folds as the engine does (kernels/tests/step_common).
-  for on in 0 1; do
-    LATLAB_NORM_EPILOGUE=$on LATLAB_CHAIN_BATCHES=${LATLAB_CHAIN_BATCHES:-1,8} timeout 200 \
-      $T/step_chain > "$OUT/fold_chain$on.log" 2>&1
-    echo "chain norm_epilogue=$on rc=$?"; grep -E "whole step|without norms" "$OUT/fold_chain$on.log"
-  done
-  B="$BENCH --gen-len 220 --rounds 2"
-  for qb in ${FOLD_CASES:-none_1 none_8 fp8_1 fp8_8}; do
-    set -- ${qb/_/ }
-    for on in 0 1; do
-      LATLAB_NORM_EPILOGUE=$on timeout 120 $B --batch "$2" --quantization "$1" > "$OUT/fold_$1_$2_$on.log" 2>&1
-      echo "norm_epilogue=$on $1 batch $2 rc=$?"; grep -E "round 1|rror" "$OUT/fold_$1_$2_$on.log"
-    done
-  done
-fi
-if has f16x; then
-  # FP8 GEMMs on f16 x (LATLAB_FP8_X_F16=0|1, step 53 in engine/PERF.md): its tests (bit
-  # equality with the bf16 forms), then the bench off and on; F16X_BATCHES picks the batches.
-  timeout 200 $T/cuda_fp8_x_f16 --include-ignored --nocapture --test-threads=1 > "$OUT/f16x_tests.log" 2>&1
-  echo "cuda_fp8_x_f16 rc=$?"; grep -E "test result|panicked" "$OUT/f16x_tests.log" | head -5
-  timeout 150 $T/cuda_paths --include-ignored --nocapture f16_x > "$OUT/f16x_paths.log" 2>&1
-  echo "cuda_paths f16_x rc=$?"; grep -E "test result|panicked" "$OUT/f16x_paths.log" | head -5
-  B="$BENCH --gen-len 220 --rounds 2 --quantization fp8"
-  for b in ${F16X_BATCHES:-8 4 2}; do
-    for on in 0 1; do
-      LATLAB_FP8_X_F16=$on timeout 120 $B --batch "$b" > "$OUT/f16x_${b}_$on.log" 2>&1
-      echo "fp8_x_f16=$on fp8 batch $b rc=$?"; grep -E "round 1|rror" "$OUT/f16x_${b}_$on.log"
-    done
-  done
-fi
 if has tiled; then
-  # bf16 decode with the GEMM weights tiled (LATLAB_TILED_WEIGHTS=0|bf16; engine/PERF.md,
-  # sessions 22-23), interleaved, two runs; each run benches TILED_BATCHES (comma-separated)
+  # bf16 decode with the GEMM weights tiled (LATLAB_TILED_WEIGHTS=0|1; engine/PERF-LOG.md,
+  # 2026-12-02), interleaved, two runs; each run benches TILED_BATCHES (comma-separated)
   # over one load.
   B="$BENCH --gen-len 220 --rounds 2 --quantization none --batch ${TILED_BATCHES:-8,1}"
   for r in 1 2; do
-    for tw in 0 bf16; do
+    for tw in 0 1; do
       LATLAB_TILED_WEIGHTS=$tw timeout 150 $B > "$OUT/tiled_${tw}_$r.log" 2>&1
       echo "tiled=$tw bf16 (run $r) rc=$?"; grep -E "round 1|rror" "$OUT/tiled_${tw}_$r.log"
     done
@@ -181,15 +122,6 @@ if has latency; then
   timeout 120 $T/latency_load > "$OUT/latency.log" 2>&1; echo "latency rc=$?"
   grep -E "stream alone|per dependent|PDL kernels|panicked" "$OUT/latency.log"
 fi
-if has prefill; then
-  B="$BENCH --gen-len 8 --rounds 3"
-  for q in none fp8; do
-    for on in 0 1; do
-      LATLAB_PREFILL_ATTENTION=$on timeout 120 $B --batch 1 --quantization $q > "$OUT/prefill_${q}_$on.log" 2>&1
-      echo "prefill attention kernel=$on $q rc=$?"; grep -E "round 2|rror" "$OUT/prefill_${q}_$on.log"
-    done
-  done
-fi
 if has fp8prefill; then
   # FP8 prefill on bf16 copies kept from load (the default) against dequantizing at every
   # prefill (--fp8-prefill-weights dequant): TTFT of one 232-token prompt.
@@ -197,17 +129,6 @@ if has fp8prefill; then
   for p in dequant bf16-copy; do
     timeout 150 $B --fp8-prefill-weights $p > "$OUT/fp8prefill_$p.log" 2>&1
     echo "fp8 prefill weights $p rc=$?"; grep -E "round|rror" "$OUT/fp8prefill_$p.log"
-  done
-fi
-if has early; then
-  # Decode attention reading the older positions' K/V before its wait (LATLAB_ATTENTION_EARLY,
-  # on by default; its bit-exactness tests run in "tests").
-  B="$BENCH --gen-len 220 --rounds 2"
-  for b in 1 8; do
-    for on in 0 1; do
-      LATLAB_ATTENTION_EARLY=$on timeout 120 $B --batch $b > "$OUT/early_${b}_$on.log" 2>&1
-      echo "attention early loads=$on batch $b rc=$?"; grep -E "round 1|rror" "$OUT/early_${b}_$on.log"
-    done
   done
 fi
 if has http; then

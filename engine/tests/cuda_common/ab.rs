@@ -1,27 +1,19 @@
-//! The A/B harness cuda_paths runs each tuning switch through: two backends over the same
-//! small random model that differ in one switch, their logits step by step, and the two
-//! verdicts (the same bits, or within `close_logits`).
+//! The stepped comparison cuda_paths runs: two backends over the same small random model
+//! take the same prefill and decode steps, and a judge sees each step's logits from both.
+//! The two are a CUDA backend and the CPU reference, or two CUDA backends that differ in
+//! one `Tuning` knob.
 
-use super::logits::{close_logits, prompt};
+use super::logits::prompt;
 use engine::model::cuda::CudaBackend;
 use engine::model::{Backend, SeqChunk};
 use engine::weights::ModelWeights;
 
-/// Two backends over the same random weights (qwen3-0.6b's shape, 2 layers; FP8 with
-/// `fp8`) that differ in one tuning switch (`set(tuning, false / true)`): a prefill of 10
-/// tokens, then 5 decode steps (graphs) over growing contexts, at batches 1 and 3. `judge`
-/// gets each step's logits from both, and a label.
-pub fn ab_steps(
-    fp8: bool,
-    set: impl Fn(&mut kernels::Tuning, bool),
-    judge: impl FnMut(&str, &[Vec<f32>], &[Vec<f32>]),
-) {
-    steps_of(ab_backends(fp8, set), judge)
-}
-
-/// `ab_steps`' prefill and decode steps through two given backends.
+/// A prefill of 10 tokens, then 5 decode steps (graphs on CUDA) over growing contexts, at
+/// batches 1 and 3, through both backends. `judge` gets each step's logits from both, and
+/// a label.
 pub fn steps_of(
-    mut backends: [CudaBackend; 2],
+    a: &mut dyn Backend,
+    b: &mut dyn Backend,
     mut judge: impl FnMut(&str, &[Vec<f32>], &[Vec<f32>]),
 ) {
     let tables: [Vec<u32>; 3] = [vec![40, 3, 17, 8], vec![9, 22, 30], vec![5, 61, 12]];
@@ -47,14 +39,16 @@ pub fn steps_of(
             for (i, c) in chunks.iter().enumerate() {
                 lens[i] = c.start_pos + c.tokens.len();
             }
-            let [off, on] = &mut backends;
-            let (a, b) = (off.forward(&chunks).unwrap(), on.forward(&chunks).unwrap());
-            judge(&format!("batch {batch} step {step}"), &a, &b);
+            let (x, y) = (a.forward(&chunks).unwrap(), b.forward(&chunks).unwrap());
+            judge(&format!("batch {batch} step {step}"), &x, &y);
         }
     }
 }
 
-/// Qwen3-0.6B's shape with 2 layers of random weights (seed 5), FP8 with `fp8`.
+/// Qwen3-0.6B's shape with 2 layers of random weights (seed 5), FP8 with `fp8`: hidden
+/// 1024 and head_dim 128, the widths where the engine's Qwen3 paths run (the lean norms,
+/// f16 x, the tensor-core attention and prefill kernels), which the tiny presets are too
+/// narrow for.
 pub fn small_model(fp8: bool) -> (engine::config::ModelConfig, ModelWeights) {
     let mut cfg = engine::presets::preset("qwen3-0.6b").unwrap();
     cfg.num_hidden_layers = 2;
@@ -65,16 +59,10 @@ pub fn small_model(fp8: bool) -> (engine::config::ModelConfig, ModelWeights) {
     (cfg, w)
 }
 
-/// `ab_steps`' two backends: off, then on.
-pub fn ab_backends(fp8: bool, set: impl Fn(&mut kernels::Tuning, bool)) -> [CudaBackend; 2] {
-    backends_over(small_model(fp8), set)
-}
-
-/// Two backends over the given model: `set(tuning, false / true)`.
-pub fn backends_over(
-    (cfg, w): (engine::config::ModelConfig, ModelWeights),
-    set: impl Fn(&mut kernels::Tuning, bool),
-) -> [CudaBackend; 2] {
+/// Two CUDA backends over `small_model(fp8)` that differ in one tuning knob
+/// (`set(tuning, false / true)`): off, then on.
+pub fn tuned_pair(fp8: bool, set: impl Fn(&mut kernels::Tuning, bool)) -> [CudaBackend; 2] {
+    let (cfg, w) = small_model(fp8);
     let base = kernels::GpuOptions::from_env().unwrap();
     [false, true].map(|on| {
         let mut o = base.clone();
@@ -83,34 +71,13 @@ pub fn backends_over(
     })
 }
 
-/// `ab_steps` for a switch that must not change a bit: bf16 and FP8 weights.
+/// `steps_of` over a tuned pair for a knob that must not change a bit: bf16 and FP8
+/// weights.
 pub fn same_logits(set: impl Fn(&mut kernels::Tuning, bool) + Copy, change: &str) {
     for fp8 in [false, true] {
-        ab_steps(fp8, set, |what, a, b| {
+        let [mut off, mut on] = tuned_pair(fp8, set);
+        steps_of(&mut off, &mut on, |what, a, b| {
             assert_eq!(a, b, "fp8 {fp8} {what}: {change} changed the logits")
         });
-    }
-}
-
-/// `ab_steps` for a switch that sums in another order: bf16 and FP8 weights, every row's
-/// logits within `close_logits`.
-pub fn close_steps(set: impl Fn(&mut kernels::Tuning, bool) + Copy, change: &str) {
-    for fp8 in [false, true] {
-        ab_steps(fp8, set, |what, a, b| {
-            for (i, (ra, rb)) in a.iter().zip(b).enumerate() {
-                close_logits(&format!("fp8 {fp8} {what} row {i}: {change}"), ra, rb);
-            }
-        });
-    }
-}
-
-/// The attention geometry of `ab_steps`' model (qwen3-0.6b: 16 q / 8 kv heads, head_dim
-/// 128).
-pub fn small_attention_dims() -> kernels::ops::AttnDims {
-    let c = engine::presets::preset("qwen3-0.6b").unwrap();
-    kernels::ops::AttnDims {
-        heads: c.num_attention_heads,
-        kv_heads: c.num_key_value_heads,
-        head_dim: c.head_dim,
     }
 }

@@ -28,11 +28,11 @@ pub const STREAM_CHAIN: &str = behind_bulk_pipeline!("stream_chain.cu");
 /// The warpgroup-MMA experiment (bin/wgmma_probe.rs).
 pub const WGMMA_PROBE: &str = behind_bulk_pipeline!("wgmma_probe.cu");
 /// The copy-ceiling experiment (bin/copy_ceiling.rs), with the fat-block kernels
-/// (skinny_fat.cu) behind it, which its step-59 row times.
+/// (lab/cuda/skinny_fat.cu, out of the engine) behind it, which its step-59 row times.
 pub const COPY_CEILING: &str = concat!(
     behind_bulk_pipeline!("copy_ceiling.cu"),
     "\n",
-    include_str!("../../cuda/skinny_fat.cu")
+    include_str!("../cuda/skinny_fat.cu")
 );
 /// The latency-under-load experiment (bin/latency_load.rs): common.cuh only.
 pub const LATENCY_LOAD: &str = concat!(

@@ -134,8 +134,8 @@ pub struct PagedAttnArgs<'a, 'b> {
     pub ctx_lens: &'a CudaView<'b, i32>,
     pub block_size: usize,
     /// Every row's positions before its last were written by earlier launches (a decode
-    /// step: one new token per sequence), so the decode kernel may read them before the
-    /// previous kernel finishes (`Tuning::attention_early_loads`). False when a row's
+    /// step: one new token per sequence), so the decode kernel reads them before the
+    /// previous kernel finishes (only q and the new K/V wait for it). False when a row's
     /// earlier positions may be this step's tokens (prefill).
     pub settled: bool,
 }

@@ -16,16 +16,15 @@ const MAX_GROUP: usize = 8;
 const MAX_HEAD_DIM: usize = 128;
 /// Must match DA_MAXSPLITS in decode_attention.cu (the combine kernel's one warp).
 pub const MAX_SPLITS: usize = 32;
-/// Splits merged inside one thread block cluster (`Tuning::attention_cluster`): the
-/// portable cluster size (DA_MAXCLUSTER).
+/// Splits merged inside one thread block cluster: the portable cluster size
+/// (DA_MAXCLUSTER).
 pub const MAX_CLUSTER_SPLITS: usize = 8;
-/// Splits for `rows` rows: about `Tuning::attention_blocks` blocks (default 384, about three
-/// per SM of an H100/H200; the tuning says what was measured), at most MAX_SPLITS. With
-/// `Tuning::attention_cluster` (on by default), counts up to twice MAX_CLUSTER_SPLITS are
-/// capped at MAX_CLUSTER_SPLITS and merge in a cluster (`uses_cluster`); larger ones keep
-/// the merge kernel, since a cluster would cut their parallelism by more than half (batch
-/// 1: 32 -> 8 splits measured slower). The same count for every step of a given batch
-/// size, so a captured graph stays valid.
+/// Splits for `rows` rows: about `Tuning::attention_blocks` blocks, at most MAX_SPLITS.
+/// Counts up to twice MAX_CLUSTER_SPLITS are capped at MAX_CLUSTER_SPLITS and merge in a
+/// cluster (`uses_cluster`); larger ones keep the merge kernel, since a cluster would cut
+/// their parallelism by more than half (batch 1: 32 -> 8 splits measured slower,
+/// engine/PERF-LOG.md steps 19-20). The same count for every step of a given batch size, so a
+/// captured graph stays valid.
 pub fn attention_splits(gpu: &Gpu, rows: usize, kv_heads: usize) -> usize {
     split_count(&gpu.tuning(), rows, kv_heads)
 }
@@ -35,40 +34,33 @@ pub fn split_count(t: &Tuning, rows: usize, kv_heads: usize) -> usize {
     let s = (t.attention_blocks as usize)
         .div_ceil((rows * kv_heads).max(1))
         .clamp(1, MAX_SPLITS);
-    if t.clusters() && s <= 2 * MAX_CLUSTER_SPLITS {
+    if s <= 2 * MAX_CLUSTER_SPLITS {
         s.min(MAX_CLUSTER_SPLITS)
     } else {
         s
     }
 }
 
-/// The split kernel for geometry `d` under a tuning: in clusters (`uses_cluster`), else
-/// the fast form (eight lanes per position, `Tuning::attention_d32`) where head_dim % 32
-/// == 0, compiled for Qwen3's head_dim 128 and up to 4 query heads per KV head where
-/// those fit (`_d128_g4`: half the code), else the pair layout. Clusters keep the pair
-/// layout: at batch 8 (8 splits of ~43 positions, in clusters) the fast scores measured
-/// FP8 +100 us and bf16 -60 us per step (engine/PERF.md, session 9), so they stay where
-/// they win, the many short splits.
-pub fn attention_kernel(t: &Tuning, d: AttnDims, cluster: bool) -> &'static str {
-    let mma = t.attention_mma && d.head_dim == 128 && d.heads <= MAX_GROUP * d.kv_heads;
-    if cluster && mma {
-        "decode_attention_mma_cluster"
-    } else if cluster {
-        "decode_attention_cluster"
-    } else if mma {
-        "decode_attention_mma"
-    } else if !t.attention_d32 || !d.head_dim.is_multiple_of(32) {
-        "decode_attention"
-    } else if d.head_dim == 128 && d.heads <= 4 * d.kv_heads {
-        "decode_attention_d128_g4"
-    } else {
-        "decode_attention_d32"
+/// The split kernel for geometry `d`: on the tensor cores where head_dim is 128 and a KV
+/// head has at most 8 query heads (Qwen3's geometries), in clusters (`uses_cluster`) or
+/// not; else on the CUDA cores, in clusters in the pair layout, outside them in the fast
+/// layout (eight lanes per position) where head_dim % 32 == 0, else the pair layout. The
+/// CUDA-core clusters keep the pair layout: there the fast scores measured slower with
+/// FP8 weights (engine/PERF-LOG.md steps 27-29).
+pub fn attention_kernel(d: AttnDims, cluster: bool) -> &'static str {
+    let mma = d.head_dim == 128 && d.heads <= MAX_GROUP * d.kv_heads;
+    match (mma, cluster) {
+        (true, true) => "decode_attention_mma_cluster",
+        (true, false) => "decode_attention_mma",
+        (false, true) => "decode_attention_cluster",
+        (false, false) if d.head_dim.is_multiple_of(32) => "decode_attention_d32",
+        (false, false) => "decode_attention",
     }
 }
 
 /// Whether `splits` merge inside a thread block cluster rather than in the merge kernel.
-pub fn uses_cluster(t: &Tuning, splits: usize) -> bool {
-    t.clusters() && (2..=MAX_CLUSTER_SPLITS).contains(&splits)
+pub fn uses_cluster(splits: usize) -> bool {
+    (2..=MAX_CLUSTER_SPLITS).contains(&splits)
 }
 
 /// Scratch the split path needs: (acc floats, max/sum floats).
@@ -127,19 +119,18 @@ pub fn decode_attention_into(
     );
     let scale = 1.0f32 / (d.head_dim as f32).sqrt();
     // Several splits merge in a cluster or in the second kernel below.
-    let cluster = uses_cluster(&gpu.tuning(), splits);
-    let mut b = Launch::new(gpu, attention_kernel(&gpu.tuning(), d, cluster))?;
+    let cluster = uses_cluster(splits);
+    let mut b = Launch::new(gpu, attention_kernel(d, cluster))?;
     a.push(&mut b);
     b.output(&mut scratch.acc)
         .output(&mut scratch.ml)
         .output(&mut *out);
-    let early = a.settled && gpu.tuning().attention_early_loads;
     b.i32(h)
         .i32(kv)
         .i32(hd)
         .i32(bs)
         .f32(scale)
-        .i32(early as i32);
+        .i32(a.settled as i32);
     let cfg = LaunchConfig {
         grid_dim: (r as u32, d.kv_heads as u32, splits as u32),
         block_dim: (128, 1, 1),
@@ -177,15 +168,10 @@ mod tests {
     use super::{
         AttnDims, MAX_CLUSTER_SPLITS, MAX_SPLITS, attention_kernel, split_count, uses_cluster,
     };
-    use crate::gpu::{AttentionCluster, Tuning};
+    use crate::gpu::Tuning;
 
     #[test]
-    fn the_fast_scores_take_head_dims_of_whole_32s() {
-        let on = Tuning {
-            attention_d32: true,
-            attention_mma: false,
-            ..Tuning::default()
-        };
+    fn each_geometry_takes_its_kernel() {
         let dims = |heads, kv_heads, head_dim| AttnDims {
             heads,
             kv_heads,
@@ -193,94 +179,45 @@ mod tests {
         };
         // Qwen3-8B (32 / 8 heads), 0.6B (16 / 8), 14B (40 / 8: 5 per KV head).
         let (q8b, q06b, q14b) = (dims(32, 8, 128), dims(16, 8, 128), dims(40, 8, 128));
-        let off = Tuning {
-            attention_d32: false,
-            ..on
-        };
-        // The tensor-core kernel (the default): head_dim 128, up to 8 query heads per KV
-        // head; its own form in clusters.
-        let mma = Tuning::default();
-        assert!(mma.attention_mma);
-        for (t, d, cluster, want) in [
-            (on, q8b, false, "decode_attention_d128_g4"),
-            (on, q06b, false, "decode_attention_d128_g4"),
-            (on, q14b, false, "decode_attention_d32"),
-            (on, dims(4, 2, 32), false, "decode_attention_d32"),
-            (on, q8b, true, "decode_attention_cluster"),
-            (on, dims(6, 1, 8), false, "decode_attention"),
-            (on, dims(4, 1, 48), false, "decode_attention"),
-            (off, q8b, false, "decode_attention"),
-            (mma, q8b, false, "decode_attention_mma"),
-            (mma, q06b, false, "decode_attention_mma"),
-            (mma, q14b, false, "decode_attention_mma"),
-            (mma, q8b, true, "decode_attention_mma_cluster"),
-            (mma, dims(4, 2, 32), true, "decode_attention_cluster"),
-            (mma, dims(72, 8, 128), false, "decode_attention_d32"),
-            (mma, dims(4, 2, 32), false, "decode_attention_d32"),
+        for (d, cluster, want) in [
+            (q8b, false, "decode_attention_mma"),
+            (q06b, false, "decode_attention_mma"),
+            (q14b, false, "decode_attention_mma"),
+            (q8b, true, "decode_attention_mma_cluster"),
+            (dims(72, 8, 128), false, "decode_attention_d32"),
+            (dims(4, 2, 32), false, "decode_attention_d32"),
+            (dims(4, 2, 32), true, "decode_attention_cluster"),
+            (dims(6, 1, 8), false, "decode_attention"),
+            (dims(4, 1, 48), false, "decode_attention"),
         ] {
-            assert_eq!(
-                attention_kernel(&t, d, cluster),
-                want,
-                "{d:?} cluster {cluster}"
-            );
+            assert_eq!(attention_kernel(d, cluster), want, "{d:?} cluster {cluster}");
         }
         let shipped: Vec<&str> = crate::sources::ALL
             .iter()
             .flat_map(|s| s.kernels.iter().copied())
             .collect();
-        for t in [on, off, mma] {
-            for d in [q8b, q06b, q14b, dims(4, 2, 32), dims(6, 1, 8)] {
-                for c in [false, true] {
-                    assert!(shipped.contains(&attention_kernel(&t, d, c)));
-                }
+        for d in [q8b, q06b, q14b, dims(4, 2, 32), dims(6, 1, 8)] {
+            for c in [false, true] {
+                assert!(shipped.contains(&attention_kernel(d, c)));
             }
         }
     }
 
     #[test]
     fn clusters_take_only_split_counts_they_at_least_halve() {
-        // Clusters for FP8 weights only (`fp8`; the default is on for both).
-        // At the block target of 528 (the default until session 16).
-        let fp8_only = Tuning {
-            attention_cluster: AttentionCluster::Fp8Only,
-            attention_blocks: 528,
-            ..Tuning::default()
-        };
-        let on = fp8_only.for_weights(true);
-        let off = fp8_only.for_weights(false);
-        assert!(on.clusters() && !off.clusters());
+        // The default target, 384, with Qwen3-8B's 8 kv heads: batch 1 32 splits (the merge
+        // kernel), batch 4 12 capped at 8 (a cluster), batch 8 6 (a cluster).
         let d = Tuning::default();
-        assert_eq!(
-            Tuning {
-                attention_blocks: 528,
-                ..d.for_weights(true)
-            },
-            on
-        );
-        // The default target, 384: batch 1 32 splits (the merge kernel), batch 4 12
-        // capped at 8 (a cluster), batch 8 6 (a cluster); outside clusters 12 stay 12.
         for (rows, want, cluster) in [(1, 32, false), (4, 8, true), (8, 6, true)] {
             assert_eq!(split_count(&d, rows, 8), want, "rows {rows}");
-            assert_eq!(uses_cluster(&d, want), cluster, "rows {rows}");
+            assert_eq!(uses_cluster(want), cluster, "rows {rows}");
         }
-        let outside = Tuning {
-            attention_cluster: AttentionCluster::Off,
-            ..d
-        };
-        assert_eq!(split_count(&outside, 4, 8), 12);
-        // Qwen3-8B (8 kv heads): batch 1 wants 66 splits (32 at most), batch 4 17, batch 8
-        // 9; batch 16 5.
-        for (rows, want_off, want_on) in [(1, 32, 32), (4, 17, 17), (8, 9, 8), (16, 5, 5)] {
-            assert_eq!(split_count(&off, rows, 8), want_off, "rows {rows}");
-            assert_eq!(split_count(&on, rows, 8), want_on, "rows {rows}");
-            assert!(!uses_cluster(&off, want_off));
-        }
-        assert!(!uses_cluster(&on, 32) && !uses_cluster(&on, 17) && !uses_cluster(&on, 1));
-        assert!(uses_cluster(&on, 8) && uses_cluster(&on, 5) && uses_cluster(&on, 2));
+        assert!(!uses_cluster(32) && !uses_cluster(17) && !uses_cluster(1));
+        assert!(uses_cluster(8) && uses_cluster(5) && uses_cluster(2));
         // 16 splits are capped at 8, 17 are not.
         let at = |blocks| Tuning {
             attention_blocks: blocks,
-            ..on
+            ..d
         };
         assert_eq!(split_count(&at(128), 1, 8), MAX_CLUSTER_SPLITS);
         assert_eq!(split_count(&at(129), 1, 8), 17);

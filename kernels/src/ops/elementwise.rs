@@ -2,7 +2,7 @@
 
 use super::to_i32;
 use crate::error::{Result, check};
-use crate::gpu::{Gpu, Tuning};
+use crate::gpu::Gpu;
 use crate::launch::Launch;
 use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig};
 use half::{bf16, f16};
@@ -62,18 +62,19 @@ fn norm_checks(op: &'static str, x: usize, w: usize, out: usize) -> Result<usize
     Ok(x / w)
 }
 
-/// The lean norm kernels' block (`Tuning::norm_vec`): dim / 16 threads when that is a
-/// whole number of warps within a block's limit, each holding 16 values; else None.
-fn vec_threads(tuning: &Tuning, dim: usize) -> Option<u32> {
+/// The lean norm kernels' block: dim / 16 threads when that is a whole number of warps
+/// within a block's limit, each holding 16 values in float4s; else None, and rows of `dim`
+/// take the scalar kernels. The lean ones take a third of the registers, so their blocks fit
+/// beside the GEMM blocks before them (engine/PERF-LOG.md, 2026-11-30 07:15).
+fn vec_threads(dim: usize) -> Option<u32> {
     let t = dim / 16;
-    (tuning.norm_vec && dim.is_multiple_of(16) && t.is_multiple_of(32) && t <= 1024)
-        .then_some(t as u32)
+    (dim.is_multiple_of(16) && t.is_multiple_of(32) && t <= 1024).then_some(t as u32)
 }
 
-/// The kernel `add_rmsnorm_into` runs for rows of `dim` under `gpu`'s tuning (tests check
-/// that an A/B really compares two kernels).
-pub fn add_rmsnorm_kernel(gpu: &Gpu, dim: usize) -> &'static str {
-    NORM_KERNELS[1][vec_threads(&gpu.tuning(), dim).is_some() as usize]
+/// The kernel `add_rmsnorm_into` runs for rows of `dim` (tests check which kernel a width
+/// reaches).
+pub fn add_rmsnorm_kernel(dim: usize) -> &'static str {
+    NORM_KERNELS[1][vec_threads(dim).is_some() as usize]
 }
 
 /// [plain, with the residual add][scalar rows, lean float4].
@@ -98,10 +99,10 @@ fn norm_into<O>(
     out: &mut CudaViewMut<'_, O>,
 ) -> Result<()> {
     let rows = norm_checks(scalar.unwrap_or(lean), x.len(), w.len(), out.len())?;
-    let vec = vec_threads(&gpu.tuning(), w.len());
+    let vec = vec_threads(w.len());
     check(scalar.is_some() || vec.is_some(), lean, || {
         format!(
-            "dim {} needs the lean kernel (LATLAB_NORM_VEC=1, dim / 16 a multiple of 32 up to 1024)",
+            "dim {} needs the lean kernel (dim / 16 a multiple of 32 up to 1024)",
             w.len()
         )
     })?;
@@ -164,8 +165,8 @@ pub fn add_rmsnorm_into(
     norm_into(gpu, (Some(s), v), x, Some(add), w, eps, out)
 }
 
-/// `rmsnorm_into` with f16 out, for the FP8 GEMMs that read x as f16 (`Tuning::fp8_x_f16`,
-/// `ops::skinny_gemm_fp8_xh_into`): each value is the bf16 one taken to f16 as those GEMMs
+/// `rmsnorm_into` with f16 out, for the FP8 GEMMs that read x as f16 (`ops::SkinnyX`, the
+/// `_xh` kernels): each value is the bf16 one taken to f16 as those GEMMs
 /// take bf16 x (saturating at +-65504), so they multiply the same bits. Lean kernels only.
 pub fn rmsnorm_f16_into(
     gpu: &Gpu,
@@ -230,25 +231,17 @@ pub fn swiglu_into(
 
 #[cfg(test)]
 mod tests {
-    use super::vec_threads;
-    use crate::gpu::Tuning;
+    use super::{add_rmsnorm_kernel, vec_threads};
 
     #[test]
-    fn lean_norm_takes_rows_of_whole_warps_only_when_switched_on() {
-        let on = Tuning {
-            norm_vec: true,
-            ..Tuning::default()
-        };
-        assert_eq!(vec_threads(&on, 4096), Some(256));
-        assert_eq!(vec_threads(&on, 1024), Some(64));
-        assert_eq!(vec_threads(&on, 16384), Some(1024));
-        assert_eq!(vec_threads(&on, 64), None, "4 threads: not a warp");
-        assert_eq!(vec_threads(&on, 4104), None, "not a multiple of 16");
-        assert_eq!(vec_threads(&on, 32768), None, "2048 threads");
-        let off = Tuning {
-            norm_vec: false,
-            ..Tuning::default()
-        };
-        assert_eq!(vec_threads(&off, 4096), None, "switched off");
+    fn lean_norm_takes_rows_of_whole_warps() {
+        assert_eq!(vec_threads(4096), Some(256));
+        assert_eq!(vec_threads(1024), Some(64));
+        assert_eq!(vec_threads(16384), Some(1024));
+        assert_eq!(vec_threads(64), None, "4 threads: not a warp");
+        assert_eq!(vec_threads(4104), None, "not a multiple of 16");
+        assert_eq!(vec_threads(32768), None, "2048 threads");
+        assert_eq!(add_rmsnorm_kernel(4096), "add_rmsnorm_vec");
+        assert_eq!(add_rmsnorm_kernel(64), "add_rmsnorm_rows");
     }
 }

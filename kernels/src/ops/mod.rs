@@ -10,7 +10,6 @@ mod decode_attention;
 mod elementwise;
 mod prefill_attention;
 mod skinny;
-mod skinny_fat;
 mod skinny_norm;
 mod skinny_plan;
 mod weight_layout;
@@ -30,14 +29,13 @@ pub use prefill_attention::{
     PREFILL_HEAD_DIM, prefill_attention_into, prefill_attention_supported,
 };
 pub use skinny::{
-    FP8_BLOCK, Fp8Matrix, GATE_UP_GROUP, SKINNY_MAX_ROWS, SkinnyWeights, SkinnyX, fp8_dequant_into,
+    FP8_BLOCK, Fp8Matrix, GATE_UP_GROUP, SKINNY_MAX_ROWS, SkinnyX, fp8_dequant_into,
     interleave_gate_up, skinny_gemm_fp8_into, skinny_gemm_fp8_swiglu_into, skinny_gemm_into,
     skinny_gemm_swiglu_into, skinny_linear_norm_into, skinny_swiglu_norm_into,
 };
-pub use skinny_fat::runs_fat;
 pub use skinny_norm::{NormEpi, norm_parts};
-pub use skinny_plan::{F16_X_STAGED_ROWS, skinny_kernel};
-pub use weight_layout::{STAGE_ROW_BYTES, WeightLayout, tile_codes, tile_weights, tiled_index};
+pub use skinny_plan::{STAGED_X_ROWS, SkinnyForm, skinny_kernel};
+pub use weight_layout::{STAGE_ROW_BYTES, WeightLayout, tile_weights, tiled_index};
 
 use crate::error::{KernelError, Result};
 

@@ -1,10 +1,9 @@
 //! Skinny GEMM on the tensor cores for decode batches (M <= 8 token rows): bf16 weights, or
-//! FP8 e4m3 weights with 128x128 block scales, dequantized in registers. f32 out. Each op
-//! has a register-pipeline kernel and bulk-copy ones (`Tuning::skinny_bulk_*`); which one a
-//! launch runs, and in what shape, is skinny_plan.rs's business.
+//! FP8 e4m3 weights with 128x128 block scales, dequantized in registers. f32 out. Which
+//! kernel a launch runs, and in what shape, is skinny_plan.rs's business.
 
 use super::skinny_norm::NormEpi;
-use super::skinny_plan::{Pipe, bulk_args, launch_cfg, start, weights};
+use super::skinny_plan::{bulk_args, launch_cfg, start, weights};
 use super::to_i32;
 use super::weight_layout::WeightLayout;
 use crate::error::{Result, check};
@@ -58,11 +57,10 @@ pub fn skinny_gemm_into(
     const OP: &str = "skinny_gemm_bf16";
     check_bf16_weights(OP, w.len(), n, k)?;
     let m = rows_of(OP, x.len(), k, y.len(), n)?;
-    launch_bf16(gpu, OP, x, (w, layout), (m, n, k), y, NormEpi::None)
+    launch_bf16(gpu, OP, x, (w, layout), (m, n, k), y)
 }
 
-/// Launch a bf16 skinny kernel whose shapes the caller checked: x [m, k], w [n, k], out,
-/// and the norm epilogue's buffers (checked here).
+/// Launch a bf16 skinny kernel whose shapes the caller checked: x [m, k], w [n, k], out.
 fn launch_bf16<O>(
     gpu: &Gpu,
     op: &'static str,
@@ -70,19 +68,16 @@ fn launch_bf16<O>(
     (w, layout): (&CudaView<'_, bf16>, WeightLayout),
     (m, n, k): (usize, usize, usize),
     out: &mut CudaViewMut<'_, O>,
-    epi: NormEpi<'_, '_>,
 ) -> Result<()> {
     let (mi, ni, ki) = (m as i32, to_i32(op, "n", n)?, to_i32(op, "k", k)?);
-    let epi_bytes = epi.check(op, m, n, op.ends_with("_swiglu"))?;
-    let (mut b, pipe) = start(gpu, op, (m, n, k), epi_bytes, false)?;
+    let (mut b, pipe) = start(gpu, op, (m, n, k), 0, false)?;
     b.input(x);
-    weights(&mut b, w, layout, pipe)?;
+    weights(&mut b, w)?;
     b.output(out).i32(mi).i32(ni).i32(ki);
     bulk_args(&mut b, pipe, layout);
-    norm_args(&mut b, pipe, m, epi)?;
     // SAFETY: the caller checked the shapes; k % 8 == 0 keeps every row 16-byte aligned
     // given cudarc's 256-byte-aligned allocations (views at row offsets keep it too).
-    unsafe { b.launch(launch_cfg(n, pipe)) }?;
+    unsafe { b.launch(launch_cfg(pipe)) }?;
     Ok(())
 }
 
@@ -90,8 +85,8 @@ fn launch_bf16<O>(
 /// [ceil(n / scale_rows), ceil(k / 128)] f32, real weight = code * scale_inv[n /
 /// scale_rows][k / 128]. scale_rows is 128 in the Qwen3-8B-FP8 layout (1: a row each).
 /// `interleave` > 0: the codes are gate|up rows interleaved by `interleave_gate_up` (n = 2
-/// x interleave) while the scales stay in gate-then-up order; 0: plain rows. `layout`:
-/// how the codes lie (the scales are always row-major).
+/// x interleave) while the scales stay in gate-then-up order; 0: plain rows. Codes and
+/// scales are row-major.
 pub struct Fp8Matrix<'a, 'b> {
     pub codes: &'a CudaView<'b, u8>,
     pub scale_inv: &'a CudaView<'b, f32>,
@@ -99,7 +94,6 @@ pub struct Fp8Matrix<'a, 'b> {
     pub n: usize,
     pub k: usize,
     pub interleave: usize,
-    pub layout: WeightLayout,
 }
 
 impl Fp8Matrix<'_, '_> {
@@ -167,23 +161,22 @@ fn launch_fp8<X: SkinnyX, O>(
     let epi_bytes = epi.check(op, m, w.n, op.ends_with("_swiglu"))?;
     let (mut b, pipe) = start(gpu, op, (m, w.n, w.k), epi_bytes, X::F16)?;
     b.input(x);
-    weights(&mut b, w.codes, w.layout, pipe)?;
+    weights(&mut b, w.codes)?;
     b.input(w.scale_inv).output(out);
     b.i32(m as i32).i32(ni).i32(ki).i32(ri).i32(il);
-    bulk_args(&mut b, pipe, w.layout);
-    norm_args(&mut b, pipe, m, epi)?;
+    bulk_args(&mut b, pipe, WeightLayout::Rows);
+    epi.push(&mut b, m)?;
     // SAFETY: the caller checked the shapes; k % 16 == 0 keeps every fp8 row 16-byte
     // aligned.
-    unsafe { b.launch(launch_cfg(w.n, pipe)) }?;
+    unsafe { b.launch(launch_cfg(pipe)) }?;
     Ok(())
 }
 
-/// The types x comes in to the FP8 skinny kernels: bf16, or f16 (`Tuning::fp8_x_f16`: the
-/// `_xh` bulk kernels, which read x as its producer wrote it, `rmsnorm_f16_into` or an f16
-/// SwiGLU act, instead of converting bf16 x to f16 at every ring stage of every block).
-/// The f16 values are the bf16 ones converted as those kernels convert them, so the sums
-/// are the same bits. With f16, a SwiGLU act is f16 too, and only the bulk-copy pipeline
-/// runs.
+/// The types x comes in to the FP8 skinny kernels: bf16, or f16 (the `_xh` kernels, which
+/// read x as its producer wrote it, `rmsnorm_f16_into` or an f16 SwiGLU act, instead of
+/// converting bf16 x to f16 at every ring stage of every block; the engine's FP8 decode at
+/// 2-8 rows). The f16 values are the bf16 ones converted as those kernels convert them, so
+/// the sums are the same bits. With f16, a SwiGLU act is f16 too.
 pub trait SkinnyX: cudarc::driver::DeviceRepr + sealed::Sealed {
     const F16: bool;
 }
@@ -248,7 +241,7 @@ pub fn skinny_gemm_swiglu_into(
     let n = 2 * inter;
     check_bf16_weights(OP, w.len(), n, k)?;
     let m = rows_of(OP, x.len(), k, act.len(), inter)?;
-    launch_bf16(gpu, OP, x, (w, layout), (m, n, k), act, NormEpi::None)
+    launch_bf16(gpu, OP, x, (w, layout), (m, n, k), act)
 }
 
 /// `skinny_gemm_swiglu_into` with FP8 weights: `w.interleave` must be `w.n / 2`. x and act
@@ -268,92 +261,43 @@ pub fn skinny_gemm_fp8_swiglu_into<X: SkinnyX>(
     launch_fp8(gpu, OP, x, w, m, sizes, act, NormEpi::None)
 }
 
-/// The bulk kernels' NormIo arguments; the register pipeline has none, so it takes only
-/// `NormEpi::None`.
-fn norm_args(b: &mut Launch<'_>, pipe: Pipe, m: usize, epi: NormEpi<'_, '_>) -> Result<()> {
-    match pipe {
-        Pipe::Bulk { .. } => epi.push(b, m),
-        // `start` picks the fat blocks only without a norm epilogue.
-        Pipe::Fat { .. } => Ok(()),
-        Pipe::Regs => check(epi.is_none(), b.op(), || {
-            "the norm epilogue needs the bulk-copy pipeline (LATLAB_SKINNY_BULK_*=1)".to_string()
-        }),
-    }
-}
-
-/// The weights of a decode GEMM with the norm folded in: bf16 [n, k] in a layout, or FP8.
-pub enum SkinnyWeights<'a, 'b> {
-    Bf16(&'a CudaView<'b, bf16>, WeightLayout),
-    Fp8(&'a Fp8Matrix<'a, 'b>),
-}
-
-/// `skinny_gemm_into` / `skinny_gemm_fp8_into` with decode's RMSNorm folded in: as the
-/// norm's consumer (`NormEpi::Scale`, x is the producer's hw) or producer
-/// (`NormEpi::AddNorm`, y is the residual). n, k: the matrix's shape.
+/// `skinny_gemm_fp8_into` with decode's RMSNorm folded in: as the norm's consumer
+/// (`NormEpi::Scale`, x is the producer's hw) or producer (`NormEpi::AddNorm`, y is the
+/// residual). FP8 weights only: the engine folds FP8 steps of one row, where it measured
+/// faster (bf16 steps keep their norm kernels; engine/PERF-LOG.md step 52).
 pub fn skinny_linear_norm_into(
     gpu: &Gpu,
     x: &CudaView<'_, bf16>,
-    w: SkinnyWeights<'_, '_>,
-    (n, k): (usize, usize),
+    w: &Fp8Matrix<'_, '_>,
     y: &mut CudaViewMut<'_, f32>,
     epi: NormEpi<'_, '_>,
 ) -> Result<()> {
-    match w {
-        SkinnyWeights::Bf16(w, layout) => {
-            const OP: &str = "skinny_gemm_bf16";
-            check_bf16_weights(OP, w.len(), n, k)?;
-            let m = rows_of(OP, x.len(), k, y.len(), n)?;
-            launch_bf16(gpu, OP, x, (w, layout), (m, n, k), y, epi)
-        }
-        SkinnyWeights::Fp8(w) => {
-            const OP: &str = "skinny_gemm_fp8";
-            let sizes = w.check(OP, 16)?;
-            check((w.n, w.k) == (n, k), OP, || {
-                format!("matrix {} x {} != {n} x {k}", w.n, w.k)
-            })?;
-            let m = rows_of(OP, x.len(), k, y.len(), n)?;
-            launch_fp8(gpu, OP, x, w, m, sizes, y, epi)
-        }
-    }
+    const OP: &str = "skinny_gemm_fp8";
+    let sizes = w.check(OP, 16)?;
+    let m = rows_of(OP, x.len(), w.k, y.len(), w.n)?;
+    launch_fp8(gpu, OP, x, w, m, sizes, y, epi)
 }
 
-/// `skinny_gemm_swiglu_into` / `skinny_gemm_fp8_swiglu_into` as a folded norm's consumer
-/// (`NormEpi::Scale`): x is the producer's hw; gate and up are scaled before SwiGLU.
+/// `skinny_gemm_fp8_swiglu_into` as a folded norm's consumer (`NormEpi::Scale`): x is the
+/// producer's hw; gate and up are scaled before SwiGLU.
 pub fn skinny_swiglu_norm_into(
     gpu: &Gpu,
     x: &CudaView<'_, bf16>,
-    w: SkinnyWeights<'_, '_>,
-    (inter, k): (usize, usize),
+    w: &Fp8Matrix<'_, '_>,
     act: &mut CudaViewMut<'_, bf16>,
     epi: NormEpi<'_, '_>,
 ) -> Result<()> {
-    match w {
-        SkinnyWeights::Bf16(w, layout) => {
-            const OP: &str = "skinny_gemm_bf16_swiglu";
-            check(inter > 0 && inter.is_multiple_of(GATE_UP_GROUP), OP, || {
-                format!("inter = {inter} must be a positive multiple of {GATE_UP_GROUP}")
-            })?;
-            check_bf16_weights(OP, w.len(), 2 * inter, k)?;
-            let m = rows_of(OP, x.len(), k, act.len(), inter)?;
-            launch_bf16(gpu, OP, x, (w, layout), (m, 2 * inter, k), act, epi)
-        }
-        SkinnyWeights::Fp8(w) => {
-            const OP: &str = "skinny_gemm_fp8_swiglu";
-            let sizes = w.check(OP, 16)?;
-            check(w.interleave == inter && w.k == k, OP, || {
-                format!(
-                    "matrix interleave {} / k {} != {inter} / {k}",
-                    w.interleave, w.k
-                )
-            })?;
-            let m = rows_of(OP, x.len(), k, act.len(), inter)?;
-            launch_fp8(gpu, OP, x, w, m, sizes, act, epi)
-        }
-    }
+    const OP: &str = "skinny_gemm_fp8_swiglu";
+    let sizes = w.check(OP, 16)?;
+    check(w.interleave > 0, OP, || {
+        "the matrix is not interleaved gate|up".to_string()
+    })?;
+    let m = rows_of(OP, x.len(), w.k, act.len(), w.interleave)?;
+    launch_fp8(gpu, OP, x, w, m, sizes, act, epi)
 }
 
-/// out [n, k] bf16 (row-major, whatever the codes' layout) = the FP8 matrix's values
-/// (prefill runs cuBLAS on them); k % 8 == 0.
+/// out [n, k] bf16 row-major = the FP8 matrix's values (prefill runs cuBLAS on them);
+/// k % 8 == 0.
 pub fn fp8_dequant_into(
     gpu: &Gpu,
     w: &Fp8Matrix<'_, '_>,
@@ -373,8 +317,7 @@ pub fn fp8_dequant_into(
         .i32(ni)
         .i32(ki)
         .i32(ri)
-        .i32(il)
-        .i32(w.layout.arg());
+        .i32(il);
     let cfg = LaunchConfig {
         grid_dim: (groups.div_ceil(256), 1, 1),
         block_dim: (256, 1, 1),

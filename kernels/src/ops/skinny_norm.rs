@@ -1,5 +1,5 @@
-//! Decode's RMSNorm folded into the skinny GEMMs around it (`Tuning::norm_epilogue`): the
-//! GEMM that ends a residual branch (o_proj, down) adds its sums to the f32 residual and
+//! Decode's RMSNorm folded into the FP8 skinny GEMMs around it (the engine folds FP8
+//! steps of one row): the GEMM that ends a residual branch (o_proj, down) adds its sums to the f32 residual and
 //! stores the next GEMM's x unscaled, with per-tile sums of squares; the next GEMM (qkv,
 //! gate|up) applies each row's scale to its sums. No norm kernel runs between them.
 //! skinny_norm.cuh (NormIo) holds the kernels' side and why.
@@ -90,9 +90,5 @@ impl NormEpi<'_, '_> {
             }
         }
         Ok(())
-    }
-
-    pub(super) fn is_none(&self) -> bool {
-        matches!(self, NormEpi::None)
     }
 }

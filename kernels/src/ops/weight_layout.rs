@@ -2,11 +2,10 @@
 //! warp fills each 16 KB ring stage with 1 KB of each of a 16-row tile's rows
 //! (skinny_bulk.cu). In the checkpoint's row-major layout those 16 pieces lie a row
 //! (8 KB at Qwen3-8B's k = 4096 in bf16) apart; in the tiled layout a stage's pieces lie
-//! side by side, so each stage is one contiguous run of bytes. H200, the 144 layer
-//! linears of a Qwen3-8B step streamed by the ring alone (kernels/tests/gpu_copy_ceiling,
-//! engine/PERF.md session 12): 4.23 TB/s row-major, 4.63 tiled; padding the rows' pitch
-//! did not close the gap, so it is the stage's contiguity, not a power-of-two stride.
-//! The register pipeline and cuBLAS read row-major only.
+//! side by side, so each stage is one contiguous run of bytes, which the ring streams
+//! faster (the lab's copy_ceiling; engine/PERF-LOG.md step 34: the stage's contiguity, not
+//! a power-of-two stride, since padding the rows' pitch did not close the gap). bf16
+//! weights only (`Tuning::tiled_weights`); FP8 codes and cuBLAS read row-major.
 
 use rayon::prelude::*;
 
@@ -15,7 +14,7 @@ use rayon::prelude::*;
 pub enum WeightLayout {
     /// Row-major [n, k], as checkpoints hold it (cuBLAS and every kernel read it).
     Rows,
-    /// `tile_weights`' order: only the bulk-copy skinny GEMMs and `fp8_dequant_into` read it.
+    /// `tile_weights`' order: only the bf16 skinny GEMMs read it.
     Tiled,
 }
 
@@ -36,16 +35,11 @@ pub fn tile_weights(w: &[half::bf16], n: usize, k: usize) -> Vec<half::bf16> {
     tile_rows(w, n, k)
 }
 
-/// FP8 codes [n, k] row-major -> the tiled layout (`tile_rows`).
-pub fn tile_codes(w: &[u8], n: usize, k: usize) -> Vec<u8> {
-    tile_rows(w, n, k)
-}
-
 /// w [n, k] row-major -> the tiled layout: tile by tile (16 rows; the last may have fewer),
 /// and inside a tile, piece by piece (STAGE_ROW_BYTES of each row; the last may be
 /// shorter), each piece's rows side by side. Element (r, c) lands at `tiled_index`. The
 /// pieces are counted in T's bytes, so T must be what the kernels read (bf16 or e4m3
-/// codes): the public wrappers fix it.
+/// codes): `tile_weights` fixes it to bf16.
 fn tile_rows<T: Copy + Send + Sync>(w: &[T], n: usize, k: usize) -> Vec<T> {
     assert_eq!(w.len(), n * k, "w is not {n} x {k}");
     let piece = (STAGE_ROW_BYTES / std::mem::size_of::<T>()).max(1);
@@ -83,7 +77,7 @@ pub fn tiled_index(row: usize, col: usize, n: usize, k: usize, elem: usize) -> u
 
 #[cfg(test)]
 mod tests {
-    use super::{WeightLayout, tile_codes, tile_weights, tiled_index};
+    use super::{WeightLayout, tile_rows, tile_weights, tiled_index};
     use half::bf16;
 
     #[test]
@@ -120,7 +114,7 @@ mod tests {
     fn bytes_take_1_kb_pieces() {
         let (n, k) = (16usize, 2048usize);
         let w: Vec<u8> = (0..n * k).map(|i| (i * 7 % 251) as u8).collect();
-        let t = tile_codes(&w, n, k);
+        let t = tile_rows(&w, n, k);
         assert_eq!(&t[1024..2048], &w[2048..3072], "row 1's first KB is second");
         assert_eq!(tiled_index(0, 1024, n, k, 1), 16 * 1024);
     }

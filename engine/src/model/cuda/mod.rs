@@ -77,9 +77,8 @@ impl CudaBackend {
         block_size: usize,
         opts: &GpuOptions,
     ) -> Result<Self> {
-        // Some kernel choices depend on the weights' type (Tuning::for_weights).
         let started = std::time::Instant::now();
-        let gpu = Gpu::new(&opts.for_weights(w.has_fp8())).map_err(kernel_err)?;
+        let gpu = Gpu::new(opts).map_err(kernel_err)?;
         let kernels_s = started.elapsed().as_secs_f64();
         let weights = GpuWeights::upload(&gpu, w)?;
         let deq = match weights.fp8_dequant_len() {
@@ -165,7 +164,7 @@ impl CudaBackend {
     }
 
     /// The layout each layer projection's decode GEMM reads, layer by layer (wqkv, wo,
-    /// wgu, wdown): lets tests see that a tuning switch reached the weights.
+    /// wgu, wdown): lets tests see that `Tuning::tiled_weights` reached the weights.
     pub fn decode_layouts(&self) -> Vec<kernels::ops::WeightLayout> {
         self.w
             .layers
@@ -175,21 +174,15 @@ impl CudaBackend {
             .collect()
     }
 
-    /// The layout lm_head's GEMM reads (`Tuning::tiled_lm_head`): lets tests see that the
-    /// switch reached the weights.
-    pub fn lm_head_layout(&self) -> kernels::ops::WeightLayout {
-        self.w.lm_head().1
-    }
-
-    /// Whether a decode step of `rows` rows runs its FP8 GEMMs on f16 x and its norms
-    /// unfolded (`Tuning::fp8_x_f16`, step/half_x.rs): lets tests see that an A/B compares
-    /// two paths.
+    /// Whether a decode step of `rows` rows folds its norms into the FP8 GEMMs
+    /// (step/fold.rs) or runs them on f16 x (step/half_x.rs): lets tests see which path a
+    /// batch takes.
     pub fn decode_path(&self, rows: usize) -> DecodePath {
         let hd = self.cfg.hidden_size;
-        let folds = step::folds_norms(&self.gpu, &self.w, rows, hd);
+        let folds = step::folds_norms(&self.w, rows, hd);
         DecodePath {
             folds_norms: folds,
-            f16_x: step::uses_f16_x(&self.gpu, &self.w, rows, hd, folds),
+            f16_x: step::uses_f16_x(&self.w, rows, hd, folds),
         }
     }
 

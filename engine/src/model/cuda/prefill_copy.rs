@@ -34,7 +34,6 @@ pub(super) fn make_copies(gpu: &Gpu, cfg: &ModelConfig, w: &mut GpuWeights) -> R
                 scale_inv,
                 scale_rows,
                 interleave,
-                layout,
                 prefill,
             } = lin
             else {
@@ -54,7 +53,6 @@ pub(super) fn make_copies(gpu: &Gpu, cfg: &ModelConfig, w: &mut GpuWeights) -> R
                 n,
                 k,
                 interleave: *interleave,
-                layout: *layout,
             };
             ops::fp8_dequant_into(gpu, &m8, &mut copy.as_view_mut()).map_err(kernel_err)?;
             bytes += n * k * std::mem::size_of::<bf16>();

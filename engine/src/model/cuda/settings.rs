@@ -30,12 +30,9 @@ mod tests {
         let t = &v["tuning"];
         assert_eq!(t["bulk_stages"], 4);
         assert_eq!(t["pdl"], true);
-        assert_eq!(t["tiled_weights"], "bf16");
-        assert_eq!(t["attention_cluster"], "on");
+        assert_eq!(t["tiled_weights"], true);
         assert_eq!(t["bulk_stages_wide"], 5);
-        assert_eq!(t["attention_mma"], true);
-        assert_eq!(t["norm_epilogue"], "fp8_up_to_1");
-        assert_eq!(t["fp8_x_f16"], true);
+        assert_eq!(t["attention_blocks"], 384);
         assert_eq!(t["smem_carveout"]["attention"], 100);
         assert!(t["smem_carveout"]["bf16_gemm"].is_null());
     }

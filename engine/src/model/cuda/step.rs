@@ -27,9 +27,9 @@ pub(super) use half_x::uses_f16_x;
 /// Which forms a decode step of some batch size runs (`CudaBackend::decode_path`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecodePath {
-    /// The inner norms folded into the GEMMs (`Tuning::norm_epilogue`).
+    /// The inner norms folded into the FP8 GEMMs (fold.rs: FP8 weights, one row).
     pub folds_norms: bool,
-    /// The FP8 GEMMs on f16 x (`Tuning::fp8_x_f16`).
+    /// The FP8 GEMMs on f16 x (half_x.rs: FP8 weights, 2-8 rows).
     pub f16_x: bool,
 }
 
@@ -55,8 +55,7 @@ pub(super) fn linear(
     linear_bf16(gpu, x, (w, None), n, k, y)
 }
 
-/// logits[rows, vocab] = x lm_head^T. A tiled lm_head has no row-major copy, so it runs
-/// only the skinny GEMM (in chunks of 8 rows when prefill wants more logits than that).
+/// logits[rows, vocab] = x lm_head^T.
 pub(super) fn lm_head_into(
     gpu: &Gpu,
     x: &CudaSlice<bf16>,
@@ -64,12 +63,7 @@ pub(super) fn lm_head_into(
     (vocab, hd): (usize, usize),
     logits: &mut CudaSlice<f32>,
 ) -> Result<()> {
-    match w.lm_head() {
-        (head, ops::WeightLayout::Rows) => linear(gpu, x, head, vocab, hd, logits),
-        (head, layout) => in_row_chunks(x, logits, vocab, hd, |xs, ys| {
-            ops::skinny_gemm_into(gpu, xs, &head.as_view(), layout, vocab, hd, ys)
-        }),
-    }
+    linear(gpu, x, w.lm_head(), vocab, hd, logits)
 }
 
 /// `linear` over a row-major matrix and, for the skinny GEMM, its tiled copy if any.
@@ -134,7 +128,7 @@ fn in_row_chunks(
 fn fp8_matrix<'a, 'b>(
     codes: &'a CudaView<'b, u8>,
     scale_inv: &'a CudaView<'b, f32>,
-    (scale_rows, interleave, layout): (usize, usize, ops::WeightLayout),
+    (scale_rows, interleave): (usize, usize),
     n: usize,
     k: usize,
 ) -> ops::Fp8Matrix<'a, 'b> {
@@ -145,15 +139,14 @@ fn fp8_matrix<'a, 'b>(
         n,
         k,
         interleave,
-        layout,
     }
 }
 
 /// `linear` for a layer projection, bf16 or FP8. FP8 runs the dequantizing skinny GEMM up
 /// to 8 rows (decode); above (prefill) it runs cuBLAS on the kept bf16 copy, or expands the
 /// matrix into `deq` first,
-/// which measured faster than 8-row passes over the codes (GPU.md: cuBLASLt FP8 buys
-/// nothing at small M, and prefill's M is large enough for bf16 tensor cores).
+/// which measured faster than 8-row passes over the codes (cuBLASLt FP8 buys nothing at
+/// small M, and prefill's M is large enough for bf16 tensor cores: engine/PERF.md).
 pub(super) fn linear_w(
     gpu: &Gpu,
     x: &CudaSlice<bf16>,
@@ -172,14 +165,8 @@ pub(super) fn linear_w(
             scale_inv,
             scale_rows,
             interleave,
-            layout,
             prefill,
-        } => (
-            codes,
-            scale_inv,
-            (*scale_rows, *interleave, *layout),
-            prefill,
-        ),
+        } => (codes, scale_inv, (*scale_rows, *interleave), prefill),
     };
     let (cv, sv) = (codes.as_view(), scale_inv.as_view());
     let m8 = fp8_matrix(&cv, &sv, how, n, k);
@@ -221,7 +208,7 @@ fn gate_up_act(
     } = sc;
     let rows = x.len() / k;
     if lw.gu_tiled && rows <= SKINNY_MAX_ROWS {
-        return fold::swiglu_decode(gpu, lw, (inter, k), (x, act), ops::NormEpi::None);
+        return swiglu_decode(gpu, &lw.wgu, (inter, k), (x, act));
     }
     linear_w(gpu, x, &lw.wgu, 2 * inter, k, sc_gu, deq)?;
     ops::swiglu_into(
@@ -234,9 +221,30 @@ fn gate_up_act(
     .map_err(kernel_err)
 }
 
+/// The decode MLP's first half in one kernel over interleaved gate|up weights: act =
+/// SwiGLU(x · gate|up).
+fn swiglu_decode(
+    gpu: &Gpu,
+    w: &GpuLinear,
+    (inter, k): (usize, usize),
+    (x, act): (&CudaSlice<bf16>, &mut CudaSlice<bf16>),
+) -> Result<()> {
+    let (xv, mut av) = (x.as_view(), act.as_view_mut());
+    match w {
+        GpuLinear::Bf16 { rows, tiled } => {
+            let (m, layout) = decode_bf16(rows, tiled.as_ref());
+            ops::skinny_gemm_swiglu_into(gpu, &xv, &m.as_view(), layout, inter, k, &mut av)
+                .map_err(kernel_err)
+        }
+        GpuLinear::Fp8 { .. } => fold::with_fp8(w, (2 * inter, k), |m8| {
+            ops::skinny_gemm_fp8_swiglu_into(gpu, &xv, m8, &mut av)
+        }),
+    }
+}
+
 /// Attention of the step's rows into `out`: the tensor-core prefill kernel for more rows
-/// than a decode batch when `Tuning::prefill_attention` is on and the geometry fits, else
-/// the split-context kernel with `splits` and its partials.
+/// than a decode batch where the geometry fits, else the split-context kernel with
+/// `splits` and its partials.
 fn attention(
     gpu: &Gpu,
     dims: AttnDims,
@@ -246,10 +254,7 @@ fn attention(
     out: &mut CudaSlice<bf16>,
 ) -> kernels::Result<()> {
     let rows = pa.ctx_lens.len();
-    if rows > SKINNY_MAX_ROWS
-        && gpu.tuning().prefill_attention
-        && ops::prefill_attention_supported(dims)
-    {
+    if rows > SKINNY_MAX_ROWS && ops::prefill_attention_supported(dims) {
         return ops::prefill_attention_into(gpu, dims, pa, &mut out.as_view_mut());
     }
     ops::decode_attention_into(gpu, dims, pa, splits, scratch, &mut out.as_view_mut())
@@ -283,8 +288,8 @@ pub(super) fn forward_layers(
         &mut sc.x.as_view_mut(),
     )
     .map_err(ke)?;
-    let fold = fold::folds_norms(gpu, w, meta.ids().len(), hd);
-    let xh = half_x::uses_f16_x(gpu, w, meta.ids().len(), hd, fold);
+    let fold = fold::folds_norms(w, meta.ids().len(), hd);
+    let xh = half_x::uses_f16_x(w, meta.ids().len(), hd, fold);
     for (li, lw) in w.layers.iter().enumerate() {
         // The previous layer's MLP output (in `o`) joins the residual here, fused with this
         // layer's input norm; with folded norms, the previous down did both (`h` holds its

@@ -14,9 +14,7 @@ use crate::weights::{Fp8Weight, Mat, ModelWeights};
 use kernels::Gpu;
 use kernels::bf16;
 use kernels::cudarc::driver::CudaSlice;
-use kernels::ops::{
-    FP8_BLOCK, GATE_UP_GROUP, WeightLayout, interleave_gate_up, tile_codes, tile_weights,
-};
+use kernels::ops::{FP8_BLOCK, GATE_UP_GROUP, WeightLayout, interleave_gate_up, tile_weights};
 use rayon::prelude::*;
 
 /// One (possibly fused) projection [n, k] on the device.
@@ -27,14 +25,13 @@ pub enum GpuLinear {
         rows: CudaSlice<bf16>,
         tiled: Option<CudaSlice<bf16>>,
     },
-    /// Codes [n, k] in `layout` and scale_inv [ceil(n / scale_rows), ceil(k / 128)];
+    /// Codes [n, k] row-major and scale_inv [ceil(n / scale_rows), ceil(k / 128)];
     /// `interleave` as `ops::Fp8Matrix` (gate|up interleaved: the intermediate size, else 0).
     Fp8 {
         codes: CudaSlice<u8>,
         scale_inv: CudaSlice<f32>,
         scale_rows: usize,
         interleave: usize,
-        layout: WeightLayout,
         /// The dequantized matrix in bf16 for prefill's cuBLAS GEMMs, kept from load
         /// (`CudaBackend::keep_fp8_prefill_copies`); None: prefill dequantizes into a
         /// scratch buffer every time.
@@ -55,8 +52,7 @@ impl GpuLinear {
     pub fn decode_layout(&self) -> WeightLayout {
         match self {
             GpuLinear::Bf16 { tiled: Some(_), .. } => WeightLayout::Tiled,
-            GpuLinear::Bf16 { tiled: None, .. } => WeightLayout::Rows,
-            GpuLinear::Fp8 { layout, .. } => *layout,
+            GpuLinear::Bf16 { tiled: None, .. } | GpuLinear::Fp8 { .. } => WeightLayout::Rows,
         }
     }
 }
@@ -78,20 +74,16 @@ pub struct GpuWeights {
     pub embed: CudaSlice<bf16>,
     pub layers: Vec<GpuLayer>,
     pub final_norm: CudaSlice<f32>,
-    /// None when tied to `embed`.
+    /// None when tied to `embed`. Row-major either way, for the skinny GEMM and, above 8
+    /// rows of logits, cuBLAS (tiled for the skinny GEMM, it measured no faster:
+    /// engine/PERF-LOG.md step 56).
     pub lm_head: Option<CudaSlice<bf16>>,
-    /// `lm_head`'s layout: tiled only when untied and `Tuning::tiles_lm_head` (then no
-    /// row-major copy exists: step.rs `lm_head_into` runs only the skinny GEMM on it).
-    pub lm_head_layout: WeightLayout,
 }
 
 impl GpuWeights {
-    /// lm_head [vocab, hidden] and its layout (the embedding, row-major, when tied).
-    pub fn lm_head(&self) -> (&CudaSlice<bf16>, WeightLayout) {
-        match &self.lm_head {
-            Some(h) => (h, self.lm_head_layout),
-            None => (&self.embed, WeightLayout::Rows),
-        }
+    /// lm_head [vocab, hidden] (the embedding when tied).
+    pub fn lm_head(&self) -> &CudaSlice<bf16> {
+        self.lm_head.as_ref().unwrap_or(&self.embed)
     }
 
     /// Bytes of the bf16 projections' tiled decode copies (`Tuning::tiled_weights`), held
@@ -187,34 +179,23 @@ fn fp8_parts(what: &str, mats: &[&Mat]) -> Result<Option<Fp8Parts>> {
     }))
 }
 
-/// FP8 codes [n, k] and their scales, the codes tiled where the tuning says so.
-fn upload_fp8(
-    gpu: &Gpu,
-    what: &str,
-    p: Fp8Parts,
-    interleave: usize,
-    (n, k): (usize, usize),
-) -> Result<GpuLinear> {
+/// FP8 codes [n, k] and their scales, row-major.
+fn upload_fp8(gpu: &Gpu, what: &str, p: Fp8Parts, interleave: usize) -> Result<GpuLinear> {
     let s = gpu.stream();
-    let (codes, layout) = if gpu.tuning().tiles_weights(true) {
-        (tile_codes(&p.codes, n, k), WeightLayout::Tiled)
-    } else {
-        (p.codes, WeightLayout::Rows)
-    };
     Ok(GpuLinear::Fp8 {
-        codes: s.clone_htod(&codes).map_err(gpu_err(what))?,
+        codes: s.clone_htod(&p.codes).map_err(gpu_err(what))?,
         scale_inv: s.clone_htod(&p.scales).map_err(gpu_err(what))?,
         scale_rows: p.scale_rows,
         interleave,
-        layout,
         prefill: None,
     })
 }
 
-/// A bf16 matrix [n, k] row-major, and tiled beside it where the tuning says so.
+/// A bf16 matrix [n, k] row-major, and tiled beside it unless the tuning says not to
+/// (`Tuning::tiled_weights`).
 fn upload_bf16(gpu: &Gpu, what: &str, w: Vec<bf16>, (n, k): (usize, usize)) -> Result<GpuLinear> {
     let s = gpu.stream();
-    let tiled = if gpu.tuning().tiles_weights(false) {
+    let tiled = if gpu.tuning().tiled_weights {
         Some(
             s.clone_htod(&tile_weights(&w, n, k))
                 .map_err(gpu_err(what))?,
@@ -232,7 +213,7 @@ fn upload_bf16(gpu: &Gpu, what: &str, w: Vec<bf16>, (n, k): (usize, usize)) -> R
 fn upload_linear(gpu: &Gpu, what: &str, mats: &[&Mat]) -> Result<GpuLinear> {
     let shape = (mats.iter().map(|m| m.rows).sum(), mats[0].cols);
     match fp8_parts(what, mats)? {
-        Some(parts) => upload_fp8(gpu, what, parts, 0, shape),
+        Some(parts) => upload_fp8(gpu, what, parts, 0),
         None => upload_bf16(gpu, what, to_bf16(mats), shape),
     }
 }
@@ -248,7 +229,7 @@ fn upload_gate_up(gpu: &Gpu, what: &str, gate: &Mat, up: &Mat) -> Result<(GpuLin
     let w = match fp8_parts(what, &[gate, up])? {
         Some(p) => {
             let codes = interleave_gate_up(&p.codes[..half], &p.codes[half..], k);
-            upload_fp8(gpu, what, Fp8Parts { codes, ..p }, inter, (2 * inter, k))?
+            upload_fp8(gpu, what, Fp8Parts { codes, ..p }, inter)?
         }
         None => {
             let w = to_bf16(&[gate, up]);
@@ -281,24 +262,15 @@ impl GpuWeights {
                 wdown: upload_linear(gpu, &name("down_proj"), &[&l.down_proj])?,
             });
         }
-        let (lm_head, lm_head_layout) = match &w.lm_head {
-            Some(m) if gpu.tuning().tiles_lm_head() => {
-                let tiled = tile_weights(&to_bf16(&[m]), m.rows, m.cols);
-                let h = gpu
-                    .stream()
-                    .clone_htod(&tiled)
-                    .map_err(gpu_err("lm_head"))?;
-                (Some(h), WeightLayout::Tiled)
-            }
-            Some(m) => (Some(upload_mats(gpu, "lm_head", &[m])?), WeightLayout::Rows),
-            None => (None, WeightLayout::Rows),
+        let lm_head = match &w.lm_head {
+            Some(m) => Some(upload_mats(gpu, "lm_head", &[m])?),
+            None => None,
         };
         Ok(GpuWeights {
             embed: upload_mats(gpu, "embed", &[&w.embed])?,
             layers,
             final_norm: upload_f32(gpu, "final_norm", &w.final_norm)?,
             lm_head,
-            lm_head_layout,
         })
     }
 }

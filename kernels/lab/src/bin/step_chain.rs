@@ -54,8 +54,7 @@ fn decode_step_marginal_costs() {
     ];
     println!("| weights | m | step | us | minus whole step |");
     for fp8 in weights {
-        // As the engine makes it for these weights (Tuning::for_weights).
-        let g = Gpu::new(&opts.for_weights(fp8)).unwrap();
+        let g = Gpu::new(&opts).unwrap();
         let head: CudaSlice<bf16> = g.stream().alloc_zeros(VOCAB * HIDDEN).unwrap();
         let mut layers = Layer::all_zeros(&g, fp8);
         for &m in &batches {

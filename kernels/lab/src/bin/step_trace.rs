@@ -87,8 +87,7 @@ fn decode_step_block_timeline() {
     let twice = std::env::var("LATLAB_TRACE_ATTENTION_TWICE").as_deref() == Ok("1");
     let (weights, batches) = cases();
     for fp8 in weights {
-        // As the engine makes it for these weights (Tuning::for_weights).
-        let base = env.for_weights(fp8);
+        let base = env.clone();
         let plain = Gpu::new(&base).unwrap();
         let traced = Gpu::new(&GpuOptions {
             trace_events: BLOCKS,

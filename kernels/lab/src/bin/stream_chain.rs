@@ -110,7 +110,6 @@ impl W {
                     n,
                     k,
                     interleave: 0,
-                    layout: ops::WeightLayout::Rows,
                 };
                 ops::skinny_gemm_fp8_into(g, &xv, &m8, &mut yv)
             }

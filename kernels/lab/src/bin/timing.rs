@@ -68,7 +68,6 @@ fn qwen3_8b_step_kernel_times() {
                     n,
                     k,
                     interleave: 0,
-                    layout: ops::WeightLayout::Rows,
                 };
                 ops::skinny_gemm_fp8_into(&g, &x.as_view(), &m8, &mut y.as_view_mut()).unwrap()
             });
@@ -222,9 +221,9 @@ fn qwen3_8b_step_kernel_times() {
 }
 
 /// The tunings to compare, each on its own `Gpu` over the same buffers (one context): the
-/// skinny GEMMs' register pipeline against the bulk-copy one (bf16 and FP8) at several
-/// ring depths (`Tuning::bulk_stages`); PDL off/on with `LATLAB_TIMING_SWEEP=pdl`;
-/// `LATLAB_TIMING_SWEEP=0` times only the defaults.
+/// skinny GEMMs at several ring depths (`Tuning::bulk_stages` / `_small`, bf16 and FP8
+/// alike); PDL off/on with `LATLAB_TIMING_SWEEP=pdl`; `LATLAB_TIMING_SWEEP=0` times only
+/// the defaults.
 fn tuning_variants() -> Vec<(String, Gpu)> {
     let base = GpuOptions::from_env().unwrap();
     let d = base.tuning;
@@ -245,15 +244,8 @@ fn tuning_variants() -> Vec<(String, Gpu)> {
             }
         }
         _ => {
-            add(Tuning {
-                skinny_bulk_bf16: false,
-                skinny_bulk_fp8: false,
-                ..d
-            });
             for (bulk_stages, bulk_stages_small) in [(4, 4), (4, 6), (3, 6), (4, 8)] {
                 add(Tuning {
-                    skinny_bulk_bf16: true,
-                    skinny_bulk_fp8: true,
                     bulk_stages,
                     bulk_stages_small,
                     fp8_bulk_stages: bulk_stages,
@@ -270,17 +262,12 @@ fn tuning_variants() -> Vec<(String, Gpu)> {
                 tuning: t,
                 ..base.clone()
             };
-            let pipe = |bulk: bool| {
-                if bulk {
-                    format!("bulk x{}/{}", t.bulk_stages, t.bulk_stages_small)
-                } else {
-                    "regs".to_string()
-                }
-            };
             let label = format!(
-                "bf16 {}, fp8 {}, pdl {}",
-                pipe(t.skinny_bulk_bf16),
-                pipe(t.skinny_bulk_fp8),
+                "bf16 rings x{}/{}, fp8 x{}/{}, pdl {}",
+                t.bulk_stages,
+                t.bulk_stages_small,
+                t.fp8_bulk_stages,
+                t.fp8_bulk_stages_small,
                 t.pdl as u8
             );
             (label, Gpu::new(&opts).unwrap())
@@ -369,7 +356,6 @@ fn whole_model_linears(g: &Gpu, tunings: &[(String, Gpu)], quick: bool) {
                                     n,
                                     k,
                                     interleave: 0,
-                                    layout: ops::WeightLayout::Rows,
                                 },
                                 &mut ys,
                             ),

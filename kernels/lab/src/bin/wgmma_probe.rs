@@ -298,7 +298,6 @@ fn fp8_decode_gemm_on_the_warpgroup_mma() {
                         n,
                         k,
                         interleave: 0,
-                        layout: ops::WeightLayout::Rows,
                     };
                     ops::skinny_gemm_fp8_into(&g, &xb.as_view(), &m8, &mut y.as_view_mut())
                         .unwrap();

@@ -80,10 +80,10 @@ impl Linear {
         }
     }
 
-    /// The layout the engine would upload these weights in (`Tuning::tiles_weights`); the
+    /// The layout the engine would upload bf16 weights in (`Tuning::tiled_weights`); the
     /// weights are zeros or a repeated block, so only the kernels' addressing follows it.
-    fn layout(g: &Gpu, fp8: bool) -> ops::WeightLayout {
-        if g.tuning().tiles_weights(fp8) {
+    fn layout(g: &Gpu) -> ops::WeightLayout {
+        if g.tuning().tiled_weights {
             ops::WeightLayout::Tiled
         } else {
             ops::WeightLayout::Rows
@@ -91,7 +91,6 @@ impl Linear {
     }
 
     fn fp8<'a, 'b>(
-        g: &Gpu,
         codes: &'a kernels::cudarc::driver::CudaView<'b, u8>,
         scales: &'a kernels::cudarc::driver::CudaView<'b, f32>,
         n: usize,
@@ -105,7 +104,6 @@ impl Linear {
             n,
             k,
             interleave,
-            layout: Self::layout(g, true),
         }
     }
 
@@ -114,11 +112,11 @@ impl Linear {
         let (xv, mut yv) = (x.as_view(), y.as_view_mut());
         match self {
             Linear::Bf16(w) => {
-                ops::skinny_gemm_into(g, &xv, &w.as_view(), Self::layout(g, false), n, k, &mut yv)
+                ops::skinny_gemm_into(g, &xv, &w.as_view(), Self::layout(g), n, k, &mut yv)
             }
             Linear::Fp8(c, s) => {
                 let (cv, sv) = (c.as_view(), s.as_view());
-                ops::skinny_gemm_fp8_into(g, &xv, &Self::fp8(g, &cv, &sv, n, k, 0), &mut yv)
+                ops::skinny_gemm_fp8_into(g, &xv, &Self::fp8(&cv, &sv, n, k, 0), &mut yv)
             }
         }
         .unwrap()
@@ -128,13 +126,13 @@ impl Linear {
         matches!(self, Linear::Fp8(..))
     }
 
-    /// `run` on f16 x (`Tuning::fp8_x_f16`); FP8 weights only.
+    /// `run` on f16 x (the engine's FP8 decode at 2-8 rows); FP8 weights only.
     pub fn run_f16(&self, g: &Gpu, x: &CudaSlice<f16>, n: usize, k: usize, y: &mut CudaSlice<f32>) {
         let Linear::Fp8(c, s) = self else {
             panic!("f16 x runs FP8 projections only")
         };
         let (cv, sv) = (c.as_view(), s.as_view());
-        let m8 = Self::fp8(g, &cv, &sv, n, k, 0);
+        let m8 = Self::fp8(&cv, &sv, n, k, 0);
         ops::skinny_gemm_fp8_into(g, &x.as_view(), &m8, &mut y.as_view_mut()).unwrap()
     }
 
@@ -144,11 +142,12 @@ impl Linear {
             panic!("f16 x runs FP8 projections only")
         };
         let (cv, sv) = (c.as_view(), s.as_view());
-        let m8 = Self::fp8(g, &cv, &sv, 2 * INTER, HIDDEN, INTER);
+        let m8 = Self::fp8(&cv, &sv, 2 * INTER, HIDDEN, INTER);
         ops::skinny_gemm_fp8_swiglu_into(g, &x.as_view(), &m8, &mut act.as_view_mut()).unwrap()
     }
 
-    /// `run` with a folded norm's epilogue (`ops::NormEpi`, Tuning::norm_epilogue).
+    /// `run` with a folded norm's epilogue (`ops::NormEpi`; the engine's FP8 decode at one
+    /// row); FP8 weights only.
     pub fn run_epi(
         &self,
         g: &Gpu,
@@ -157,26 +156,12 @@ impl Linear {
         y: &mut CudaSlice<f32>,
         epi: ops::NormEpi<'_, '_>,
     ) {
-        let (xv, mut yv) = (x.as_view(), y.as_view_mut());
-        match self {
-            Linear::Bf16(w) => {
-                let sw = ops::SkinnyWeights::Bf16(&w.as_view(), Self::layout(g, false));
-                ops::skinny_linear_norm_into(g, &xv, sw, (n, k), &mut yv, epi)
-            }
-            Linear::Fp8(c, s) => {
-                let (cv, sv) = (c.as_view(), s.as_view());
-                let m8 = Self::fp8(g, &cv, &sv, n, k, 0);
-                ops::skinny_linear_norm_into(
-                    g,
-                    &xv,
-                    ops::SkinnyWeights::Fp8(&m8),
-                    (n, k),
-                    &mut yv,
-                    epi,
-                )
-            }
-        }
-        .unwrap()
+        let Linear::Fp8(c, s) = self else {
+            panic!("folded norms run FP8 projections only")
+        };
+        let (cv, sv) = (c.as_view(), s.as_view());
+        let m8 = Self::fp8(&cv, &sv, n, k, 0);
+        ops::skinny_linear_norm_into(g, &x.as_view(), &m8, &mut y.as_view_mut(), epi).unwrap()
     }
 
     /// `run_swiglu` as a folded norm's consumer (x: hw, ss: the producer's sums).
@@ -189,25 +174,12 @@ impl Linear {
     ) {
         let (xv, mut av, sv) = (x.as_view(), act.as_view_mut(), ss.as_view());
         let epi = ops::NormEpi::Scale { ss: &sv, eps: 1e-6 };
-        match self {
-            Linear::Bf16(w) => {
-                let sw = ops::SkinnyWeights::Bf16(&w.as_view(), Self::layout(g, false));
-                ops::skinny_swiglu_norm_into(g, &xv, sw, (INTER, HIDDEN), &mut av, epi)
-            }
-            Linear::Fp8(c, s) => {
-                let (cv, scv) = (c.as_view(), s.as_view());
-                let m8 = Self::fp8(g, &cv, &scv, 2 * INTER, HIDDEN, INTER);
-                ops::skinny_swiglu_norm_into(
-                    g,
-                    &xv,
-                    ops::SkinnyWeights::Fp8(&m8),
-                    (INTER, HIDDEN),
-                    &mut av,
-                    epi,
-                )
-            }
-        }
-        .unwrap()
+        let Linear::Fp8(c, s) = self else {
+            panic!("folded norms run FP8 projections only")
+        };
+        let (cv, scv) = (c.as_view(), s.as_view());
+        let m8 = Self::fp8(&cv, &scv, 2 * INTER, HIDDEN, INTER);
+        ops::skinny_swiglu_norm_into(g, &xv, &m8, &mut av, epi).unwrap()
     }
 
     /// act = SwiGLU(x gate|up^T), the fused decode kernel.
@@ -218,14 +190,14 @@ impl Linear {
                 g,
                 &xv,
                 &w.as_view(),
-                Self::layout(g, false),
+                Self::layout(g),
                 INTER,
                 HIDDEN,
                 &mut av,
             ),
             Linear::Fp8(c, s) => {
                 let (cv, sv) = (c.as_view(), s.as_view());
-                let m8 = Self::fp8(g, &cv, &sv, 2 * INTER, HIDDEN, INTER);
+                let m8 = Self::fp8(&cv, &sv, 2 * INTER, HIDDEN, INTER);
                 ops::skinny_gemm_fp8_swiglu_into(g, &xv, &m8, &mut av)
             }
         }

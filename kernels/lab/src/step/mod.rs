@@ -82,11 +82,11 @@ impl Layer {
 }
 
 /// One decode step for `m` rows, with `omit`'s kernels left out, in the engine's order
-/// (engine/src/model/cuda/step.rs), with the inner norms folded into the GEMMs where the
-/// tuning says so (`Tuning::norm_epilogue`; "without norms" then leaves out only the first
-/// and the last), and else FP8 GEMMs on f16 x where it says that (`Tuning::fp8_x_f16`,
-/// engine/src/model/cuda/step/half_x.rs: the norms before qkv and gate|up write f16, and
-/// gate|up's SwiGLU its act).
+/// (engine/src/model/cuda/step.rs): FP8 weights at one row fold the inner norms into the
+/// GEMMs (engine/src/model/cuda/step/fold.rs; "without norms" then leaves out only the
+/// first and the last), FP8 weights at 2-8 rows run the GEMMs on f16 x
+/// (step/half_x.rs: the norms before qkv and gate|up write f16, and gate|up's SwiGLU its
+/// act), bf16 weights neither.
 pub fn step(
     g: &Gpu,
     m: usize,
@@ -118,14 +118,10 @@ pub fn step(
         }
         .unwrap()
     };
-    let fold = g.tuning().folds_norms(m);
-    // As the engine decides it (step/half_x.rs `uses_f16_x`), so that a tuning which turns
-    // off the bulk FP8 pipeline or the lean norms runs the bf16-x path instead of failing.
-    let half = !fold
-        && g.tuning().fp8_x_f16
-        && g.tuning().skinny_bulk_fp8
-        && ops::add_rmsnorm_kernel(g, HIDDEN) == "add_rmsnorm_vec"
-        && layers[0].qkv.is_fp8();
+    // As the engine decides it (step/fold.rs `folds_norms`, step/half_x.rs `uses_f16_x`).
+    let fp8 = layers[0].qkv.is_fp8();
+    let fold = fp8 && m == 1;
+    let half = fp8 && !fold;
     // `norm` into h16 (the f16-x path).
     let norm16 = |b: &mut Buffers, first: bool| {
         if omit.norms {

@@ -1,64 +1,58 @@
-//! Decode's inner RMSNorms folded into the skinny GEMMs around them (`Tuning::norm_epilogue`,
-//! `ops::NormEpi`): which forwards fold, and the layer's linears with the epilogues that
-//! replace the norm kernels. `forward_layers` (step.rs) calls these where it would run
-//! `add_rmsnorm` and the plain linears.
+//! Decode's inner RMSNorms folded into the FP8 skinny GEMMs around them (`ops::NormEpi`):
+//! which forwards fold, and the layer's linears with the epilogues that replace the norm
+//! kernels. `forward_layers` (step.rs) calls these where it would run `add_rmsnorm` and
+//! the plain linears.
+//!
+//! Only FP8 steps of one row fold. The epilogues cost about what the norm kernels did, and
+//! pay only where the GEMMs around them are shortest; bf16 steps and FP8 steps of more
+//! rows ran as fast or faster with the norm kernels (engine/PERF-LOG.md steps 52-54).
 
-use super::{Scratch, decode_bf16, fp8_matrix};
-use crate::error::Result;
+use super::{Scratch, fp8_matrix};
+use crate::error::{EngineError, Result};
 use crate::model::cuda::kernel_err;
 use crate::model::cuda::weights::{GpuLayer, GpuLinear, GpuWeights};
 use kernels::Gpu;
 use kernels::bf16;
 use kernels::cudarc::driver::CudaSlice;
-use kernels::ops::{self, SKINNY_MAX_ROWS};
+use kernels::ops;
 
-/// Whether a forward over `rows` tokens folds its inner norms into the GEMMs
-/// (`Tuning::norm_epilogue`, `ops::NormEpi`): a decode batch whose every projection runs on
-/// the bulk pipeline, with gate|up fused, and a hidden size whose partial sums come in
-/// fours (16-byte copies).
-pub(in crate::model::cuda) fn folds_norms(
-    gpu: &Gpu,
-    w: &GpuWeights,
-    rows: usize,
-    hidden: usize,
-) -> bool {
-    let t = gpu.tuning();
-    let bulk = |l: &GpuLinear| match l {
-        GpuLinear::Bf16 { .. } => t.skinny_bulk_bf16,
-        GpuLinear::Fp8 { .. } => t.skinny_bulk_fp8,
-    };
-    t.folds_norms(rows)
-        && rows <= SKINNY_MAX_ROWS
+/// The decode batches that fold their norms: one row.
+const FOLD_ROWS: usize = 1;
+
+/// Whether a forward over `rows` tokens folds its inner norms into the GEMMs: a decode
+/// batch of `FOLD_ROWS`, every layer projection FP8, gate|up interleaved (fused with
+/// SwiGLU), and a hidden size whose partial sums come in fours (16-byte copies).
+pub(in crate::model::cuda) fn folds_norms(w: &GpuWeights, rows: usize, hidden: usize) -> bool {
+    let fp8 = |l: &GpuLinear| matches!(l, GpuLinear::Fp8 { .. });
+    rows <= FOLD_ROWS
         && ops::norm_parts(hidden).is_multiple_of(4)
         && w.layers
             .iter()
-            .all(|l| l.gu_tiled && bulk(&l.wqkv) && bulk(&l.wo) && bulk(&l.wgu) && bulk(&l.wdown))
+            .all(|l| l.gu_tiled && fp8(&l.wqkv) && fp8(&l.wo) && fp8(&l.wgu) && fp8(&l.wdown))
 }
 
-/// Run `f` with the skinny GEMM's view of a projection of `n` x `k` (`interleave`: the
-/// FP8 gate|up's). half_x.rs takes its FP8 matrices through it too.
-pub(super) fn with_skinny_weights<R>(
+/// Run `f` on an FP8 projection of `n` x `k` as the skinny GEMM takes it (`interleave`: the
+/// gate|up's). half_x.rs takes its matrices through it too.
+pub(super) fn with_fp8(
     w: &GpuLinear,
     (n, k): (usize, usize),
-    f: impl FnOnce(ops::SkinnyWeights<'_, '_>) -> R,
-) -> R {
+    f: impl FnOnce(&ops::Fp8Matrix<'_, '_>) -> kernels::Result<()>,
+) -> Result<()> {
     match w {
-        GpuLinear::Bf16 { rows, tiled } => {
-            let (m, layout) = decode_bf16(rows, tiled.as_ref());
-            f(ops::SkinnyWeights::Bf16(&m.as_view(), layout))
-        }
         GpuLinear::Fp8 {
             codes,
             scale_inv,
             scale_rows,
             interleave,
-            layout,
             ..
         } => {
             let (cv, sv) = (codes.as_view(), scale_inv.as_view());
-            let m8 = fp8_matrix(&cv, &sv, (*scale_rows, *interleave, *layout), n, k);
-            f(ops::SkinnyWeights::Fp8(&m8))
+            f(&fp8_matrix(&cv, &sv, (*scale_rows, *interleave), n, k)).map_err(kernel_err)
         }
+        // `folds_norms` and `uses_f16_x` admit FP8 layers only.
+        GpuLinear::Bf16 { .. } => Err(EngineError::Backend(
+            "folded norms and f16 x run FP8 projections only".into(),
+        )),
     }
 }
 
@@ -71,27 +65,9 @@ fn linear_folded(
     y: &mut CudaSlice<f32>,
     epi: ops::NormEpi<'_, '_>,
 ) -> Result<()> {
-    with_skinny_weights(w, (n, k), |sw| {
-        ops::skinny_linear_norm_into(gpu, &x.as_view(), sw, (n, k), &mut y.as_view_mut(), epi)
+    with_fp8(w, (n, k), |m8| {
+        ops::skinny_linear_norm_into(gpu, &x.as_view(), m8, &mut y.as_view_mut(), epi)
     })
-    .map_err(kernel_err)
-}
-
-/// The decode MLP's first half in one kernel over interleaved gate|up weights: act =
-/// SwiGLU(x · gate|up), with a folded norm's scale when `epi` says so
-/// (`ops::NormEpi::Scale`: x is the producer's hw).
-pub(super) fn swiglu_decode(
-    gpu: &Gpu,
-    lw: &GpuLayer,
-    (inter, k): (usize, usize),
-    (x, act): (&CudaSlice<bf16>, &mut CudaSlice<bf16>),
-    epi: ops::NormEpi<'_, '_>,
-) -> Result<()> {
-    with_skinny_weights(&lw.wgu, (2 * inter, k), |sw| {
-        let (xv, mut av) = (x.as_view(), act.as_view_mut());
-        ops::skinny_swiglu_norm_into(gpu, &xv, sw, (inter, k), &mut av, epi)
-    })
-    .map_err(kernel_err)
 }
 
 /// qkv as the input norm's consumer: x is the previous down's hw in `sc.h`, the row scales
@@ -135,7 +111,9 @@ pub(super) fn after_attention(
         ss: &ss.as_view(),
         eps,
     };
-    swiglu_decode(gpu, lw, (inter, hd), (h, act), epi)?;
+    with_fp8(&lw.wgu, (2 * inter, hd), |m8| {
+        ops::skinny_swiglu_norm_into(gpu, &h.as_view(), m8, &mut act.as_view_mut(), epi)
+    })?;
     let Scratch {
         x, h, ss, act, o, ..
     } = &mut *sc;
@@ -146,12 +124,8 @@ pub(super) fn after_attention(
                 hw: &mut h.as_view_mut(),
                 ss: &mut ss.as_view_mut(),
             };
-            linear_folded(gpu, act, &lw.wdown, (hd, inter), x, epi)?;
+            linear_folded(gpu, act, &lw.wdown, (hd, inter), x, epi)
         }
-        None => {
-            let epi = ops::NormEpi::None;
-            linear_folded(gpu, act, &lw.wdown, (hd, inter), o, epi)?;
-        }
+        None => linear_folded(gpu, act, &lw.wdown, (hd, inter), o, ops::NormEpi::None),
     }
-    Ok(())
 }

@@ -1,36 +1,34 @@
-//! FP8 decode with x as f16 (`Tuning::fp8_x_f16`, `ops::SkinnyX`): the norms before qkv
-//! and gate|up write f16 (`ops::rmsnorm_f16_into`), gate|up's SwiGLU writes its act in
-//! f16, and the FP8 GEMMs read them as they are, so no block converts bf16 x at every ring
-//! stage. Same bits as the bf16 path. o_proj keeps its bf16 x (the attention's output);
-//! the final norm stays bf16 for lm_head. `forward_layers` (step.rs) calls these where it
-//! would run the norms and those linears.
+//! FP8 decode with x as f16 (`ops::SkinnyX`), for the batches whose norms do not fold
+//! (2-8 rows): the norms before qkv and gate|up write f16 (`ops::rmsnorm_f16_into`),
+//! gate|up's SwiGLU writes its act in f16, and the FP8 GEMMs read them as they are, so no
+//! block converts bf16 x at every ring stage (engine/PERF-LOG.md step 53). Same bits as
+//! bf16 x. o_proj keeps its bf16 x (the attention's output); the final norm stays bf16 for
+//! lm_head. `forward_layers` (step.rs) calls these where it would run the norms and those
+//! linears.
 
 use super::Scratch;
-use super::fold::with_skinny_weights;
-use crate::error::{EngineError, Result};
+use super::fold::with_fp8;
+use crate::error::Result;
 use crate::model::cuda::kernel_err;
 use crate::model::cuda::weights::{GpuLayer, GpuLinear, GpuWeights};
 use kernels::cudarc::driver::CudaSlice;
 use kernels::ops::{self, SKINNY_MAX_ROWS};
 use kernels::{Gpu, f16};
 
-/// Whether a forward over `rows` tokens runs its FP8 GEMMs on f16 x: asked for, a decode
-/// batch, no folded norms (`folds`), the lean norm kernels, and every layer's qkv, gate|up
-/// (fused with SwiGLU) and down FP8 on the bulk pipeline.
+/// Whether a forward over `rows` tokens runs its FP8 GEMMs on f16 x: a decode batch
+/// whose norms do not fold (`folds`), a hidden size the lean norm kernels take (the f16
+/// norms have no scalar form), and every layer's qkv, gate|up (fused with SwiGLU) and down
+/// FP8.
 pub(in crate::model::cuda) fn uses_f16_x(
-    gpu: &Gpu,
     w: &GpuWeights,
     rows: usize,
     hidden: usize,
     folds: bool,
 ) -> bool {
-    let t = gpu.tuning();
     let fp8 = |l: &GpuLinear| matches!(l, GpuLinear::Fp8 { .. });
-    t.fp8_x_f16
-        && !folds
+    !folds
         && rows <= SKINNY_MAX_ROWS
-        && t.skinny_bulk_fp8
-        && ops::add_rmsnorm_kernel(gpu, hidden) == "add_rmsnorm_vec"
+        && ops::add_rmsnorm_kernel(hidden) == "add_rmsnorm_vec"
         && w.layers
             .iter()
             .all(|l| l.gu_tiled && fp8(&l.wqkv) && fp8(&l.wgu) && fp8(&l.wdown))
@@ -53,22 +51,6 @@ pub(super) fn norm(
         ops::rmsnorm_f16_into(gpu, &mut xv, &wv, eps, &mut hv)
     }
     .map_err(kernel_err)
-}
-
-/// Run `f` on an FP8 projection of `n` x `k` as the skinny GEMM takes it
-/// (`fold::with_skinny_weights`).
-fn with_fp8(
-    w: &GpuLinear,
-    (n, k): (usize, usize),
-    f: impl FnOnce(&ops::Fp8Matrix<'_, '_>) -> kernels::Result<()>,
-) -> Result<()> {
-    with_skinny_weights(w, (n, k), |sw| match sw {
-        ops::SkinnyWeights::Fp8(m8) => f(m8).map_err(kernel_err),
-        // `uses_f16_x` admits FP8 layers only.
-        ops::SkinnyWeights::Bf16(..) => Err(EngineError::Backend(
-            "x as f16 runs FP8 projections only".into(),
-        )),
-    })
 }
 
 /// y = x wᵀ for an FP8 projection over f16 x [rows <= 8, k].

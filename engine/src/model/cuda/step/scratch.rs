@@ -21,7 +21,7 @@ pub(in crate::model::cuda) struct Scratch {
     /// The folded norms' partial sums of squares (`ops::NormEpi`): [rows, hidden / 16]
     /// (one element above a decode batch's rows, as `h16` and `act16`).
     pub(in crate::model::cuda::step) ss: CudaSlice<f32>,
-    /// FP8 decode's x as f16 (`Tuning::fp8_x_f16`, half_x.rs): the norms' and the act.
+    /// FP8 decode's x as f16 at 2-8 rows (half_x.rs): the norms' and the act.
     pub(in crate::model::cuda::step) h16: CudaSlice<f16>,
     pub(in crate::model::cuda::step) act16: CudaSlice<f16>,
     /// Split-context attention: how many splits and their partial states

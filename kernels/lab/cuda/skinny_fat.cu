@@ -1,19 +1,20 @@
-// Skinny GEMM for decode at one token row, the "fat" block (`Tuning::bf16_fat`,
-// ops::skinny_plan): one CTA per SM holds `groups` (2 or 3) of skinny_bulk.cu's rings, each
-// a producer warp and 8 multiplying warps on their own 16-row tiles, and they share one copy
-// of x, staged in shared memory once per launch. bf16 weights only.
+// Lab kernel (bin/copy_ceiling.rs times it), out of the engine since it lost there: the
+// skinny GEMM for decode at one token row as a "fat" block. One CTA per SM holds `groups`
+// (2 or 3) of skinny_bulk.cu's rings, each a producer warp and 8 multiplying warps on their
+// own 16-row tiles, and they share one copy of x, staged in shared memory once per launch.
+// bf16 weights only.
 //
-// Why: the bulk kernels load x through L1 at every stage (4 lanes a warp), and those loads
-// cost 140 us of a bf16 batch-1 step's linears (engine/PERF.md step 58: their misses go to
-// L2 under the weight stream). Reading x from shared memory takes back 121 of them, but a
-// separate block per ring has no room for x (8-24 KB beside 3 x 66.5 KB of rings: step 36),
-// and copying x through the ring at every stage makes every block ask L2 for the same lines
-// at once (step 42). One CTA per SM stages x once for all its rings. H200, the 144 tiled
-// layer linears (gpu_copy_ceiling, step 59): 3522-3525 -> 3404-3411 us.
+// Why it was tried: the bulk kernels load x through L1 at every stage, and those loads cost
+// a bf16 batch-1 step's linears measurable time (engine/PERF-LOG.md step 58). A separate
+// block per ring has no room for x beside its ring (step 36), and copying x through the
+// ring at every stage makes every block ask L2 for the same lines at once (step 42). One
+// CTA per SM stages x once for all its rings: faster among GEMMs alone (step 59), slower
+// in every form inside a whole step (steps 60-63). The engine's launcher for it
+// (ops::skinny_fat, `Tuning::bf16_fat`) is in commit 8e13e98.
 //
-// Same chunk order, MMAs and warp sums as the bulk kernels: the same bits (cuda_gemm,
-// cuda_paths). Dynamic shared memory: groups x stages x TM_STAGE_BYTES of rings, then x
-// (K bf16), then each group's 8 x 16 f32 warp sums (ops::skinny_plan sizes it).
+// Same chunk order, MMAs and warp sums as the bulk kernels: the same bits. Dynamic shared
+// memory: groups x stages x TM_STAGE_BYTES of rings, then x (K bf16), then each group's 8 x
+// 16 f32 warp sums.
 #define FAT_MAX_GROUPS 3
 
 // A tile's outputs from its group's warp sums red[warp][row] (token 0's column of each
