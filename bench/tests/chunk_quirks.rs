@@ -81,14 +81,16 @@ async fn continuous_usage_stats_split_multi_token_chunks_exactly() {
         ..Script::default()
     })
     .await;
-    let data = jsonl("continuous.jsonl", &[("ok a", 31), ("ok b", 31)]);
+    let data = jsonl("continuous.jsonl", &[("ok a", 91), ("ok b", 91)]);
     let r = run_benchmark(&spec(&srv.base_url, data, 2, Some(2)), &srv.base_url, RunOptions::default()).await.unwrap();
     let m = &r.summary;
-    assert_eq!(r.requests[0].chunk_tokens.as_deref(), Some(&[1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3][..]));
+    let want: Vec<u32> = std::iter::once(1).chain(std::iter::repeat_n(3, 30)).collect();
+    assert!(r.requests.iter().all(|q| q.chunk_tokens.as_deref() == Some(&want[..])), "{:?}", r.requests[0].chunk_tokens);
     assert_eq!(m.token_itl_source, Some(ChunkTokenSource::ServerUsage));
-    within(m.itl.mean_ms, 11.76, 12.24, "chunk ITL");
-    within(m.tpot.mean_ms, 3.92, 4.08, "TPOT");
-    within(m.token_itl.as_ref().unwrap().mean_ms, 3.92, 4.08, "token ITL");
+    // 3 % here: two streams of 12 ms gaps share a loaded 2-core machine.
+    within(m.itl.mean_ms, 11.64, 12.36, "chunk ITL");
+    within(m.tpot.mean_ms, 3.88, 4.12, "TPOT");
+    within(m.token_itl.as_ref().unwrap().mean_ms, 3.88, 4.12, "token ITL");
     assert!(r.notes.iter().any(|n| n.contains("token-level ITL") && n.contains("continuous_usage_stats")), "{:?}", r.notes);
 }
 
