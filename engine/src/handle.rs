@@ -83,7 +83,7 @@ impl EngineHandle {
                 tracing::info!(bytes, "FP8 projections: bf16 copies kept for prefill");
             }
             plan.gpu = Some(b.gpu_name().to_string());
-            plan.cuda = Some(b.settings());
+            plan.cuda = Some(b.tuning());
             drop(loaded.weights); // the host copy is not needed once on the GPU
             Box::new(b)
         } else {

@@ -76,8 +76,9 @@ pub struct Plan {
     pub gpu: Option<String>,
     /// FP8 models on CUDA: how prefill gets bf16 weights (`EngineArgs::fp8_prefill`).
     pub fp8_prefill: Option<Fp8Prefill>,
-    /// The CUDA backend's kernel tuning, run-ahead and graphs (filled in once it is up).
-    pub cuda: Option<crate::model::cuda::CudaSettings>,
+    /// The CUDA backend's tuning as it runs: the kernels' knobs, graphs, run-ahead, step
+    /// timing (filled in once it is up).
+    pub cuda: Option<kernels::Tuning>,
 }
 
 /// Default CPU KV budget when --kv-pages is not given.

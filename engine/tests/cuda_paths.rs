@@ -10,7 +10,7 @@ use cuda_common::ab::{same_logits, small_model, steps_of, tuned_pair};
 use cuda_common::logits::{matches_cpu, prompt};
 use engine::arrivals::Arrivals;
 use engine::model::cpu::CpuBackend;
-use engine::model::cuda::{CudaBackend, DecodePath, RunAhead};
+use engine::model::cuda::{CudaBackend, DecodePath};
 use engine::model::{Backend, Next, RowHint, SeqChunk};
 use engine::weights::ModelWeights;
 
@@ -104,114 +104,49 @@ fn fp8_prefill_copies_give_the_same_logits() {
     }
 }
 
-/// Run-ahead (`LATLAB_RUN_AHEAD`, graph.rs) against none: greedy decoding as the engine
-/// drives it, with its hints, gives the same tokens. Three sequences on 16-token pages
-/// whose tables grow only when the next position needs a page (as the scheduler's), so
-/// steps cross page boundaries where nothing can be queued; one sequence leaves the batch
-/// at step 12 (the queued step is not the next one); step 20 is asked twice (the second
-/// time it is not the queued one either); the last step's hint says the sequences end.
-/// The queued steps must have been used (`ahead_hits`), or the test proves nothing. Each
-/// policy runs it: off; `sure` with rows that end only by length, which must queue, and
-/// with rows that may stop on a token, which must not; `always` with the latter; `late`
-/// as `sure`, and with a request on its way in the whole time, when it must queue nothing.
+/// Run-ahead (`Tuning::run_ahead`, run_ahead.rs) against none: greedy decoding as the
+/// engine drives it, with its hints, gives the same tokens. Three sequences on 16-token
+/// pages whose tables grow only when the next position needs a page (as the scheduler's),
+/// so steps cross page boundaries where nothing can be queued; one sequence leaves the
+/// batch at step 12 (the queued step is not the next one); step 20 is asked twice (the
+/// second time it is not the queued one either); the last step's hint says the sequences
+/// end. Cases: off; on with rows that end only by length, which must queue and use the
+/// queued steps (`ahead_hits`, or the test proves nothing); on with rows that may stop on
+/// a token, and on with a request on its way in the whole time, which must queue nothing.
 #[test]
 #[ignore = "gpu"]
 fn run_ahead_gives_the_same_tokens() {
     for fp8 in [false, true] {
         let (cfg, w) = small_model(fp8);
         let o = kernels::GpuOptions::from_env().unwrap();
-        // (policy, rows end only by length, a request on its way in)
+        // (run-ahead on, rows end only by length, a request on its way in)
         let cases = [
-            (RunAhead::Off, true, false),
-            (RunAhead::Sure, true, false),
-            (RunAhead::Sure, false, false),
-            (RunAhead::Always, false, false),
-            (RunAhead::Late, true, false),
-            (RunAhead::Late, false, false),
-            (RunAhead::Late, true, true),
+            (false, true, false),
+            (true, true, false),
+            (true, false, false),
+            (true, true, true),
         ];
         let runs: Vec<(Vec<Vec<u32>>, u64)> = cases
             .into_iter()
-            .map(|(policy, only_length_ends, arriving)| {
-                let on = format!("{policy:?}/{only_length_ends}/{arriving}");
+            .map(|(on, only_length_ends, arriving)| {
+                let case = format!("fp8 {fp8}, on {on}, only_length_ends {only_length_ends}, arriving {arriving}");
                 let mut be = CudaBackend::new(cfg.clone(), &w, 64, 16, &o).unwrap();
-                be.set_run_ahead(policy);
+                be.set_run_ahead(on);
                 let arrivals = Arrivals::default();
                 if arriving {
                     arrivals.sent();
                 }
                 be.watch_arrivals(arrivals);
-                let mut seqs = [prompt(10, 1), prompt(14, 2), prompt(5, 3)];
-                let mut tables: [Vec<u32>; 3] = [vec![], vec![], vec![]];
-                let mut free = (0..64u32).rev().collect::<Vec<_>>();
-                let grow = |t: &mut Vec<u32>, len: usize, free: &mut Vec<u32>| {
-                    while t.len() * 16 < len {
-                        t.push(free.pop().unwrap());
-                    }
-                };
-                let hint = |may_continue| RowHint {
-                    greedy: true,
-                    may_continue,
-                    only_length_ends,
-                };
-                // Prefill each prompt; its last position's token comes back.
-                for i in 0..3 {
-                    grow(&mut tables[i], seqs[i].len(), &mut free);
-                    let c = [SeqChunk {
-                        tokens: &seqs[i],
-                        start_pos: 0,
-                        block_table: &tables[i],
-                        want_logits: true,
-                    }];
-                    let Next::Token(t) = be.forward_next(&c, &[hint(true)]).unwrap()[0] else {
-                        panic!("greedy prefill gave logits");
-                    };
-                    seqs[i].push(t);
-                }
-                for step in 0..30 {
-                    let live: Vec<usize> = if step < 12 { vec![0, 1, 2] } else { vec![0, 2] };
-                    for &i in &live {
-                        grow(&mut tables[i], seqs[i].len(), &mut free);
-                    }
-                    let chunks: Vec<SeqChunk> = live
-                        .iter()
-                        .map(|&i| SeqChunk {
-                            tokens: &seqs[i][seqs[i].len() - 1..],
-                            start_pos: seqs[i].len() - 1,
-                            block_table: &tables[i],
-                            want_logits: true,
-                        })
-                        .collect();
-                    let hints = vec![hint(step < 29); live.len()];
-                    let mut next = be.forward_next(&chunks, &hints).unwrap();
-                    if step == 20 {
-                        let again = be.forward_next(&chunks, &hints).unwrap();
-                        assert_eq!(again, next, "fp8 {fp8} run-ahead {on}: step 20 again");
-                        next = again;
-                    }
-                    for (&i, n) in live.iter().zip(next) {
-                        let Next::Token(t) = n else {
-                            panic!("greedy decode gave logits");
-                        };
-                        seqs[i].push(t);
-                    }
-                }
-                (seqs.to_vec(), be.ahead_hits())
+                let seqs = greedy_decode(&mut be, only_length_ends, &case);
+                (seqs, be.ahead_hits())
             })
             .collect();
         let (off, _) = &runs[0];
-        for ((tokens, hits), (policy, only_length_ends, arriving)) in runs.iter().zip(cases) {
-            let case = format!(
-                "fp8 {fp8}, {policy:?}, only_length_ends {only_length_ends}, arriving {arriving}"
-            );
+        for ((tokens, hits), (on, only_length_ends, arriving)) in runs.iter().zip(cases) {
+            let case =
+                format!("fp8 {fp8}, on {on}, only_length_ends {only_length_ends}, arriving {arriving}");
             assert_eq!(tokens, off, "{case}: run-ahead changed the tokens");
-            let may_queue = policy.queues(&RowHint {
-                greedy: true,
-                may_continue: true,
-                only_length_ends,
-            });
-            // `late` launches nothing early while a request is on its way in.
-            if may_queue && !(arriving && policy.launches_after_tokens()) {
+            if on && only_length_ends && !arriving {
                 // Of the 31 decode calls, those after a call that could queue: not after a
                 // page boundary, the batch change, the repeat or the last hint.
                 assert!(*hits >= 20, "{case}: only {hits} queued steps were used");
@@ -221,4 +156,67 @@ fn run_ahead_gives_the_same_tokens() {
             eprintln!("{case}: {hits} of 31 decode calls found their step queued");
         }
     }
+}
+
+/// The three sequences of `run_ahead_gives_the_same_tokens` decoded greedily through `be`
+/// as the engine drives it (prefill, then 30 decode steps with the batch change at step 12
+/// and step 20 asked twice), with hints whose rows end only by length when
+/// `only_length_ends`. Returns the sequences.
+fn greedy_decode(be: &mut CudaBackend, only_length_ends: bool, case: &str) -> Vec<Vec<u32>> {
+    let mut seqs = [prompt(10, 1), prompt(14, 2), prompt(5, 3)];
+    let mut tables: [Vec<u32>; 3] = [vec![], vec![], vec![]];
+    let mut free = (0..64u32).rev().collect::<Vec<_>>();
+    let grow = |t: &mut Vec<u32>, len: usize, free: &mut Vec<u32>| {
+        while t.len() * 16 < len {
+            t.push(free.pop().unwrap());
+        }
+    };
+    let hint = |may_continue| RowHint {
+        greedy: true,
+        may_continue,
+        only_length_ends,
+    };
+    // Prefill each prompt; its last position's token comes back.
+    for i in 0..3 {
+        grow(&mut tables[i], seqs[i].len(), &mut free);
+        let c = [SeqChunk {
+            tokens: &seqs[i],
+            start_pos: 0,
+            block_table: &tables[i],
+            want_logits: true,
+        }];
+        let Next::Token(t) = be.forward_next(&c, &[hint(true)]).unwrap()[0] else {
+            panic!("{case}: greedy prefill gave logits");
+        };
+        seqs[i].push(t);
+    }
+    for step in 0..30 {
+        let live: Vec<usize> = if step < 12 { vec![0, 1, 2] } else { vec![0, 2] };
+        for &i in &live {
+            grow(&mut tables[i], seqs[i].len(), &mut free);
+        }
+        let chunks: Vec<SeqChunk> = live
+            .iter()
+            .map(|&i| SeqChunk {
+                tokens: &seqs[i][seqs[i].len() - 1..],
+                start_pos: seqs[i].len() - 1,
+                block_table: &tables[i],
+                want_logits: true,
+            })
+            .collect();
+        let hints = vec![hint(step < 29); live.len()];
+        let mut next = be.forward_next(&chunks, &hints).unwrap();
+        if step == 20 {
+            let again = be.forward_next(&chunks, &hints).unwrap();
+            assert_eq!(again, next, "{case}: step 20 again");
+            next = again;
+        }
+        for (&i, n) in live.iter().zip(next) {
+            let Next::Token(t) = n else {
+                panic!("{case}: greedy decode gave logits");
+            };
+            seqs[i].push(t);
+        }
+    }
+    seqs.to_vec()
 }

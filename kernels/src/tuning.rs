@@ -10,7 +10,10 @@ use serde::Serialize;
 
 /// The tunable part of the GPU work. The defaults are what measured fastest on the H200
 /// (engine/PERF.md); the numeric knobs are card-dependent occupancy trade-offs worth
-/// re-sweeping on another card, the switches are a memory trade-off and a diagnostic.
+/// re-sweeping on another card, the switches a memory trade-off, diagnostics and an
+/// instrument. The last three fields are read by the engine (engine/src/model/cuda), which
+/// launches the steps; they live here so that every knob is read and reported in one place
+/// (/v1/engine/info serves this struct with each result).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Tuning {
     /// Programmatic dependent launch on every kernel (`launch.rs`): a kernel's blocks are
@@ -52,6 +55,19 @@ pub struct Tuning {
     /// Qwen3-8B). `0` keeps one row-major copy, for a larger KV cache. FP8 codes stay
     /// row-major (tiled, they gained nothing). `LATLAB_TILED_WEIGHTS=0|1`.
     pub tiled_weights: bool,
+    /// Decode steps of 1-8 rows replay CUDA graphs (the engine's graph.rs). A diagnostic
+    /// switch: `0` launches every kernel eagerly, several milliseconds slower a step, to
+    /// tell a capture problem from a kernel one. `LATLAB_CUDA_GRAPHS=0|1`.
+    pub graphs: bool,
+    /// A greedy decode step whose rows can end only by length queues the next step once
+    /// its own tokens have landed, unless a request is on its way in (the engine's
+    /// run_ahead.rs), so that the host's work between steps overlaps the GPU's. `0`:
+    /// never, for A/B runs of the host's share. `LATLAB_RUN_AHEAD=0|1`.
+    pub run_ahead: bool,
+    /// An instrument: the engine logs, every 100 decode steps, where a step's wall time
+    /// goes (the engine's step_timing.rs). It replays extra steps after each log line, so
+    /// read ms/step from runs without it. `LATLAB_STEP_TIMING=0|1`.
+    pub step_timing: bool,
 }
 
 /// The block targets `Tuning::attention_blocks` takes.
@@ -75,6 +91,9 @@ impl Default for Tuning {
             attention_blocks: 384,
             smem_carveout: Carveout::ATTENTION_MAX,
             tiled_weights: true,
+            graphs: true,
+            run_ahead: true,
+            step_timing: false,
         }
     }
 }
@@ -142,6 +161,9 @@ impl Tuning {
                 })?,
             },
             tiled_weights: get("LATLAB_TILED_WEIGHTS", d.tiled_weights)?,
+            graphs: get("LATLAB_CUDA_GRAPHS", d.graphs)?,
+            run_ahead: get("LATLAB_RUN_AHEAD", d.run_ahead)?,
+            step_timing: get("LATLAB_STEP_TIMING", d.step_timing)?,
         })
     }
 }

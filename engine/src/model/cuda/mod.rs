@@ -7,7 +7,6 @@ mod graph;
 mod meta;
 mod prefill_copy;
 mod run_ahead;
-mod settings;
 mod step;
 mod step_timing;
 mod weights;
@@ -22,8 +21,6 @@ use kernels::{Gpu, GpuOptions, bf16};
 use weights::GpuWeights;
 
 pub use kernels::gpu::cuda_available;
-pub use run_ahead::RunAhead;
-pub use settings::CudaSettings;
 pub use step::DecodePath;
 
 /// Per layer K and V caches, each [num_pages * block_size, kv_dim] bf16.
@@ -39,22 +36,22 @@ pub struct CudaBackend {
     cfg: ModelConfig,
     w: GpuWeights,
     cache: GpuKvCache,
-    /// Decode steps replay CUDA graphs (graph.rs) unless LATLAB_CUDA_GRAPHS=0.
+    /// Decode steps replay CUDA graphs (graph.rs; `Tuning::graphs`).
     graphs_enabled: bool,
     graphs: Vec<Option<graph::DecodeGraph>>,
     /// FP8 models: bf16 buffer for the largest projection, which prefill expands into.
     deq: Option<CudaSlice<bf16>>,
-    /// `LATLAB_STEP_TIMING=1`: where decode steps' time goes (step_timing.rs).
+    /// Where decode steps' time goes (step_timing.rs; `Tuning::step_timing`).
     step_timing: Option<step_timing::StepTiming>,
-    /// Which greedy decode steps queue the next step before they return (graph.rs,
-    /// run_ahead.rs; `LATLAB_RUN_AHEAD`).
-    run_ahead: RunAhead,
+    /// Greedy decode steps may queue the next step before they return (graph.rs,
+    /// run_ahead.rs; `Tuning::run_ahead`).
+    run_ahead: bool,
     /// The step queued ahead, if any.
-    ahead: Option<graph::Ahead>,
+    ahead: Option<run_ahead::Ahead>,
     /// Decode calls whose step had been queued ahead (tests see run-ahead work).
     ahead_hits: u64,
-    /// Requests on their way into the engine (`RunAhead::Late` launches no step early
-    /// while one is); none until the engine loop hands its count over.
+    /// Requests on their way into the engine (run-ahead launches no step early while one
+    /// is); none until the engine loop hands its count over.
     arrivals: Arrivals,
 }
 
@@ -118,19 +115,21 @@ impl CudaBackend {
             upload_s = started.elapsed().as_secs_f64() - kernels_s,
             "CUDA backend ready"
         );
-        let graphs_enabled = std::env::var("LATLAB_CUDA_GRAPHS").map_or(true, |v| v != "0");
-        let step_timing = step_timing::StepTiming::from_env(&gpu)?;
-        let run_ahead = RunAhead::from_env()?;
+        let t = gpu.tuning();
+        let step_timing = match t.step_timing {
+            true => Some(step_timing::StepTiming::new(&gpu)?),
+            false => None,
+        };
         Ok(CudaBackend {
             gpu,
             cfg,
             w: weights,
             cache,
-            graphs_enabled,
+            graphs_enabled: t.graphs,
             graphs: graph::GRAPH_BATCHES.iter().map(|_| None).collect(),
             deq,
             step_timing,
-            run_ahead,
+            run_ahead: t.run_ahead,
             ahead: None,
             ahead_hits: 0,
             arrivals: Arrivals::default(),
@@ -153,9 +152,9 @@ impl CudaBackend {
         self.graphs_enabled = on;
     }
 
-    /// Set the run-ahead policy (tests compare them; `LATLAB_RUN_AHEAD`).
-    pub fn set_run_ahead(&mut self, policy: RunAhead) {
-        self.run_ahead = policy;
+    /// Turn run-ahead on or off (tests compare both).
+    pub fn set_run_ahead(&mut self, on: bool) {
+        self.run_ahead = on;
     }
 
     /// Decode calls so far whose step run-ahead had already queued.
@@ -191,12 +190,13 @@ impl CudaBackend {
         self.gpu.name()
     }
 
-    /// What this backend runs with (for /v1/engine/info).
-    pub fn settings(&self) -> CudaSettings {
-        CudaSettings {
-            tuning: self.gpu.tuning(),
-            run_ahead: self.run_ahead,
+    /// What this backend runs with (for /v1/engine/info): the tuning it was built with,
+    /// graphs and run-ahead as they are now.
+    pub fn tuning(&self) -> kernels::Tuning {
+        kernels::Tuning {
             graphs: self.graphs_enabled,
+            run_ahead: self.run_ahead,
+            ..self.gpu.tuning()
         }
     }
 
@@ -263,7 +263,7 @@ impl Backend for CudaBackend {
         let (rows, mut all) = Self::wanted_rows(chunks, hints);
         all.greedy &= !rows.is_empty();
         // From here `may_continue` means: queue the next step (graph.rs).
-        all.may_continue = self.run_ahead.queues(&all);
+        all.may_continue = self.run_ahead && run_ahead::queues(&all);
         self.run(chunks, &rows, all)
     }
 

@@ -1,14 +1,12 @@
-//! Where a decode step's wall time goes (`LATLAB_STEP_TIMING=1`, an instrument; off by
-//! default): CUDA events around the graph replay give the GPU's time, a host clock around
-//! the whole call (metadata upload, replay, token download and wait) the call's time, and
-//! the clock between calls the engine loop's own time. Inside the call, host clocks also
-//! split out the metadata upload and the launch call; the rest of the call beyond the
-//! replay is the GPU's start latency, the token download and the host's wake. Session 12
-//! found kernel changes that shorten the step chain's replays by 55-75 us leave the
-//! engine's ms/step where it was; this says which of the three the engine's step is made
-//! of. Logged at info every `EVERY` steps, then reset. Answer (H200, session 13,
-//! engine/PERF.md): the replay, 4.00 ms at bf16 batch 1 in either weight layout, the same
-//! back to back; the host adds 30-45 us per step around it.
+//! Where a decode step's wall time goes (`Tuning::step_timing`, `LATLAB_STEP_TIMING=1`; an
+//! instrument, off by default): CUDA events around the graph replay give the GPU's time, a
+//! host clock around the whole call (metadata upload, replay, token download and wait) the
+//! call's time, and the clock between calls the engine loop's own time. Inside the call,
+//! host clocks also split out the metadata upload and the launch call; the rest of the call
+//! beyond the replay is the GPU's start latency, the token download and the host's wake.
+//! Why: a kernel change that shortens the lab's step chain need not shorten the engine's
+//! step, and this says which of the three the engine's step is made of (engine/PERF-LOG.md,
+//! 2026-11-30 23:19). Logged at info every `EVERY` steps, then reset.
 
 use super::driver_err;
 use crate::error::Result;
@@ -44,17 +42,14 @@ pub(super) struct StepTiming {
 }
 
 impl StepTiming {
-    /// The instrument when `LATLAB_STEP_TIMING=1`.
-    pub fn from_env(gpu: &Gpu) -> Result<Option<Self>> {
-        if std::env::var("LATLAB_STEP_TIMING").map_or(true, |v| v != "1") {
-            return Ok(None);
-        }
+    /// The instrument, with its events on `gpu`'s context.
+    pub fn new(gpu: &Gpu) -> Result<Self> {
         let ev = || {
             gpu.ctx()
                 .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
                 .map_err(driver_err("create step timing event"))
         };
-        Ok(Some(StepTiming {
+        Ok(StepTiming {
             start: ev()?,
             end: ev()?,
             last_return: None,
@@ -68,7 +63,7 @@ impl StepTiming {
             meta: Duration::ZERO,
             launch: Duration::ZERO,
             burst_due: false,
-        }))
+        })
     }
 
     /// A decode call begins (before its metadata upload).
