@@ -87,27 +87,7 @@ pub fn decode_attention_into(
     out: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
     const OP: &str = "decode_attention";
-    d.check(OP)?;
-    check(d.heads / d.kv_heads <= MAX_GROUP, OP, || {
-        format!(
-            "{} query heads per kv head; at most {MAX_GROUP}",
-            d.heads / d.kv_heads
-        )
-    })?;
-    check(d.head_dim <= MAX_HEAD_DIM, OP, || {
-        format!("head_dim {} > {MAX_HEAD_DIM}", d.head_dim)
-    })?;
-    check((1..=MAX_SPLITS).contains(&splits), OP, || {
-        format!("{splits} splits; 1..={MAX_SPLITS}")
-    })?;
-    let r = a.check(OP, d, out.len())?;
-    if splits > 1 {
-        let (na, nm) = attention_partials_len(r, d, splits);
-        let (sa, sm) = (scratch.acc.len(), scratch.ml.len());
-        check(sa >= na && sm >= nm, OP, || {
-            format!("partials {sa} / {sm} < {na} / {nm}")
-        })?;
-    }
+    let r = check_args(OP, d, a, splits, scratch, out.len())?;
     if r == 0 {
         return Ok(());
     }
@@ -145,8 +125,54 @@ pub fn decode_attention_into(
     if splits == 1 || cluster {
         return Ok(());
     }
-    const COMBINE: &str = "decode_attention_combine";
-    let mut b = Launch::new(gpu, COMBINE)?;
+    merge_splits(gpu, (r, d.heads, splits), (h, hd), scratch, out)
+}
+
+/// The checks `decode_attention_into` makes before it launches anything: the geometry the
+/// kernels hold, the split count, the paged arguments, and the partials' room. Returns the
+/// row count.
+fn check_args(
+    op: &'static str,
+    d: AttnDims,
+    a: &PagedAttnArgs<'_, '_>,
+    splits: usize,
+    scratch: &SplitScratch<'_>,
+    out_len: usize,
+) -> Result<usize> {
+    d.check(op)?;
+    check(d.heads / d.kv_heads <= MAX_GROUP, op, || {
+        format!(
+            "{} query heads per kv head; at most {MAX_GROUP}",
+            d.heads / d.kv_heads
+        )
+    })?;
+    check(d.head_dim <= MAX_HEAD_DIM, op, || {
+        format!("head_dim {} > {MAX_HEAD_DIM}", d.head_dim)
+    })?;
+    check((1..=MAX_SPLITS).contains(&splits), op, || {
+        format!("{splits} splits; 1..={MAX_SPLITS}")
+    })?;
+    let r = a.check(op, d, out_len)?;
+    if splits > 1 {
+        let (na, nm) = attention_partials_len(r, d, splits);
+        let (sa, sm) = (scratch.acc.len(), scratch.ml.len());
+        check(sa >= na && sm >= nm, op, || {
+            format!("partials {sa} / {sm} < {na} / {nm}")
+        })?;
+    }
+    Ok(r)
+}
+
+/// The merge kernel over the partial states of `rows` x `heads` x `splits` (checked by
+/// the caller) into out; `(h, hd)`: heads and head_dim as the kernel's ints.
+fn merge_splits(
+    gpu: &Gpu,
+    (rows, heads, splits): (usize, usize, usize),
+    (h, hd): (i32, i32),
+    scratch: &SplitScratch<'_>,
+    out: &mut CudaViewMut<'_, bf16>,
+) -> Result<()> {
+    let mut b = Launch::new(gpu, "decode_attention_combine")?;
     b.input(&scratch.acc.as_view())
         .input(&scratch.ml.as_view())
         .output(out)
@@ -154,11 +180,12 @@ pub fn decode_attention_into(
         .i32(hd)
         .i32(splits as i32);
     let cfg = LaunchConfig {
-        grid_dim: (r as u32, d.heads as u32, 1),
+        grid_dim: (rows as u32, heads as u32, 1),
         block_dim: (128, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: as above; the first kernel wrote every partial this one reads.
+    // SAFETY: the caller checked the shapes, and the split kernel before this one wrote
+    // every partial it reads.
     unsafe { b.launch(cfg) }?;
     Ok(())
 }

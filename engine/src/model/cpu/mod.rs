@@ -67,23 +67,45 @@ impl CpuBackend {
 
     /// Forward all chunks' tokens; return logits for the flat token indices in `rows`.
     fn run(&mut self, chunks: &[SeqChunk<'_>], rows: &[usize]) -> Result<Vec<Vec<f32>>> {
-        let c = &self.cfg;
-        let (hd, qd, kvd) = (c.hidden_size, c.q_dim(), c.kv_dim());
-        let eps = c.rms_norm_eps as f32;
-        let theta = c.rope_theta as f32;
-        let shape = AttnShape {
-            heads: c.num_attention_heads,
-            kv_heads: c.num_key_value_heads,
-            head_dim: c.head_dim,
-        };
-        let t_total: usize = chunks.iter().map(|ch| ch.tokens.len()).sum();
-        // Validate before touching the cache: a bad id or a short block table is a caller bug
-        // that must fail the step, not index out of bounds.
+        self.validate(chunks)?;
+        let hd = self.cfg.hidden_size;
+        // 1. The embedding rows start the residual stream.
+        let mut x = Vec::new();
         for ch in chunks {
-            if let Some(&bad) = ch.tokens.iter().find(|&&t| t as usize >= c.vocab_size) {
+            for &t in ch.tokens {
+                x.extend_from_slice(&self.w.embed.data[t as usize * hd..][..hd]);
+            }
+        }
+        // 2. The layers, each adding attention and MLP to the residual.
+        for li in 0..self.w.layers.len() {
+            let attn = self.attention(li, chunks, &x);
+            let lw = &self.w.layers[li];
+            let o = linear(&attn, attn.len() / self.cfg.q_dim(), &lw.o_proj);
+            x.iter_mut().zip(&o).for_each(|(a, b)| *a += b);
+            let down = self.mlp(li, &x);
+            x.iter_mut().zip(&down).for_each(|(a, b)| *a += b);
+        }
+        // 3. The final norm and lm_head for the rows that want logits.
+        let mut last = Vec::with_capacity(rows.len() * hd);
+        for &r in rows {
+            last.extend_from_slice(&x[r * hd..(r + 1) * hd]);
+        }
+        rms_norm(&mut last, &self.w.final_norm, self.cfg.rms_norm_eps as f32);
+        let logits = linear(&last, rows.len(), self.w.lm_head());
+        Ok(logits
+            .chunks_exact(self.cfg.vocab_size)
+            .map(|r| r.to_vec())
+            .collect())
+    }
+
+    /// A bad id or a short block table is a caller bug that must fail the step before it
+    /// touches the cache, not index out of bounds.
+    fn validate(&self, chunks: &[SeqChunk<'_>]) -> Result<()> {
+        let vocab = self.cfg.vocab_size;
+        for ch in chunks {
+            if let Some(&bad) = ch.tokens.iter().find(|&&t| t as usize >= vocab) {
                 return Err(EngineError::BadRequest(format!(
-                    "token id {bad} >= vocab_size {}",
-                    c.vocab_size
+                    "token id {bad} >= vocab_size {vocab}"
                 )));
             }
             let end = ch.start_pos + ch.tokens.len();
@@ -98,81 +120,73 @@ impl CpuBackend {
                 )));
             }
         }
-        let mut x = Vec::with_capacity(t_total * hd);
-        for ch in chunks {
-            for &t in ch.tokens {
-                x.extend_from_slice(&self.w.embed.data[t as usize * hd..][..hd]);
-            }
+        Ok(())
+    }
+
+    /// Rounds v's rows of `cols` through e4m3 when the backend runs FP8 activations.
+    fn round(&self, v: &mut [f32], cols: usize) {
+        if self.fp8_activations {
+            fp8::round_activations(v, cols)
         }
-        let round = |v: &mut Vec<f32>, cols: usize| {
-            if self.fp8_activations {
-                fp8::round_activations(v, cols)
-            }
+    }
+
+    /// Layer `li`'s attention of the chunks' tokens over residual x: the input norm,
+    /// q|k|v, Qwen3's per-head q/k norm and RoPE, the K/V write into the pages, and each
+    /// chunk's causal attention over its sequence. Returns [tokens, q_dim].
+    fn attention(&mut self, li: usize, chunks: &[SeqChunk<'_>], x: &[f32]) -> Vec<f32> {
+        let c = &self.cfg;
+        let (hd, qd, kvd, eps) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.rms_norm_eps as f32);
+        let shape = AttnShape {
+            heads: c.num_attention_heads,
+            kv_heads: c.num_key_value_heads,
+            head_dim: c.head_dim,
         };
-        for (li, lw) in self.w.layers.iter().enumerate() {
-            let mut h = x.clone();
-            rms_norm(&mut h, &lw.input_norm, eps);
-            round(&mut h, hd);
-            let mut q = linear(&h, t_total, &lw.q_proj);
-            let mut k = linear(&h, t_total, &lw.k_proj);
-            let v = linear(&h, t_total, &lw.v_proj);
-            // Qwen3's per-head q/k RMSNorm, before RoPE.
-            rms_norm(&mut q, &lw.q_norm, eps);
-            rms_norm(&mut k, &lw.k_norm, eps);
-            let mut attn = Vec::with_capacity(t_total * qd);
-            let mut row = 0;
-            for ch in chunks {
-                for i in 0..ch.tokens.len() {
-                    let (r, pos) = (row + i, ch.start_pos + i);
-                    for head in q[r * qd..(r + 1) * qd].chunks_exact_mut(c.head_dim) {
-                        rope(head, pos, theta);
-                    }
-                    for head in k[r * kvd..(r + 1) * kvd].chunks_exact_mut(c.head_dim) {
-                        rope(head, pos, theta);
-                    }
-                    let slot = self.cache.slot(ch.block_table, pos);
-                    self.cache.write(
-                        li,
-                        slot,
-                        &k[r * kvd..(r + 1) * kvd],
-                        &v[r * kvd..(r + 1) * kvd],
-                    );
+        let lw = &self.w.layers[li];
+        let t_total = x.len() / hd;
+        let mut h = x.to_vec();
+        rms_norm(&mut h, &lw.input_norm, eps);
+        self.round(&mut h, hd);
+        let (mut q, mut k) = (linear(&h, t_total, &lw.q_proj), linear(&h, t_total, &lw.k_proj));
+        let v = linear(&h, t_total, &lw.v_proj);
+        rms_norm(&mut q, &lw.q_norm, eps);
+        rms_norm(&mut k, &lw.k_norm, eps);
+        let mut attn = Vec::with_capacity(t_total * qd);
+        let mut row = 0;
+        for ch in chunks {
+            for i in 0..ch.tokens.len() {
+                let (r, pos) = (row + i, ch.start_pos + i);
+                for head in q[r * qd..(r + 1) * qd].chunks_exact_mut(c.head_dim) {
+                    rope(head, pos, c.rope_theta as f32);
                 }
-                let n = ch.tokens.len();
-                attn.extend(attend(
-                    &q[row * qd..(row + n) * qd],
-                    n,
-                    ch.start_pos,
-                    ch.block_table,
-                    &self.cache,
-                    li,
-                    &shape,
-                ));
-                row += n;
+                for head in k[r * kvd..(r + 1) * kvd].chunks_exact_mut(c.head_dim) {
+                    rope(head, pos, c.rope_theta as f32);
+                }
+                let slot = self.cache.slot(ch.block_table, pos);
+                let (kr, vr) = (&k[r * kvd..(r + 1) * kvd], &v[r * kvd..(r + 1) * kvd]);
+                self.cache.write(li, slot, kr, vr);
             }
-            round(&mut attn, qd);
-            let o = linear(&attn, t_total, &lw.o_proj);
-            x.iter_mut().zip(&o).for_each(|(a, b)| *a += b);
-            let mut h = x.clone();
-            rms_norm(&mut h, &lw.post_norm, eps);
-            round(&mut h, hd);
-            let mut gate = linear(&h, t_total, &lw.gate_proj);
-            let up = linear(&h, t_total, &lw.up_proj);
-            silu_mul(&mut gate, &up);
-            round(&mut gate, c.intermediate_size);
-            let down = linear(&gate, t_total, &lw.down_proj);
-            x.iter_mut().zip(&down).for_each(|(a, b)| *a += b);
+            let n = ch.tokens.len();
+            let qs = &q[row * qd..(row + n) * qd];
+            attn.extend(attend(qs, n, ch.start_pos, ch.block_table, &self.cache, li, &shape));
+            row += n;
         }
-        let mut last = Vec::with_capacity(rows.len() * hd);
-        for &r in rows {
-            last.extend_from_slice(&x[r * hd..(r + 1) * hd]);
-        }
-        rms_norm(&mut last, &self.w.final_norm, eps);
-        let logits = linear(&last, rows.len(), self.w.lm_head());
-        Ok(logits
-            .chunks_exact(c.vocab_size)
-            .map(|r| r.to_vec())
-            .collect())
+        self.round(&mut attn, qd);
+        attn
+    }
+
+    /// Layer `li`'s MLP of residual x: the post norm, SwiGLU(gate, up), down.
+    fn mlp(&self, li: usize, x: &[f32]) -> Vec<f32> {
+        let (hd, eps) = (self.cfg.hidden_size, self.cfg.rms_norm_eps as f32);
+        let lw = &self.w.layers[li];
+        let t_total = x.len() / hd;
+        let mut h = x.to_vec();
+        rms_norm(&mut h, &lw.post_norm, eps);
+        self.round(&mut h, hd);
+        let mut gate = linear(&h, t_total, &lw.gate_proj);
+        let up = linear(&h, t_total, &lw.up_proj);
+        silu_mul(&mut gate, &up);
+        self.round(&mut gate, self.cfg.intermediate_size);
+        linear(&gate, t_total, &lw.down_proj)
     }
 }
 

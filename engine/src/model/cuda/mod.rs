@@ -31,6 +31,30 @@ pub(crate) struct GpuKvCache {
     pub num_pages: usize,
 }
 
+impl GpuKvCache {
+    /// Zeroed K and V caches of `num_pages` pages of `block_size` slots per layer, and one
+    /// page more than the block manager knows of: decode graphs park padding rows there.
+    fn new(gpu: &Gpu, cfg: &ModelConfig, num_pages: usize, block_size: usize) -> Result<Self> {
+        let slots = (num_pages + 1) * block_size * cfg.kv_dim();
+        let alloc = |what| {
+            gpu.stream()
+                .alloc_zeros::<bf16>(slots)
+                .map_err(driver_err(what))
+        };
+        let mut cache = GpuKvCache {
+            k: Vec::with_capacity(cfg.num_hidden_layers),
+            v: Vec::with_capacity(cfg.num_hidden_layers),
+            block_size,
+            num_pages,
+        };
+        for _ in 0..cfg.num_hidden_layers {
+            cache.k.push(alloc("alloc K cache")?);
+            cache.v.push(alloc("alloc V cache")?);
+        }
+        Ok(cache)
+    }
+}
+
 pub struct CudaBackend {
     gpu: Gpu,
     cfg: ModelConfig,
@@ -86,26 +110,7 @@ impl CudaBackend {
                     .map_err(driver_err("alloc FP8 prefill buffer"))?,
             ),
         };
-        // One page more than the block manager knows of: decode graphs park padding rows there.
-        let slots = (num_pages + 1) * block_size * cfg.kv_dim();
-        let mut cache = GpuKvCache {
-            k: Vec::with_capacity(cfg.num_hidden_layers),
-            v: Vec::with_capacity(cfg.num_hidden_layers),
-            block_size,
-            num_pages,
-        };
-        for _ in 0..cfg.num_hidden_layers {
-            cache.k.push(
-                gpu.stream()
-                    .alloc_zeros(slots)
-                    .map_err(driver_err("alloc K cache"))?,
-            );
-            cache.v.push(
-                gpu.stream()
-                    .alloc_zeros(slots)
-                    .map_err(driver_err("alloc V cache"))?,
-            );
-        }
+        let cache = GpuKvCache::new(&gpu, &cfg, num_pages, block_size)?;
         gpu.sync().map_err(kernel_err)?;
         tracing::info!(
             gpu = gpu.name(),

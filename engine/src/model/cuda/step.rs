@@ -5,20 +5,23 @@
 //! be captured in a CUDA graph (graph.rs).
 
 use super::meta::{HostMeta, StepMeta};
-use super::weights::{GpuLayer, GpuLinear, GpuWeights};
+use super::weights::{GpuLayer, GpuWeights};
 use super::{CudaBackend, GpuKvCache, driver_err, kernel_err};
 use crate::config::ModelConfig;
 use crate::error::Result;
 use crate::model::{Next, RowHint, SeqChunk};
 use kernels::Gpu;
 use kernels::bf16;
-use kernels::cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
+use kernels::cudarc::driver::CudaSlice;
 use kernels::ops::{self, AttnDims, PagedAttnArgs, RopeKvArgs, SKINNY_MAX_ROWS};
 
 mod fold;
 mod half_x;
+mod linear;
 mod scratch;
 
+use linear::{gate_up_act, linear_w};
+pub(super) use linear::lm_head_into;
 pub(super) use scratch::Scratch;
 
 pub(super) use fold::folds_norms;
@@ -38,207 +41,6 @@ pub(super) fn attn_dims(c: &ModelConfig) -> AttnDims {
         heads: c.num_attention_heads,
         kv_heads: c.num_key_value_heads,
         head_dim: c.head_dim,
-    }
-}
-
-/// y[rows, n] = x[rows, k] w^T: the skinny GEMM up to 8 rows (it streams the weights once
-/// for all rows, where cuBLAS reached ~1.9 TB/s on the small decode shapes), cuBLAS above
-/// when present, else the skinny GEMM in chunks of 8 rows.
-pub(super) fn linear(
-    gpu: &Gpu,
-    x: &CudaSlice<bf16>,
-    w: &CudaSlice<bf16>,
-    n: usize,
-    k: usize,
-    y: &mut CudaSlice<f32>,
-) -> Result<()> {
-    linear_bf16(gpu, x, (w, None), n, k, y)
-}
-
-/// logits[rows, vocab] = x lm_head^T.
-pub(super) fn lm_head_into(
-    gpu: &Gpu,
-    x: &CudaSlice<bf16>,
-    w: &GpuWeights,
-    (vocab, hd): (usize, usize),
-    logits: &mut CudaSlice<f32>,
-) -> Result<()> {
-    linear(gpu, x, w.lm_head(), vocab, hd, logits)
-}
-
-/// `linear` over a row-major matrix and, for the skinny GEMM, its tiled copy if any.
-fn linear_bf16(
-    gpu: &Gpu,
-    x: &CudaSlice<bf16>,
-    (rows_w, tiled): (&CudaSlice<bf16>, Option<&CudaSlice<bf16>>),
-    n: usize,
-    k: usize,
-    y: &mut CudaSlice<f32>,
-) -> Result<()> {
-    let rows = x.len() / k;
-    if rows > SKINNY_MAX_ROWS && ops::blas_available(gpu) {
-        return ops::gemm_into(
-            gpu,
-            &x.as_view(),
-            &rows_w.as_view(),
-            n,
-            k,
-            &mut y.as_view_mut(),
-        )
-        .map_err(kernel_err);
-    }
-    let (w, layout) = decode_bf16(rows_w, tiled);
-    in_row_chunks(x, y, n, k, |xs, ys| {
-        ops::skinny_gemm_into(gpu, xs, &w.as_view(), layout, n, k, ys)
-    })
-}
-
-/// The matrix the skinny GEMM reads: the tiled copy where there is one.
-fn decode_bf16<'w>(
-    rows: &'w CudaSlice<bf16>,
-    tiled: Option<&'w CudaSlice<bf16>>,
-) -> (&'w CudaSlice<bf16>, ops::WeightLayout) {
-    match tiled {
-        Some(t) => (t, ops::WeightLayout::Tiled),
-        None => (rows, ops::WeightLayout::Rows),
-    }
-}
-
-/// Run `f` over x and y in chunks of at most 8 rows (the skinny GEMM's limit).
-fn in_row_chunks(
-    x: &CudaSlice<bf16>,
-    y: &mut CudaSlice<f32>,
-    n: usize,
-    k: usize,
-    mut f: impl FnMut(&CudaView<'_, bf16>, &mut CudaViewMut<'_, f32>) -> kernels::Result<()>,
-) -> Result<()> {
-    let rows = x.len() / k;
-    let mut r = 0;
-    while r < rows {
-        let m = SKINNY_MAX_ROWS.min(rows - r);
-        let xs = x.slice(r * k..(r + m) * k);
-        let mut ys = y.slice_mut(r * n..(r + m) * n);
-        f(&xs, &mut ys).map_err(kernel_err)?;
-        r += m;
-    }
-    Ok(())
-}
-
-/// An FP8 projection's kernel-side description.
-fn fp8_matrix<'a, 'b>(
-    codes: &'a CudaView<'b, u8>,
-    scale_inv: &'a CudaView<'b, f32>,
-    (scale_rows, interleave): (usize, usize),
-    n: usize,
-    k: usize,
-) -> ops::Fp8Matrix<'a, 'b> {
-    ops::Fp8Matrix {
-        codes,
-        scale_inv,
-        scale_rows,
-        n,
-        k,
-        interleave,
-    }
-}
-
-/// `linear` for a layer projection, bf16 or FP8. FP8 runs the dequantizing skinny GEMM up
-/// to 8 rows (decode); above (prefill) it runs cuBLAS on the kept bf16 copy, or expands the
-/// matrix into `deq` first,
-/// which measured faster than 8-row passes over the codes (cuBLASLt FP8 buys nothing at
-/// small M, and prefill's M is large enough for bf16 tensor cores: engine/PERF.md).
-pub(super) fn linear_w(
-    gpu: &Gpu,
-    x: &CudaSlice<bf16>,
-    w: &GpuLinear,
-    n: usize,
-    k: usize,
-    y: &mut CudaSlice<f32>,
-    deq: Option<&mut CudaSlice<bf16>>,
-) -> Result<()> {
-    let (codes, scale_inv, how, prefill) = match w {
-        GpuLinear::Bf16 { rows, tiled } => {
-            return linear_bf16(gpu, x, (rows, tiled.as_ref()), n, k, y);
-        }
-        GpuLinear::Fp8 {
-            codes,
-            scale_inv,
-            scale_rows,
-            interleave,
-            prefill,
-        } => (codes, scale_inv, (*scale_rows, *interleave), prefill),
-    };
-    let (cv, sv) = (codes.as_view(), scale_inv.as_view());
-    let m8 = fp8_matrix(&cv, &sv, how, n, k);
-    let rows = x.len() / k;
-    if rows > SKINNY_MAX_ROWS && ops::blas_available(gpu) {
-        // The kept bf16 copy (made by the same dequantization), else a fresh one.
-        if let Some(wb) = prefill {
-            return linear(gpu, x, wb, n, k, y);
-        }
-        if let Some(buf) = deq {
-            ops::fp8_dequant_into(gpu, &m8, &mut buf.slice_mut(..n * k)).map_err(kernel_err)?;
-            let wv = buf.slice(..n * k);
-            return ops::gemm_into(gpu, &x.as_view(), &wv, n, k, &mut y.as_view_mut())
-                .map_err(kernel_err);
-        }
-    }
-    in_row_chunks(x, y, n, k, |xs, ys| {
-        ops::skinny_gemm_fp8_into(gpu, xs, &m8, ys)
-    })
-}
-
-/// The MLP's first half: act = SwiGLU(x · gate|up). Decode (up to 8 rows) over interleaved
-/// weights runs it as one kernel; otherwise the GEMM writes `gu` and the swiglu kernel
-/// reads it (in the weights' layout).
-/// Reads `sc.h`, writes `sc.act` (and `sc.gu` on the unfused path).
-fn gate_up_act(
-    gpu: &Gpu,
-    lw: &GpuLayer,
-    inter: usize,
-    k: usize,
-    sc: &mut Scratch,
-    deq: Option<&mut CudaSlice<bf16>>,
-) -> Result<()> {
-    let Scratch {
-        h: x,
-        gu: sc_gu,
-        act,
-        ..
-    } = sc;
-    let rows = x.len() / k;
-    if lw.gu_tiled && rows <= SKINNY_MAX_ROWS {
-        return swiglu_decode(gpu, &lw.wgu, (inter, k), (x, act));
-    }
-    linear_w(gpu, x, &lw.wgu, 2 * inter, k, sc_gu, deq)?;
-    ops::swiglu_into(
-        gpu,
-        &sc_gu.as_view(),
-        inter,
-        lw.gu_tiled,
-        &mut act.as_view_mut(),
-    )
-    .map_err(kernel_err)
-}
-
-/// The decode MLP's first half in one kernel over interleaved gate|up weights: act =
-/// SwiGLU(x · gate|up).
-fn swiglu_decode(
-    gpu: &Gpu,
-    w: &GpuLinear,
-    (inter, k): (usize, usize),
-    (x, act): (&CudaSlice<bf16>, &mut CudaSlice<bf16>),
-) -> Result<()> {
-    let (xv, mut av) = (x.as_view(), act.as_view_mut());
-    match w {
-        GpuLinear::Bf16 { rows, tiled } => {
-            let (m, layout) = decode_bf16(rows, tiled.as_ref());
-            ops::skinny_gemm_swiglu_into(gpu, &xv, &m.as_view(), layout, inter, k, &mut av)
-                .map_err(kernel_err)
-        }
-        GpuLinear::Fp8 { .. } => fold::with_fp8(w, (2 * inter, k), |m8| {
-            ops::skinny_gemm_fp8_swiglu_into(gpu, &xv, m8, &mut av)
-        }),
     }
 }
 
@@ -275,86 +77,113 @@ pub(super) fn forward_layers(
     mut deq: Option<&mut CudaSlice<bf16>>,
     settled: bool,
 ) -> Result<()> {
-    let (hd, inter) = (c.hidden_size, c.intermediate_size);
-    let dims = attn_dims(c);
-    let (qd, kvd) = (dims.q_dim(), dims.kv_dim());
-    let (eps, theta) = (c.rms_norm_eps as f32, c.rope_theta as f32);
-    let ke = kernel_err;
-    ops::embed_gather_into(
-        gpu,
-        &meta.ids(),
-        &w.embed.as_view(),
-        hd,
-        &mut sc.x.as_view_mut(),
-    )
-    .map_err(ke)?;
-    let fold = fold::folds_norms(w, meta.ids().len(), hd);
-    let xh = half_x::uses_f16_x(w, meta.ids().len(), hd, fold);
+    let f = Forward::new(gpu, c, w, meta, settled);
+    // 1. The embedding rows start the f32 residual stream `x`.
+    let (ids, table) = (meta.ids(), w.embed.as_view());
+    ops::embed_gather_into(gpu, &ids, &table, f.hd, &mut sc.x.as_view_mut()).map_err(kernel_err)?;
     for (li, lw) in w.layers.iter().enumerate() {
-        // The previous layer's MLP output (in `o`) joins the residual here, fused with this
-        // layer's input norm; with folded norms, the previous down did both (`h` holds its
-        // hw, `ss` its sums of squares).
-        let folded_in = fold && li > 0;
-        if xh {
-            // f16 into `h16` for the FP8 GEMMs (half_x.rs).
+        // 2. The input norm and q|k|v.
+        f.qkv(li, lw, sc, deq.as_deref_mut())?;
+        // 3. q/k norm, RoPE and the K/V write, then attention over the pages.
+        f.attend(li, lw, cache, sc)?;
+        // 4. o_proj, the post norm and the MLP.
+        f.mlp(li, lw, sc, deq.as_deref_mut())?;
+    }
+    // 5. The last MLP's output joins the residual, fused with the final norm.
+    let (mut x, o, nw) = (sc.x.as_view_mut(), sc.o.as_view(), w.final_norm.as_view());
+    ops::add_rmsnorm_into(gpu, &mut x, &o, &nw, f.eps, &mut sc.h.as_view_mut()).map_err(kernel_err)
+}
+
+/// What every layer of one forward reads: the GPU, the weights, the step's metadata and
+/// shapes, and the forms this step takes.
+struct Forward<'a> {
+    gpu: &'a Gpu,
+    w: &'a GpuWeights,
+    meta: &'a StepMeta,
+    dims: AttnDims,
+    hd: usize,
+    inter: usize,
+    eps: f32,
+    theta: f32,
+    settled: bool,
+    /// The inner norms fold into the FP8 GEMMs (fold.rs).
+    fold: bool,
+    /// The FP8 GEMMs read f16 x (half_x.rs).
+    xh: bool,
+}
+
+impl<'a> Forward<'a> {
+    fn new(
+        gpu: &'a Gpu,
+        c: &ModelConfig,
+        w: &'a GpuWeights,
+        meta: &'a StepMeta,
+        settled: bool,
+    ) -> Self {
+        let (rows, hd) = (meta.ids().len(), c.hidden_size);
+        let fold = fold::folds_norms(w, rows, hd);
+        Forward {
+            gpu,
+            w,
+            meta,
+            dims: attn_dims(c),
+            hd,
+            inter: c.intermediate_size,
+            eps: c.rms_norm_eps as f32,
+            theta: c.rope_theta as f32,
+            settled,
+            fold,
+            xh: half_x::uses_f16_x(w, rows, hd, fold),
+        }
+    }
+
+    /// Layer `li`'s input norm into `h` (or `h16`), then q|k|v into `qkv`. The previous
+    /// layer's MLP output (in `o`) joins the residual here, fused with the norm; with
+    /// folded norms the previous down did both (`h` holds its hw, `ss` its sums of
+    /// squares), and qkv applies the scale.
+    fn qkv(
+        &self,
+        li: usize,
+        lw: &GpuLayer,
+        sc: &mut Scratch,
+        deq: Option<&mut CudaSlice<bf16>>,
+    ) -> Result<()> {
+        let (gpu, eps, hd) = (self.gpu, self.eps, self.hd);
+        let n = self.dims.q_dim() + 2 * self.dims.kv_dim();
+        if self.fold && li > 0 {
+            return fold::qkv(gpu, lw, (n, hd), eps, sc);
+        }
+        if self.xh {
             half_x::norm(gpu, sc, li > 0, &lw.input_norm, eps)?;
-        } else {
-            if li == 0 {
-                ops::rmsnorm_into(
-                    gpu,
-                    &mut sc.x.as_view_mut(),
-                    &lw.input_norm.as_view(),
-                    eps,
-                    &mut sc.h.as_view_mut(),
-                )
-            } else if !folded_in {
-                ops::add_rmsnorm_into(
-                    gpu,
-                    &mut sc.x.as_view_mut(),
-                    &sc.o.as_view(),
-                    &lw.input_norm.as_view(),
-                    eps,
-                    &mut sc.h.as_view_mut(),
-                )
-            } else {
-                Ok(())
+            return half_x::qkv(gpu, lw, (n, hd), sc);
+        }
+        {
+            let (mut x, nw, mut h) = (sc.x.as_view_mut(), lw.input_norm.as_view(), sc.h.as_view_mut());
+            match li {
+                0 => ops::rmsnorm_into(gpu, &mut x, &nw, eps, &mut h),
+                _ => ops::add_rmsnorm_into(gpu, &mut x, &sc.o.as_view(), &nw, eps, &mut h),
             }
-            .map_err(ke)?;
+            .map_err(kernel_err)?;
         }
-        if folded_in {
-            fold::qkv(gpu, lw, (qd + 2 * kvd, hd), eps, sc)?;
-        } else if xh {
-            half_x::qkv(gpu, lw, (qd + 2 * kvd, hd), sc)?;
-        } else {
-            linear_w(
-                gpu,
-                &sc.h,
-                &lw.wqkv,
-                qd + 2 * kvd,
-                hd,
-                &mut sc.qkv,
-                deq.as_deref_mut(),
-            )?;
-        }
+        linear_w(gpu, &sc.h, &lw.wqkv, n, hd, &mut sc.qkv, deq)
+    }
+
+    /// Layer `li`'s q/k norm, RoPE and K/V write into its pages, then attention into
+    /// `attn`.
+    fn attend(&self, li: usize, lw: &GpuLayer, cache: &mut GpuKvCache, sc: &mut Scratch) -> Result<()> {
+        let (gpu, meta, dims) = (self.gpu, self.meta, self.dims);
         let rope = RopeKvArgs {
             qkv: &sc.qkv.as_view(),
             q_norm: &lw.q_norm.as_view(),
             k_norm: &lw.k_norm.as_view(),
             positions: &meta.positions(),
             slots: &meta.slots(),
-            theta,
-            eps,
+            theta: self.theta,
+            eps: self.eps,
         };
         let (kc, vc) = (&mut cache.k[li], &mut cache.v[li]);
-        ops::qk_norm_rope_kv_into(
-            gpu,
-            dims,
-            &rope,
-            &mut sc.q.as_view_mut(),
-            &mut kc.as_view_mut(),
-            &mut vc.as_view_mut(),
-        )
-        .map_err(ke)?;
+        let (mut q, mut kv, mut vv) = (sc.q.as_view_mut(), kc.as_view_mut(), vc.as_view_mut());
+        ops::qk_norm_rope_kv_into(gpu, dims, &rope, &mut q, &mut kv, &mut vv).map_err(kernel_err)?;
         let pa = PagedAttnArgs {
             q: &sc.q.as_view(),
             k_cache: &kc.as_view(),
@@ -363,58 +192,41 @@ pub(super) fn forward_layers(
             table_offs: &meta.table_offs(),
             ctx_lens: &meta.ctx_lens(),
             block_size: cache.block_size,
-            settled,
+            settled: self.settled,
         };
-        attention(
-            gpu,
-            dims,
-            &pa,
-            sc.attn_splits,
-            &mut ops::SplitScratch {
-                acc: sc.part_acc.as_view_mut(),
-                ml: sc.part_ml.as_view_mut(),
-            },
-            &mut sc.attn,
-        )
-        .map_err(ke)?;
-        if fold {
-            fold::after_attention(gpu, w, li, (hd, qd, inter), eps, sc)?;
-            continue;
+        let mut split = ops::SplitScratch {
+            acc: sc.part_acc.as_view_mut(),
+            ml: sc.part_ml.as_view_mut(),
+        };
+        attention(gpu, dims, &pa, sc.attn_splits, &mut split, &mut sc.attn).map_err(kernel_err)
+    }
+
+    /// Layer `li` after its attention: o_proj into `o`, which joins the residual fused with
+    /// the post norm; gate|up with SwiGLU, and down into `o` (or, folded, fold.rs's forms).
+    fn mlp(
+        &self,
+        li: usize,
+        lw: &GpuLayer,
+        sc: &mut Scratch,
+        mut deq: Option<&mut CudaSlice<bf16>>,
+    ) -> Result<()> {
+        let (gpu, eps, hd, inter) = (self.gpu, self.eps, self.hd, self.inter);
+        let qd = self.dims.q_dim();
+        if self.fold {
+            return fold::after_attention(gpu, self.w, li, (hd, qd, inter), eps, sc);
         }
         linear_w(gpu, &sc.attn, &lw.wo, hd, qd, &mut sc.o, deq.as_deref_mut())?;
-        if xh {
-            half_x::mlp(gpu, lw, (hd, inter), eps, sc)?;
-            continue;
+        if self.xh {
+            return half_x::mlp(gpu, lw, (hd, inter), eps, sc);
         }
-        ops::add_rmsnorm_into(
-            gpu,
-            &mut sc.x.as_view_mut(),
-            &sc.o.as_view(),
-            &lw.post_norm.as_view(),
-            eps,
-            &mut sc.h.as_view_mut(),
-        )
-        .map_err(ke)?;
+        {
+            let (mut x, o, nw) = (sc.x.as_view_mut(), sc.o.as_view(), lw.post_norm.as_view());
+            ops::add_rmsnorm_into(gpu, &mut x, &o, &nw, eps, &mut sc.h.as_view_mut())
+                .map_err(kernel_err)?;
+        }
         gate_up_act(gpu, lw, inter, hd, sc, deq.as_deref_mut())?;
-        linear_w(
-            gpu,
-            &sc.act,
-            &lw.wdown,
-            hd,
-            inter,
-            &mut sc.o,
-            deq.as_deref_mut(),
-        )?;
+        linear_w(gpu, &sc.act, &lw.wdown, hd, inter, &mut sc.o, deq)
     }
-    ops::add_rmsnorm_into(
-        gpu,
-        &mut sc.x.as_view_mut(),
-        &sc.o.as_view(),
-        &w.final_norm.as_view(),
-        eps,
-        &mut sc.h.as_view_mut(),
-    )
-    .map_err(ke)
 }
 
 impl CudaBackend {
@@ -426,12 +238,8 @@ impl CudaBackend {
         rows: &[usize],
         all: RowHint,
     ) -> Result<Vec<Next>> {
-        let host = HostMeta::build(
-            chunks,
-            self.cfg.vocab_size,
-            self.cache.block_size,
-            self.cache.num_pages,
-        )?;
+        let (vocab, pages) = (self.cfg.vocab_size, self.cache.num_pages);
+        let host = HostMeta::build(chunks, vocab, self.cache.block_size, pages)?;
         let t = host.ids.len();
         if t == 0 {
             return Ok(vec![]);
@@ -443,48 +251,46 @@ impl CudaBackend {
             return self.decode_with_graph(host, all);
         }
         self.ahead = None; // a step queued ahead (graph.rs) runs first; it is not this one
-        let (hd, vocab) = (self.cfg.hidden_size, self.cfg.vocab_size);
-        let s = self.gpu.stream().clone();
-        let meta = StepMeta::upload(&s, &host)?;
+        let meta = StepMeta::upload(self.gpu.stream(), &host)?;
         let mut sc = Scratch::new(&self.gpu, &self.cfg, t)?;
-        forward_layers(
-            &self.gpu,
-            &self.cfg,
-            &self.w,
-            &mut self.cache,
-            &mut sc,
-            &meta,
-            self.deq.as_mut(),
-            settled,
-        )?;
+        let (gpu, cfg, w) = (&self.gpu, &self.cfg, &self.w);
+        forward_layers(gpu, cfg, w, &mut self.cache, &mut sc, &meta, self.deq.as_mut(), settled)?;
         if rows.is_empty() {
             self.gpu.sync().map_err(kernel_err)?;
             return Ok(vec![]);
         }
+        let logits = self.logits_of(&sc.h, rows)?;
+        self.eager_results(&logits, rows.len(), all.greedy)
+    }
+
+    /// logits [rows, vocab] of the hidden states `h` at the flat token indices `rows`.
+    fn logits_of(&self, h: &CudaSlice<bf16>, rows: &[usize]) -> Result<CudaSlice<f32>> {
+        let (hd, vocab) = (self.cfg.hidden_size, self.cfg.vocab_size);
+        let s = self.gpu.stream();
         let a = driver_err("alloc logits");
         let mut hsel = s.alloc_zeros::<bf16>(rows.len() * hd).map_err(&a)?;
         for (i, &r) in rows.iter().enumerate() {
             s.memcpy_dtod(
-                &sc.h.slice(r * hd..(r + 1) * hd),
+                &h.slice(r * hd..(r + 1) * hd),
                 &mut hsel.slice_mut(i * hd..(i + 1) * hd),
             )
             .map_err(driver_err("gather rows"))?;
         }
         let mut logits = s.alloc_zeros::<f32>(rows.len() * vocab).map_err(&a)?;
         lm_head_into(&self.gpu, &hsel, &self.w, (vocab, hd), &mut logits)?;
-        if all.greedy {
-            let mut tokens = s.alloc_zeros::<u32>(rows.len()).map_err(&a)?;
-            let mut keys = s
-                .alloc_zeros::<u64>(rows.len() * ops::ARGMAX_PARTS)
-                .map_err(&a)?;
-            ops::argmax_into(
-                &self.gpu,
-                &logits.as_view(),
-                vocab,
-                &mut keys.as_view_mut(),
-                &mut tokens.as_view_mut(),
-            )
-            .map_err(kernel_err)?;
+        Ok(logits)
+    }
+
+    /// The results of `n` rows of logits: their greedy tokens (argmax on the GPU), or the
+    /// logits themselves.
+    fn eager_results(&self, logits: &CudaSlice<f32>, n: usize, greedy: bool) -> Result<Vec<Next>> {
+        let (s, vocab) = (self.gpu.stream(), self.cfg.vocab_size);
+        if greedy {
+            let a = driver_err("alloc tokens");
+            let mut tokens = s.alloc_zeros::<u32>(n).map_err(&a)?;
+            let mut keys = s.alloc_zeros::<u64>(n * ops::ARGMAX_PARTS).map_err(&a)?;
+            let (lv, mut kv, mut tv) = (logits.as_view(), keys.as_view_mut(), tokens.as_view_mut());
+            ops::argmax_into(&self.gpu, &lv, vocab, &mut kv, &mut tv).map_err(kernel_err)?;
             let host = s
                 .clone_dtoh(&tokens)
                 .map_err(driver_err("download tokens"))?;
@@ -492,7 +298,7 @@ impl CudaBackend {
             return Ok(host.into_iter().map(Next::Token).collect());
         }
         let host = s
-            .clone_dtoh(&logits)
+            .clone_dtoh(logits)
             .map_err(driver_err("download logits"))?;
         self.gpu.sync().map_err(kernel_err)?;
         Ok(host

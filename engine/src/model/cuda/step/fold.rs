@@ -7,7 +7,8 @@
 //! pay only where the GEMMs around them are shortest; bf16 steps and FP8 steps of more
 //! rows ran as fast or faster with the norm kernels (engine/PERF-LOG.md steps 52-54).
 
-use super::{Scratch, fp8_matrix};
+use super::Scratch;
+use super::linear::fp8_matrix;
 use crate::error::{EngineError, Result};
 use crate::model::cuda::kernel_err;
 use crate::model::cuda::weights::{GpuLayer, GpuLinear, GpuWeights};
