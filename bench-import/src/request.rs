@@ -111,7 +111,8 @@ pub fn build_run(p: Parsed, c: &ImportConfig) -> Result<ImportedRun, ImportError
         "target": { "kind": "imported" },
         "model": model,
         "dataset": c.dataset.clone().unwrap_or(Dataset::Sharegpt { path: None, output_len: None }),
-        "num_prompts": c.num_prompts.or(p.num_prompts).unwrap_or(s.completed + s.failed),
+        // Saturating: counts near u32::MAX then fail validation instead of overflowing.
+        "num_prompts": c.num_prompts.or(p.num_prompts).unwrap_or_else(|| s.completed.saturating_add(s.failed)),
         "load": LoadProfile { max_concurrency: s.max_concurrency.into_iter().collect(), request_rate: s.request_rate, burstiness: 1.0 },
         "sampling": c.sampling.clone().unwrap_or_default(),
         "percentiles": s.ttft.percentiles.iter().map(|(p, _)| *p).collect::<Vec<f64>>(),
@@ -128,4 +129,20 @@ pub fn build_run(p: Parsed, c: &ImportConfig) -> Result<ImportedRun, ImportError
         );
     }
     Ok(ImportedRun { spec, summary: p.summary, requests: p.requests, notes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_counts_are_refused_not_overflowed() {
+        let summary = Summary { completed: u32::MAX, failed: 1, ..Summary::default() };
+        let p = Parsed { summary, missing: vec![], requests: vec![], model: Some("m".into()), num_prompts: None };
+        let c = ImportConfig { engine: "vLLM".into(), ..ImportConfig::default() };
+        let e = build_run(p.clone(), &c).unwrap_err().to_string();
+        assert!(e.contains("num_prompts"), "{e}");
+        let c = ImportConfig { num_prompts: Some(10), ..c };
+        assert!(build_run(p, &c).is_ok());
+    }
 }

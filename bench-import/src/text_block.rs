@@ -142,9 +142,13 @@ fn parse_body(lines: &[&str], first_line_no: usize) -> Result<Parsed, ImportErro
     build(f, first_line_no)
 }
 
+/// A count: whole, and small enough for the u32 latlab stores counts in.
 fn whole(key: &str, v: f64, line: usize) -> Result<u64, ImportError> {
     if v.fract() != 0.0 {
         return Err(ImportError::at(line, format!("{key} must be a whole number, found {v}")));
+    }
+    if v > u32::MAX as f64 {
+        return Err(ImportError::at(line, format!("{key} is too large: {v}")));
     }
     Ok(v as u64)
 }

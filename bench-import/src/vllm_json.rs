@@ -23,9 +23,12 @@ fn required(o: &Map<String, Value>, k: &str) -> Result<f64, ImportError> {
     num(o, k)?.ok_or_else(|| ImportError::new(format!("the vLLM result lacks \"{k}\"")))
 }
 
+/// A count: a whole number that fits the u32 latlab stores counts in (a larger one would
+/// wrap to a wrong number, not fail).
 fn whole(o: &Map<String, Value>, k: &str) -> Result<Option<u64>, ImportError> {
     match num(o, k)? {
         Some(v) if v.fract() != 0.0 => Err(ImportError::new(format!("\"{k}\" must be a whole number, found {v}"))),
+        Some(v) if v > u32::MAX as f64 => Err(ImportError::new(format!("\"{k}\" is too large: {v}"))),
         v => Ok(v.map(|v| v as u64)),
     }
 }
@@ -79,8 +82,10 @@ pub fn parse(v: &Value) -> Result<Parsed, ImportError> {
         let suffix = format!("_{key}_ms");
         for (k, _) in o.iter() {
             let Some(p) = k.strip_prefix('p').and_then(|r| r.strip_suffix(&suffix)) else { continue };
-            // vLLM writes p99.9 as "p99.9"; anything else that is not a percentile is ignored.
-            if let (Ok(p), Some(v)) = (p.parse::<f64>(), num(o, k)?) {
+            // vLLM writes p99.9 as "p99.9"; anything else that is not a percentile (NaN,
+            // inf, 1e3 parse as numbers) is ignored.
+            let p = p.parse::<f64>().ok().filter(|p| *p > 0.0 && *p <= 100.0);
+            if let (Some(p), Some(v)) = (p, num(o, k)?) {
                 st.percentiles.push((p, v));
             }
         }
@@ -184,6 +189,20 @@ mod tests {
             "input_lens": [10, 10], "output_lens": [3, 3], "ttfts": [0.01, 0.011],
             "itls": [[0.005, 0.005], [0.005, 0.005]], "errors": ["", ""]
         })
+    }
+
+    #[test]
+    fn counts_too_large_and_odd_percentiles_are_not_taken() {
+        let mut v = serde_json::json!({"completed": 4294967296u64, "duration": 1.0, "total_input_tokens": 1, "total_output_tokens": 1,
+            "request_throughput": 1.0, "output_throughput": 1.0, "total_token_throughput": 1.0});
+        assert!(parse(&v).unwrap_err().to_string().contains("\"completed\" is too large"));
+        v["completed"] = 1.into();
+        for k in ["pNaN_ttft_ms", "pinf_ttft_ms", "p1e3_ttft_ms", "p0_ttft_ms"] {
+            v[k] = 5.0.into();
+        }
+        v["mean_ttft_ms"] = 6.0.into();
+        v["p99_ttft_ms"] = 7.0.into();
+        assert_eq!(parse(&v).unwrap().summary.ttft.percentiles, vec![(99.0, 7.0)]);
     }
 
     #[test]

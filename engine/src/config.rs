@@ -76,6 +76,53 @@ fn token_ids(v: &Option<serde_json::Value>, field: &str) -> Result<Vec<u32>> {
     }
 }
 
+/// Every size the engine derives from the config (`q_dim`, each tensor's `rows * cols`, the
+/// parameter count, its f32 bytes plus one FP8 code each) must fit in usize: loading and the
+/// memory check multiply them, and an overflow panics (debug) or wraps to a wrong size.
+/// The most decoder layers a config may declare.
+const MAX_LAYERS: usize = 1024;
+
+fn check_sizes(c: &ModelConfig) -> Result<()> {
+    // Far beyond any real model, but small enough that laying out the tensor list (one
+    // entry per layer's weight) cannot exhaust memory before the size check refuses it.
+    if c.num_hidden_layers > MAX_LAYERS {
+        return Err(EngineError::config(
+            "config.json",
+            format!("num_hidden_layers {} is above {MAX_LAYERS}", c.num_hidden_layers),
+        ));
+    }
+    let m = |a: usize, b: usize| a.checked_mul(b);
+    let (h, i, d) = (c.hidden_size, c.intermediate_size, c.head_dim);
+    let count = || {
+        let (q, kv) = (m(c.num_attention_heads, d)?, m(c.num_key_value_heads, d)?);
+        // One layer: q, k, v, o, gate, up, down, then its four norms.
+        let sizes = [
+            m(q, h)?,
+            m(kv, h)?,
+            m(kv, h)?,
+            m(h, q)?,
+            m(i, h)?,
+            m(i, h)?,
+            m(h, i)?,
+            h,
+            h,
+            d,
+            d,
+        ];
+        let layer = sizes.into_iter().try_fold(0usize, usize::checked_add)?;
+        let embeddings = m(c.vocab_size, h)?.checked_mul(2)?;
+        let all = m(layer, c.num_hidden_layers)?.checked_add(embeddings)?;
+        all.checked_add(h)?.checked_mul(5)
+    };
+    let too_large = || {
+        EngineError::config(
+            "config.json",
+            "sizes too large: the parameter count overflows",
+        )
+    };
+    count().map(|_| ()).ok_or_else(too_large)
+}
+
 fn read_json(path: &Path) -> Result<serde_json::Value> {
     let text = std::fs::read_to_string(path).map_err(|e| EngineError::io(path, e))?;
     serde_json::from_str(&text).map_err(|source| EngineError::Json {
@@ -189,7 +236,7 @@ impl ModelConfig {
                 format!("{bad} >= vocab_size {vocab_size}"),
             ));
         }
-        Ok(ModelConfig {
+        let c = ModelConfig {
             vocab_size,
             hidden_size,
             intermediate_size: required(hf.intermediate_size, "intermediate_size")?,
@@ -209,7 +256,9 @@ impl ModelConfig {
                 .first()
                 .copied(),
             quantization: QuantConfig::from_hf(hf.quantization_config.as_ref())?,
-        })
+        };
+        check_sizes(&c)?;
+        Ok(c)
     }
 
     /// `config.json` in Hugging Face's format (what `make-model` writes; transformers loads it).
@@ -293,6 +342,28 @@ mod tests {
             err.contains("quantization_config.activation_scheme") && err.contains("static"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn sizes_whose_products_overflow_are_refused() {
+        for (field, value) in [
+            ("hidden_size", serde_json::json!(9_007_199_254_740_993u64)),
+            ("head_dim", serde_json::json!(1u64 << 62)),
+            ("vocab_size", serde_json::json!(1u64 << 60)),
+        ] {
+            let mut v = base();
+            v[field] = value;
+            let err = ModelConfig::from_json(&v, None).unwrap_err().to_string();
+            assert!(err.contains("overflows"), "{field}: {err}");
+        }
+        // Many layers of small size overflow nothing, but listing their tensors would
+        // exhaust memory before anything else refused them.
+        for layers in [1u64 << 60, 100_000] {
+            let mut v = base();
+            v["num_hidden_layers"] = layers.into();
+            let err = ModelConfig::from_json(&v, None).unwrap_err().to_string();
+            assert!(err.contains("above 1024"), "{layers}: {err}");
+        }
     }
 
     #[test]

@@ -274,7 +274,26 @@ impl CheckpointFiles {
         let mut maps = Vec::new();
         let mut location = HashMap::new();
         for (i, name) in file_names.iter().enumerate() {
+            // The index names shards beside itself: a path elsewhere (`/etc/x`, `../x`) or
+            // anything but a regular file (a FIFO would block the open) is refused.
+            let plain = !name.is_empty()
+                && !name.contains('/')
+                && name != ".."
+                && name.ends_with(".safetensors");
+            if !plain {
+                return Err(EngineError::Weights(format!(
+                    "{}: shard {name:?} is not a .safetensors file name in the checkpoint folder",
+                    index.display()
+                )));
+            }
             let path = dir.join(name);
+            let meta = std::fs::metadata(&path).map_err(|e| EngineError::io(&path, e))?;
+            if !meta.is_file() {
+                return Err(EngineError::Weights(format!(
+                    "{}: not a regular file",
+                    path.display()
+                )));
+            }
             let file = std::fs::File::open(&path).map_err(|e| EngineError::io(&path, e))?;
             // SAFETY: the file is only read; a checkpoint changed under a running engine is
             // outside what we support (as for every mmap-based loader).

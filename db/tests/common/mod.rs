@@ -9,7 +9,7 @@ pub fn spec(concurrency: &[u32]) -> RunSpec {
         model: "Qwen/Qwen3-8B".into(),
         tokenizer: None,
         backend: Backend::OpenaiChat,
-        dataset: Dataset::Random { input_len: 232, output_len: 220, range_ratio: 0.0 },
+        dataset: Dataset::Random { input_len: 232, output_len: 220, range_ratio: 0.0, prefix_len: 0 },
         num_prompts: 3,
         load: LoadProfile { max_concurrency: concurrency.to_vec(), request_rate: None, burstiness: 1.0 },
         sampling: Sampling::default(),
@@ -19,6 +19,9 @@ pub fn spec(concurrency: &[u32]) -> RunSpec {
         percentiles: vec![99.0],
         goodput: Goodput::default(),
         time_limit_s: None,
+        ramp_up: None,
+        disable_shuffle: false,
+        no_oversample: false,
     }
 }
 

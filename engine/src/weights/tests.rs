@@ -170,6 +170,24 @@ fn missing_tensor_is_named() {
     );
 }
 
+/// An index may only name shards beside it: never a path elsewhere, never a FIFO.
+#[test]
+fn index_shards_are_plain_files_in_the_checkpoint_folder() {
+    let cfg = crate::presets::preset("tiny").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.safetensors");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for shard in ["/etc/passwd", "../model.safetensors", "sub/x.safetensors", "x.bin", "pipe.safetensors"] {
+        let index = serde_json::json!({"weight_map": {"model.norm.weight": shard}});
+        std::fs::write(dir.path().join("model.safetensors.index.json"), index.to_string()).unwrap();
+        let t = std::time::Instant::now();
+        let err = ModelWeights::load(&cfg, dir.path()).unwrap_err().to_string();
+        assert!(err.contains("not a .safetensors file name") || err.contains("not a regular file"), "{shard}: {err}");
+        assert!(t.elapsed().as_secs() < 2, "{shard}: must not block");
+    }
+}
+
 #[test]
 fn has_fp8_says_whether_the_projections_are_quantized() {
     let cfg = crate::presets::preset("tiny").unwrap();
