@@ -37,7 +37,7 @@ pub async fn load(pool: &PgPool) -> anyhow::Result<bool> {
         .ladder
         .iter()
         .filter_map(|s| {
-            Some(serde_json::json!({ "item": s.item, "published_gain": s.published_gain, "run": id_of(s.run?)?, "section": s.section }))
+            Some(serde_json::json!({ "item": s.item, "original": s.original, "published_gain": s.published_gain, "run": id_of(s.run?)?, "section": s.section }))
         })
         .collect();
     let view = serde_json::json!({

@@ -72,7 +72,7 @@ async fn picked_runs_become_a_comparison_and_too_few_say_why(pool: PgPool) {
 async fn an_imported_block_shows_what_it_lacks_as_missing_and_derives_latency_marked(pool: PgPool) {
     let app = TestApp::new(pool);
     let block = include_str!("../../data/fixtures/vllm_serving_result.txt");
-    let body = serde_json::json!({"format": "text", "content": block, "config": {"engine": "vLLM", "model": "Qwen/Qwen3-8B", "source": "study.txt"}});
+    let body = serde_json::json!({"format": "text", "content": block, "config": {"engine": "vLLM", "model": "Qwen/Qwen3-8B", "source": "study.txt"}, "comparison_title": "imported"});
     let r = app.post_json("/api/imports", &body).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let id = r.json()["run_ids"][0].as_i64().unwrap();
@@ -82,6 +82,13 @@ async fn an_imported_block_shows_what_it_lacks_as_missing_and_derives_latency_ma
     assert!(page.contains("imported from study.txt; the benchmark ran 44.4 s") && !page.contains("ran 0.0 s"), "{page}");
     // 44.40 s x 4 concurrent / 100 requests.
     assert!(page.contains("data-testid=\"derived-latency\"") && page.contains("1.78 s") && page.contains(">derived<"), "{page}");
+    // The JSON export says null where the source had no number, never 0.
+    let slug = r.json()["comparison_slug"].as_str().unwrap().to_string();
+    let export = app.get(&format!("/api/comparisons/{slug}/export.json")).await.json();
+    let summary = &export["runs"][0]["summary"];
+    assert!(summary["e2el"].is_null(), "{summary}");
+    assert!(summary["ttft"]["std_ms"].is_null(), "{summary}");
+    assert_eq!(summary["ttft"]["mean_ms"], 64.0);
 }
 
 #[sqlx::test(migrator = "db::MIGRATOR")]

@@ -24,8 +24,40 @@ fn attachment(name: &str) -> String {
 
 pub async fn json(State(st): State<AppState>, Path(slug): Path<String>) -> Result<impl IntoResponse, ApiError> {
     let c = load(&st, &slug).await?;
-    let body = serde_json::to_string_pretty(&c).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let mut v = serde_json::to_value(&c).map_err(|e| ApiError::Internal(e.to_string()))?;
+    if let Some(runs) = v["runs"].as_array_mut() {
+        for (run, view) in runs.iter_mut().zip(&c.runs) {
+            if let Some(t) = imported(view) {
+                null_missing(&mut run["summary"], &t.missing);
+            }
+        }
+    }
+    let body = serde_json::to_string_pretty(&v).map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(([(header::CONTENT_TYPE, "application/json".to_string()), (header::CONTENT_DISPOSITION, attachment(&format!("latlab-{slug}.json")))], body))
+}
+
+/// Numbers an imported source lacked become null in the export (the stored summary holds
+/// placeholders for them): `e2el` nulls the metric, `e2el.median` one statistic,
+/// `e2el.p99` drops that percentile, a field name nulls the field.
+pub fn null_missing(summary: &mut serde_json::Value, missing: &[String]) {
+    if !summary.is_object() {
+        return;
+    }
+    for m in missing {
+        match m.split_once('.') {
+            None => summary[m.as_str()] = serde_json::Value::Null,
+            Some((metric, stat)) if summary[metric].is_object() => match stat.strip_prefix('p').filter(|p| p.parse::<f64>().is_ok()) {
+                Some(p) => {
+                    let p: f64 = p.parse().unwrap_or(f64::NAN);
+                    if let Some(list) = summary[metric]["percentiles"].as_array_mut() {
+                        list.retain(|e| e[0].as_f64() != Some(p));
+                    }
+                }
+                None => summary[metric][format!("{stat}_ms")] = serde_json::Value::Null,
+            },
+            Some(_) => {}
+        }
+    }
 }
 
 /// RFC 4180 field: quoted when it holds a comma, quote or newline.
