@@ -68,6 +68,10 @@ async fn dead_targets_fail_partial_failures_are_counted_and_cancels_keep_what_fi
     assert_eq!(r.status, RunStatus::Succeeded);
     assert_eq!(r.error.as_deref().map(|e| e.split(';').next().unwrap()), Some("2 of 4 requests failed"), "{:?}", r.error);
     assert_eq!(r.summary.unwrap().failed, 2);
+    // The page says where its counts come from (the fake server sends prompt usage).
+    let page = common::TestApp::new(pool.clone()).get(&format!("/runs/{flaky}")).await.body;
+    assert!(page.contains("by the server&#x27;s usage.prompt_tokens") || page.contains("by the server's usage.prompt_tokens"), "{page}");
+    assert!(page.contains("2 of 4 requests failed"), "the failures are on the page");
 
     // Cancelled partway: the finished requests stay, marked partial.
     let slow = create(spec(&fake, "slow", 30)).await;

@@ -94,7 +94,10 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
         ("Backend", s.backend.as_str().to_string()),
         ("Dataset", format!("{} × {} prompts, seed {}", s.dataset.name(), s.num_prompts, s.seed)),
         ("Load", s.load_label()),
-        ("ignore_eos", s.sampling.ignore_eos.to_string()),
+        ("ignore_eos", match (s.sampling.ignore_eos, s.sends_ignore_eos()) {
+            (false, true) => "true (always, for the random dataset, as vLLM does)".to_string(),
+            (on, _) => on.to_string(),
+        }),
         ("Temperature", s.sampling.temperature.map(|t| t.to_string()).unwrap_or_else(|| "server default".into())),
         ("Created", when(&run.created_at)),
     ]);
@@ -127,6 +130,15 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
         _ => "warning-note",
     };
     let page_title = format!("{title} · latlab");
+    // Where the block's counts come from, when it is not obvious.
+    let counts = run.summary.as_ref().filter(|_| imported.is_none()).map(|sm| {
+        let input = match sm.server_input_tokens {
+            Some(n) => format!("Total input tokens: {} from the dataset's prompt lengths (printed above, as vLLM v0.11); {n} by the server's usage.prompt_tokens.", sm.total_input_tokens),
+            None => format!("Total input tokens: {} from the dataset's prompt lengths; the server sent no prompt counts.", sm.total_input_tokens),
+        };
+        let itl = sm.token_itl_source.map(|t| format!(" Token-level ITL counts tokens by {}.", t.describe())).unwrap_or_default();
+        view! { <p class="muted counts" data-testid="count-sources">{input}{itl}</p> }
+    });
     let comparisons = Resource::new(move || (), move |_| get_run_comparisons(id));
     let state_note = match (run.status, run.cancel_requested) {
         (RunStatus::Queued, _) => Some("Queued: it starts when a worker is free."),
@@ -190,6 +202,7 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
                     Some(summary) => view! { <ResultBlock summary missing/> }.into_any(),
                     None => view! { <p class="muted">"No result yet."</p> }.into_any(),
                 }}
+                {counts}
                 {derived.map(|d| view! {
                     <p class="derived" data-testid="derived-latency">"Mean request latency: "<strong>{d}</strong>
                     " "<span class="badge mark" title="not measured: benchmark duration × concurrency ÷ requests, as the source publishes no end-to-end latency">"derived"</span></p>
