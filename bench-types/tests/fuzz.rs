@@ -184,5 +184,3 @@ fn find_in_json_names_a_forbidden_string_exactly_when_there_is_one() {
         }
     });
 }
-
-// ---- The mutation kit, the same in each crate's tests/fuzz.rs ----

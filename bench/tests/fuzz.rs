@@ -271,5 +271,3 @@ fn jsonl_files_never_panic() {
         },
     );
 }
-
-// ---- The mutation kit, the same in each crate's tests/fuzz.rs ----

@@ -278,20 +278,15 @@ fn sharded_checkpoint_index_never_panics() {
         map.extend(part.iter().map(|t| (t.0.clone(), json!(shard))));
     }
     let index = json!({"metadata": {"total_size": 1234}, "weight_map": map});
-    let depths = ["outside the folder", "refused", "loaded"];
+    let depths = ["-", "refused", "loaded"];
     fuzz(
         "safetensors index",
         depths,
         json_docs(vec![index], KEYS, TEXTS),
         |doc| {
-            // Names that leave the folder would open whatever files they name.
-            if serde_json::from_str::<Value>(&doc).is_ok_and(|v| v.to_string().contains('/')) {
-                return Ok(0);
-            }
+            // Shard names that leave the folder are refused by the loader, not skipped here.
             std::fs::write(dir.join("model.safetensors.index.json"), &doc).unwrap();
             check_load(dir, true, false)
         },
     );
 }
-
-// ---- The mutation kit, the same in each crate's tests/fuzz.rs ----
