@@ -2,7 +2,7 @@
 //! disk cache of cubins keyed by source text + options + architecture + NVRTC version.
 //!
 //! Why cubin and not PTX: PTX from an NVRTC newer than the driver's CUDA will not load
-//! (GPU.md), while a cubin for the card's architecture always does. Why a cache: one
+//! (ARCHITECTURE.md, "The GPU machine"), while a cubin for the card's architecture always does. Why a cache: one
 //! compile takes ~0.4 s, and the engine loads all kernels at every start.
 
 use crate::error::{KernelError, Result};

@@ -120,7 +120,7 @@ impl Gpu {
     pub fn new(opts: &GpuOptions) -> Result<Self> {
         let ctx = CudaContext::new(opts.ordinal).ctx("create context")?;
         // One stream, one thread: cudarc's cross-stream event tracking buys nothing and
-        // breaks graph capture (CUDA_ERROR_STREAM_CAPTURE_ISOLATION, GPU.md).
+        // breaks graph capture (CUDA_ERROR_STREAM_CAPTURE_ISOLATION; ARCHITECTURE.md, "The GPU machine").
         // SAFETY: called before any buffer exists.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().ctx("create stream")?;

@@ -77,8 +77,8 @@ fn compile_all(include: PathBuf) {
                 .find(|u| u.kernel == k)
                 .unwrap_or_else(|| panic!("{}: ptxas compiled no kernel named {k}", s.file));
             // Code size: an SM keeps ~130 KB of code; a kernel whose code was evicted
-            // fetches it again on its critical path, ~57 ns per KB run (engine/PERF.md,
-            // session 15).
+            // fetches it again on its critical path, ~57 ns per KB run (engine/PERF-LOG.md,
+            // 2026-12-01 05:42).
             let bytes = code
                 .iter()
                 .find(|(name, _)| name == k)

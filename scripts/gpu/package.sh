@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build what a GPU session needs and put it in .gpu/ (ignored by git) for the device
+# Build what a run on the GPU machine needs and put it in .gpu/ (ignored by git) for the device
 # tool's `carry`: the GPU test binaries, latlab-engine, latlab-bench, the Qwen3 tokenizer
 # and the HF reference script. Under 64 MiB in all. Then, on the device:
 #   bash scripts/gpu/suite.sh            (carry [".gpu"])
@@ -26,12 +26,12 @@ for line in sys.stdin:
 ' | while read -r name exe; do cp "$exe" ".gpu/t/$name"; done
 done
 # Debug symbols take a quarter of the binaries; without them everything fits the device
-# tool's 64 MiB carry (it did not in session 12). Panic messages stay; backtraces lose names.
+# tool's 64 MiB carry (it did not on 2026-11-30). Panic messages stay; backtraces lose names.
 if command -v strip > /dev/null; then strip .gpu/t/*; fi
 cp assets/cache/qwen3/tokenizer.json assets/cache/qwen3/tokenizer_config.json .gpu/tok/
 cp scripts/gpu/hf_qwen3_8b.py scripts/gpu/suite.sh scripts/gpu/ncu_step.sh scripts/gpu/ncu_gemm.sh scripts/gpu/ncu_skinny.sh scripts/gpu/ncu_source.sh .gpu/
 # Which tree the binaries are: suite.sh prints it first, so a log says what it measured
-# (session 13 benched binaries packaged while a reverted experiment was still in the tree).
+# (on 2026-11-30 binaries were benched that had been packaged while a reverted experiment was still in the tree).
 dirty=$(git status --porcelain --untracked-files=no | wc -l)
 stamp="$(git rev-parse --short HEAD)"
 if [ "$dirty" -gt 0 ]; then

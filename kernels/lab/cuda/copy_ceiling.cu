@@ -3,7 +3,7 @@
 // ring of 16 KB stages with 16 bulk copies of 1 KB, one per weight row (rows are K
 // elements apart in the checkpoint's row-major layout). Here the same ring is filled
 // either that way or from weights laid out tile by tile, so that a stage is one contiguous
-// 16 KB (one copy, or a few), against plain 16-byte loads (the GPU.md read ceiling's way).
+// 16 KB (one copy, or a few), against plain 16-byte loads (the way engine/PERF.md's read ceiling was measured).
 // Built behind skinny_bulk.cu (its mbarrier and bulk-copy helpers).
 
 // Streams the 16-row tiles of w [N, row_bytes] (rows `pitch` bytes apart) through a ring of `stages` stages per block
@@ -119,9 +119,9 @@ extern "C" __global__ void copy_ceiling_loads(const uint4* __restrict__ w, unsig
 }
 
 // The engine's persistent bf16 GEMM (skinny_bulk.cu's skinny_pipeline_bulk_tiles with
-// TileBf16, f32 out, as it was in session 13: its ring tracked by RingDiv), rebuilt here with parts of its consumers switched off (timing only:
+// TileBf16, f32 out, as it was in 2026-11-30 23:19: its ring tracked by RingDiv), rebuilt here with parts of its consumers switched off (timing only:
 // the values are wrong where a part is off). With tiled weights the ring alone streams the
-// step's linears ~250 us faster than the GEMMs (session 12): this says which consumer part
+// step's linears ~250 us faster than the GEMMs (2026-11-30 20:18): this says which consumer part
 // holds them. parts: bit 0 loads x, bit 1 multiplies, bit 2 runs the per-tile epilogue
 // (gather, barrier, reduce, store, and the barrier before the next tile); 7 is the engine's
 // kernel, instruction for instruction in what it computes. Bit 3 (timing only, wrong

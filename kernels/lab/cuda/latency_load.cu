@@ -71,7 +71,7 @@ extern "C" __global__ void latency_hop_t3(const unsigned* __restrict__ in, unsig
 // 43.5 KB of SASS; four dependent chains, ~3 us of issue), in four variants with different
 // constants, so that a chain cycling through them holds ~174 KB of code: what fetching a
 // latency-bound kernel's code again costs, if an SM cannot keep a layer's kernels.
-// (Measured, session 15: an SM keeps ~130 KB; past that +2.5 us per such kernel, the same
+// (Measured, 2026-12-01 05:42: an SM keeps ~130 KB; past that +2.5 us per such kernel, the same
 // beside the weight stream.)
 constexpr int HOP_CODE_STEPS = 384;
 template <int V>

@@ -1,6 +1,6 @@
 // Experiment (lab only; kernels/lab/src/bin/mlp_fused.rs): decode's whole MLP at one token
 // row in one kernel, gate|up, SwiGLU and down, with no grid-wide hand-off between the two
-// GEMMs (engine/PERF.md step 57). Measured: no faster than the two GEMMs, so the engine does
+// GEMMs (engine/PERF-LOG.md step 57). Measured: no faster than the two GEMMs, so the engine does
 // not run it; kept so the measurement can be run again.
 //
 // Down is split over the intermediate dimension instead of over its output rows. A

@@ -1,7 +1,7 @@
 // Experiment (bin/wgmma_probe.rs): can the FP8 tensor cores Hopper actually has stream a
 // decode GEMM's FP8 weights faster than the f16-MMA kernels? On sm_90a, mma.sync with
 // e4m3 operands compiles to F2FP unpacks plus HMMA.16816 (emulated, checked in SASS,
-// engine/PERF.md session 11); only the warpgroup MMA (wgmma, QGMMA in SASS) multiplies
+// engine/PERF-LOG.md, 2026-11-30 16:45); only the warpgroup MMA (wgmma, QGMMA in SASS) multiplies
 // e4m3 natively. Here: W8A8 with x already quantized (per token and 128-k group, codes
 // laid out for the B descriptor by the host), weights as wgmma's A operand in registers,
 // loaded from a ring of shared-memory stages that 2-D tensor copies fill (one request per
@@ -175,7 +175,7 @@ extern "C" __global__ void __launch_bounds__(WG_THREADS, 1)
     };
     // Two register sets: stage i + 1's weights load while stage i's MMAs run (a wgmma's
     // register operands stay untouched until it completes). Deferring each wait by one
-    // stage (wait_group 1, two accumulators) measured no faster (engine/PERF.md, step 33).
+    // stage (wait_group 1, two accumulators) measured no faster (engine/PERF-LOG.md, step 33).
     unsigned fa0[4][4], fa1[4][4];
     float p0[4] = {0.f, 0.f, 0.f, 0.f}, p1[4] = {0.f, 0.f, 0.f, 0.f};
     const int tid = threadIdx.x & 127;

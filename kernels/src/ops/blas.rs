@@ -1,6 +1,6 @@
 //! cuBLAS GEMM for prefill (more than 8 rows): y[m, n] = x[m, k] w[n, k]^T, bf16 in, f32
 //! out, f32 compute. Decode batches (<= 8 rows) use the skinny GEMM, which streams the
-//! weights ~2-3 % faster than cuBLAS there (engine/PERF.md).
+//! weights ~2-3 % faster than cuBLAS there (engine/PERF-LOG.md).
 
 use crate::error::{KernelError, Result, check};
 use crate::gpu::Gpu;

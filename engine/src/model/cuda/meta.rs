@@ -137,7 +137,7 @@ pub(super) struct Staging {
 
 /// The device copy of a step's metadata: one buffer, uploaded in one copy. Six copies
 /// (one per array) were most of the ~37 us the host spent around each decode graph's
-/// replay at batch 1 (LATLAB_STEP_TIMING, H200, session 13), time in which the GPU idles.
+/// replay at batch 1 (LATLAB_STEP_TIMING, H200, 2026-11-30 23:19), time in which the GPU idles.
 /// Layout: `rows` ids, positions, slots, table offsets and context lengths, then up to
 /// `table_cap` table entries.
 pub(super) struct StepMeta {

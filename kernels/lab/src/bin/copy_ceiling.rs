@@ -2,7 +2,7 @@
 //! the weights of a Qwen3-8B decode step's 144 layer linears (36 distinct layers, bf16
 //! 13.9 GB, FP8 6.9 GB) can stream into the SMs at all, with no multiplying, and by which
 //! way of moving them (lab/cuda/copy_ceiling.cu):
-//! - plain 16-byte loads (GPU.md's read ceiling was measured so: 4.52 TB/s);
+//! - plain 16-byte loads (engine/PERF.md's read ceiling was measured so: 4.52 TB/s);
 //! - the engine's ring (a producer warp, 16 KB stages of 16 bulk copies of 1 KB, one per
 //!   weight row, 8 warps reading the stage from shared memory);
 //! - the same ring fed from weights laid out tile by tile, so that a stage is one
@@ -13,11 +13,11 @@
 //! tiled ring streams much faster than the row ring, a tiled weight layout is the way to
 //! faster linears. `cargo run -p kernels-lab --bin copy_ceiling`.
 //!
-//! Answer (H200, session 12, engine/PERF.md steps 34-35): yes for the ring (4.23 TB/s
+//! Answer (H200, 2026-11-30 20:18, engine/PERF-LOG.md steps 34-35): yes for the ring (4.23 TB/s
 //! row-major, 4.63 tiled), but the engine's GEMMs went only from 4.00 to 4.06 TB/s tiled: their
 //! consumers hold them. `what_in_the_gemm_consumers_costs` rebuilds the engine's bf16 GEMM
-//! with consumer parts switched off (timing only) to say which part. Answer (session 13,
-//! PERF.md): the per-stage x loads, 143-170 us of the 144 launches; the MMAs and the
+//! with consumer parts switched off (timing only) to say which part. Answer (2026-11-30 23:19,
+//! PERF-LOG.md): the per-stage x loads, 143-170 us of the 144 launches; the MMAs and the
 //! epilogue 13-34 us; a further ~160 us lies between the consumers doing nothing and the
 //! ring alone.
 

@@ -3,9 +3,9 @@
 //! l2_reuse`.)
 //!
 //! Why: at batch 1 HBM idles through each layer's latency-bound section (norm, rope,
-//! attention, merge: ~10 us, engine/PERF.md session 14), and o_proj's ring holds only
+//! attention, merge: ~10 us, engine/PERF-LOG.md, 2026-12-01 03:04), and o_proj's ring holds only
 //! ~25 MB of its 33.5. Were o_proj's weights warmed into L2 during that section, o_proj
-//! would run at L2's rate, if the bulk copies are served from L2 at all: session 7's
+//! would run at L2's rate, if the bulk copies are served from L2 at all: 2026-11-30 08:56's
 //! `cp.async.bulk.prefetch.L2` runs suggested they were not, but did not show it apart from
 //! the prefetch's own cost. Here the same kernel runs 36 times in one graph, once over 36
 //! distinct matrices (1.2 GB: every read from HBM) and once over one matrix (after the

@@ -2,13 +2,13 @@
 //! worked): how long one dependent load takes on an idle GPU and while every other SM
 //! streams HBM as a decode step's GEMMs do (lab/cuda/latency_load.cu). A decode layer's
 //! latency-bound kernels (norms, rope, attention, merge) sit on the critical path for one or
-//! two such round trips each, while the next GEMM's early copies stream (engine/PERF.md,
-//! session 14: the attention's q arrives 1.4 us after its release). If a round trip under
+//! two such round trips each, while the next GEMM's early copies stream (engine/PERF-LOG.md,
+//! 2026-12-01 03:04: the attention's q arrives 1.4 us after its release). If a round trip under
 //! load costs several times one at rest, the lever is fewer trips per layer, not a
 //! different kernel around them.
 //! `cargo run -p kernels-lab --bin latency_load`.
 //!
-//! Answer (H200, sessions 14-15, engine/PERF.md): an L2 hit costs 145 ns at rest and
+//! Answer (H200, 2026-12-01 03:04 to 2026-12-01 05:42, engine/PERF-LOG.md): an L2 hit costs 145 ns at rest and
 //! 456-512 ns beside the stream, nearly an HBM miss's 555 (340-352 at rest). A chain of
 //! dependent tiny PDL kernels (a boundary plus one trip each, what a fusion saves per
 //! kernel it removes) costs 0.61 us per kernel at rest and 0.95 beside the stream. Kernels

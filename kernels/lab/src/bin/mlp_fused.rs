@@ -4,7 +4,7 @@
 //! --bin mlp_fused`).
 //!
 //! Why: removing down's launch, ramp, tail and PDL hand-off was the last concrete redesign
-//! named for the bf16 batch-1 bar (engine/PERF.md step 57). In the engine's bench it ran
+//! named for the bf16 batch-1 bar (engine/PERF-LOG.md step 57). In the engine's bench it ran
 //! 0.05-0.06 ms a step behind the two GEMMs. Here each layer's MLP and the norm after it
 //! run 36 times over distinct weights in one graph, as a step runs them; the fused kernel
 //! also runs with its end-of-block adds as 16-byte vector reds, and with no adds at all

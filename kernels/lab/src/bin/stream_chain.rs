@@ -7,7 +7,7 @@
 //! bandwidth, and a persistent decode step is the way to the speed bars.
 //! `cargo run -p kernels-lab --bin stream_chain`.
 //!
-//! Answer (H200, session 7, engine/PERF.md step 21): no. The launches stream the layer
+//! Answer (H200, 2026-11-30 08:56, engine/PERF-LOG.md step 21): no. The launches stream the layer
 //! linears at 4.07 TB/s (bf16, batch 1: 3412 us) and 3.36 (FP8: 2065 us); the one kernel
 //! reached at best 3.90 and 3.10 (3548 / 2241 us, 6-stage rings, rotated tiles). The chain
 //! of launches already hides its boundaries; a persistent step must win elsewhere (the

@@ -5,7 +5,7 @@
 //! x comes quantized (per token and 128-k group) and laid out by the host, so this times
 //! the weight stream alone. `cargo run -p kernels-lab --bin wgmma_probe`.
 //!
-//! Answer so far (H200, session 11, engine/PERF.md step 33): correct (error < 1e-4 of
+//! Answer so far (H200, 2026-11-30 16:45, engine/PERF-LOG.md step 33): correct (error < 1e-4 of
 //! sum |x w|: QGMMA accumulates 32 products more coarsely than f32), and its time does not
 //! depend on the batch. At batch 8 it beats the engine's kernel on gate|up and down (-5 to
 //! -6 %) and loses on qkv (+5 %); at batch 1 it loses everywhere (+4 to +18 %). Its ring
