@@ -45,7 +45,8 @@ pub fn strip_ansi(text: &str) -> String {
 pub fn derived_mean_latency_s(summary: &bench_types::Summary, spec: &bench_types::RunSpec) -> Option<f64> {
     let c = *spec.load.max_concurrency.first()?;
     let n = summary.completed;
-    (spec.load.request_rate.is_none() && n > 0 && summary.duration_s > 0.0).then(|| summary.duration_s * c.min(n) as f64 / n as f64)
+    (spec.load.request_rate.is_none() && n > 0 && summary.duration_s > 0.0)
+        .then(|| summary.duration_s * c.min(n) as f64 / n as f64)
 }
 
 #[cfg(test)]

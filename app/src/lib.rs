@@ -10,9 +10,9 @@ pub mod server_fns;
 pub mod store;
 
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
-use leptos_router::components::{Route, Router, Routes, A};
-use leptos_router::{path, SsrMode};
+use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_router::components::{A, Route, Router, Routes};
+use leptos_router::{SsrMode, path};
 
 /// The HTML document around the app (server side only).
 pub fn shell(options: LeptosOptions) -> impl IntoView {

@@ -3,10 +3,10 @@
 //! under the spec's field paths, so each message lands beside its input, in the browser
 //! while typing and on the server after submitting.
 
-use bench_types::launched::{seed_presets, LaunchedTarget};
+use bench_types::launched::{LaunchedTarget, seed_presets};
 use bench_types::{
-    Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RampUp, RampUpStrategy, RunSpec, Sampling,
-    Target, ValidationErrors,
+    Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RampUp, RampUpStrategy,
+    RunSpec, Sampling, Target, ValidationErrors,
 };
 use serde::{Deserialize, Serialize};
 
@@ -210,7 +210,9 @@ impl RunForm {
     /// The exact commands the presets will run (shown under the field).
     pub fn launch_preview(&self) -> Vec<String> {
         self.launched_targets()
-            .map(|ts| ts.iter().map(|(n, t)| format!("{n}: {}", t.render(None, "<run dir>").display())).collect())
+            .map(|ts| {
+                ts.iter().map(|(n, t)| format!("{n}: {}", t.render(None, "<run dir>").display())).collect()
+            })
             .unwrap_or_default()
     }
 
@@ -245,7 +247,10 @@ impl RunForm {
             "linear" => RampUpStrategy::Linear,
             "exponential" => RampUpStrategy::Exponential,
             other => {
-                p.errors.push("ramp_up.strategy", format!("unknown ramp-up {other:?}; choose linear or exponential"));
+                p.errors.push(
+                    "ramp_up.strategy",
+                    format!("unknown ramp-up {other:?}; choose linear or exponential"),
+                );
                 return None;
             }
         };
@@ -258,13 +263,25 @@ impl RunForm {
 
     /// Whether any optional sampling parameter is filled in (its section shows open).
     pub fn has_sampling_parameters(&self) -> bool {
-        [&self.top_p, &self.top_k, &self.min_p, &self.frequency_penalty, &self.presence_penalty, &self.repetition_penalty].iter().any(|v| !v.trim().is_empty())
+        [
+            &self.top_p,
+            &self.top_k,
+            &self.min_p,
+            &self.frequency_penalty,
+            &self.presence_penalty,
+            &self.repetition_penalty,
+        ]
+        .iter()
+        .any(|v| !v.trim().is_empty())
     }
 
     pub fn to_spec(&self) -> Result<RunSpec, ValidationErrors> {
         let mut p = Parser { errors: ValidationErrors::default() };
         let target = match self.target_kind.as_str() {
-            "external" => Target::External { base_url: self.base_url.trim().to_string(), api_key_env: opt_text(&self.api_key_env) },
+            "external" => Target::External {
+                base_url: self.base_url.trim().to_string(),
+                api_key_env: opt_text(&self.api_key_env),
+            },
             "native" => Target::Native(NativeTarget {
                 model_source: self.model_source.trim().to_string(),
                 device: match self.device.as_str() {
@@ -276,7 +293,10 @@ impl RunForm {
                     "" | "none" => Quantization::None,
                     "fp8" => Quantization::Fp8,
                     other => {
-                        p.errors.push("target.quantization", format!("unknown weights {other:?}; choose none or fp8"));
+                        p.errors.push(
+                            "target.quantization",
+                            format!("unknown weights {other:?}; choose none or fp8"),
+                        );
                         Quantization::None
                     }
                 },
@@ -291,7 +311,10 @@ impl RunForm {
                 }
             },
             other => {
-                p.errors.push("target.kind", format!("unknown target {other:?}; choose external, native or launched"));
+                p.errors.push(
+                    "target.kind",
+                    format!("unknown target {other:?}; choose external, native or launched"),
+                );
                 Target::External { base_url: "http://127.0.0.1".into(), api_key_env: None }
             }
         };
@@ -325,9 +348,10 @@ impl RunForm {
         let mut bad = Vec::new();
         for part in self.max_concurrency.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match part.parse::<u32>() {
-                Ok(v) if v == 0 || v > bench_types::validate::limits::MAX_CONCURRENCY => {
-                    bad.push(format!("{v} is out of range (1 to {})", bench_types::validate::limits::MAX_CONCURRENCY))
-                }
+                Ok(v) if v == 0 || v > bench_types::validate::limits::MAX_CONCURRENCY => bad.push(format!(
+                    "{v} is out of range (1 to {})",
+                    bench_types::validate::limits::MAX_CONCURRENCY
+                )),
                 Ok(v) => max_concurrency.push(v),
                 Err(_) => bad.push(not_a(part, WHOLE)),
             }
@@ -343,7 +367,9 @@ impl RunForm {
         // The native engine serves whatever name requests use; left at the form's default
         // (a real checkpoint's id), it is named after what it serves instead.
         let model = match &target {
-            Target::Native(n) if self.model.trim().is_empty() || self.model.trim() == RunForm::default().model => {
+            Target::Native(n)
+                if self.model.trim().is_empty() || self.model.trim() == RunForm::default().model =>
+            {
                 n.model_source.trim_end_matches('/').rsplit('/').next().unwrap_or(&n.model_source).to_string()
             }
             _ => self.model.trim().to_string(),
@@ -359,11 +385,16 @@ impl RunForm {
             load: LoadProfile {
                 max_concurrency,
                 request_rate,
-                burstiness: if self.burstiness.trim().is_empty() { 1.0 } else { p.num("load.burstiness", &self.burstiness, NUMBER, 1.0) },
+                burstiness: if self.burstiness.trim().is_empty() {
+                    1.0
+                } else {
+                    p.num("load.burstiness", &self.burstiness, NUMBER, 1.0)
+                },
             },
             sampling: Sampling {
                 // vLLM always sends ignore_eos with the random dataset; the spec says so.
-                ignore_eos: self.ignore_eos.as_deref().is_some_and(|v| v == "on" || v == "true") || self.dataset_kind == "random",
+                ignore_eos: self.ignore_eos.as_deref().is_some_and(|v| v == "on" || v == "true")
+                    || self.dataset_kind == "random",
                 temperature: p.opt_num("sampling.temperature", &self.temperature, NUMBER),
                 extra_body: None,
                 top_p: p.opt_num("sampling.top_p", &self.top_p, NUMBER),
@@ -371,10 +402,18 @@ impl RunForm {
                 min_p: p.opt_num("sampling.min_p", &self.min_p, NUMBER),
                 frequency_penalty: p.opt_num("sampling.frequency_penalty", &self.frequency_penalty, NUMBER),
                 presence_penalty: p.opt_num("sampling.presence_penalty", &self.presence_penalty, NUMBER),
-                repetition_penalty: p.opt_num("sampling.repetition_penalty", &self.repetition_penalty, NUMBER),
+                repetition_penalty: p.opt_num(
+                    "sampling.repetition_penalty",
+                    &self.repetition_penalty,
+                    NUMBER,
+                ),
             },
             seed: if self.seed.trim().is_empty() { 0 } else { p.num("seed", &self.seed, WHOLE, 0) },
-            warmup_requests: if self.warmup_requests.trim().is_empty() { 0 } else { p.num("warmup_requests", &self.warmup_requests, WHOLE, 0) },
+            warmup_requests: if self.warmup_requests.trim().is_empty() {
+                0
+            } else {
+                p.num("warmup_requests", &self.warmup_requests, WHOLE, 0)
+            },
             request_timeout_s: if self.request_timeout_s.trim().is_empty() {
                 bench_types::spec::default_request_timeout_s()
             } else {

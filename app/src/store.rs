@@ -2,7 +2,10 @@
 //! `server` crate implements it over `db`) and reaches it through Leptos context, never a
 //! global.
 
-use bench_types::{ComparisonRef, ComparisonSummary, ComparisonView, CreatedRuns, RequestRecord, RunSpec, RunView, ValidationErrors};
+use bench_types::{
+    ComparisonRef, ComparisonSummary, ComparisonView, CreatedRuns, RequestRecord, RunSpec, RunView,
+    ValidationErrors,
+};
 use std::sync::Arc;
 
 #[derive(Debug, Clone)]
@@ -31,7 +34,12 @@ pub trait Store: Send + Sync + 'static {
     async fn create_runs(&self, specs: Vec<RunSpec>) -> Result<CreatedRuns, StoreError>;
     async fn comparison(&self, slug: &str) -> Result<Option<ComparisonView>, StoreError>;
     /// Comparisons newest first (older than `before`, a slug, when given); `only` picks one.
-    async fn comparisons(&self, limit: i64, before: Option<String>, only: Option<String>) -> Result<Vec<ComparisonSummary>, StoreError>;
+    async fn comparisons(
+        &self,
+        limit: i64,
+        before: Option<String>,
+        only: Option<String>,
+    ) -> Result<Vec<ComparisonSummary>, StoreError>;
     /// The comparisons a run belongs to.
     async fn comparisons_of_run(&self, id: i64) -> Result<Vec<ComparisonRef>, StoreError>;
     /// Per-request records of these runs (for latency CDFs); runs without any are left out.

@@ -1,7 +1,7 @@
 //! An import as the API receives it (a source file plus the configuration it ran with) and
 //! the runs it becomes: `RunSpec` with `Target::Imported`, the `Summary`, any records.
 
-use crate::{text_block, vllm_json, ImportError, Parsed};
+use crate::{ImportError, Parsed, text_block, vllm_json};
 use bench_types::imported::ImportedTarget;
 use bench_types::{Dataset, LoadProfile, RequestRecord, RunSpec, Sampling, Summary, Target};
 use serde::{Deserialize, Serialize};
@@ -78,7 +78,10 @@ impl ImportRequest {
         let parsed: Vec<Parsed> = match self.format {
             ImportFormat::VllmJson => vec![vllm_json::parse(&self.content)?],
             ImportFormat::Text => {
-                let text = self.content.as_str().ok_or_else(|| ImportError::new("content: a text import must be a string"))?;
+                let text = self
+                    .content
+                    .as_str()
+                    .ok_or_else(|| ImportError::new("content: a text import must be a string"))?;
                 text_block::parse_blocks(text)?.into_iter().map(|(_, p)| p).collect()
             }
         };
@@ -88,11 +91,10 @@ impl ImportRequest {
 
 /// A `Parsed` result with its configuration, validated.
 pub fn build_run(p: Parsed, c: &ImportConfig) -> Result<ImportedRun, ImportError> {
-    let model = c
-        .model
-        .clone()
-        .or(p.model.clone())
-        .ok_or_else(|| ImportError::new("config.model: is required (the source does not name the model)"))?;
+    let model =
+        c.model.clone().or(p.model.clone()).ok_or_else(|| {
+            ImportError::new("config.model: is required (the source does not name the model)")
+        })?;
     let target = ImportedTarget {
         engine: c.engine.clone(),
         source: c.source.clone().unwrap_or_else(|| "upload".to_string()),
@@ -118,8 +120,10 @@ pub fn build_run(p: Parsed, c: &ImportConfig) -> Result<ImportedRun, ImportError
         "percentiles": s.ttft.percentiles.iter().map(|(p, _)| *p).collect::<Vec<f64>>(),
     });
     let mut spec_json = spec_json;
-    spec_json["target"] = serde_json::to_value(Target::Imported(target)).map_err(|e| ImportError::new(e.to_string()))?;
-    let spec: RunSpec = serde_json::from_value(spec_json).map_err(|e| ImportError::new(format!("config: {e}")))?;
+    spec_json["target"] =
+        serde_json::to_value(Target::Imported(target)).map_err(|e| ImportError::new(e.to_string()))?;
+    let spec: RunSpec =
+        serde_json::from_value(spec_json).map_err(|e| ImportError::new(format!("config: {e}")))?;
     spec.validate().map_err(|e| ImportError::new(format!("config: {e}")))?;
     let mut notes = Vec::new();
     if s.peak_concurrent_requests > 0 {
@@ -138,7 +142,8 @@ mod tests {
     #[test]
     fn huge_counts_are_refused_not_overflowed() {
         let summary = Summary { completed: u32::MAX, failed: 1, ..Summary::default() };
-        let p = Parsed { summary, missing: vec![], requests: vec![], model: Some("m".into()), num_prompts: None };
+        let p =
+            Parsed { summary, missing: vec![], requests: vec![], model: Some("m".into()), num_prompts: None };
         let c = ImportConfig { engine: "vLLM".into(), ..ImportConfig::default() };
         let e = build_run(p.clone(), &c).unwrap_err().to_string();
         assert!(e.contains("num_prompts"), "{e}");

@@ -8,8 +8,8 @@
 //! "# ..." note naming the variant (flags that replace the command's, an attention
 //! backend, or "BS=N"); a closing sweep section with a baseline and an optimized command.
 
-use crate::request::{build_run, ImportConfig, ImportedRun};
-use crate::{text_block, ImportError};
+use crate::request::{ImportConfig, ImportedRun, build_run};
+use crate::{ImportError, text_block};
 use serde::{Deserialize, Serialize};
 
 /// The name latlab gives the reference comparison built from the document.
@@ -81,8 +81,10 @@ struct Found {
     parsed: crate::Parsed,
 }
 
-const ENGINES: [(&str, &str); 3] = [("vllm serve", "vLLM"), ("sglang", "SGLang"), ("trtllm-serve", "TensorRT-LLM")];
-const COMMAND_MARKERS: [&str; 3] = ["推論サービスのスクリプト", "基準設定の推論スクリプト", "最適化後の推論スクリプト"];
+const ENGINES: [(&str, &str); 3] =
+    [("vllm serve", "vLLM"), ("sglang", "SGLang"), ("trtllm-serve", "TensorRT-LLM")];
+const COMMAND_MARKERS: [&str; 3] =
+    ["推論サービスのスクリプト", "基準設定の推論スクリプト", "最適化後の推論スクリプト"];
 
 /// English names of the optimization table's items (the document's own words, translated).
 const STEP_NAMES: [(&str, &str); 6] = [
@@ -96,7 +98,11 @@ const STEP_NAMES: [(&str, &str); 6] = [
 
 /// The English name of a table item; an item in English already stays as it is.
 fn step_name(item: &str) -> Option<String> {
-    STEP_NAMES.iter().find(|(ja, _)| *ja == item).map(|(_, en)| en.to_string()).or_else(|| item.is_ascii().then(|| item.to_string()))
+    STEP_NAMES
+        .iter()
+        .find(|(ja, _)| *ja == item)
+        .map(|(_, en)| en.to_string())
+        .or_else(|| item.is_ascii().then(|| item.to_string()))
 }
 
 fn engine_of(command: &str) -> Option<&'static str> {
@@ -145,7 +151,8 @@ fn effective_command(command: &str, variant: Option<&str>) -> String {
     let tokens: Vec<&str> = command.split_whitespace().collect();
     if v.starts_with("--") {
         let family = |t: &str| t.strip_prefix("--").and_then(|f| f.split('-').next()).map(str::to_string);
-        let fams: Vec<String> = v.split_whitespace().filter_map(|t| if t.starts_with("--") { family(t) } else { None }).collect();
+        let fams: Vec<String> =
+            v.split_whitespace().filter_map(|t| if t.starts_with("--") { family(t) } else { None }).collect();
         let mut kept = Vec::new();
         let mut skip_value = false;
         for t in &tokens {
@@ -231,7 +238,8 @@ fn value_after(lines: &[&str], heading: &str) -> Option<String> {
 pub fn parse(doc: &str) -> Result<SeedStudy, ImportError> {
     let lines: Vec<&str> = doc.lines().collect();
     let document_title = lines.first().map(|l| l.trim().to_string()).unwrap_or_default();
-    let hw_line = value_after(&lines, "ハードウェア").ok_or_else(|| ImportError::new("no ハードウェア (hardware) section"))?;
+    let hw_line = value_after(&lines, "ハードウェア")
+        .ok_or_else(|| ImportError::new("no ハードウェア (hardware) section"))?;
     let hardware = match hw_line.trim_end_matches('。').strip_prefix("単一の") {
         Some(rest) => format!("1x {}", rest.trim()),
         None => hw_line.trim_end_matches('。').to_string(),
@@ -258,7 +266,8 @@ pub fn parse(doc: &str) -> Result<SeedStudy, ImportError> {
             sections.push((section.clone(), None));
             sweep_part = None;
         } else if COMMAND_MARKERS.contains(&l) {
-            let (c, end) = read_command(&lines, i + 1).ok_or_else(|| ImportError::at(i + 1, "a command marker with no command after it"))?;
+            let (c, end) = read_command(&lines, i + 1)
+                .ok_or_else(|| ImportError::at(i + 1, "a command marker with no command after it"))?;
             command = c;
             if let Some(s) = sections.last_mut() {
                 s.1.get_or_insert(command.clone());
@@ -273,13 +282,25 @@ pub fn parse(doc: &str) -> Result<SeedStudy, ImportError> {
             if section.is_empty() || command.is_empty() {
                 return Err(ImportError::at(i + 1, "a result block before any section and command"));
             }
-            let variant = lines[..i].iter().rev().map(|l| l.trim()).find(|l| !l.is_empty()).and_then(|p| p.strip_prefix("# ")).map(str::to_string);
+            let variant = lines[..i]
+                .iter()
+                .rev()
+                .map(|l| l.trim())
+                .find(|l| !l.is_empty())
+                .and_then(|p| p.strip_prefix("# "))
+                .map(str::to_string);
             let (parsed, end) = text_block::parse_block_at(&lines, i)?;
             let sec = match &sweep_part {
                 Some(p) => format!("{section} ({p})"),
                 None => section.clone(),
             };
-            found.push(Found { line: i + 1, section: sec, section_command: command.clone(), variant, parsed });
+            found.push(Found {
+                line: i + 1,
+                section: sec,
+                section_command: command.clone(),
+                variant,
+                parsed,
+            });
             i = end;
         }
         i += 1;
@@ -291,7 +312,8 @@ pub fn parse(doc: &str) -> Result<SeedStudy, ImportError> {
     let mut runs = Vec::with_capacity(found.len());
     for f in found {
         let cmd = effective_command(&f.section_command, f.variant.as_deref());
-        let engine = engine_of(&cmd).ok_or_else(|| ImportError::at(f.line, format!("no known engine in the command {cmd:?}")))?;
+        let engine = engine_of(&cmd)
+            .ok_or_else(|| ImportError::at(f.line, format!("no known engine in the command {cmd:?}")))?;
         let sweep_part = f.section.rsplit_once(" (").map(|(_, p)| p.trim_end_matches(')'));
         let config = ImportConfig {
             engine: engine.to_string(),
@@ -310,7 +332,15 @@ pub fn parse(doc: &str) -> Result<SeedStudy, ImportError> {
         runs.push(build_run(f.parsed, &config).map_err(|e| ImportError::at(f.line, e.to_string()))?);
     }
     let ladder = ladder(&lines, &sections, &runs)?;
-    Ok(SeedStudy { title: TITLE.to_string(), document_title, hardware, bench_command, runs, ladder_baseline: 0, ladder })
+    Ok(SeedStudy {
+        title: TITLE.to_string(),
+        document_title,
+        hardware,
+        bench_command,
+        runs,
+        ladder_baseline: 0,
+        ladder,
+    })
 }
 
 fn imported(r: &ImportedRun) -> &bench_types::imported::ImportedTarget {
@@ -321,10 +351,19 @@ fn imported(r: &ImportedRun) -> &bench_types::imported::ImportedTarget {
 }
 
 /// The optimization table, rows tied to sections by name and to the run each step kept.
-fn ladder(lines: &[&str], sections: &[(String, Option<String>)], runs: &[ImportedRun]) -> Result<Vec<LadderStep>, ImportError> {
-    let start = lines.iter().position(|l| l.trim() == "最適化項目の一覧").ok_or_else(|| ImportError::new("no 最適化項目の一覧 (optimization table)"))?;
+fn ladder(
+    lines: &[&str],
+    sections: &[(String, Option<String>)],
+    runs: &[ImportedRun],
+) -> Result<Vec<LadderStep>, ImportError> {
+    let start = lines
+        .iter()
+        .position(|l| l.trim() == "最適化項目の一覧")
+        .ok_or_else(|| ImportError::new("no 最適化項目の一覧 (optimization table)"))?;
     let mut steps = Vec::new();
-    for (row, l) in lines[start + 1..].iter().map(|l| l.trim()).enumerate().skip_while(|(_, l)| l.is_empty()).skip(1) {
+    for (row, l) in
+        lines[start + 1..].iter().map(|l| l.trim()).enumerate().skip_while(|(_, l)| l.is_empty()).skip(1)
+    {
         let Some((item, gain)) = l.split_once('\t') else { break };
         let (item, gain) = (item.trim(), gain.trim());
         let k = sections.iter().position(|(title, _)| title.contains(item));
@@ -333,15 +372,27 @@ fn ladder(lines: &[&str], sections: &[(String, Option<String>)], runs: &[Importe
             (Some(k), Some(_)) => {
                 let title = &sections[k].0;
                 let next_engine = sections.get(k + 1).and_then(|(_, c)| c.as_deref()).and_then(engine_of);
-                let in_section = |r: &&ImportedRun| imported(r).optimization.as_deref() == Some(title.as_str());
+                let in_section =
+                    |r: &&ImportedRun| imported(r).optimization.as_deref() == Some(title.as_str());
                 runs.iter()
                     .position(|r| in_section(&r) && next_engine.is_none_or(|e| imported(r).engine == e))
                     .or_else(|| runs.iter().position(|r| in_section(&r)))
             }
             _ => None,
         };
-        let name = step_name(item).ok_or_else(|| ImportError::at(start + 2 + row, format!("no English name for the optimization item {item:?} (add one to STEP_NAMES)")))?;
-        steps.push(LadderStep { item: name, original: item.to_string(), published_gain, section: k.map(|k| sections[k].0.clone()), run });
+        let name = step_name(item).ok_or_else(|| {
+            ImportError::at(
+                start + 2 + row,
+                format!("no English name for the optimization item {item:?} (add one to STEP_NAMES)"),
+            )
+        })?;
+        steps.push(LadderStep {
+            item: name,
+            original: item.to_string(),
+            published_gain,
+            section: k.map(|k| sections[k].0.clone()),
+            run,
+        });
     }
     if steps.is_empty() {
         return Err(ImportError::at(start + 1, "the optimization table has no rows"));

@@ -41,16 +41,18 @@ pub fn parse_blocks(text: &str) -> Result<Vec<(usize, Parsed)>, ImportError> {
         i = end + 1;
     }
     if out.is_empty() {
-        return Err(ImportError::new("no \"Serving Benchmark Result\" block found (its title line starts with '=')"));
+        return Err(ImportError::new(
+            "no \"Serving Benchmark Result\" block found (its title line starts with '=')",
+        ));
     }
     Ok(out)
 }
 
 /// The block whose title is `lines[start]`: its result and the index of its closing line.
 pub fn parse_block_at(lines: &[&str], start: usize) -> Result<(Parsed, usize), ImportError> {
-    let end = (start + 1..lines.len())
-        .find(|&j| is_block_end(lines[j]))
-        .ok_or_else(|| ImportError::at(start + 1, "this \"Serving Benchmark Result\" block has no closing '=====' line"))?;
+    let end = (start + 1..lines.len()).find(|&j| is_block_end(lines[j])).ok_or_else(|| {
+        ImportError::at(start + 1, "this \"Serving Benchmark Result\" block has no closing '=====' line")
+    })?;
     Ok((parse_body(&lines[start + 1..end], start + 2)?, end))
 }
 
@@ -120,11 +122,10 @@ fn parse_body(lines: &[&str], first_line_no: usize) -> Result<Parsed, ImportErro
             .split_once(':')
             .ok_or_else(|| ImportError::at(no, format!("expected \"<label>: <number>\", found {line:?}")))?;
         let (label, value) = (label.trim(), value.trim());
-        let num: f64 = value
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| ImportError::at(no, format!("{label}: {value:?} is not a non-negative number")))?;
+        let num: f64 =
+            value.parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0).ok_or_else(|| {
+                ImportError::at(no, format!("{label}: {value:?} is not a non-negative number"))
+            })?;
         if let Some((_, key)) = TOP.iter().find(|(l, _)| *l == label) {
             if f.top.iter().any(|(k, _)| k == key) {
                 return Err(ImportError::at(no, format!("{label} appears twice")));
@@ -136,7 +137,10 @@ fn parse_body(lines: &[&str], first_line_no: usize) -> Result<Parsed, ImportErro
             }
             f.metric.push((key, field, num));
         } else {
-            return Err(ImportError::at(no, format!("unknown line in a Serving Benchmark Result block: {line:?}")));
+            return Err(ImportError::at(
+                no,
+                format!("unknown line in a Serving Benchmark Result block: {line:?}"),
+            ));
         }
     }
     build(f, first_line_no)
@@ -164,7 +168,10 @@ fn build(f: Fields, line: usize) -> Result<Parsed, ImportError> {
     let mut s = Summary {
         completed: whole("completed", req("completed"), line)? as u32,
         failed: get("failed").map(|v| whole("failed", v, line)).transpose()?.unwrap_or(0) as u32,
-        max_concurrency: get("max_concurrency").map(|v| whole("max_concurrency", v, line)).transpose()?.map(|v| v as u32),
+        max_concurrency: get("max_concurrency")
+            .map(|v| whole("max_concurrency", v, line))
+            .transpose()?
+            .map(|v| v as u32),
         request_rate: get("request_rate"),
         duration_s: req("duration_s"),
         total_input_tokens: whole("total_input_tokens", req("total_input_tokens"), line)?,
@@ -203,7 +210,10 @@ fn build(f: Fields, line: usize) -> Result<Parsed, ImportError> {
         }
         // The printed block never carries the standard deviation.
         missing.push(format!("{key}.std"));
-        st.percentiles = fields.iter().filter_map(|(fl, v)| if let MetricField::P(p) = fl { Some((*p, *v)) } else { None }).collect();
+        st.percentiles = fields
+            .iter()
+            .filter_map(|(fl, v)| if let MetricField::P(p) = fl { Some((*p, *v)) } else { None })
+            .collect();
         st.percentiles.sort_by(|a, b| a.0.total_cmp(&b.0));
         match key {
             "ttft" => s.ttft = st,
@@ -234,7 +244,8 @@ mod tests {
         assert_eq!(p.summary.ttft.percentile(99.0), Some(98.59));
         assert!(p.missing.contains(&"e2el".to_string()));
         assert!(p.missing.contains(&"ttft.std".to_string()));
-        let metrics = [bench_types::MetricKind::Ttft, bench_types::MetricKind::Tpot, bench_types::MetricKind::Itl];
+        let metrics =
+            [bench_types::MetricKind::Ttft, bench_types::MetricKind::Tpot, bench_types::MetricKind::Itl];
         assert_eq!(bench_types::result_block::serving_result(&p.summary, &metrics), BLOCK);
     }
 

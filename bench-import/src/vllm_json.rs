@@ -27,7 +27,9 @@ fn required(o: &Map<String, Value>, k: &str) -> Result<f64, ImportError> {
 /// wrap to a wrong number, not fail).
 fn whole(o: &Map<String, Value>, k: &str) -> Result<Option<u64>, ImportError> {
     match num(o, k)? {
-        Some(v) if v.fract() != 0.0 => Err(ImportError::new(format!("\"{k}\" must be a whole number, found {v}"))),
+        Some(v) if v.fract() != 0.0 => {
+            Err(ImportError::new(format!("\"{k}\" must be a whole number, found {v}")))
+        }
         Some(v) if v > u32::MAX as f64 => Err(ImportError::new(format!("\"{k}\" is too large: {v}"))),
         v => Ok(v.map(|v| v as u64)),
     }
@@ -35,7 +37,8 @@ fn whole(o: &Map<String, Value>, k: &str) -> Result<Option<u64>, ImportError> {
 
 /// Parses the text of a `--save-result` file.
 pub fn parse_str(text: &str) -> Result<Parsed, ImportError> {
-    let v: Value = serde_json::from_str(text).map_err(|e| ImportError::at(e.line(), format!("not valid JSON: {e}")))?;
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| ImportError::at(e.line(), format!("not valid JSON: {e}")))?;
     parse(&v)
 }
 
@@ -43,14 +46,18 @@ pub fn parse(v: &Value) -> Result<Parsed, ImportError> {
     let o = v.as_object().ok_or_else(|| ImportError::new("a vLLM result must be a JSON object"))?;
     let mut missing = Vec::new();
     let mut s = Summary {
-        completed: whole(o, "completed")?.ok_or_else(|| ImportError::new("the vLLM result lacks \"completed\""))? as u32,
+        completed: whole(o, "completed")?
+            .ok_or_else(|| ImportError::new("the vLLM result lacks \"completed\""))?
+            as u32,
         failed: whole(o, "failed")?.unwrap_or(0) as u32,
         max_concurrency: whole(o, "max_concurrency")?.map(|v| v as u32),
         // vLLM writes "inf" (a string) for an unlimited rate.
         request_rate: num(o, "request_rate").ok().flatten(),
         duration_s: required(o, "duration")?,
-        total_input_tokens: whole(o, "total_input_tokens")?.ok_or_else(|| ImportError::new("the vLLM result lacks \"total_input_tokens\""))?,
-        total_output_tokens: whole(o, "total_output_tokens")?.ok_or_else(|| ImportError::new("the vLLM result lacks \"total_output_tokens\""))?,
+        total_input_tokens: whole(o, "total_input_tokens")?
+            .ok_or_else(|| ImportError::new("the vLLM result lacks \"total_input_tokens\""))?,
+        total_output_tokens: whole(o, "total_output_tokens")?
+            .ok_or_else(|| ImportError::new("the vLLM result lacks \"total_output_tokens\""))?,
         request_throughput: required(o, "request_throughput")?,
         goodput: num(o, "request_goodput")?,
         output_throughput: required(o, "output_throughput")?,
@@ -114,7 +121,9 @@ pub fn parse(v: &Value) -> Result<Parsed, ImportError> {
 fn f64_list(v: &Value, what: &str) -> Result<Vec<f64>, ImportError> {
     let a = v.as_array().ok_or_else(|| ImportError::new(format!("\"{what}\" must be a list")))?;
     a.iter()
-        .map(|x| x.as_f64().ok_or_else(|| ImportError::new(format!("\"{what}\" must hold numbers, found {x}"))))
+        .map(|x| {
+            x.as_f64().ok_or_else(|| ImportError::new(format!("\"{what}\" must hold numbers, found {x}")))
+        })
         .collect()
 }
 
@@ -122,7 +131,9 @@ fn f64_list(v: &Value, what: &str) -> Result<Vec<f64>, ImportError> {
 /// `errors`, when all four lists are present; E2EL is TTFT plus the gaps, as vLLM computes
 /// latency from the same chunk times.
 fn records(o: &Map<String, Value>) -> Result<Vec<RequestRecord>, ImportError> {
-    let (Some(ins), Some(outs), Some(ttfts), Some(itls)) = (o.get("input_lens"), o.get("output_lens"), o.get("ttfts"), o.get("itls")) else {
+    let (Some(ins), Some(outs), Some(ttfts), Some(itls)) =
+        (o.get("input_lens"), o.get("output_lens"), o.get("ttfts"), o.get("itls"))
+    else {
         return Ok(Vec::new());
     };
     let ins = f64_list(ins, "input_lens")?;

@@ -79,13 +79,12 @@ fn import_samples() -> Vec<Value> {
         "engine_version": "v0.11.0", "hardware": "1x H100", "optimization": "1. x", "variant": "# a",
         "dataset": {"kind": "random", "input_len": 8, "output_len": 8}, "num_prompts": 2,
         "sampling": {"ignore_eos": true, "temperature": 0.0}});
-    let vllm = json!({"format": "vllm_json", "content": vllm_sample(), "config": config, "comparison_title": "t"});
+    let vllm =
+        json!({"format": "vllm_json", "content": vllm_sample(), "config": config, "comparison_title": "t"});
     let mut out = vec![vllm];
     for b in block_samples().iter().take(4) {
-        out.push(
-            json!({"format": "text", "content": format!("junk\n{b}\nmore junk\n{b}"),
-            "config": {"engine": "SGLang", "model": "Qwen/Qwen3-8B"}}),
-        );
+        out.push(json!({"format": "text", "content": format!("junk\n{b}\nmore junk\n{b}"),
+            "config": {"engine": "SGLang", "model": "Qwen/Qwen3-8B"}}));
     }
     out
 }
@@ -108,9 +107,7 @@ enum LineEdit {
 }
 
 fn line_edits() -> impl Strategy<Value = Vec<(Index, LineEdit)>> {
-    let values = words(&format!(
-        "{NUMS} 1e400 NaN inf 7. .5 +3 0x10 1_000 12,5 - ."
-    ));
+    let values = words(&format!("{NUMS} 1e400 NaN inf 7. .5 +3 0x10 1_000 12,5 - ."));
     let labels: Vec<String> = words(LABELS).iter().map(|l| l.replace('_', " ")).collect();
     let edit = prop_oneof![
         Just(LineEdit::Drop),
@@ -171,10 +168,7 @@ fn check_parsed(p: &Parsed) -> Result<(), TestCaseError> {
     let mut v = vec![s.duration_s, s.request_throughput, s.output_throughput];
     v.extend([s.total_token_throughput, s.peak_output_throughput]);
     v.extend(s.request_rate.into_iter().chain(s.goodput));
-    for t in [&s.ttft, &s.tpot, &s.itl, &s.e2el]
-        .into_iter()
-        .chain(&s.token_itl)
-    {
+    for t in [&s.ttft, &s.tpot, &s.itl, &s.e2el].into_iter().chain(&s.token_itl) {
         v.extend([t.mean_ms, t.median_ms, t.std_ms]);
         v.extend(t.percentiles.iter().flat_map(|&(p, x)| [p, x]));
     }
@@ -184,11 +178,7 @@ fn check_parsed(p: &Parsed) -> Result<(), TestCaseError> {
 
 #[test]
 fn import_requests_never_panic_and_accepted_runs_are_valid() {
-    let depths = [
-        "refused by serde",
-        "refused by into_runs",
-        "accepted",
-    ];
+    let depths = ["refused by serde", "refused by into_runs", "accepted"];
     let docs = json_docs(import_samples(), KEYS, TEXTS);
     fuzz("ImportRequest", depths, docs, |doc| {
         let req = serde_json::from_str::<ImportRequest>(&doc).map_err(|_| 0);
@@ -229,23 +219,17 @@ fn vllm_result_json_never_panics() {
 
 #[test]
 fn printed_blocks_never_panic_and_parsed_blocks_print_back() {
-    fuzz(
-        "text blocks",
-        ["-", "refused", "accepted"],
-        block_docs(),
-        |doc| {
-            let Ok(blocks) = text_block::parse_blocks(&doc) else {
-                return Ok(1);
-            };
-            for (_, p) in &blocks {
-                check_parsed(p)?;
-                let again = serving_result(&p.summary, &ALL);
-                let back =
-                    text_block::parse_blocks(&again).map_err(|e| fail(format!("{e}:\n{again}")))?;
-                prop_assert_eq!(back.len(), 1);
-                prop_assert_eq!(back[0].1.summary.completed, p.summary.completed);
-            }
-            Ok(2)
-        },
-    );
+    fuzz("text blocks", ["-", "refused", "accepted"], block_docs(), |doc| {
+        let Ok(blocks) = text_block::parse_blocks(&doc) else {
+            return Ok(1);
+        };
+        for (_, p) in &blocks {
+            check_parsed(p)?;
+            let again = serving_result(&p.summary, &ALL);
+            let back = text_block::parse_blocks(&again).map_err(|e| fail(format!("{e}:\n{again}")))?;
+            prop_assert_eq!(back.len(), 1);
+            prop_assert_eq!(back[0].1.summary.completed, p.summary.completed);
+        }
+        Ok(2)
+    });
 }

@@ -4,8 +4,8 @@
 //! Regenerate after changing the importer: `LATLAB_REGENERATE_SEED=1 cargo test -p bench-import --test seed_data`.
 
 use bench_import::seed_doc;
-use bench_types::result_block::serving_result;
 use bench_types::MetricKind;
+use bench_types::result_block::serving_result;
 use std::path::PathBuf;
 
 fn doc_path() -> PathBuf {
@@ -20,7 +20,10 @@ fn read_doc() -> Option<String> {
     match std::fs::read_to_string(doc_path()) {
         Ok(s) => Some(s),
         Err(e) => {
-            println!("SKIPPED: the seed document {} is not here ({e}); CI has shared/ beside the clone", doc_path().display());
+            println!(
+                "SKIPPED: the seed document {} is not here ({e}); CI has shared/ beside the clone",
+                doc_path().display()
+            );
             None
         }
     }
@@ -34,8 +37,12 @@ fn committed_seed_file_is_what_the_importer_makes_of_the_document() {
     if std::env::var_os("LATLAB_REGENERATE_SEED").is_some() {
         std::fs::write(data_path(), &fresh).unwrap();
     }
-    let committed = std::fs::read_to_string(data_path()).expect("data/seed/qwen3-8b-h100-gpustack.json is committed");
-    assert!(committed == fresh, "data/seed/qwen3-8b-h100-gpustack.json differs from the importer's output; regenerate it (see this file's header)");
+    let committed =
+        std::fs::read_to_string(data_path()).expect("data/seed/qwen3-8b-h100-gpustack.json is committed");
+    assert!(
+        committed == fresh,
+        "data/seed/qwen3-8b-h100-gpustack.json differs from the importer's output; regenerate it (see this file's header)"
+    );
 }
 
 /// Every block of the document, printed back from the imported summary, is the block as
@@ -45,11 +52,17 @@ fn every_published_block_round_trips_exactly() {
     let Some(doc) = read_doc() else { return };
     let study = seed_doc::parse(&doc).unwrap();
     let lines: Vec<&str> = doc.lines().collect();
-    let starts: Vec<usize> = (0..lines.len()).filter(|&i| bench_import::text_block::is_block_start(lines[i])).collect();
+    let starts: Vec<usize> =
+        (0..lines.len()).filter(|&i| bench_import::text_block::is_block_start(lines[i])).collect();
     assert_eq!(study.runs.len(), starts.len());
-    assert_eq!(study.runs.len(), 25, "3 engines, CUDA graph, FP8, 2 attention backends, 9 speculative variants, torch.compile, 2 sweeps of 4");
+    assert_eq!(
+        study.runs.len(),
+        25,
+        "3 engines, CUDA graph, FP8, 2 attention backends, 9 speculative variants, torch.compile, 2 sweeps of 4"
+    );
     for (run, &start) in study.runs.iter().zip(&starts) {
-        let published: String = lines[start..start + 24].iter().map(|l| format!("{}\n", l.trim_end())).collect();
+        let published: String =
+            lines[start..start + 24].iter().map(|l| format!("{}\n", l.trim_end())).collect();
         let printed = serving_result(&run.summary, &[MetricKind::Ttft, MetricKind::Tpot, MetricKind::Itl]);
         assert_eq!(printed, published, "run {:?}", run.spec.label);
     }
@@ -79,12 +92,26 @@ fn runs_carry_engine_command_concurrency_and_the_ladder() {
     assert_eq!(gains, [Some("+4.3%"), Some("+25.8%"), Some("+66.2%"), None, None, None]);
     // Steps carry English names (charts draw them; no CJK font needed) and the original.
     let names: Vec<&str> = study.ladder.iter().map(|s| s.item.as_str()).collect();
-    assert_eq!(names, ["Engine choice", "Quantization", "Speculative decoding", "CUDA graph max batch size", "Attention backend", "torch.compile"]);
+    assert_eq!(
+        names,
+        [
+            "Engine choice",
+            "Quantization",
+            "Speculative decoding",
+            "CUDA graph max batch size",
+            "Attention backend",
+            "torch.compile"
+        ]
+    );
     assert!(study.ladder.iter().all(|s| s.item.is_ascii()));
     assert_eq!(study.ladder[1].original, "量子化");
     let kept: Vec<Option<usize>> = study.ladder.iter().map(|s| s.run).collect();
     assert_eq!(kept, [Some(1), Some(4), Some(7), None, None, None]);
-    assert!(t(7).command.unwrap().contains("--speculative-num-steps 4 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16"));
+    assert!(
+        t(7).command.unwrap().contains(
+            "--speculative-num-steps 4 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16"
+        )
+    );
 }
 
 /// The study's optimization table is reproducible from the imported numbers: its gains
@@ -101,7 +128,10 @@ fn the_published_ladder_gains_follow_from_the_imported_numbers() {
         ((s.ttft.mean_ms + s.tpot.mean_ms * (out - 1.0)) / 10.0).round() / 100.0
     };
     let gain = |from: usize, to: usize| format!("{:+.1}%", (latency_s(from) / latency_s(to) - 1.0) * 100.0);
-    assert_eq!(study.runs[23].spec.label, "SGLang FP8 EAGLE3 draft=Tengyunw steps=4 topk=4 draft-tokens=16 optimized BS=4");
+    assert_eq!(
+        study.runs[23].spec.label,
+        "SGLang FP8 EAGLE3 draft=Tengyunw steps=4 topk=4 draft-tokens=16 optimized BS=4"
+    );
     let published: Vec<&str> = study.ladder.iter().filter_map(|s| s.published_gain.as_deref()).collect();
     assert_eq!(published, [gain(0, 1), gain(1, 4), gain(4, 23)]);
 }

@@ -2,7 +2,7 @@
 //! printed "Serving Benchmark Result" block), with the configuration they came with.
 //! Such a run is never executed by a worker; the UI marks it "imported" wherever it shows.
 
-use crate::validate::{limits, ValidationErrors};
+use crate::validate::{ValidationErrors, limits};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

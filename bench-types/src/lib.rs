@@ -14,9 +14,14 @@ pub mod status;
 pub mod text;
 pub mod validate;
 
-pub use api::{ComparisonRef, ComparisonSummary, ComparisonView, CreatedRuns, NewComparison, RunProgress, RunView};
-pub use metrics::{MetricInfo, MetricKind, METRICS};
+pub use api::{
+    ComparisonRef, ComparisonSummary, ComparisonView, CreatedRuns, NewComparison, RunProgress, RunView,
+};
+pub use metrics::{METRICS, MetricInfo, MetricKind};
 pub use report::{BenchReport, ChunkTokenSource, RequestRecord, Stats, Summary, TargetInfo};
-pub use spec::{Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RampUp, RampUpStrategy, RunSpec, Sampling, Target};
+pub use spec::{
+    Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RampUp, RampUpStrategy,
+    RunSpec, Sampling, Target,
+};
 pub use status::RunStatus;
 pub use validate::{FieldError, ValidationErrors};

@@ -25,7 +25,13 @@ pub struct MetricInfo {
 }
 
 pub const METRICS: [MetricInfo; 5] = [
-    MetricInfo { kind: MetricKind::Ttft, key: "ttft", title: "Time to First Token", unit: "ms", lower_is_better: true },
+    MetricInfo {
+        kind: MetricKind::Ttft,
+        key: "ttft",
+        title: "Time to First Token",
+        unit: "ms",
+        lower_is_better: true,
+    },
     MetricInfo {
         kind: MetricKind::Tpot,
         key: "tpot",
@@ -33,8 +39,20 @@ pub const METRICS: [MetricInfo; 5] = [
         unit: "ms",
         lower_is_better: true,
     },
-    MetricInfo { kind: MetricKind::Itl, key: "itl", title: "Inter-token Latency", unit: "ms", lower_is_better: true },
-    MetricInfo { kind: MetricKind::E2el, key: "e2el", title: "End-to-end Latency", unit: "ms", lower_is_better: true },
+    MetricInfo {
+        kind: MetricKind::Itl,
+        key: "itl",
+        title: "Inter-token Latency",
+        unit: "ms",
+        lower_is_better: true,
+    },
+    MetricInfo {
+        kind: MetricKind::E2el,
+        key: "e2el",
+        title: "End-to-end Latency",
+        unit: "ms",
+        lower_is_better: true,
+    },
     MetricInfo {
         kind: MetricKind::TokenItl,
         key: "token_itl",

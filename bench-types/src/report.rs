@@ -140,8 +140,12 @@ impl ChunkTokenSource {
     pub fn describe(self) -> &'static str {
         match self {
             ChunkTokenSource::ServerUsage => "the server's per-chunk usage (continuous_usage_stats)",
-            ChunkTokenSource::Tokenization => "cumulative tokenization of the streamed text (no per-chunk usage from the server)",
-            ChunkTokenSource::Mixed => "the server's per-chunk usage where sent, else cumulative tokenization of the streamed text",
+            ChunkTokenSource::Tokenization => {
+                "cumulative tokenization of the streamed text (no per-chunk usage from the server)"
+            }
+            ChunkTokenSource::Mixed => {
+                "the server's per-chunk usage where sent, else cumulative tokenization of the streamed text"
+            }
         }
     }
 }

@@ -50,7 +50,11 @@ pub fn serving_result(summary: &Summary, metrics: &[MetricKind]) -> String {
 /// `serving_result`, with "n/a" wherever `lacks(key)` says the source had no number
 /// (imported results: `ImportedTarget::lacks`, keys such as `e2el`, `ttft.median`,
 /// `peak_output_throughput`), never a 0 that was not measured.
-pub fn serving_result_marking(summary: &Summary, metrics: &[MetricKind], lacks: &dyn Fn(&str) -> bool) -> String {
+pub fn serving_result_marking(
+    summary: &Summary,
+    metrics: &[MetricKind],
+    lacks: &dyn Fn(&str) -> bool,
+) -> String {
     let s = summary;
     let mut out = String::new();
     title(&mut out, " Serving Benchmark Result ", '=');
@@ -72,13 +76,30 @@ pub fn serving_result_marking(summary: &Summary, metrics: &[MetricKind], lacks: 
         line(&mut out, "Request goodput (req/s):", format!("{g:.2}"));
     }
     line(&mut out, "Output token throughput (tok/s):", format!("{:.2}", s.output_throughput));
-    line(&mut out, "Peak output token throughput (tok/s):", num(lacks("peak_output_throughput"), s.peak_output_throughput));
-    line(&mut out, "Peak concurrent requests:", num(lacks("peak_concurrent_requests"), s.peak_concurrent_requests as f64));
+    line(
+        &mut out,
+        "Peak output token throughput (tok/s):",
+        num(lacks("peak_output_throughput"), s.peak_output_throughput),
+    );
+    line(
+        &mut out,
+        "Peak concurrent requests:",
+        num(lacks("peak_concurrent_requests"), s.peak_concurrent_requests as f64),
+    );
     line(&mut out, "Total Token throughput (tok/s):", format!("{:.2}", s.total_token_throughput));
     for m in metrics {
         match m {
-            MetricKind::Ttft => section(&mut out, "Time to First Token", "TTFT", m.info().key, &s.ttft, lacks),
-            MetricKind::Tpot => section(&mut out, "Time per Output Token (excl. 1st token)", "TPOT", m.info().key, &s.tpot, lacks),
+            MetricKind::Ttft => {
+                section(&mut out, "Time to First Token", "TTFT", m.info().key, &s.ttft, lacks)
+            }
+            MetricKind::Tpot => section(
+                &mut out,
+                "Time per Output Token (excl. 1st token)",
+                "TPOT",
+                m.info().key,
+                &s.tpot,
+                lacks,
+            ),
             MetricKind::Itl => section(&mut out, "Inter-token Latency", "ITL", m.info().key, &s.itl, lacks),
             MetricKind::E2el => section(&mut out, "End-to-end Latency", "E2EL", m.info().key, &s.e2el, lacks),
             MetricKind::TokenItl => {

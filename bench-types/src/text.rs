@@ -19,7 +19,8 @@ pub fn forbidden_char(s: &str) -> Option<char> {
 
 fn is_forbidden(c: char) -> bool {
     let control = c.is_control() && !matches!(c, '\t' | '\n' | '\r');
-    let bidi = matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}');
+    let bidi =
+        matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}');
     control || bidi
 }
 
@@ -29,7 +30,9 @@ pub fn describe(c: char) -> String {
         '\0' => " (NUL)",
         '\u{202E}' => " (right-to-left override)",
         '\u{202D}' => " (left-to-right override)",
-        '\u{2066}'..='\u{2069}' | '\u{202A}'..='\u{202C}' | '\u{200E}' | '\u{200F}' | '\u{061C}' => " (bidirectional control)",
+        '\u{2066}'..='\u{2069}' | '\u{202A}'..='\u{202C}' | '\u{200E}' | '\u{200F}' | '\u{061C}' => {
+            " (bidirectional control)"
+        }
         _ if c.is_control() => " (control character)",
         _ => "",
     };
@@ -43,7 +46,9 @@ pub fn find_in_json(root: &str, v: &serde_json::Value) -> Option<(String, char)>
     use serde_json::Value;
     match v {
         Value::String(s) => forbidden_char(s).map(|c| (root.to_string(), c)),
-        Value::Array(items) => items.iter().enumerate().find_map(|(i, x)| find_in_json(&format!("{root}[{i}]"), x)),
+        Value::Array(items) => {
+            items.iter().enumerate().find_map(|(i, x)| find_in_json(&format!("{root}[{i}]"), x))
+        }
         Value::Object(map) => map.iter().find_map(|(k, x)| {
             let path = if root.is_empty() { k.clone() } else { format!("{root}.{k}") };
             match forbidden_char(k) {
@@ -89,7 +94,10 @@ mod tests {
     #[test]
     fn nested_json_names_the_path_of_the_bad_string() {
         let v = serde_json::json!({"a": [1, {"b": "ok"}, {"c": "bad\u{0}"}]});
-        assert_eq!(find_in_json("sampling.extra_body", &v), Some(("sampling.extra_body.a[2].c".into(), '\0')));
+        assert_eq!(
+            find_in_json("sampling.extra_body", &v),
+            Some(("sampling.extra_body.a[2].c".into(), '\0'))
+        );
         let key = serde_json::json!({"k\u{202E}": 1});
         assert_eq!(find_in_json("view", &key), Some(("view.k\u{202E}".into(), '\u{202E}')));
         assert_eq!(find_in_json("", &serde_json::json!({"x": ["fine", 2, null]})), None);

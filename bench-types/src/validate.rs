@@ -111,22 +111,30 @@ impl RunSpec {
         if c.len() > MAX_SWEEP_VALUES {
             e.push("load.max_concurrency", format!("at most {MAX_SWEEP_VALUES} values"));
         } else if let Some(bad) = c.iter().find(|&&v| v == 0 || v > MAX_CONCURRENCY) {
-            e.push("load.max_concurrency", format!("{bad} is out of range: each value must be between 1 and {MAX_CONCURRENCY}"));
+            e.push(
+                "load.max_concurrency",
+                format!("{bad} is out of range: each value must be between 1 and {MAX_CONCURRENCY}"),
+            );
         } else if (1..c.len()).any(|i| c[..i].contains(&c[i])) {
             e.push("load.max_concurrency", "values must not repeat");
         }
         if let Some(r) = self.load.request_rate
-            && !(r.is_finite() && r > 0.0 && r <= MAX_REQUEST_RATE) {
-                e.push("load.request_rate", format!("must be above 0 and at most {MAX_REQUEST_RATE} requests/s (leave empty for inf)"));
-            }
+            && !(r.is_finite() && r > 0.0 && r <= MAX_REQUEST_RATE)
+        {
+            e.push(
+                "load.request_rate",
+                format!("must be above 0 and at most {MAX_REQUEST_RATE} requests/s (leave empty for inf)"),
+            );
+        }
         let b = self.load.burstiness;
         if !(b.is_finite() && b > 0.0 && b <= 1_000.0) {
             e.push("load.burstiness", "must be above 0 and at most 1000");
         }
         if let Some(t) = self.sampling.temperature
-            && !(t.is_finite() && (0.0..=2.0).contains(&t)) {
-                e.push("sampling.temperature", "must be between 0 and 2");
-            }
+            && !(t.is_finite() && (0.0..=2.0).contains(&t))
+        {
+            e.push("sampling.temperature", "must be between 0 and 2");
+        }
         check_sampling(&mut e, &self.sampling);
         if let Some(x) = &self.sampling.extra_body {
             if !x.is_object() {
@@ -142,9 +150,10 @@ impl RunSpec {
             e.push("request_timeout_s", format!("must be between 1 and {MAX_TIMEOUT_S} seconds"));
         }
         if let Some(t) = self.time_limit_s
-            && !(t.is_finite() && (1.0..=7.0 * MAX_TIMEOUT_S).contains(&t)) {
-                e.push("time_limit_s", "must be between 1 second and 7 days");
-            }
+            && !(t.is_finite() && (1.0..=7.0 * MAX_TIMEOUT_S).contains(&t))
+        {
+            e.push("time_limit_s", "must be between 1 second and 7 days");
+        }
         if self.percentiles.len() > 16 {
             e.push("percentiles", "at most 16 values");
         } else if self.percentiles.iter().any(|p| !(p.is_finite() && *p > 0.0 && *p < 100.0)) {
@@ -156,9 +165,10 @@ impl RunSpec {
             ("goodput.e2el_ms", self.goodput.e2el_ms),
         ] {
             if let Some(v) = v
-                && !(v.is_finite() && v > 0.0) {
-                    e.push(field, "must be a positive number of milliseconds");
-                }
+                && !(v.is_finite() && v > 0.0)
+            {
+                e.push(field, "must be a positive number of milliseconds");
+            }
         }
         if let Some(r) = &self.ramp_up {
             if self.load.request_rate.is_some() {
@@ -194,7 +204,10 @@ fn check_sampling(e: &mut ValidationErrors, s: &crate::spec::Sampling) {
     if !within(s.min_p, 0.0, 1.0, false) {
         e.push("sampling.min_p", "must be between 0 and 1");
     }
-    for (field, v) in [("sampling.frequency_penalty", s.frequency_penalty), ("sampling.presence_penalty", s.presence_penalty)] {
+    for (field, v) in [
+        ("sampling.frequency_penalty", s.frequency_penalty),
+        ("sampling.presence_penalty", s.presence_penalty),
+    ] {
         if !within(v, -2.0, 2.0, false) {
             e.push(field, "must be between -2 and 2");
         }
@@ -252,7 +265,9 @@ pub fn path_problem(p: &str) -> Option<String> {
 fn check_model_source(e: &mut ValidationErrors, field: &str, s: &str) {
     match s.strip_prefix("random:") {
         Some(preset) if preset.is_empty() => e.push(field, "random: needs a preset name, e.g. random:tiny"),
-        Some(preset) if !preset.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_') => {
+        Some(preset)
+            if !preset.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_') =>
+        {
             e.push(field, "preset names use letters, digits, '-', '_' and '.'")
         }
         Some(_) => {}
@@ -292,7 +307,9 @@ fn check_base_url(e: &mut ValidationErrors, field: &str, url: &str) {
         None => e.push(field, "must start with http:// or https://"),
         Some(r) if r.is_empty() || r.starts_with('/') => e.push(field, "must name a host"),
         Some(_) if url.len() > limits::MAX_TEXT => e.push(field, "is too long"),
-        Some(r) if r.chars().any(|c| c.is_whitespace() || c.is_control()) => e.push(field, "must not contain spaces"),
+        Some(r) if r.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+            e.push(field, "must not contain spaces")
+        }
         Some(r) if r.contains('@') => e.push(field, "must not carry credentials; use api_key_env"),
         Some(_) => {}
     }
@@ -345,7 +362,14 @@ mod tests {
         s.load.request_rate = Some(-1.0);
         s.target = Target::External { base_url: "ftp://x".into(), api_key_env: Some("sk-123".into()) };
         let errs = s.validate().unwrap_err();
-        for f in ["model", "num_prompts", "load.max_concurrency", "load.request_rate", "target.base_url", "target.api_key_env"] {
+        for f in [
+            "model",
+            "num_prompts",
+            "load.max_concurrency",
+            "load.request_rate",
+            "target.base_url",
+            "target.api_key_env",
+        ] {
             assert!(errs.for_field(f).is_some(), "no error for {f}: {errs}");
         }
         assert_eq!(errs.0.len(), 6, "{errs}");
@@ -366,11 +390,15 @@ mod tests {
     fn api_keys_come_only_from_variables_the_operator_opted_in() {
         let mut s = sample();
         for name in ["LATLAB_API_TOKEN", "DATABASE_URL", "HOME", "LATLAB_KEY_", "AWS_SECRET_ACCESS_KEY"] {
-            s.target = Target::External { base_url: "http://127.0.0.1:8000".into(), api_key_env: Some(name.into()) };
+            s.target =
+                Target::External { base_url: "http://127.0.0.1:8000".into(), api_key_env: Some(name.into()) };
             let m = s.validate().unwrap_err().for_field("target.api_key_env").unwrap().to_string();
             assert!(m.contains("LATLAB_KEY_"), "{name}: {m}");
         }
-        s.target = Target::External { base_url: "http://127.0.0.1:8000".into(), api_key_env: Some("LATLAB_KEY_OPENAI".into()) };
+        s.target = Target::External {
+            base_url: "http://127.0.0.1:8000".into(),
+            api_key_env: Some("LATLAB_KEY_OPENAI".into()),
+        };
         s.validate().unwrap();
     }
 
@@ -401,7 +429,10 @@ mod tests {
     fn repeated_or_huge_concurrency_is_rejected() {
         let mut s = sample();
         s.load.max_concurrency = vec![2, 2];
-        assert_eq!(s.validate().unwrap_err().for_field("load.max_concurrency"), Some("values must not repeat"));
+        assert_eq!(
+            s.validate().unwrap_err().for_field("load.max_concurrency"),
+            Some("values must not repeat")
+        );
         s.load.max_concurrency = vec![100_000];
         assert!(s.validate().is_err());
     }
@@ -447,7 +478,10 @@ mod tests {
         assert!(e.for_field("ramp_up.start_rps").is_some(), "{e}");
         s.load.request_rate = None;
         s.ramp_up = Some(RampUp { strategy: RampUpStrategy::Exponential, start_rps: 8, end_rps: 2 });
-        assert_eq!(s.validate().unwrap_err().for_field("ramp_up.end_rps"), Some("must be at least start_rps (the rate ramps up)"));
+        assert_eq!(
+            s.validate().unwrap_err().for_field("ramp_up.end_rps"),
+            Some("must be at least start_rps (the rate ramps up)")
+        );
         s.ramp_up = Some(RampUp { strategy: RampUpStrategy::Exponential, start_rps: 2, end_rps: 8 });
         s.validate().unwrap();
         assert_eq!(s.load_label(), "BS=1,2,4,8 ramp=2-8/s");
@@ -461,13 +495,19 @@ mod tests {
         });
         let s: RunSpec = serde_json::from_value(old).unwrap();
         assert_eq!((s.ramp_up.clone(), s.disable_shuffle, s.no_oversample), (None, false, false));
-        assert_eq!(s.dataset, Dataset::Random { input_len: 4, output_len: 2, range_ratio: 0.0, prefix_len: 0 });
+        assert_eq!(
+            s.dataset,
+            Dataset::Random { input_len: 4, output_len: 2, range_ratio: 0.0, prefix_len: 0 }
+        );
         assert!(s.sends_ignore_eos(), "vLLM sends ignore_eos with the random dataset");
         let back = serde_json::to_value(&s).unwrap();
         for absent in ["ramp_up", "disable_shuffle", "no_oversample"] {
             assert!(back.get(absent).is_none(), "{absent} written although unset: {back}");
         }
-        assert!(back["dataset"].get("prefix_len").is_none() && back["sampling"].get("top_p").is_none(), "{back}");
+        assert!(
+            back["dataset"].get("prefix_len").is_none() && back["sampling"].get("top_p").is_none(),
+            "{back}"
+        );
     }
 
     #[test]

@@ -69,13 +69,7 @@ fn samples() -> Vec<Value> {
     }
     let seed = include_str!("../../data/seed/qwen3-8b-h100-gpustack.json");
     let seed: Value = serde_json::from_str(seed).unwrap();
-    out.extend(
-        seed["runs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["spec"].clone()),
-    );
+    out.extend(seed["runs"].as_array().unwrap().iter().map(|r| r["spec"].clone()));
     for s in &out {
         let spec: RunSpec = serde_json::from_value(s.clone()).unwrap();
         assert!(spec.validate().is_ok(), "sample does not validate: {s}");
@@ -92,9 +86,7 @@ fn same(a: &Value, b: &Value) -> bool {
             let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
             x == y || (x.signum() == y.signum() && x.to_bits().abs_diff(y.to_bits()) <= 4)
         }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
-        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y)),
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
         }
@@ -111,20 +103,13 @@ fn check_runspec(doc: String) -> Checked {
         return Ok(0);
     };
     // What lists and the UI show of a spec, valid or not.
-    let _ = (
-        spec.target_description(),
-        spec.load_label(),
-        spec.dataset.name(),
-    );
+    let _ = (spec.target_description(), spec.load_label(), spec.dataset.name());
     if spec.validate().is_err() {
         return Ok(1);
     }
     let text = serde_json::to_string(&spec).unwrap();
     let back: RunSpec = serde_json::from_str(&text).map_err(fail)?;
-    let (a, b) = (
-        serde_json::to_value(&spec).unwrap(),
-        serde_json::to_value(&back).unwrap(),
-    );
+    let (a, b) = (serde_json::to_value(&spec).unwrap(), serde_json::to_value(&back).unwrap());
     prop_assert!(same(&a, &b), "round trip changed the spec:\n{}\n{}", a, b);
     for one in spec.expand().iter().chain([&back]) {
         one.validate().map_err(fail)?;
@@ -139,12 +124,7 @@ fn check_runspec(doc: String) -> Checked {
 #[test]
 fn runspec_json_never_panics_and_valid_specs_round_trip() {
     let depths = ["refused by serde", "refused by validate", "accepted"];
-    fuzz(
-        "RunSpec JSON",
-        depths,
-        json_docs(samples(), KEYS, TEXTS),
-        check_runspec,
-    );
+    fuzz("RunSpec JSON", depths, json_docs(samples(), KEYS, TEXTS), check_runspec);
 }
 
 /// What `find_in_json` must find: a forbidden character in any key or string.
@@ -152,9 +132,7 @@ fn has_forbidden(v: &Value) -> bool {
     match v {
         Value::String(s) => forbidden_char(s).is_some(),
         Value::Array(a) => a.iter().any(has_forbidden),
-        Value::Object(m) => m
-            .iter()
-            .any(|(k, x)| forbidden_char(k).is_some() || has_forbidden(x)),
+        Value::Object(m) => m.iter().any(|(k, x)| forbidden_char(k).is_some() || has_forbidden(x)),
         _ => false,
     }
 }

@@ -7,7 +7,12 @@ use clap::Parser;
 
 #[derive(Parser, Debug)]
 // A flag given twice keeps its last value, as vLLM's argparse does with pasted commands.
-#[command(name = "latlab-bench", version, args_override_self = true, about = "Benchmark an OpenAI-compatible server with the semantics of `vllm bench serve`.")]
+#[command(
+    name = "latlab-bench",
+    version,
+    args_override_self = true,
+    about = "Benchmark an OpenAI-compatible server with the semantics of `vllm bench serve`."
+)]
 pub struct Args {
     /// Server base URL (no path), e.g. http://127.0.0.1:8000
     #[arg(long)]
@@ -190,7 +195,8 @@ impl Args {
     }
 
     pub fn metrics(&self) -> anyhow::Result<Vec<bench_types::MetricKind>> {
-        bench::report_text::metrics_from_names(&self.percentile_metrics).map_err(|e| anyhow::anyhow!("--percentile-metrics: {e}"))
+        bench::report_text::metrics_from_names(&self.percentile_metrics)
+            .map_err(|e| anyhow::anyhow!("--percentile-metrics: {e}"))
     }
 
     /// Whether a result file is written.

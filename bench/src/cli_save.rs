@@ -3,18 +3,20 @@
 //! names it, with `--metadata` pairs and the `--backend` name given.
 
 use crate::cli::Args;
-use bench::{vllm_result_json, BenchReport};
+use bench::{BenchReport, vllm_result_json};
 use bench_types::MetricKind;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::io::Write;
 
 /// Keys vLLM writes before `--metadata` is applied, which a metadata pair may replace; a
 /// pair named like any later key loses to vLLM's own value.
-const METADATA_MAY_REPLACE: [&str; 7] = ["date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts"];
+const METADATA_MAY_REPLACE: [&str; 7] =
+    ["date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts"];
 
 /// The result object for one report, as the flags shape it.
 pub fn result_json(args: &Args, r: &BenchReport, metrics: &[MetricKind]) -> anyhow::Result<Value> {
-    let tokenizer_id = r.spec.tokenizer.clone().unwrap_or_else(|| "Qwen3 (assets/cache/qwen3/tokenizer.json)".into());
+    let tokenizer_id =
+        r.spec.tokenizer.clone().unwrap_or_else(|| "Qwen3 (assets/cache/qwen3/tokenizer.json)".into());
     let mut json = vllm_result_json(r, &tokenizer_id, metrics);
     let m = json.as_object_mut().expect("an object");
     m.insert("endpoint_type".into(), json!(args.backend_name()));
@@ -52,10 +54,16 @@ pub fn result_path(args: &Args, r: &BenchReport) -> std::path::PathBuf {
             let label = args.label.as_deref().unwrap_or(args.backend_name());
             let conc = conc.map_or(String::new(), |c| format!("-concurrency{c}"));
             let rate = match &spec.ramp_up {
-                Some(ramp) => format!("ramp-up-{}-{}qps-{}qps", ramp.strategy.as_str(), ramp.start_rps, ramp.end_rps),
+                Some(ramp) => {
+                    format!("ramp-up-{}-{}qps-{}qps", ramp.strategy.as_str(), ramp.start_rps, ramp.end_rps)
+                }
                 None => format!("{}qps", spec.load.request_rate.map_or("inf".to_string(), |x| x.to_string())),
             };
-            format!("{label}-{rate}{conc}-{}-{}.json", model.rsplit('/').next().unwrap_or(model), r.started_at.format("%Y%m%d-%H%M%S"))
+            format!(
+                "{label}-{rate}{conc}-{}-{}.json",
+                model.rsplit('/').next().unwrap_or(model),
+                r.started_at.format("%Y%m%d-%H%M%S")
+            )
         }
     };
     match &args.result_dir {

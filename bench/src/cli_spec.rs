@@ -3,9 +3,11 @@
 //! here, before any request, each naming itself and the reason.
 
 use crate::cli::Args;
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use bench::RequestOptions;
-use bench_types::{Backend, Dataset, Goodput, LoadProfile, RampUp, RampUpStrategy, RunSpec, Sampling, Target};
+use bench_types::{
+    Backend, Dataset, Goodput, LoadProfile, RampUp, RampUpStrategy, RunSpec, Sampling, Target,
+};
 use reqwest::header::{HeaderName, HeaderValue};
 
 impl Args {
@@ -18,21 +20,27 @@ impl Args {
         // (local_path below: a RunSpec names files plainly, without `..`.)
         if let Some(path) = &self.spec {
             let text = std::fs::read_to_string(path).with_context(|| format!("cannot read --spec {path}"))?;
-            return serde_json::from_str(&text).with_context(|| format!("--spec {path} is not a valid RunSpec"));
+            return serde_json::from_str(&text)
+                .with_context(|| format!("--spec {path} is not a valid RunSpec"));
         }
         let mut backend = if self.backend == "openai-chat" { Backend::OpenaiChat } else { Backend::Openai };
         if let Some(ep) = &self.endpoint {
             backend = match ep.as_str() {
                 "/v1/chat/completions" => Backend::OpenaiChat,
                 "/v1/completions" => Backend::Openai,
-                other => bail!("--endpoint {other}: only /v1/chat/completions and /v1/completions are supported"),
+                other => {
+                    bail!("--endpoint {other}: only /v1/chat/completions and /v1/completions are supported")
+                }
             };
         }
         let Some(model) = self.model.clone() else { bail!("--model is required") };
         let dataset = self.dataset()?;
         let request_rate = match self.request_rate.trim() {
             "inf" | "Infinity" => None,
-            r => Some(r.parse::<f64>().map_err(|_| anyhow::anyhow!("--request-rate {r}: expected a number or inf"))?),
+            r => Some(
+                r.parse::<f64>()
+                    .map_err(|_| anyhow::anyhow!("--request-rate {r}: expected a number or inf"))?,
+            ),
         };
         let extra_body = match &self.extra_body {
             Some(s) => Some(serde_json::from_str(s).with_context(|| "--extra-body is not valid JSON")?),
@@ -41,7 +49,11 @@ impl Args {
         let percentiles = self
             .metric_percentiles
             .split(',')
-            .map(|p| p.trim().parse::<f64>().map_err(|_| anyhow::anyhow!("--metric-percentiles: {p:?} is not a number")))
+            .map(|p| {
+                p.trim()
+                    .parse::<f64>()
+                    .map_err(|_| anyhow::anyhow!("--metric-percentiles: {p:?} is not a number"))
+            })
             .collect::<anyhow::Result<Vec<f64>>>()?;
         let spec = RunSpec {
             label: self.label.clone().unwrap_or_default(),
@@ -64,7 +76,11 @@ impl Args {
             },
             dataset,
             num_prompts: self.num_prompts,
-            load: LoadProfile { max_concurrency: self.max_concurrency.clone(), request_rate, burstiness: self.burstiness },
+            load: LoadProfile {
+                max_concurrency: self.max_concurrency.clone(),
+                request_rate,
+                burstiness: self.burstiness,
+            },
             seed: self.seed,
             warmup_requests: self.warmup_requests,
             request_timeout_s: self.request_timeout,
@@ -121,7 +137,9 @@ impl Args {
             },
             "random" => {
                 if let Some(p) = &self.dataset_path {
-                    bail!("--dataset-path {p}: the random dataset reads no file (vLLM refuses this too); use --dataset-name sharegpt or jsonl for a file");
+                    bail!(
+                        "--dataset-path {p}: the random dataset reads no file (vLLM refuses this too); use --dataset-name sharegpt or jsonl for a file"
+                    );
                 }
                 Dataset::Random {
                     input_len: self.input_len.unwrap_or(self.random_input_len),
@@ -140,17 +158,23 @@ impl Args {
     fn ramp_up(&self) -> anyhow::Result<Option<RampUp>> {
         let Some(strategy) = &self.ramp_up_strategy else {
             if self.ramp_up_start_rps.is_some() || self.ramp_up_end_rps.is_some() {
-                bail!("--ramp-up-start-rps / --ramp-up-end-rps need --ramp-up-strategy linear or exponential");
+                bail!(
+                    "--ramp-up-start-rps / --ramp-up-end-rps need --ramp-up-strategy linear or exponential"
+                );
             }
             return Ok(None);
         };
         if self.request_rate.trim() != "inf" {
-            bail!("--request-rate {}: with --ramp-up-strategy the ramp sets the rate; leave --request-rate out (vLLM refuses both)", self.request_rate);
+            bail!(
+                "--request-rate {}: with --ramp-up-strategy the ramp sets the rate; leave --request-rate out (vLLM refuses both)",
+                self.request_rate
+            );
         }
         let (Some(start_rps), Some(end_rps)) = (self.ramp_up_start_rps, self.ramp_up_end_rps) else {
             bail!("--ramp-up-strategy {strategy} needs both --ramp-up-start-rps and --ramp-up-end-rps");
         };
-        let strategy = if strategy == "linear" { RampUpStrategy::Linear } else { RampUpStrategy::Exponential };
+        let strategy =
+            if strategy == "linear" { RampUpStrategy::Linear } else { RampUpStrategy::Exponential };
         Ok(Some(RampUp { strategy, start_rps, end_rps }))
     }
 
@@ -158,9 +182,12 @@ impl Args {
     pub fn request_options(&self) -> anyhow::Result<RequestOptions> {
         let mut headers = Vec::new();
         for item in &self.header {
-            let (k, v) = item.split_once('=').with_context(|| format!("--header {item:?}: expected KEY=VALUE"))?;
-            let name = HeaderName::from_bytes(k.trim().as_bytes()).map_err(|_| anyhow::anyhow!("--header {item:?}: {:?} is not a header name", k.trim()))?;
-            let value = HeaderValue::from_str(v.trim()).map_err(|_| anyhow::anyhow!("--header {item:?}: the value is not a valid header value"))?;
+            let (k, v) =
+                item.split_once('=').with_context(|| format!("--header {item:?}: expected KEY=VALUE"))?;
+            let name = HeaderName::from_bytes(k.trim().as_bytes())
+                .map_err(|_| anyhow::anyhow!("--header {item:?}: {:?} is not a header name", k.trim()))?;
+            let value = HeaderValue::from_str(v.trim())
+                .map_err(|_| anyhow::anyhow!("--header {item:?}: the value is not a valid header value"))?;
             headers.push((name, value));
         }
         if let Some(p) = &self.request_id_prefix
@@ -180,7 +207,9 @@ impl Args {
         self.metadata
             .iter()
             .map(|item| {
-                let (k, v) = item.split_once('=').with_context(|| format!("--metadata {item:?}: expected KEY=VALUE"))?;
+                let (k, v) = item
+                    .split_once('=')
+                    .with_context(|| format!("--metadata {item:?}: expected KEY=VALUE"))?;
                 Ok((k.trim().to_string(), v.trim().to_string()))
             })
             .collect()
@@ -203,8 +232,11 @@ impl Args {
 fn parse_goodput(items: &[String]) -> anyhow::Result<Goodput> {
     let mut g = Goodput::default();
     for item in items {
-        let (k, v) = item.split_once(':').with_context(|| format!("--goodput {item:?}: expected KEY:VALUE, e.g. ttft:200"))?;
-        let v: f64 = v.parse().map_err(|_| anyhow::anyhow!("--goodput {item:?}: {v:?} is not a number of ms"))?;
+        let (k, v) = item
+            .split_once(':')
+            .with_context(|| format!("--goodput {item:?}: expected KEY:VALUE, e.g. ttft:200"))?;
+        let v: f64 =
+            v.parse().map_err(|_| anyhow::anyhow!("--goodput {item:?}: {v:?} is not a number of ms"))?;
         match k {
             "ttft" => g.ttft_ms = Some(v),
             "tpot" => g.tpot_ms = Some(v),

@@ -6,7 +6,7 @@
 //! the clock starts. Token counting happens after the run, off the timed path (see
 //! `finalize`).
 
-use crate::sse::{classify, parse_chunk, LineSplitter, SseLine};
+use crate::sse::{LineSplitter, SseLine, classify, parse_chunk};
 use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use std::time::{Duration, Instant};
@@ -70,7 +70,11 @@ pub async fn stream_request(
 
 /// The headers of one request, in vLLM's precedence: content type and the bearer key,
 /// then `--header` values (which may replace either), then `x-request-id`.
-pub fn request_headers(api_key: Option<&str>, extra: &[(HeaderName, HeaderValue)], request_id: Option<&str>) -> HeaderMap {
+pub fn request_headers(
+    api_key: Option<&str>,
+    extra: &[(HeaderName, HeaderValue)],
+    request_id: Option<&str>,
+) -> HeaderMap {
     let mut h = HeaderMap::new();
     h.insert(reqwest::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Some(v) = api_key.and_then(|k| HeaderValue::from_str(&format!("Bearer {k}")).ok()) {
@@ -86,7 +90,13 @@ pub fn request_headers(api_key: Option<&str>, extra: &[(HeaderName, HeaderValue)
 }
 
 /// `stream_request` with the headers given whole (see `request_headers`).
-pub async fn stream_request_with(client: &reqwest::Client, url: &str, headers: HeaderMap, body: Vec<u8>, timeout: Duration) -> StreamOutcome {
+pub async fn stream_request_with(
+    client: &reqwest::Client,
+    url: &str,
+    headers: HeaderMap,
+    body: Vec<u8>,
+    timeout: Duration,
+) -> StreamOutcome {
     let req = client.post(url).headers(headers).body(body);
     let start = Instant::now();
     let mut out = StreamOutcome::new(start);

@@ -3,11 +3,11 @@
 //! may come before it. Every request carries the same headers (`--header`, the API key)
 //! plus, when asked, `x-request-id` = prefix + its index in the sample.
 
-use crate::client::{request_headers, stream_request_with, StreamOutcome};
+use crate::client::{StreamOutcome, request_headers, stream_request_with};
 use reqwest::header::{HeaderName, HeaderValue};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 /// Request settings that shape no number, so they stay out of the `RunSpec` (headers may
@@ -42,7 +42,11 @@ impl Ctx {
 
 /// vLLM's `wait_for_endpoint`: the first prompt, again every 5 s after a failure, until
 /// one succeeds (`Ok`) or the timeout passes (`Err` with the last error).
-pub(crate) async fn ready_check(ctx: &Ctx, timeout_s: f64, cancel: &CancellationToken) -> Result<(), Option<String>> {
+pub(crate) async fn ready_check(
+    ctx: &Ctx,
+    timeout_s: f64,
+    cancel: &CancellationToken,
+) -> Result<(), Option<String>> {
     let deadline = Instant::now() + Duration::from_secs_f64(timeout_s);
     let mut last = None;
     loop {
@@ -121,7 +125,11 @@ pub(crate) async fn dispatch_all(
     // A task that panicked leaves a hole: count it as a failed request, never drop it.
     let outcomes = outcomes
         .into_iter()
-        .map(|o| Some(o.unwrap_or_else(|| StreamOutcome::failed_at(start, "request task ended without a result (panic?)"))))
+        .map(|o| {
+            Some(o.unwrap_or_else(|| {
+                StreamOutcome::failed_at(start, "request task ended without a result (panic?)")
+            }))
+        })
         .collect();
     (outcomes, false)
 }

@@ -19,7 +19,9 @@ pub enum BenchError {
     Cancelled,
     /// `--ready-check-timeout-sec`: the first prompt never succeeded in time; nothing was
     /// measured.
-    #[error("the target did not answer the first prompt within {waited_s} s (ready check); last error: {last_error}")]
+    #[error(
+        "the target did not answer the first prompt within {waited_s} s (ready check); last error: {last_error}"
+    )]
     NotReady { waited_s: f64, last_error: String },
     /// Cancelled while measuring, after some requests had finished: the report covers
     /// those (requests still in flight are not counted), with a note saying so.

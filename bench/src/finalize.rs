@@ -21,7 +21,13 @@ pub struct Finalized {
     pub server_prompt_tokens: Option<u64>,
 }
 
-pub fn finalize(index: u32, o: &StreamOutcome, bench_start: Instant, input_tokens: u32, tok: &TokenCounter) -> Finalized {
+pub fn finalize(
+    index: u32,
+    o: &StreamOutcome,
+    bench_start: Instant,
+    input_tokens: u32,
+    tok: &TokenCounter,
+) -> Finalized {
     let dispatch_offset_s = o.start.saturating_duration_since(bench_start).as_secs_f64();
     let (chunk_tokens, chunk_token_source) = chunk_tokens(o, tok);
     let output_tokens = if !o.success {
@@ -49,7 +55,13 @@ pub fn finalize(index: u32, o: &StreamOutcome, bench_start: Instant, input_token
 }
 
 /// `finalize` without the extras.
-pub fn record(index: u32, o: &StreamOutcome, bench_start: Instant, input_tokens: u32, tok: &TokenCounter) -> RequestRecord {
+pub fn record(
+    index: u32,
+    o: &StreamOutcome,
+    bench_start: Instant,
+    input_tokens: u32,
+    tok: &TokenCounter,
+) -> RequestRecord {
     finalize(index, o, bench_start, input_tokens, tok).record
 }
 

@@ -20,13 +20,20 @@ pub const MAX_LINE_BYTES: usize = 16 << 20;
 pub fn open_regular(path: &Path, max_bytes: u64) -> Result<std::io::Take<File>, BenchError> {
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. It
     // changes nothing for regular files, which are all that pass the check below.
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| BenchError::io(path, e))?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| BenchError::io(path, e))?;
     let meta = file.metadata().map_err(|e| BenchError::io(path, e))?;
     if !meta.is_file() {
         return Err(BenchError::dataset(path, "is not a regular file"));
     }
     if meta.len() > max_bytes {
-        return Err(BenchError::dataset(path, format!("is {} bytes; files above {max_bytes} bytes are refused", meta.len())));
+        return Err(BenchError::dataset(
+            path,
+            format!("is {} bytes; files above {max_bytes} bytes are refused", meta.len()),
+        ));
     }
     Ok(file.take(max_bytes))
 }
@@ -35,16 +42,25 @@ pub fn open_regular(path: &Path, max_bytes: u64) -> Result<std::io::Take<File>, 
 /// `MAX_LINE_BYTES` or not UTF-8 is an error naming its number.
 pub fn next_line(r: &mut impl BufRead, number: usize, path: &Path) -> Result<Option<String>, BenchError> {
     let mut buf = Vec::new();
-    let n = r.by_ref().take(MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut buf).map_err(|e| BenchError::io(path, e))?;
+    let n = r
+        .by_ref()
+        .take(MAX_LINE_BYTES as u64 + 1)
+        .read_until(b'\n', &mut buf)
+        .map_err(|e| BenchError::io(path, e))?;
     if n == 0 {
         return Ok(None);
     }
     if buf.last() == Some(&b'\n') {
         buf.pop();
     } else if buf.len() > MAX_LINE_BYTES {
-        return Err(BenchError::dataset(path, format!("line {number} is longer than {MAX_LINE_BYTES} bytes")));
+        return Err(BenchError::dataset(
+            path,
+            format!("line {number} is longer than {MAX_LINE_BYTES} bytes"),
+        ));
     }
-    String::from_utf8(buf).map(Some).map_err(|_| BenchError::dataset(path, format!("line {number} is not UTF-8 text")))
+    String::from_utf8(buf)
+        .map(Some)
+        .map_err(|_| BenchError::dataset(path, format!("line {number} is not UTF-8 text")))
 }
 
 #[cfg(test)]
@@ -55,7 +71,10 @@ mod tests {
     fn devices_fifos_folders_and_huge_files_are_refused_at_once() {
         let d = tempfile::tempdir().unwrap();
         let fifo = d.path().join("fifo");
-        assert_eq!(unsafe { libc::mkfifo(std::ffi::CString::new(fifo.to_str().unwrap()).unwrap().as_ptr(), 0o600) }, 0);
+        assert_eq!(
+            unsafe { libc::mkfifo(std::ffi::CString::new(fifo.to_str().unwrap()).unwrap().as_ptr(), 0o600) },
+            0
+        );
         let t = std::time::Instant::now();
         for p in [Path::new("/dev/zero"), fifo.as_path(), d.path()] {
             let e = open_regular(p, 1 << 20).unwrap_err().to_string();

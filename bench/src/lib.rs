@@ -28,12 +28,14 @@ pub mod stats;
 pub mod target_info;
 pub mod tokenizer;
 
+pub use bench_types::{BenchReport, RequestRecord, RunSpec, Summary};
+pub use dispatch::RequestOptions;
 pub use error::BenchError;
-pub use metrics::{compute_summary, SummaryOptions};
+pub use metrics::{SummaryOptions, compute_summary};
 pub use progress::{Phase, Progress, ProgressTx};
 pub use report_text::render_text;
-pub use dispatch::RequestOptions;
-pub use runner::{prepare, run_benchmark, run_prepared, run_prepared_with, run_sweep, run_sweep_with, Prepared, RunOptions};
+pub use runner::{
+    Prepared, RunOptions, prepare, run_benchmark, run_prepared, run_prepared_with, run_sweep, run_sweep_with,
+};
 pub use save_result::vllm_result_json;
-pub use bench_types::{BenchReport, RequestRecord, RunSpec, Summary};
 pub use tokio_util::sync::CancellationToken;

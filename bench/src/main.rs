@@ -5,7 +5,7 @@ mod cli;
 mod cli_save;
 mod cli_spec;
 
-use bench::{render_text, run_sweep_with, Phase, Progress, RunOptions};
+use bench::{Phase, Progress, RunOptions, render_text, run_sweep_with};
 use clap::Parser;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -49,7 +49,9 @@ async fn run(args: &cli::Args, spec: bench_types::RunSpec) -> anyhow::Result<Exi
     let (tx, rx) = tokio::sync::watch::channel(Progress::default());
     // The key comes from the spec's api_key_env when it names one, else OPENAI_API_KEY (vLLM's).
     let (base_url, key_env) = match &spec.target {
-        bench_types::Target::External { base_url, api_key_env } if args.base_url.is_none() && args.spec.is_some() => {
+        bench_types::Target::External { base_url, api_key_env }
+            if args.base_url.is_none() && args.spec.is_some() =>
+        {
             (base_url.clone(), api_key_env.clone().unwrap_or_else(|| "OPENAI_API_KEY".into()))
         }
         bench_types::Target::External { api_key_env: Some(env), .. } => (args.base_url(), env.clone()),
@@ -62,7 +64,8 @@ async fn run(args: &cli::Args, spec: bench_types::RunSpec) -> anyhow::Result<Exi
             cancel.cancel();
         }
     });
-    let bar = (!args.quiet && !args.json && !args.disable_tqdm && std::io::stderr().is_terminal()).then(|| tokio::spawn(progress_bar(rx)));
+    let bar = (!args.quiet && !args.json && !args.disable_tqdm && std::io::stderr().is_terminal())
+        .then(|| tokio::spawn(progress_bar(rx)));
     let (reports, err) = run_sweep_with(&spec, &base_url, opts, &req).await;
     if let Some(b) = bar {
         b.abort();
@@ -84,7 +87,11 @@ async fn run(args: &cli::Args, spec: bench_types::RunSpec) -> anyhow::Result<Exi
         println!("{}", serde_json::to_string(&reports)?);
     }
     if let Some(path) = &args.report_file {
-        let body = if reports.len() == 1 { serde_json::to_string_pretty(&reports[0])? } else { serde_json::to_string_pretty(&reports)? };
+        let body = if reports.len() == 1 {
+            serde_json::to_string_pretty(&reports[0])?
+        } else {
+            serde_json::to_string_pretty(&reports)?
+        };
         std::fs::write(path, body).map_err(|e| anyhow::anyhow!("cannot write --report-file {path}: {e}"))?;
     }
     match err {

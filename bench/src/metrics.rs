@@ -37,7 +37,8 @@ impl SummaryOptions {
 }
 
 pub fn compute_summary(records: &[RequestRecord], duration_s: f64, opts: &SummaryOptions) -> Summary {
-    let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.success && r.ttft_s.is_some() && r.e2el_s.is_some()).collect();
+    let ok: Vec<&RequestRecord> =
+        records.iter().filter(|r| r.success && r.ttft_s.is_some() && r.e2el_s.is_some()).collect();
     let (mut ttfts, mut e2els, mut tpots, mut all_tpots, mut itls) = (vec![], vec![], vec![], vec![], vec![]);
     let (mut total_in, mut total_out) = (0u64, 0u64);
     for r in &ok {

@@ -14,7 +14,8 @@ impl Mt19937 {
         let mut state = [0u32; 624];
         state[0] = seed;
         for i in 1..624 {
-            state[i] = 1_812_433_253u32.wrapping_mul(state[i - 1] ^ (state[i - 1] >> 30)).wrapping_add(i as u32);
+            state[i] =
+                1_812_433_253u32.wrapping_mul(state[i - 1] ^ (state[i - 1] >> 30)).wrapping_add(i as u32);
         }
         Mt19937 { state, index: 624 }
     }
@@ -28,7 +29,9 @@ impl Mt19937 {
         let (mut i, mut j) = (1usize, 0usize);
         for _ in 0..n.max(len) {
             let k = key.get(j).copied().unwrap_or(0);
-            s[i] = (s[i] ^ (s[i - 1] ^ (s[i - 1] >> 30)).wrapping_mul(1_664_525)).wrapping_add(k).wrapping_add(j as u32);
+            s[i] = (s[i] ^ (s[i - 1] ^ (s[i - 1] >> 30)).wrapping_mul(1_664_525))
+                .wrapping_add(k)
+                .wrapping_add(j as u32);
             i += 1;
             j += 1;
             if i >= n {

@@ -111,7 +111,10 @@ mod tests {
             let got: Vec<f64> = (0..3).map(|_| rs.gamma(shape, scale)).collect();
             // Within 1 ulp-ish: libm's log/pow may differ from glibc's in the last bit.
             for (g, w) in got.iter().zip(want) {
-                assert!((g - w).abs() <= 4.0 * f64::EPSILON * w.abs(), "seed {seed} shape {shape}: {got:?} vs {want:?}");
+                assert!(
+                    (g - w).abs() <= 4.0 * f64::EPSILON * w.abs(),
+                    "seed {seed} shape {shape}: {got:?} vs {want:?}"
+                );
             }
         }
     }

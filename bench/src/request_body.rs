@@ -1,9 +1,15 @@
 //! The JSON bodies vLLM's benchmark sends, per backend. Serialised once, before the run.
 
 use bench_types::{Backend, Sampling};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
-pub fn build_body(backend: Backend, model: &str, prompt: &str, output_len: u32, sampling: &Sampling) -> Value {
+pub fn build_body(
+    backend: Backend,
+    model: &str,
+    prompt: &str,
+    output_len: u32,
+    sampling: &Sampling,
+) -> Value {
     let mut body = match backend {
         Backend::OpenaiChat => json!({
             "model": model,
@@ -64,8 +70,12 @@ mod tests {
         assert_eq!(b["top_k"], 5, "--extra-body wins over --top-k");
         assert_eq!(b["temperature"], 0.7);
         assert_eq!((b["top_p"].as_f64(), b["repetition_penalty"].as_f64()), (Some(0.9), Some(1.1)));
-        assert!(b.get("min_p").is_none() && b.get("presence_penalty").is_none(), "unset parameters are not sent");
-        let b = build_body(Backend::Openai, "m", "hi", 3, &Sampling { temperature: None, ..Sampling::default() });
+        assert!(
+            b.get("min_p").is_none() && b.get("presence_penalty").is_none(),
+            "unset parameters are not sent"
+        );
+        let b =
+            build_body(Backend::Openai, "m", "hi", 3, &Sampling { temperature: None, ..Sampling::default() });
         assert_eq!((b["prompt"].as_str(), b["max_tokens"].as_u64()), (Some("hi"), Some(3)));
         assert!(b.get("ignore_eos").is_none() && b.get("temperature").is_none());
     }

@@ -6,10 +6,10 @@
 //! happens after the last request, off the timed path.
 
 use crate::dataset::{self, Sample, SampleOptions};
-use crate::dispatch::{dispatch_all, ready_check, Ctx, RequestOptions};
+use crate::dispatch::{Ctx, RequestOptions, dispatch_all, ready_check};
 use crate::error::BenchError;
 use crate::finalize::Finalized;
-use crate::metrics::{compute_summary, SummaryOptions};
+use crate::metrics::{SummaryOptions, compute_summary};
 use crate::progress::{Phase, Progress, ProgressTx, Rolling};
 use crate::request_body::build_body;
 use crate::tokenizer::TokenCounter;
@@ -40,7 +40,14 @@ pub struct Prepared {
 /// from `spawn_blocking` in async code, as `prepare_async` does. Stops soon after `cancel`.
 pub fn prepare(spec: &RunSpec, cancel: &CancellationToken) -> Result<Prepared, BenchError> {
     let tokenizer = TokenCounter::for_spec(spec.tokenizer.as_deref())?;
-    let sample = dataset::sample_with(&spec.dataset, spec.num_prompts as usize, spec.seed, SampleOptions::from_spec(spec), &tokenizer, cancel)?;
+    let sample = dataset::sample_with(
+        &spec.dataset,
+        spec.num_prompts as usize,
+        spec.seed,
+        SampleOptions::from_spec(spec),
+        &tokenizer,
+        cancel,
+    )?;
     Ok(Prepared { tokenizer: Arc::new(tokenizer), sample })
 }
 
@@ -56,7 +63,11 @@ pub async fn prepare_async(spec: &RunSpec, cancel: &CancellationToken) -> Result
 }
 
 /// Runs a spec with at most one concurrency value (see `RunSpec::expand`).
-pub async fn run_benchmark(spec: &RunSpec, base_url: &str, opts: RunOptions) -> Result<BenchReport, BenchError> {
+pub async fn run_benchmark(
+    spec: &RunSpec,
+    base_url: &str,
+    opts: RunOptions,
+) -> Result<BenchReport, BenchError> {
     check_spec(spec)?;
     let prepared = prepare_async(spec, &opts.cancel).await?;
     run_prepared(spec, &prepared, base_url, opts).await
@@ -64,12 +75,21 @@ pub async fn run_benchmark(spec: &RunSpec, base_url: &str, opts: RunOptions) -> 
 
 /// Runs every value of a concurrency sweep in turn over one prepared sample; stops at the
 /// first error (including cancellation) and returns the reports made so far with it.
-pub async fn run_sweep(spec: &RunSpec, base_url: &str, opts: RunOptions) -> (Vec<BenchReport>, Option<BenchError>) {
+pub async fn run_sweep(
+    spec: &RunSpec,
+    base_url: &str,
+    opts: RunOptions,
+) -> (Vec<BenchReport>, Option<BenchError>) {
     run_sweep_with(spec, base_url, opts, &RequestOptions::default()).await
 }
 
 /// `run_sweep` with request headers, request ids and a ready check.
-pub async fn run_sweep_with(spec: &RunSpec, base_url: &str, opts: RunOptions, req: &RequestOptions) -> (Vec<BenchReport>, Option<BenchError>) {
+pub async fn run_sweep_with(
+    spec: &RunSpec,
+    base_url: &str,
+    opts: RunOptions,
+    req: &RequestOptions,
+) -> (Vec<BenchReport>, Option<BenchError>) {
     let prepared = match prepare_async(spec, &opts.cancel).await {
         Ok(p) => p,
         Err(e) => return (vec![], Some(e)),
@@ -93,12 +113,23 @@ fn check_spec(spec: &RunSpec) -> Result<(), BenchError> {
 }
 
 /// Runs one spec over an already prepared sample.
-pub async fn run_prepared(spec: &RunSpec, prepared: &Prepared, base_url: &str, opts: RunOptions) -> Result<BenchReport, BenchError> {
+pub async fn run_prepared(
+    spec: &RunSpec,
+    prepared: &Prepared,
+    base_url: &str,
+    opts: RunOptions,
+) -> Result<BenchReport, BenchError> {
     run_prepared_with(spec, prepared, base_url, opts, &RequestOptions::default()).await
 }
 
 /// `run_prepared` with request headers, request ids and a ready check.
-pub async fn run_prepared_with(spec: &RunSpec, prepared: &Prepared, base_url: &str, opts: RunOptions, req: &RequestOptions) -> Result<BenchReport, BenchError> {
+pub async fn run_prepared_with(
+    spec: &RunSpec,
+    prepared: &Prepared,
+    base_url: &str,
+    opts: RunOptions,
+    req: &RequestOptions,
+) -> Result<BenchReport, BenchError> {
     check_spec(spec)?;
     let base = base_url.trim_end_matches('/');
     let client = reqwest::Client::builder()
@@ -114,7 +145,10 @@ pub async fn run_prepared_with(spec: &RunSpec, prepared: &Prepared, base_url: &s
     sampling.ignore_eos = spec.sends_ignore_eos();
     let bodies: Arc<Vec<Vec<u8>>> = Arc::new(
         reqs.iter()
-            .map(|r| serde_json::to_vec(&build_body(spec.backend, &spec.model, &r.prompt, r.output_len, &sampling)).unwrap_or_default())
+            .map(|r| {
+                serde_json::to_vec(&build_body(spec.backend, &spec.model, &r.prompt, r.output_len, &sampling))
+                    .unwrap_or_default()
+            })
             .collect(),
     );
     let total = reqs.len() as u32;
@@ -131,7 +165,9 @@ pub async fn run_prepared_with(spec: &RunSpec, prepared: &Prepared, base_url: &s
         api_key: opts.api_key.clone(),
         bodies,
         timeout: Duration::from_secs_f64(spec.request_timeout_s),
-        limiter: Arc::new(Semaphore::new(spec.load.max_concurrency.first().map_or(Semaphore::MAX_PERMITS, |&c| c as usize))),
+        limiter: Arc::new(Semaphore::new(
+            spec.load.max_concurrency.first().map_or(Semaphore::MAX_PERMITS, |&c| c as usize),
+        )),
         req: req.clone(),
     });
 
@@ -141,7 +177,10 @@ pub async fn run_prepared_with(spec: &RunSpec, prepared: &Prepared, base_url: &s
             if opts.cancel.is_cancelled() {
                 return Err(BenchError::Cancelled);
             }
-            return Err(BenchError::NotReady { waited_s: req.ready_check_timeout_s, last_error: last.unwrap_or_else(|| "no answer".into()) });
+            return Err(BenchError::NotReady {
+                waited_s: req.ready_check_timeout_s,
+                last_error: last.unwrap_or_else(|| "no answer".into()),
+            });
         }
         notes.push("the target answered the first prompt before the run (ready check)".into());
     }
@@ -149,12 +188,17 @@ pub async fn run_prepared_with(spec: &RunSpec, prepared: &Prepared, base_url: &s
         publish(Progress { phase: Phase::Warmup, total, ..Default::default() });
         // vLLM's warm-up: the first prompt, every time, under the concurrency cap.
         let idx = vec![0; spec.warmup_requests as usize];
-        let (warm, cancelled) = dispatch_all(&ctx, &idx, &vec![0.0; idx.len()], Instant::now(), false, &opts.cancel, |_, _| {}).await;
+        let (warm, cancelled) =
+            dispatch_all(&ctx, &idx, &vec![0.0; idx.len()], Instant::now(), false, &opts.cancel, |_, _| {})
+                .await;
         if cancelled {
             return Err(BenchError::Cancelled);
         }
         let bad = warm.iter().flatten().filter(|o| !o.success).count();
-        notes.push(format!("{} warm-up requests (the first prompt) sent first and excluded ({bad} failed)", spec.warmup_requests));
+        notes.push(format!(
+            "{} warm-up requests (the first prompt) sent first and excluded ({bad} failed)",
+            spec.warmup_requests
+        ));
     }
 
     let offsets = crate::schedule::offsets_for(reqs.len(), spec);
@@ -163,27 +207,28 @@ pub async fn run_prepared_with(spec: &RunSpec, prepared: &Prepared, base_url: &s
     let mut rolling = Rolling::default();
     let (mut ok, mut failed) = (0u32, 0u32);
     let idx: Vec<usize> = (0..reqs.len()).collect();
-    let (outcomes, cancelled) = dispatch_all(&ctx, &idx, &offsets, bench_start, true, &opts.cancel, |_, o| {
-        if o.success {
-            ok += 1;
-            let n = o.final_usage.unwrap_or(o.chunk_offsets_s.len() as u64);
-            let (first, last) = (o.chunk_offsets_s[0], o.chunk_offsets_s[o.chunk_offsets_s.len() - 1]);
-            rolling.push(first, (n > 1).then(|| (last - first) / (n - 1) as f64));
-        } else {
-            failed += 1;
-        }
-        let (t, p) = rolling.means_ms();
-        publish(Progress {
-            phase: Phase::Measuring,
-            completed: ok,
-            failed,
-            total,
-            elapsed_s: bench_start.elapsed().as_secs_f64(),
-            rolling_ttft_ms: t,
-            rolling_tpot_ms: p,
-        });
-    })
-    .await;
+    let (outcomes, cancelled) =
+        dispatch_all(&ctx, &idx, &offsets, bench_start, true, &opts.cancel, |_, o| {
+            if o.success {
+                ok += 1;
+                let n = o.final_usage.unwrap_or(o.chunk_offsets_s.len() as u64);
+                let (first, last) = (o.chunk_offsets_s[0], o.chunk_offsets_s[o.chunk_offsets_s.len() - 1]);
+                rolling.push(first, (n > 1).then(|| (last - first) / (n - 1) as f64));
+            } else {
+                failed += 1;
+            }
+            let (t, p) = rolling.means_ms();
+            publish(Progress {
+                phase: Phase::Measuring,
+                completed: ok,
+                failed,
+                total,
+                elapsed_s: bench_start.elapsed().as_secs_f64(),
+                rolling_ttft_ms: t,
+                rolling_tpot_ms: p,
+            });
+        })
+        .await;
     let duration_s = bench_start.elapsed().as_secs_f64();
 
     // Cancelled: the finished requests are kept (a partial result), the rest were never
@@ -192,7 +237,9 @@ pub async fn run_prepared_with(spec: &RunSpec, prepared: &Prepared, base_url: &s
         .into_iter()
         .enumerate()
         .filter_map(|(i, o)| o.map(|o| (i, o)))
-        .map(|(i, o)| crate::finalize::finalize(i as u32, &o, bench_start, reqs[i].input_tokens, &prepared.tokenizer))
+        .map(|(i, o)| {
+            crate::finalize::finalize(i as u32, &o, bench_start, reqs[i].input_tokens, &prepared.tokenizer)
+        })
         .collect();
     if cancelled && done.is_empty() {
         return Err(BenchError::Cancelled);
@@ -201,7 +248,10 @@ pub async fn run_prepared_with(spec: &RunSpec, prepared: &Prepared, base_url: &s
     let mut summary = compute_summary(&records, duration_s, &SummaryOptions::from_spec(spec));
     let succeeded = || done.iter().filter(|f| f.record.success);
     summary.server_input_tokens = succeeded().map(|f| f.server_prompt_tokens).sum();
-    summary.token_itl_source = summary.token_itl.as_ref().and_then(|_| crate::finalize::run_source(succeeded().map(|f| f.chunk_token_source)));
+    summary.token_itl_source = summary
+        .token_itl
+        .as_ref()
+        .and_then(|_| crate::finalize::run_source(succeeded().map(|f| f.chunk_token_source)));
     notes.extend(crate::finalize::run_notes(spec, &records));
     notes.extend(count_notes(&summary));
     if cancelled {
@@ -219,7 +269,8 @@ pub async fn run_prepared_with(spec: &RunSpec, prepared: &Prepared, base_url: &s
         rolling_ttft_ms: Some(summary.ttft.mean_ms),
         rolling_tpot_ms: Some(summary.tpot.mean_ms),
     });
-    let report = BenchReport { spec: spec.clone(), target_info, started_at, summary, requests: records, notes };
+    let report =
+        BenchReport { spec: spec.clone(), target_info, started_at, summary, requests: records, notes };
     if cancelled {
         return Err(BenchError::CancelledPartway(Box::new(report)));
     }
@@ -229,7 +280,9 @@ pub async fn run_prepared_with(spec: &RunSpec, prepared: &Prepared, base_url: &s
 /// Which input count the result block prints, and where token ITL's counts came from.
 fn count_notes(s: &Summary) -> Vec<String> {
     let server = match s.server_input_tokens {
-        Some(n) => format!("the server counted {n} (usage.prompt_tokens, chat template included), which current vLLM prints instead"),
+        Some(n) => format!(
+            "the server counted {n} (usage.prompt_tokens, chat template included), which current vLLM prints instead"
+        ),
         None => "the server sent no usage.prompt_tokens for some requests, so its count is not known".into(),
     };
     let mut notes = vec![format!(

@@ -4,7 +4,7 @@
 //! not keep generated text).
 
 use bench_types::{BenchReport, MetricKind, Stats};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 fn put_stats(m: &mut Map<String, Value>, key: &str, s: &Stats) {
     m.insert(format!("mean_{key}_ms"), json!(s.mean_ms));
@@ -74,9 +74,13 @@ pub fn vllm_result_json(r: &BenchReport, tokenizer_id: &str, metrics: &[MetricKi
     m.insert("input_lens".into(), json!(reqs.iter().map(|q| q.input_tokens).collect::<Vec<_>>()));
     m.insert("output_lens".into(), json!(reqs.iter().map(|q| q.output_tokens).collect::<Vec<_>>()));
     m.insert("ttfts".into(), json!(reqs.iter().map(|q| q.ttft_s.unwrap_or(0.0)).collect::<Vec<_>>()));
-    let itls: Vec<Vec<f64>> = reqs.iter().map(|q| q.chunk_offsets_s.windows(2).map(|w| w[1] - w[0]).collect()).collect();
+    let itls: Vec<Vec<f64>> =
+        reqs.iter().map(|q| q.chunk_offsets_s.windows(2).map(|w| w[1] - w[0]).collect()).collect();
     m.insert("itls".into(), json!(itls));
-    m.insert("errors".into(), json!(reqs.iter().map(|q| q.error.clone().unwrap_or_default()).collect::<Vec<_>>()));
+    m.insert(
+        "errors".into(),
+        json!(reqs.iter().map(|q| q.error.clone().unwrap_or_default()).collect::<Vec<_>>()),
+    );
     for kind in [MetricKind::Ttft, MetricKind::Tpot, MetricKind::Itl, MetricKind::E2el] {
         if let (true, Some(stats)) = (metrics.contains(&kind), kind.stats(s)) {
             put_stats(&mut m, kind.info().key, stats);

@@ -131,7 +131,8 @@ struct RawUsage {
 
 /// Parses one `data:` payload. An `{"error": ...}` object or invalid JSON is an error.
 pub fn parse_chunk(payload: &str) -> Result<ChunkEvent, String> {
-    let raw: RawChunk = serde_json::from_str(payload).map_err(|e| format!("invalid JSON in SSE data ({e}): {}", clip(payload)))?;
+    let raw: RawChunk = serde_json::from_str(payload)
+        .map_err(|e| format!("invalid JSON in SSE data ({e}): {}", clip(payload)))?;
     let choices = raw.choices.unwrap_or_default();
     if choices.is_empty()
         && let Some(err) = raw.error
@@ -202,9 +203,13 @@ mod tests {
 
     #[test]
     fn chunks_yield_choices_text_and_usage() {
-        let c = parse_chunk(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#).unwrap();
+        let c =
+            parse_chunk(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#).unwrap();
         assert!(c.has_choices && !c.carries_output, "a role-only chunk carries no token");
-        let c = parse_chunk(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"completion_tokens":9}}"#).unwrap();
+        let c = parse_chunk(
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"completion_tokens":9}}"#,
+        )
+        .unwrap();
         assert!(c.has_choices && !c.carries_output, "nor does an empty finish chunk");
         let c = parse_chunk(r#"{"choices":[{"delta":{"reasoning_content":"hm","content":null}}],"usage":{"completion_tokens":3}}"#).unwrap();
         assert_eq!((c.text.as_str(), c.completion_tokens, c.carries_output), ("hm", Some(3), true));
@@ -214,7 +219,11 @@ mod tests {
         assert_eq!((c.has_choices, c.completion_tokens, c.prompt_tokens), (false, Some(7), Some(5)));
         let c = parse_chunk(r#"{"choices":[{"text":"abc","index":0}]}"#).unwrap();
         assert_eq!((c.text.as_str(), c.carries_output), ("abc", true));
-        assert!(!parse_chunk(r#"{"choices":[{"text":"","index":0,"finish_reason":"length"}]}"#).unwrap().carries_output);
+        assert!(
+            !parse_chunk(r#"{"choices":[{"text":"","index":0,"finish_reason":"length"}]}"#)
+                .unwrap()
+                .carries_output
+        );
         assert!(parse_chunk("{not json").is_err());
         assert!(parse_chunk(r#"{"error":{"message":"overloaded"}}"#).unwrap_err().contains("overloaded"));
     }

@@ -4,7 +4,11 @@
 use bench_types::TargetInfo;
 use std::time::Duration;
 
-pub async fn fetch_target_info(client: &reqwest::Client, base_url: &str, api_key: Option<&str>) -> TargetInfo {
+pub async fn fetch_target_info(
+    client: &reqwest::Client,
+    base_url: &str,
+    api_key: Option<&str>,
+) -> TargetInfo {
     TargetInfo {
         models: get_json(client, &format!("{base_url}/v1/models"), api_key).await,
         engine_info: get_json(client, &format!("{base_url}/v1/engine/info"), api_key).await,

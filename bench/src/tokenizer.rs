@@ -21,8 +21,11 @@ impl TokenCounter {
             });
         }
         let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut crate::input_file::open_regular(&file, crate::input_file::MAX_TOKENIZER_BYTES)?, &mut bytes)
-            .map_err(|e| BenchError::io(&file, e))?;
+        std::io::Read::read_to_end(
+            &mut crate::input_file::open_regular(&file, crate::input_file::MAX_TOKENIZER_BYTES)?,
+            &mut bytes,
+        )
+        .map_err(|e| BenchError::io(&file, e))?;
         let tok = tokenizers::Tokenizer::from_bytes(&bytes)
             .map_err(|e| BenchError::Tokenizer { path: file.clone(), message: e.to_string() })?;
         Ok(TokenCounter { tok, path: file })
@@ -53,7 +56,10 @@ impl TokenCounter {
 
     /// Byte offsets in `text` where each of its tokens (no special tokens) ends, in order.
     pub fn token_ends(&self, text: &str) -> Vec<usize> {
-        self.tok.encode(text, false).map(|e| e.get_offsets().iter().map(|&(_, end)| end).collect()).unwrap_or_default()
+        self.tok
+            .encode(text, false)
+            .map(|e| e.get_offsets().iter().map(|&(_, end)| end).collect())
+            .unwrap_or_default()
     }
 
     /// Token ids of `text` without special tokens.

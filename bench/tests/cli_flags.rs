@@ -5,12 +5,12 @@
 
 mod common;
 
-use common::{jsonl, request_log, start, tokenizer_path, RequestLog, Script};
+use common::{RequestLog, Script, jsonl, request_log, start, tokenizer_path};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::process::{Command, Output};
-use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
 use std::time::Duration;
 
 fn bench(args: Vec<String>) -> Output {
@@ -29,7 +29,12 @@ fn dir(name: &str) -> String {
 }
 
 fn quick(log: &RequestLog) -> Script {
-    Script { ttft: Duration::from_millis(3), gap: Duration::from_millis(1), request_log: Some(log.clone()), ..Script::default() }
+    Script {
+        ttft: Duration::from_millis(3),
+        gap: Duration::from_millis(1),
+        request_log: Some(log.clone()),
+        ..Script::default()
+    }
 }
 
 fn header<'a>(q: &'a common::Seen, name: &str) -> Option<&'a str> {
@@ -55,7 +60,11 @@ async fn vllm_flags_reach_the_requests_and_the_saved_json() {
     .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("note: --no-stream changes nothing") && stderr.contains("note: --skip-chat-template changes nothing"), "{stderr}");
+    assert!(
+        stderr.contains("note: --no-stream changes nothing")
+            && stderr.contains("note: --skip-chat-template changes nothing"),
+        "{stderr}"
+    );
 
     let seen = log.lock().unwrap().clone();
     // The refused probe, the ready check's retry 5 s later, 2 warm-ups, 4 measured.
@@ -63,35 +72,63 @@ async fn vllm_flags_reach_the_requests_and_the_saved_json() {
     for q in &seen {
         let b = &q.body;
         assert_eq!((b["model"].as_str(), b["max_tokens"].as_u64()), (Some("served"), Some(4)), "{b}");
-        assert!(b.get("prompt").is_some() && b.get("messages").is_none(), "--backend vllm is the completions API: {b}");
-        for (k, v) in [("top_p", 0.9), ("min_p", 0.1), ("frequency_penalty", 0.5), ("presence_penalty", -0.5), ("repetition_penalty", 1.1)] {
+        assert!(
+            b.get("prompt").is_some() && b.get("messages").is_none(),
+            "--backend vllm is the completions API: {b}"
+        );
+        for (k, v) in [
+            ("top_p", 0.9),
+            ("min_p", 0.1),
+            ("frequency_penalty", 0.5),
+            ("presence_penalty", -0.5),
+            ("repetition_penalty", 1.1),
+        ] {
             assert_eq!(b[k].as_f64(), Some(v), "{k} in {b}");
         }
         assert_eq!((b["top_k"].as_i64(), b["ignore_eos"].as_bool()), (Some(5), Some(true)), "{b}");
         assert_eq!((header(q, "x-route"), header(q, "x-team")), (Some("a"), Some("bench")));
     }
     let first_prompt = &seen[0].body["prompt"];
-    assert!(seen[..4].iter().all(|q| &q.body["prompt"] == first_prompt && header(q, "x-request-id").is_none()), "ready check and warm-ups: the first prompt, no id");
+    assert!(
+        seen[..4].iter().all(|q| &q.body["prompt"] == first_prompt && header(q, "x-request-id").is_none()),
+        "ready check and warm-ups: the first prompt, no id"
+    );
     let ids: BTreeSet<&str> = seen[4..].iter().filter_map(|q| header(q, "x-request-id")).collect();
     assert_eq!(ids, BTreeSet::from(["run7-0", "run7-1", "run7-2", "run7-3"]));
 
     let v: Value = serde_json::from_str(&std::fs::read_to_string(format!("{d}/r.json")).unwrap()).unwrap();
-    assert_eq!((v["version"].as_str(), v["tp"].as_str()), (Some("0.3.3"), Some("1")), "--metadata lands in the result");
+    assert_eq!(
+        (v["version"].as_str(), v["tp"].as_str()),
+        (Some("0.3.3"), Some("1")),
+        "--metadata lands in the result"
+    );
     assert_eq!((v["backend"].as_str(), v["endpoint_type"].as_str()), (Some("vllm"), Some("vllm")));
-    assert_eq!(v["model_id"], "org/the-model", "--model is the model id; --served-model-name is what requests say");
-    assert_eq!((v["ramp_up_strategy"].as_str(), v["ramp_up_start_rps"].as_u64(), v["ramp_up_end_rps"].as_u64()), (Some("linear"), Some(50), Some(200)));
+    assert_eq!(
+        v["model_id"], "org/the-model",
+        "--model is the model id; --served-model-name is what requests say"
+    );
+    assert_eq!(
+        (v["ramp_up_strategy"].as_str(), v["ramp_up_start_rps"].as_u64(), v["ramp_up_end_rps"].as_u64()),
+        (Some("linear"), Some(50), Some(200))
+    );
     assert_eq!(v["request_rate"], "inf");
-    let rps: Vec<u64> = v["rps_change_events"].as_array().unwrap().iter().map(|e| e["rps"].as_u64().unwrap()).collect();
+    let rps: Vec<u64> =
+        v["rps_change_events"].as_array().unwrap().iter().map(|e| e["rps"].as_u64().unwrap()).collect();
     assert_eq!(rps, (50..=200).collect::<Vec<u64>>(), "every whole rate the ramp passes, as vLLM logs them");
     assert_eq!((v["completed"].as_u64(), v["ttfts"].as_array().map(Vec::len)), (Some(4), Some(4)));
-    assert!(v["input_lens"].as_array().unwrap().iter().all(|n| (22..=26).contains(&n.as_u64().unwrap())), "8 + 16 tokens: {}", v["input_lens"]);
+    assert!(
+        v["input_lens"].as_array().unwrap().iter().all(|n| (22..=26).contains(&n.as_u64().unwrap())),
+        "8 + 16 tokens: {}",
+        v["input_lens"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn append_result_adds_one_line_per_run() {
     let log = request_log();
     let srv = start(quick(&log)).await;
-    let (d, tok, data) = (dir("append"), tokenizer_path(), jsonl("append.jsonl", &[("ok a", 3), ("ok b", 3)]));
+    let (d, tok, data) =
+        (dir("append"), tokenizer_path(), jsonl("append.jsonl", &[("ok a", 3), ("ok b", 3)]));
     let run = |conc: &'static str| {
         let (base, d, tok, data) = (srv.base_url.clone(), d.clone(), tok.clone(), data.clone());
         async move {
@@ -122,9 +159,27 @@ async fn vllms_keys_are_unchanged_for_every_flag_combination() {
     let srv = start(quick(&log)).await;
     let (d, tok, data) = (dir("keys"), tokenizer_path(), jsonl("keys.jsonl", &[("ok a", 3), ("ok b", 3)]));
     let mut vllm: BTreeSet<String> = [
-        "date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts", "request_rate", "burstiness",
-        "max_concurrency", "duration", "completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput",
-        "request_goodput", "output_throughput", "total_token_throughput", "max_output_tokens_per_s", "max_concurrent_requests",
+        "date",
+        "endpoint_type",
+        "backend",
+        "label",
+        "model_id",
+        "tokenizer_id",
+        "num_prompts",
+        "request_rate",
+        "burstiness",
+        "max_concurrency",
+        "duration",
+        "completed",
+        "failed",
+        "total_input_tokens",
+        "total_output_tokens",
+        "request_throughput",
+        "request_goodput",
+        "output_throughput",
+        "total_token_throughput",
+        "max_output_tokens_per_s",
+        "max_concurrent_requests",
     ]
     .into_iter()
     .map(String::from)
@@ -137,8 +192,28 @@ async fn vllms_keys_are_unchanged_for_every_flag_combination() {
     let combos: [&[&str]; 4] = [
         &[],
         &["--save-detailed", "--metadata", "owner=lab", "--header", "x-a=1", "--request-id-prefix", "p-"],
-        &["--ramp-up-strategy", "exponential", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "4", "--top-k", "3", "--num-warmups", "1"],
-        &["--backend", "openai", "--endpoint", "/v1/completions", "--served-model-name", "s", "--no-oversample", "--append-result"],
+        &[
+            "--ramp-up-strategy",
+            "exponential",
+            "--ramp-up-start-rps",
+            "1",
+            "--ramp-up-end-rps",
+            "4",
+            "--top-k",
+            "3",
+            "--num-warmups",
+            "1",
+        ],
+        &[
+            "--backend",
+            "openai",
+            "--endpoint",
+            "/v1/completions",
+            "--served-model-name",
+            "s",
+            "--no-oversample",
+            "--append-result",
+        ],
     ];
     for (i, extra) in combos.iter().enumerate() {
         let name = format!("k{i}.json");
@@ -151,12 +226,16 @@ async fn vllms_keys_are_unchanged_for_every_flag_combination() {
         let out = bench_async(&args).await;
         assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
         let text = std::fs::read_to_string(format!("{d}/{name}")).unwrap();
-        let v: Value = serde_json::from_str(&text).unwrap_or_else(|_| serde_json::from_str(text.lines().next().unwrap()).unwrap());
+        let v: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|_| serde_json::from_str(text.lines().next().unwrap()).unwrap());
         let keys: BTreeSet<String> = v.as_object().unwrap().keys().cloned().collect();
         let missing: Vec<&String> = vllm.difference(&keys).collect();
         assert!(missing.is_empty(), "{extra:?}: vLLM keys missing: {missing:?}");
         for k in keys.difference(&vllm) {
-            let ok = k.contains("latlab_") || k == "owner" || (detailed.contains(&k.as_str()) && extra.contains(&"--save-detailed")) || (ramp.contains(&k.as_str()) && extra.contains(&"--ramp-up-strategy"));
+            let ok = k.contains("latlab_")
+                || k == "owner"
+                || (detailed.contains(&k.as_str()) && extra.contains(&"--save-detailed"))
+                || (ramp.contains(&k.as_str()) && extra.contains(&"--ramp-up-strategy"));
             assert!(ok, "{extra:?}: unexpected key {k}");
         }
     }
@@ -168,15 +247,40 @@ async fn refused_flags_fail_before_any_request_naming_the_flag_and_why() {
     let srv = start(quick(&log)).await;
     let (tok, data) = (tokenizer_path(), jsonl("refused.jsonl", &[("ok a", 3)]));
     let cases: [(&[&str], &str, &str); 11] = [
-        (&["--dataset-name", "custom", "--dataset-path", "x.jsonl"], "--dataset-name custom", "chat template"),
-        (&["--dataset-name", "custom", "--dataset-path", "x.jsonl", "--skip-chat-template"], "--dataset-name custom", "jsonl"),
+        (
+            &["--dataset-name", "custom", "--dataset-path", "x.jsonl"],
+            "--dataset-name custom",
+            "chat template",
+        ),
+        (
+            &["--dataset-name", "custom", "--dataset-path", "x.jsonl", "--skip-chat-template"],
+            "--dataset-name custom",
+            "jsonl",
+        ),
         (&["--custom-output-len", "9"], "--dataset-name custom", "not supported"),
         (&["--dataset-name", "prefix_repetition"], "--dataset-name prefix_repetition", "--random-prefix-len"),
         (&["--prefix-repetition-prefix-len", "64"], "prefix_repetition", "not supported"),
         (&["--chat-template-kwargs", "{\"thinking\": true}"], "--chat-template-kwargs", "--extra-body"),
         (&["--ramp-up-strategy", "linear"], "--ramp-up-strategy linear", "--ramp-up-start-rps"),
-        (&["--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "2", "--request-rate", "5"], "--request-rate 5", "ramp"),
-        (&["--ramp-up-strategy", "linear", "--ramp-up-start-rps", "4", "--ramp-up-end-rps", "2"], "ramp_up.end_rps", "start_rps"),
+        (
+            &[
+                "--ramp-up-strategy",
+                "linear",
+                "--ramp-up-start-rps",
+                "1",
+                "--ramp-up-end-rps",
+                "2",
+                "--request-rate",
+                "5",
+            ],
+            "--request-rate 5",
+            "ramp",
+        ),
+        (
+            &["--ramp-up-strategy", "linear", "--ramp-up-start-rps", "4", "--ramp-up-end-rps", "2"],
+            "ramp_up.end_rps",
+            "start_rps",
+        ),
         (&["--header", "no-equals-sign"], "--header", "KEY=VALUE"),
         (&["--metadata", "novalue"], "--metadata", "KEY=VALUE"),
     ];

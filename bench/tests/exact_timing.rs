@@ -13,8 +13,8 @@
 
 mod common;
 
-use bench::{run_benchmark, RunOptions};
-use common::{jsonl, spec, start, Script};
+use bench::{RunOptions, run_benchmark};
+use common::{Script, jsonl, spec, start};
 use std::time::Duration;
 
 fn within(v: f64, lo: f64, hi: f64, what: &str) {
@@ -24,7 +24,8 @@ fn within(v: f64, lo: f64, hi: f64, what: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_token_per_event_gives_the_scripted_metrics() {
     let srv = start(Script::default()).await; // ttft 50 ms, gap 20 ms
-    let data = jsonl("exact.jsonl", &[("ok first", 30), ("ok second", 30), ("ok third", 30), ("ok fourth", 30)]);
+    let data =
+        jsonl("exact.jsonl", &[("ok first", 30), ("ok second", 30), ("ok third", 30), ("ok fourth", 30)]);
     let mut s = spec(&srv.base_url, data, 4, Some(1));
     s.warmup_requests = 1;
     let r = run_benchmark(&s, &srv.base_url, RunOptions::default()).await.unwrap();
@@ -54,10 +55,13 @@ async fn one_token_per_event_gives_the_scripted_metrics() {
 /// Speculative-decoding shape: after the first token every event carries 4 tokens,
 /// 40 ms apart. vLLM's chunk ITL is 40 ms; TPOT and token-level ITL are 10 ms.
 async fn multi_token_case(per_chunk_usage: bool) {
-    let script = Script { gap: Duration::from_millis(40), tokens_per_event: 4, per_chunk_usage, ..Script::default() };
+    let script =
+        Script { gap: Duration::from_millis(40), tokens_per_event: 4, per_chunk_usage, ..Script::default() };
     let srv = start(script).await;
     let data = jsonl(&format!("multi-{per_chunk_usage}.jsonl"), &[("ok a", 33), ("ok b", 33)]);
-    let r = run_benchmark(&spec(&srv.base_url, data, 2, Some(2)), &srv.base_url, RunOptions::default()).await.unwrap();
+    let r = run_benchmark(&spec(&srv.base_url, data, 2, Some(2)), &srv.base_url, RunOptions::default())
+        .await
+        .unwrap();
     let m = &r.summary;
     assert_eq!((m.completed, m.total_output_tokens), (2, 66));
     assert!(r.requests.iter().all(|q| q.chunk_offsets_s.len() == 9), "1 + 8 events of 4");
@@ -82,11 +86,18 @@ async fn several_tokens_per_event_from_retokenized_chunks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_concurrent_streams_stay_exact() {
     // 128 requests, at most 64 in flight, each 20 tokens 10 ms apart.
-    let srv = start(Script { ttft: Duration::from_millis(30), gap: Duration::from_millis(10), ..Script::default() }).await;
+    let srv = start(Script {
+        ttft: Duration::from_millis(30),
+        gap: Duration::from_millis(10),
+        ..Script::default()
+    })
+    .await;
     let rows: Vec<(String, u32)> = (0..128).map(|i| (format!("ok {i}"), 20)).collect();
     let rows: Vec<(&str, u32)> = rows.iter().map(|(p, n)| (p.as_str(), *n)).collect();
     let data = jsonl("many.jsonl", &rows);
-    let r = run_benchmark(&spec(&srv.base_url, data, 128, Some(64)), &srv.base_url, RunOptions::default()).await.unwrap();
+    let r = run_benchmark(&spec(&srv.base_url, data, 128, Some(64)), &srv.base_url, RunOptions::default())
+        .await
+        .unwrap();
     let m = &r.summary;
     assert_eq!((m.completed, m.failed), (128, 0));
     assert_eq!(m.peak_concurrent_requests, 64, "the limiter caps in-flight requests exactly");
@@ -97,7 +108,9 @@ async fn many_concurrent_streams_stay_exact() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_rate_follows_the_seeded_schedule() {
-    let srv = start(Script { ttft: Duration::from_millis(5), gap: Duration::from_millis(5), ..Script::default() }).await;
+    let srv =
+        start(Script { ttft: Duration::from_millis(5), gap: Duration::from_millis(5), ..Script::default() })
+            .await;
     let rows: Vec<(String, u32)> = (0..8).map(|i| (format!("ok {i}"), 3)).collect();
     let rows: Vec<(&str, u32)> = rows.iter().map(|(p, n)| (p.as_str(), *n)).collect();
     let mut s = spec(&srv.base_url, jsonl("rate.jsonl", &rows), 8, None);
@@ -115,7 +128,9 @@ async fn request_rate_follows_the_seeded_schedule() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ramp_up_follows_its_schedule_without_rescaling() {
     use bench_types::{RampUp, RampUpStrategy};
-    let srv = start(Script { ttft: Duration::from_millis(5), gap: Duration::from_millis(5), ..Script::default() }).await;
+    let srv =
+        start(Script { ttft: Duration::from_millis(5), gap: Duration::from_millis(5), ..Script::default() })
+            .await;
     let rows: Vec<(String, u32)> = (0..8).map(|i| (format!("ok {i}"), 3)).collect();
     let rows: Vec<(&str, u32)> = rows.iter().map(|(p, n)| (p.as_str(), *n)).collect();
     let mut s = spec(&srv.base_url, jsonl("ramp.jsonl", &rows), 8, None);

@@ -42,25 +42,15 @@ fn chunks() -> Vec<Value> {
 /// A stream: a mix of events and the other lines SSE allows, then `[DONE]`.
 fn stream_samples() -> Vec<Vec<u8>> {
     let data: Vec<String> = chunks().iter().map(|c| format!("data: {c}\n\n")).collect();
-    let extra = [
-        ": ping\n",
-        "event: message\r\nid: 4\r\nretry: 10\r\n\r\n",
-        "data:{}\n",
-        "data: [DONE]\n\n",
-    ];
-    let mut out: Vec<Vec<u8>> = data
-        .iter()
-        .map(|d| format!("{d}data: [DONE]\n").into_bytes())
-        .collect();
+    let extra = [": ping\n", "event: message\r\nid: 4\r\nretry: 10\r\n\r\n", "data:{}\n", "data: [DONE]\n\n"];
+    let mut out: Vec<Vec<u8>> = data.iter().map(|d| format!("{d}data: [DONE]\n").into_bytes()).collect();
     out.push(data.concat().into_bytes());
     out.push(format!("{}{}{}", extra[0], data.concat(), extra[1..].concat()).into_bytes());
     out
 }
 
 fn stream_docs() -> impl Strategy<Value = Vec<u8>> {
-    let dict = tokens(&format!(
-        "{KEYS} \n\n \r\n\r\n data:{{\"choices\":[{{\"text\":\"x\"}}]}}\n"
-    ));
+    let dict = tokens(&format!("{KEYS} \n\n \r\n\r\n data:{{\"choices\":[{{\"text\":\"x\"}}]}}\n"));
     prop_oneof![
         1 => proptest::collection::vec(any::<u8>(), 0..256),
         4 => (select(stream_samples()), edits(dict)).prop_map(|(t, e)| apply(t, &e)),
@@ -88,69 +78,52 @@ fn read_events(lines: &[Vec<u8>]) -> usize {
 #[test]
 fn sse_streams_never_panic_and_lines_do_not_depend_on_chunking() {
     let cuts = proptest::collection::vec(any::<Index>(), 0..8);
-    fuzz(
-        "SSE",
-        ["bad line", "[DONE]", "read to the end"],
-        (stream_docs(), cuts),
-        |(stream, cuts)| {
-            let mut at: Vec<usize> = cuts.iter().map(|c| c.index(stream.len() + 1)).collect();
-            at.extend([0, stream.len()]);
-            at.sort();
-            let (mut split, mut got) = (LineSplitter::default(), Vec::new());
-            for w in at.windows(2) {
-                split.push(&stream[w[0]..w[1]], |l| {
-                    got.push(l.to_vec());
-                    true
-                });
-            }
-            let mut want: Vec<Vec<u8>> =
-                stream.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
-            let rest = want.pop().unwrap();
-            for l in want.iter_mut().filter(|l| l.ends_with(b"\r")) {
-                l.pop();
-            }
-            prop_assert_eq!(&got, &want);
-            prop_assert_eq!(split.remainder(), &rest[..]);
-            // Stopping at the first line, as the client does at `[DONE]`, keeps nothing back.
-            let stopped = !LineSplitter::default().push(&stream, |_| false);
-            prop_assert_eq!(stopped, stream.contains(&b'\n'));
-            got.push(rest);
-            Ok(read_events(&got))
-        },
-    );
+    fuzz("SSE", ["bad line", "[DONE]", "read to the end"], (stream_docs(), cuts), |(stream, cuts)| {
+        let mut at: Vec<usize> = cuts.iter().map(|c| c.index(stream.len() + 1)).collect();
+        at.extend([0, stream.len()]);
+        at.sort();
+        let (mut split, mut got) = (LineSplitter::default(), Vec::new());
+        for w in at.windows(2) {
+            split.push(&stream[w[0]..w[1]], |l| {
+                got.push(l.to_vec());
+                true
+            });
+        }
+        let mut want: Vec<Vec<u8>> = stream.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+        let rest = want.pop().unwrap();
+        for l in want.iter_mut().filter(|l| l.ends_with(b"\r")) {
+            l.pop();
+        }
+        prop_assert_eq!(&got, &want);
+        prop_assert_eq!(split.remainder(), &rest[..]);
+        // Stopping at the first line, as the client does at `[DONE]`, keeps nothing back.
+        let stopped = !LineSplitter::default().push(&stream, |_| false);
+        prop_assert_eq!(stopped, stream.contains(&b'\n'));
+        got.push(rest);
+        Ok(read_events(&got))
+    });
 }
 
 #[test]
 fn sse_chunks_never_panic() {
-    fuzz(
-        "SSE chunk JSON",
-        ["-", "refused", "accepted"],
-        json_docs(chunks(), KEYS, TEXTS),
-        |doc| {
-            let Ok(ev) = parse_chunk(&doc) else {
-                return Ok(1);
-            };
-            // serde skips unknown fields without range checks, so `{"index": 1e309}` is a chunk
-            // but not a `Value`; and serde reads a struct from an array too, so `[[[]]]` is a chunk
-            // with one choice (lenient, but vLLM's `json.loads(...)["choices"]` would fail it).
-            if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(&doc) {
-                prop_assert_eq!(
-                    ev.has_choices,
-                    v["choices"].as_array().is_some_and(|c| !c.is_empty())
-                );
-            }
-            Ok(2)
-        },
-    );
+    fuzz("SSE chunk JSON", ["-", "refused", "accepted"], json_docs(chunks(), KEYS, TEXTS), |doc| {
+        let Ok(ev) = parse_chunk(&doc) else {
+            return Ok(1);
+        };
+        // serde skips unknown fields without range checks, so `{"index": 1e309}` is a chunk
+        // but not a `Value`; and serde reads a struct from an array too, so `[[[]]]` is a chunk
+        // with one choice (lenient, but vLLM's `json.loads(...)["choices"]` would fail it).
+        if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(&doc) {
+            prop_assert_eq!(ev.has_choices, v["choices"].as_array().is_some_and(|c| !c.is_empty()));
+        }
+        Ok(2)
+    });
 }
 
 /// The Qwen3 tokenizer that setup fetched, loaded once.
 fn tok() -> &'static TokenCounter {
     static TOK: OnceLock<TokenCounter> = OnceLock::new();
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../assets/cache/qwen3/tokenizer.json"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache/qwen3/tokenizer.json");
     TOK.get_or_init(|| TokenCounter::load(Path::new(path)).expect("run scripts/setup.sh"))
 }
 
@@ -180,12 +153,7 @@ fn check_sample(dataset: &Dataset, n: usize, seed: u64, cancelled: bool) -> Chec
         return Ok(0);
     };
     prop_assert!(!cancelled, "a cancelled read went on");
-    prop_assert!(
-        s.requests.len() == n || s.requests.is_empty(),
-        "{} of {}",
-        s.requests.len(),
-        n
-    );
+    prop_assert!(s.requests.len() == n || s.requests.is_empty(), "{} of {}", s.requests.len(), n);
     let fixed = match dataset {
         Dataset::Sharegpt { output_len, .. } => *output_len,
         _ => None,
@@ -201,10 +169,7 @@ fn sharegpt_samples() -> Vec<Value> {
     let long = "word ".repeat(300);
     vec![
         json!([
-            conv(
-                "What is the capital of France?",
-                "Paris is the capital of France."
-            ),
+            conv("What is the capital of France?", "Paris is the capital of France."),
             conv("hi", "hello there, how are you today?")
         ]),
         json!([{"id": "x", "conversations": [{"from": "human", "value": "only one turn"}]}, conv(&long, &long), {"conversations": null}, {}]),
@@ -231,10 +196,7 @@ fn sharegpt_files_never_panic() {
                 return Ok(0);
             };
             prop_assert!(f.pairs.len() <= f.entries);
-            let dataset = Dataset::Sharegpt {
-                path: Some(path.to_string_lossy().into()),
-                output_len,
-            };
+            let dataset = Dataset::Sharegpt { path: Some(path.to_string_lossy().into()), output_len };
             check_sample(&dataset, n, seed, cancelled)
         },
     );
@@ -246,28 +208,12 @@ fn jsonl_files_never_panic() {
         json!({"prompt": "Tell me a story about a cat.", "output_len": 128}),
         json!({"prompt": "", "output_len": 1}),
     ];
-    let valid = lines
-        .iter()
-        .map(|l| l.to_string())
-        .chain(["".into(), " \r".into()])
-        .collect::<Vec<_>>();
+    let valid = lines.iter().map(|l| l.to_string()).chain(["".into(), " \r".into()]).collect::<Vec<_>>();
     let line = prop_oneof![3 => select(valid), 1 => json_docs(lines, KEYS, TEXTS)];
     let file_text = proptest::collection::vec(line, 1..6).prop_map(|l| l.join("\n"));
-    let input = (
-        file_text,
-        1usize..40,
-        any::<u64>(),
-        prop::bool::weighted(0.02),
-    );
-    fuzz(
-        "JSONL",
-        ["refused", "no usable prompt", "sampled"],
-        input,
-        |(text, n, seed, cancelled)| {
-            let path = file("prompts.jsonl", text.as_bytes())
-                .to_string_lossy()
-                .into_owned();
-            check_sample(&Dataset::Jsonl { path }, n, seed, cancelled)
-        },
-    );
+    let input = (file_text, 1usize..40, any::<u64>(), prop::bool::weighted(0.02));
+    fuzz("JSONL", ["refused", "no usable prompt", "sampled"], input, |(text, n, seed, cancelled)| {
+        let path = file("prompts.jsonl", text.as_bytes()).to_string_lossy().into_owned();
+        check_sample(&Dataset::Jsonl { path }, n, seed, cancelled)
+    });
 }

@@ -10,8 +10,8 @@ mod common;
 
 use bench::dataset::{Sample, SampleRequest};
 use bench::tokenizer::TokenCounter;
-use bench::{run_prepared, Prepared, RunOptions};
-use common::{spec, start_on_own_thread, tokenizer_path, Script, SendLog};
+use bench::{Prepared, RunOptions, run_prepared};
+use common::{Script, SendLog, spec, start_on_own_thread, tokenizer_path};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -48,14 +48,22 @@ fn measure_client_delay_per_chunk() {
         "model": "m", "messages": [{"role": "user", "content": "ok delay"}], "max_completion_tokens": 2000, "stream": true
     }))
     .unwrap();
-    let out = rt().block_on(bench::client::stream_request(&client, &format!("{url}/v1/chat/completions"), None, body, Duration::from_secs(60)));
+    let out = rt().block_on(bench::client::stream_request(
+        &client,
+        &format!("{url}/v1/chat/completions"),
+        None,
+        body,
+        Duration::from_secs(60),
+    ));
     assert!(out.success, "{:?}", out.error);
     let sends = log.lock().unwrap().remove("ok delay").unwrap();
     assert_eq!(sends.len(), out.chunk_offsets_s.len());
     let delays_us: Vec<f64> = sends
         .iter()
         .zip(&out.chunk_offsets_s)
-        .map(|(s, off)| ((out.start + Duration::from_secs_f64(*off)).saturating_duration_since(*s)).as_secs_f64() * 1e6)
+        .map(|(s, off)| {
+            ((out.start + Duration::from_secs_f64(*off)).saturating_duration_since(*s)).as_secs_f64() * 1e6
+        })
         .collect();
     let mean = delays_us.iter().sum::<f64>() / delays_us.len() as f64;
     println!(
@@ -76,7 +84,9 @@ fn run_streams(tok: &Arc<TokenCounter>, n: u32, tokens: u32, gap_ms: u64) {
         send_log: Some(log.clone()),
         ..Script::default()
     });
-    let requests = (0..n).map(|i| SampleRequest { prompt: format!("ok {i}"), input_tokens: 2, output_len: tokens }).collect();
+    let requests = (0..n)
+        .map(|i| SampleRequest { prompt: format!("ok {i}"), input_tokens: 2, output_len: tokens })
+        .collect();
     let prepared = Prepared { tokenizer: Arc::clone(tok), sample: Sample { requests, notes: vec![] } };
     let s = spec(&url, "unused.jsonl".into(), n, Some(n));
     let rt = rt();

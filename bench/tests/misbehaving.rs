@@ -3,13 +3,15 @@
 
 mod common;
 
-use bench::{run_benchmark, BenchError, Phase, Progress, RunOptions};
-use common::{jsonl, spec, start, Script};
+use bench::{BenchError, Phase, Progress, RunOptions, run_benchmark};
+use common::{Script, jsonl, spec, start};
 use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kind_of_misbehaviour_is_a_counted_failure() {
-    let srv = start(Script { ttft: Duration::from_millis(5), gap: Duration::from_millis(5), ..Script::default() }).await;
+    let srv =
+        start(Script { ttft: Duration::from_millis(5), gap: Duration::from_millis(5), ..Script::default() })
+            .await;
     let rows = [
         ("ok fine", 6),
         ("garbage", 6),
@@ -47,9 +49,13 @@ async fn an_unreachable_server_fails_every_request_but_the_run_reports() {
     // Bind then drop a listener: the port is (almost certainly) closed now.
     let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let base = format!("http://{addr}");
-    let r = run_benchmark(&spec(&base, jsonl("refused.jsonl", &[("ok a", 3), ("ok b", 3)]), 2, Some(1)), &base, RunOptions::default())
-        .await
-        .unwrap();
+    let r = run_benchmark(
+        &spec(&base, jsonl("refused.jsonl", &[("ok a", 3), ("ok b", 3)]), 2, Some(1)),
+        &base,
+        RunOptions::default(),
+    )
+    .await
+    .unwrap();
     assert_eq!((r.summary.completed, r.summary.failed), (0, 2));
     assert!(r.requests[0].error.as_deref().unwrap().contains("request failed"));
     assert!(r.target_info.models.is_none());
@@ -67,14 +73,18 @@ async fn cancel_stops_a_run_with_requests_in_flight() {
         cancel.cancel();
     });
     let t = Instant::now();
-    let res = run_benchmark(&spec(&srv.base_url, jsonl("cancel.jsonl", &rows), 3, Some(2)), &srv.base_url, opts).await;
+    let res =
+        run_benchmark(&spec(&srv.base_url, jsonl("cancel.jsonl", &rows), 3, Some(2)), &srv.base_url, opts)
+            .await;
     assert!(matches!(res, Err(BenchError::Cancelled)), "{res:?}");
     assert!(t.elapsed() < Duration::from_secs(10), "cancel must not wait for the 30 s hang");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_reaches_finished_with_every_request_counted() {
-    let srv = start(Script { ttft: Duration::from_millis(5), gap: Duration::from_millis(5), ..Script::default() }).await;
+    let srv =
+        start(Script { ttft: Duration::from_millis(5), gap: Duration::from_millis(5), ..Script::default() })
+            .await;
     let rows = [("ok a", 4), ("fail500", 4), ("ok c", 4)];
     let (tx, mut rx) = tokio::sync::watch::channel(Progress::default());
     let seen = tokio::spawn(async move {
@@ -91,7 +101,10 @@ async fn progress_reaches_finished_with_every_request_counted() {
         panic!("progress channel closed before Finished");
     });
     let opts = RunOptions { progress: Some(tx), ..Default::default() };
-    let r = run_benchmark(&spec(&srv.base_url, jsonl("progress.jsonl", &rows), 3, Some(1)), &srv.base_url, opts).await.unwrap();
+    let r =
+        run_benchmark(&spec(&srv.base_url, jsonl("progress.jsonl", &rows), 3, Some(1)), &srv.base_url, opts)
+            .await
+            .unwrap();
     let (phases, last) = seen.await.unwrap();
     assert_eq!(*phases.last().unwrap(), Phase::Finished);
     assert_eq!((last.completed, last.failed, last.total), (2, 1, 3));

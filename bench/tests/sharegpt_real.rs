@@ -22,7 +22,10 @@ fn cut_off_file_keeps_every_whole_entry_and_picks_like_vllm() {
     let tok = TokenCounter::load(Path::new(&format!("{ASSETS}/qwen3/tokenizer.json"))).unwrap();
     let ds = Dataset::Sharegpt { path: Some(sharegpt_path()), output_len: None };
     // (seed, total input, total output, first three (input, output)) from the Python reference.
-    let cases = [(0u64, 18_753u64, 19_238u64, [(15, 318), (211, 195), (82, 343)]), (1, 21_388, 24_482, [(280, 45), (24, 254), (40, 473)])];
+    let cases = [
+        (0u64, 18_753u64, 19_238u64, [(15, 318), (211, 195), (82, 343)]),
+        (1, 21_388, 24_482, [(280, 45), (24, 254), (40, 473)]),
+    ];
     for (seed, want_in, want_out, first) in cases {
         let s = sample(&ds, 100, seed, &tok, &bench::CancellationToken::new()).unwrap();
         assert_eq!(s.requests.len(), 100);
@@ -31,7 +34,11 @@ fn cut_off_file_keeps_every_whole_entry_and_picks_like_vllm() {
         assert_eq!((tin, tout), (want_in, want_out), "seed {seed}");
         let got: Vec<(u32, u32)> = s.requests[..3].iter().map(|r| (r.input_tokens, r.output_len)).collect();
         assert_eq!(got, first, "seed {seed}");
-        assert!(s.notes[0].contains("17671 complete entries") && s.notes[0].contains("cut off"), "{:?}", s.notes);
+        assert!(
+            s.notes[0].contains("17671 complete entries") && s.notes[0].contains("cut off"),
+            "{:?}",
+            s.notes
+        );
     }
 }
 

@@ -5,7 +5,7 @@
 //! make lengths lie). Room for the labels and notes comes from their estimated widths, so
 //! none is cut off.
 
-use crate::{err, escape, fit, fmt_num, text_px, with_overlay, ChartError, PALETTE, WIDTH};
+use crate::{ChartError, PALETTE, WIDTH, err, escape, fit, fmt_num, text_px, with_overlay};
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -68,7 +68,9 @@ pub fn bar_chart(c: &BarChart) -> Result<String, ChartError> {
         .bars
         .iter()
         .zip(&texts)
-        .filter_map(|(b, t)| usable(b.value).map(|v| v * plot / (plot + MARGIN as f64 - 4.0 - text_px(t, LABEL))))
+        .filter_map(|(b, t)| {
+            usable(b.value).map(|v| v * plot / (plot + MARGIN as f64 - 4.0 - text_px(t, LABEL)))
+        })
         .fold(max * 1.02, f64::max);
     let hi = if hi > 0.0 { hi } else { 1.0 };
     // Top bar first: plotters counts y upwards, so bar i sits in segment n-1-i.
@@ -110,7 +112,13 @@ pub fn bar_chart(c: &BarChart) -> Result<String, ChartError> {
             let k = n - 1 - i;
             let Some(v) = usable(b.value) else {
                 let style = ("sans-serif", LABEL).into_font().color(&RGBColor(120, 120, 120)).pos(left_mid);
-                chart.draw_series(std::iter::once(Text::new(text.trim_start().to_string(), (0.0, SegmentValue::CenterOf(k)), style))).map_err(err)?;
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        text.trim_start().to_string(),
+                        (0.0, SegmentValue::CenterOf(k)),
+                        style,
+                    )))
+                    .map_err(err)?;
                 let (x0p, y0p) = chart.backend_coord(&(0.0, SegmentValue::Exact(k)));
                 let (_, y1p) = chart.backend_coord(&(0.0, SegmentValue::Exact(k + 1)));
                 hits.push_str(&format!(
@@ -124,11 +132,16 @@ pub fn bar_chart(c: &BarChart) -> Result<String, ChartError> {
                 continue;
             };
             let (r, g, bl) = if b.highlight { PALETTE[1] } else { PALETTE[0] };
-            let mut rect = Rectangle::new([(0.0, SegmentValue::Exact(k)), (v, SegmentValue::Exact(k + 1))], RGBColor(r, g, bl).filled());
+            let mut rect = Rectangle::new(
+                [(0.0, SegmentValue::Exact(k)), (v, SegmentValue::Exact(k + 1))],
+                RGBColor(r, g, bl).filled(),
+            );
             rect.set_margin(4, 4, 0, 0);
             chart.draw_series(std::iter::once(rect)).map_err(err)?;
             let style = ("sans-serif", LABEL).into_font().color(&BLACK).pos(left_mid);
-            chart.draw_series(std::iter::once(Text::new(text.clone(), (v, SegmentValue::CenterOf(k)), style))).map_err(err)?;
+            chart
+                .draw_series(std::iter::once(Text::new(text.clone(), (v, SegmentValue::CenterOf(k)), style)))
+                .map_err(err)?;
             let (x0p, y0p) = chart.backend_coord(&(0.0, SegmentValue::Exact(k)));
             let (x1p, y1p) = chart.backend_coord(&(v, SegmentValue::Exact(k + 1)));
             hits.push_str(&format!(
@@ -152,7 +165,13 @@ mod tests {
     use super::*;
 
     fn bar(label: &str, v: Option<f64>) -> Bar {
-        Bar { label: label.into(), value: v, tooltip: format!("{label}: {v:?} ms"), note: None, highlight: false }
+        Bar {
+            label: label.into(),
+            value: v,
+            tooltip: format!("{label}: {v:?} ms"),
+            note: None,
+            highlight: false,
+        }
     }
 
     fn chart() -> BarChart {
@@ -176,7 +195,9 @@ mod tests {
         assert_eq!(svg.matches("<title>").count(), 3);
         assert!(svg.contains("data-value=\"98.59\"") && svg.contains("data-value=\"43.35\""));
         assert!(crate::has_text(&svg, "missing"));
-        assert!(svg.contains("data-label=\"imported\" data-missing=\"true\"><title>imported: None ms</title>"));
+        assert!(
+            svg.contains("data-label=\"imported\" data-missing=\"true\"><title>imported: None ms</title>")
+        );
         assert!(crate::has_text(&svg, " 98.6"));
         // vLLM (first) is drawn above SGLang: its hit area has the smaller y.
         let y = |label: &str| -> i32 {
@@ -206,7 +227,11 @@ mod tests {
     /// Bars start at 0 and are as long as their values, whatever the values span.
     #[test]
     fn bar_lengths_are_proportional() {
-        let c = BarChart { title: "t".into(), axis: "a".into(), bars: vec![bar("a", Some(5701.0)), bar("b", Some(570.1))] };
+        let c = BarChart {
+            title: "t".into(),
+            axis: "a".into(),
+            bars: vec![bar("a", Some(5701.0)), bar("b", Some(570.1))],
+        };
         let svg = bar_chart(&c).unwrap();
         let width = |label: &str| -> f64 {
             let at = svg.find(&format!("data-label=\"{label}\"")).unwrap();

@@ -13,8 +13,8 @@ mod bars;
 mod lines;
 pub mod ticks;
 
-pub use bars::{bar_chart, Bar, BarChart};
-pub use lines::{line_chart, LineChart, Series};
+pub use bars::{Bar, BarChart, bar_chart};
+pub use lines::{LineChart, Series, line_chart};
 
 /// Default size of every chart, in CSS pixels.
 pub const WIDTH: u32 = 860;
@@ -138,7 +138,10 @@ pub fn message_chart(title: &str, message: &str, width: u32, height: u32) -> Res
         root.fill(&WHITE).map_err(err)?;
         let w = width as f64 - 24.0;
         let area = root.titled(&fit(title, w, 16.0), ("sans-serif", 16)).map_err(err)?;
-        let style = ("sans-serif", 14).into_font().color(&RGBColor(90, 90, 90)).pos(Pos::new(HPos::Center, VPos::Center));
+        let style = ("sans-serif", 14)
+            .into_font()
+            .color(&RGBColor(90, 90, 90))
+            .pos(Pos::new(HPos::Center, VPos::Center));
         let (aw, ah) = area.dim_in_pixel();
         area.draw_text(&fit(message, w, 14.0), &style, ((aw / 2) as i32, (ah / 2) as i32)).map_err(err)?;
         root.present().map_err(err)?;
@@ -160,9 +163,21 @@ pub fn texts(svg: &str) -> Vec<(f64, String, f64, String)> {
         .filter(|t| !t.split_once('>').is_some_and(|(attrs, _)| attrs.contains("transform=")))
         .filter_map(|t| {
             let (attrs, rest) = t.split_once('>')?;
-            let attr = |name: &str| format!(" {attrs}").split(&format!(" {name}=\"")).nth(1)?.split('"').next().map(str::to_string);
+            let attr = |name: &str| {
+                format!(" {attrs}")
+                    .split(&format!(" {name}=\""))
+                    .nth(1)?
+                    .split('"')
+                    .next()
+                    .map(str::to_string)
+            };
             let content = rest.split("</text>").next()?.trim();
-            let content = content.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&");
+            let content = content
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&apos;", "'")
+                .replace("&amp;", "&");
             let size = attr("font-size")?.parse::<f64>().ok()? * 1.24;
             Some((attr("x")?.parse().ok()?, attr("text-anchor").unwrap_or_default(), size, content))
         })

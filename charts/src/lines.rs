@@ -4,8 +4,8 @@
 //! its line and is marked on the x axis; a chart with no point says why instead of
 //! showing bare axes.
 
-use crate::ticks::{int_ticks, linear_ticks, log_axis, Ticked};
-use crate::{err, escape, fit, fmt_num, message_chart, with_overlay, ChartError, PALETTE, WIDTH};
+use crate::ticks::{Ticked, int_ticks, linear_ticks, log_axis};
+use crate::{ChartError, PALETTE, WIDTH, err, escape, fit, fmt_num, message_chart, with_overlay};
 use plotters::prelude::*;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -41,7 +41,10 @@ fn axis(vals: &[f64], log: bool, pad_zero: bool, int: bool) -> (f64, f64, Vec<f6
     if v.is_empty() {
         return (0.0, 1.0, linear_ticks(0.0, 1.0));
     }
-    let (min, max) = (v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+    let (min, max) = (
+        v.iter().copied().fold(f64::INFINITY, f64::min),
+        v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    );
     if log {
         let (lo, hi, ticks) = log_axis(min, max);
         return (lo.log10(), hi.log10(), ticks.iter().map(|t| t.log10()).collect());
@@ -57,11 +60,17 @@ fn axis(vals: &[f64], log: bool, pad_zero: bool, int: bool) -> (f64, f64, Vec<f6
 
 /// Renders `c` to an SVG document.
 pub fn line_chart(c: &LineChart) -> Result<String, ChartError> {
-    let ok = |p: &(f64, f64)| p.0.is_finite() && p.1.is_finite() && (!c.log_x || p.0 > 0.0) && (!c.log_y || p.1 > 0.0);
+    let ok = |p: &(f64, f64)| {
+        p.0.is_finite() && p.1.is_finite() && (!c.log_x || p.0 > 0.0) && (!c.log_y || p.1 > 0.0)
+    };
     if !c.series.iter().flat_map(|s| &s.points).any(ok) {
         return message_chart(&c.title, &c.empty, WIDTH, 260);
     }
-    let xs: Vec<f64> = c.series.iter().flat_map(|s| s.points.iter().map(|p| p.0).chain(s.missing.iter().map(|m| m.0))).collect();
+    let xs: Vec<f64> = c
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0).chain(s.missing.iter().map(|m| m.0)))
+        .collect();
     let ys: Vec<f64> = c.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
     let (x0, x1, x_ticks) = axis(&xs, c.log_x, false, c.x_int);
     let (y0, y1, y_ticks) = axis(&ys, c.log_y, true, false);
@@ -70,7 +79,11 @@ pub fn line_chart(c: &LineChart) -> Result<String, ChartError> {
     let x_fmt = |v: &f64| if c.log_x { fmt_num(10f64.powf(*v)) } else { fmt_num(*v) };
     let y_fmt = |v: &f64| if c.log_y { fmt_num(10f64.powf(*v)) } else { fmt_num(*v) };
     let any_missing = c.series.iter().any(|s| !s.missing.is_empty());
-    let x_desc = if any_missing { format!("{} (x on the axis: no number for that run)", c.x_desc) } else { c.x_desc.clone() };
+    let x_desc = if any_missing {
+        format!("{} (x on the axis: no number for that run)", c.x_desc)
+    } else {
+        c.x_desc.clone()
+    };
     let height = 420 + 18 * (c.series.len() as u32).min(30);
     let plot_px = (WIDTH - 24 - 64) as f64;
     let mut svg = String::new();
@@ -79,8 +92,14 @@ pub fn line_chart(c: &LineChart) -> Result<String, ChartError> {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let mut builder = ChartBuilder::on(&root);
-        builder.caption(fit(&c.title, WIDTH as f64 - 24.0, 16.0), ("sans-serif", 16)).margin(12).x_label_area_size(40).y_label_area_size(64);
-        let mut chart = builder.build_cartesian_2d(Ticked::new(x0, x1, x_ticks), Ticked::new(y0, y1, y_ticks)).map_err(err)?;
+        builder
+            .caption(fit(&c.title, WIDTH as f64 - 24.0, 16.0), ("sans-serif", 16))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64);
+        let mut chart = builder
+            .build_cartesian_2d(Ticked::new(x0, x1, x_ticks), Ticked::new(y0, y1, y_ticks))
+            .map_err(err)?;
         chart
             .configure_mesh()
             .x_desc(fit(&x_desc, plot_px, 13.0))
@@ -96,11 +115,12 @@ pub fn line_chart(c: &LineChart) -> Result<String, ChartError> {
         for (i, s) in c.series.iter().enumerate() {
             let (r, g, b) = PALETTE[i % PALETTE.len()];
             let color = RGBColor(r, g, b);
-            let kept: Vec<(usize, (f64, f64))> = s.points.iter().copied().enumerate().filter(|(_, p)| ok(p)).collect();
+            let kept: Vec<(usize, (f64, f64))> =
+                s.points.iter().copied().enumerate().filter(|(_, p)| ok(p)).collect();
             // Break the line wherever a missing value lies between two points.
             let mut segments: Vec<Vec<(f64, f64)>> = vec![vec![]];
             for (k, (_, p)) in kept.iter().enumerate() {
-                let gap = k > 0 && s.missing.iter().any(|m| m.0 > kept[k - 1].1 .0 && m.0 < p.0);
+                let gap = k > 0 && s.missing.iter().any(|m| m.0 > kept[k - 1].1.0 && m.0 < p.0);
                 if gap {
                     segments.push(vec![]);
                 }
@@ -110,7 +130,9 @@ pub fn line_chart(c: &LineChart) -> Result<String, ChartError> {
             for (k, seg) in segments.into_iter().enumerate() {
                 let drawn = chart.draw_series(LineSeries::new(seg, color.stroke_width(2))).map_err(err)?;
                 if k == 0 {
-                    drawn.label(label.clone()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3)));
+                    drawn.label(label.clone()).legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
+                    });
                 }
             }
             let bottom = if c.log_y { y0 } else { y0.max(0.0).min(y1) };
@@ -125,10 +147,15 @@ pub fn line_chart(c: &LineChart) -> Result<String, ChartError> {
                 ));
             }
             if c.markers {
-                chart.draw_series(kept.iter().map(|(_, p)| Circle::new((tx(p.0), ty(p.1)), 3, color.filled()))).map_err(err)?;
+                chart
+                    .draw_series(kept.iter().map(|(_, p)| Circle::new((tx(p.0), ty(p.1)), 3, color.filled())))
+                    .map_err(err)?;
                 for (k, raw) in &kept {
                     let (px, py) = chart.backend_coord(&(tx(raw.0), ty(raw.1)));
-                    let tip = s.tooltips.get(*k).cloned().unwrap_or_else(|| format!("{}: {}, {}", s.label, fmt_num(raw.0), fmt_num(raw.1)));
+                    let tip =
+                        s.tooltips.get(*k).cloned().unwrap_or_else(|| {
+                            format!("{}: {}, {}", s.label, fmt_num(raw.0), fmt_num(raw.1))
+                        });
                     hits.push_str(&format!(
                         "<circle cx=\"{px}\" cy=\"{py}\" r=\"7\" fill=\"transparent\" data-series=\"{}\" data-x=\"{}\" data-y=\"{}\"><title>{}</title></circle>",
                         escape(&s.label),
@@ -167,7 +194,10 @@ mod tests {
             title: "Mean E2EL against concurrency".into(),
             x_desc: "max concurrency".into(),
             y_desc: "TPOT mean (ms)".into(),
-            series: vec![s("vLLM baseline", [7.28, 7.37, 7.38, 7.71]), s("SGLang optimized", [2.67, 3.04, 3.34, 4.82])],
+            series: vec![
+                s("vLLM baseline", [7.28, 7.37, 7.38, 7.71]),
+                s("SGLang optimized", [2.67, 3.04, 3.34, 4.82]),
+            ],
             log_x: false,
             log_y: false,
             markers: true,
@@ -194,7 +224,10 @@ mod tests {
         for t in ["1", "2", "4", "8"] {
             assert!(crate::has_text(&svg, t), "tick {t}");
         }
-        assert!(!crate::has_text(&svg, "1.5") && !crate::has_text(&svg, "2.5"), "no fractional concurrency ticks");
+        assert!(
+            !crate::has_text(&svg, "1.5") && !crate::has_text(&svg, "2.5"),
+            "no fractional concurrency ticks"
+        );
         assert_eq!(crate::texts_outside(&svg), Vec::<String>::new());
     }
 
@@ -205,7 +238,10 @@ mod tests {
         c.log_y = true;
         c.series[0].points = vec![(1.0, 34.7), (2.0, 120.0), (4.0, 900.0), (8.0, 5701.0)];
         let svg = line_chart(&c).unwrap();
-        let ticks: Vec<f64> = tick_labels(&svg).into_iter().filter(|t| ![1.0, 2.0, 4.0, 8.0].contains(t) || *t == 2.0).collect();
+        let ticks: Vec<f64> = tick_labels(&svg)
+            .into_iter()
+            .filter(|t| ![1.0, 2.0, 4.0, 8.0].contains(t) || *t == 2.0)
+            .collect();
         assert!(ticks.contains(&100.0) && ticks.contains(&1000.0) && ticks.contains(&10000.0), "{ticks:?}");
         for t in &ticks {
             let m = t / 10f64.powf(t.log10().floor());
@@ -233,8 +269,14 @@ mod tests {
         c.series[0].points.remove(2);
         c.series[0].missing = vec![(4.0, "vLLM baseline BS=4: missing".into())];
         let svg = line_chart(&c).unwrap();
-        assert_eq!(svg.matches("stroke-width=\"2\" points=").count(), 3, "vLLM's line in two pieces, SGLang's whole");
-        assert!(svg.contains("data-x=\"4\" data-missing=\"true\"><title>vLLM baseline BS=4: missing</title>"));
+        assert_eq!(
+            svg.matches("stroke-width=\"2\" points=").count(),
+            3,
+            "vLLM's line in two pieces, SGLang's whole"
+        );
+        assert!(
+            svg.contains("data-x=\"4\" data-missing=\"true\"><title>vLLM baseline BS=4: missing</title>")
+        );
         assert!(!svg.contains("data-y=\"0\""));
     }
 }

@@ -1,6 +1,6 @@
 //! The `comparisons` and `comparison_runs` tables: ordered sets of runs under a permalink.
 
-use crate::{runs, DbError};
+use crate::{DbError, runs};
 use bench_types::{ComparisonRef, ComparisonSummary, ComparisonView, NewComparison};
 use rand::Rng;
 use sqlx::{PgPool, Postgres, Transaction};
@@ -51,12 +51,10 @@ pub async fn create(tx: &mut Transaction<'_, Postgres>, new: &NewComparison) -> 
 }
 
 pub async fn get(pool: &PgPool, slug: &str) -> Result<Option<ComparisonView>, DbError> {
-    let Some(c) = sqlx::query!(
-        "SELECT id, slug, title, view, created_at FROM comparisons WHERE slug = $1",
-        slug
-    )
-    .fetch_optional(pool)
-    .await?
+    let Some(c) =
+        sqlx::query!("SELECT id, slug, title, view, created_at FROM comparisons WHERE slug = $1", slug)
+            .fetch_optional(pool)
+            .await?
     else {
         return Ok(None);
     };
@@ -72,7 +70,12 @@ pub async fn get(pool: &PgPool, slug: &str) -> Result<Option<ComparisonView>, Db
 
 /// Newest first, `limit` at most, older than the comparison `before` when given; `only`
 /// keeps just that slug (a summary of one comparison).
-pub async fn list(pool: &PgPool, limit: i64, before: Option<&str>, only: Option<&str>) -> Result<Vec<ComparisonSummary>, DbError> {
+pub async fn list(
+    pool: &PgPool,
+    limit: i64,
+    before: Option<&str>,
+    only: Option<&str>,
+) -> Result<Vec<ComparisonSummary>, DbError> {
     let rows = sqlx::query!(
         r#"SELECT c.slug, c.title, c.created_at,
                   COUNT(r.id) AS "runs!",
@@ -92,7 +95,14 @@ pub async fn list(pool: &PgPool, limit: i64, before: Option<&str>, only: Option<
     .await?;
     Ok(rows
         .into_iter()
-        .map(|r| ComparisonSummary { slug: r.slug, title: r.title, created_at: r.created_at, runs: r.runs, engines: r.engines, live: r.live })
+        .map(|r| ComparisonSummary {
+            slug: r.slug,
+            title: r.title,
+            created_at: r.created_at,
+            runs: r.runs,
+            engines: r.engines,
+            live: r.live,
+        })
         .collect())
 }
 

@@ -2,7 +2,7 @@
 //! request records in one transaction, straight to `succeeded`, never through the queue
 //! (the queue never claims `imported` targets either).
 
-use crate::{requests, DbError};
+use crate::{DbError, requests};
 use bench_types::{RequestRecord, RunSpec, Summary};
 use sqlx::types::Json;
 use sqlx::{PgPool, Postgres, Transaction};
@@ -16,7 +16,10 @@ pub struct NewImportedRun<'a> {
 }
 
 /// Inserts the runs as `succeeded` with their results inside `tx`; returns their ids in order.
-pub async fn insert_runs(tx: &mut Transaction<'_, Postgres>, runs: &[NewImportedRun<'_>]) -> Result<Vec<i64>, DbError> {
+pub async fn insert_runs(
+    tx: &mut Transaction<'_, Postgres>,
+    runs: &[NewImportedRun<'_>],
+) -> Result<Vec<i64>, DbError> {
     let mut ids = Vec::with_capacity(runs.len());
     for r in runs {
         let id = sqlx::query_scalar!(
@@ -59,9 +62,14 @@ pub async fn insert_comparison(
     view: &serde_json::Value,
     run_ids: &[i64],
 ) -> Result<(), DbError> {
-    let id = sqlx::query_scalar!("INSERT INTO comparisons (slug, title, view) VALUES ($1, $2, $3) RETURNING id", slug, title, view)
-        .fetch_one(&mut **tx)
-        .await?;
+    let id = sqlx::query_scalar!(
+        "INSERT INTO comparisons (slug, title, view) VALUES ($1, $2, $3) RETURNING id",
+        slug,
+        title,
+        view
+    )
+    .fetch_one(&mut **tx)
+    .await?;
     let positions: Vec<i32> = (0..run_ids.len() as i32).collect();
     sqlx::query!(
         r#"INSERT INTO comparison_runs (comparison_id, position, run_id)
@@ -77,5 +85,7 @@ pub async fn insert_comparison(
 
 /// Whether a comparison with this slug exists (the seed loader's "already loaded" check).
 pub async fn comparison_exists(pool: &PgPool, slug: &str) -> Result<bool, DbError> {
-    Ok(sqlx::query_scalar!(r#"SELECT EXISTS (SELECT 1 FROM comparisons WHERE slug = $1) AS "e!""#, slug).fetch_one(pool).await?)
+    Ok(sqlx::query_scalar!(r#"SELECT EXISTS (SELECT 1 FROM comparisons WHERE slug = $1) AS "e!""#, slug)
+        .fetch_one(pool)
+        .await?)
 }

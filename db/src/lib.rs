@@ -32,7 +32,8 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, DbError>
 /// cluster, whose superuser we are).
 pub async fn ensure_database(admin_url: &str, name: &str) -> Result<(), DbError> {
     use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(admin_url).await.map_err(|e| DbError::Connect(e.to_string()))?;
+    let mut conn =
+        sqlx::PgConnection::connect(admin_url).await.map_err(|e| DbError::Connect(e.to_string()))?;
     let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
         .bind(name)
         .fetch_one(&mut conn)

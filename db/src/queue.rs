@@ -4,8 +4,8 @@
 
 use crate::DbError;
 use bench_types::RunProgress;
-use sqlx::types::Json;
 use sqlx::PgPool;
+use sqlx::types::Json;
 
 /// Claims the oldest queued run (never an imported one) for `worker`, or returns None.
 /// Concurrent claimers skip each other's locked rows, so each run goes to one worker.
@@ -78,7 +78,13 @@ pub async fn expire_leases(pool: &PgPool) -> Result<Vec<i64>, DbError> {
 
 /// Ends a run this worker holds with `failed` or `cancelled` (success goes through
 /// `results::store_report`). Returns false when the run was no longer ours.
-pub async fn finish(pool: &PgPool, run_id: i64, worker: &str, status: bench_types::RunStatus, error: &str) -> Result<bool, DbError> {
+pub async fn finish(
+    pool: &PgPool,
+    run_id: i64,
+    worker: &str,
+    status: bench_types::RunStatus,
+    error: &str,
+) -> Result<bool, DbError> {
     let n = sqlx::query!(
         r#"UPDATE runs SET status = $3, error = $4, finished_at = now()
            WHERE id = $1 AND worker_id = $2 AND status = 'running'"#,
@@ -121,7 +127,9 @@ pub async fn request_cancel(pool: &PgPool, run_id: i64) -> Result<CancelOutcome,
             CancelOutcome::Cancelled
         }
         "running" => {
-            sqlx::query!("UPDATE runs SET cancel_requested = true WHERE id = $1", run_id).execute(&mut *tx).await?;
+            sqlx::query!("UPDATE runs SET cancel_requested = true WHERE id = $1", run_id)
+                .execute(&mut *tx)
+                .await?;
             CancelOutcome::Requested
         }
         _ => CancelOutcome::AlreadyFinished,

@@ -1,9 +1,9 @@
 //! The `run_results` table, and storing a whole `BenchReport` atomically.
 
-use crate::{requests, runs, DbError};
+use crate::{DbError, requests, runs};
 use bench_types::{BenchReport, RunStatus};
-use sqlx::types::Json;
 use sqlx::PgPool;
+use sqlx::types::Json;
 
 /// How a run with a report ended: `succeeded`; `failed` when every request failed or a
 /// limit stopped it; `cancelled` with the requests that finished before the cancel.
@@ -17,7 +17,12 @@ pub struct RunEnd {
 /// Stores a finished run in ONE transaction: summary row, every request record, and the
 /// status change `running -> end.status`. Either all of it lands or none of it does, so a
 /// worker that dies mid-write leaves no half result.
-pub async fn store_report(pool: &PgPool, run_id: i64, report: &BenchReport, end: &RunEnd) -> Result<(), DbError> {
+pub async fn store_report(
+    pool: &PgPool,
+    run_id: i64,
+    report: &BenchReport,
+    end: &RunEnd,
+) -> Result<(), DbError> {
     let mut tx = pool.begin().await?;
     // Lock the run row so a concurrent cancel/interrupt cannot interleave with the write.
     let status = sqlx::query_scalar!("SELECT status FROM runs WHERE id = $1 FOR UPDATE", run_id)

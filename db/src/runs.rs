@@ -39,9 +39,10 @@ struct RunRow {
 
 impl RunRow {
     fn into_view(self) -> Result<RunView, DbError> {
-        let status = self.status.parse::<RunStatus>().map_err(|e| {
-            DbError::Decode(serde::de::Error::custom(format!("run {}: {e}", self.id)))
-        })?;
+        let status = self
+            .status
+            .parse::<RunStatus>()
+            .map_err(|e| DbError::Decode(serde::de::Error::custom(format!("run {}: {e}", self.id))))?;
         Ok(RunView {
             id: self.id,
             status,
@@ -141,7 +142,10 @@ pub async fn transition(
     }
 }
 
-pub(crate) async fn status_of<'e, E: sqlx::PgExecutor<'e>>(ex: E, id: i64) -> Result<Option<String>, DbError> {
+pub(crate) async fn status_of<'e, E: sqlx::PgExecutor<'e>>(
+    ex: E,
+    id: i64,
+) -> Result<Option<String>, DbError> {
     Ok(sqlx::query_scalar!("SELECT status FROM runs WHERE id = $1", id).fetch_optional(ex).await?)
 }
 

@@ -5,7 +5,13 @@ use crate::DbError;
 use sqlx::PgPool;
 
 /// Stores a new session that ends after `ttl_s` seconds.
-pub async fn create(pool: &PgPool, id_hash: &[u8], token_fp: &[u8], ttl_s: f64, client: &str) -> Result<(), DbError> {
+pub async fn create(
+    pool: &PgPool,
+    id_hash: &[u8],
+    token_fp: &[u8],
+    ttl_s: f64,
+    client: &str,
+) -> Result<(), DbError> {
     sqlx::query!(
         "INSERT INTO sessions (id_hash, token_fp, expires_at, client) VALUES ($1, $2, now() + make_interval(secs => $3), $4)",
         id_hash,
@@ -32,7 +38,9 @@ pub async fn is_live(pool: &PgPool, id_hash: &[u8], token_fp: &[u8]) -> Result<b
 
 /// Ends one session (sign-out).
 pub async fn revoke(pool: &PgPool, id_hash: &[u8]) -> Result<(), DbError> {
-    sqlx::query!("UPDATE sessions SET revoked_at = now() WHERE id_hash = $1 AND revoked_at IS NULL", id_hash).execute(pool).await?;
+    sqlx::query!("UPDATE sessions SET revoked_at = now() WHERE id_hash = $1 AND revoked_at IS NULL", id_hash)
+        .execute(pool)
+        .await?;
     Ok(())
 }
 

@@ -3,13 +3,18 @@
 mod common;
 
 use bench_types::NewComparison;
-use db::{comparisons, runs, DbError, PgPool};
+use db::{DbError, PgPool, comparisons, runs};
 
 #[sqlx::test(migrator = "db::MIGRATOR")]
 async fn a_comparison_keeps_its_runs_in_order(pool: PgPool) {
     let mut tx = pool.begin().await.unwrap();
-    let ids = runs::create(&mut tx, &[common::spec(&[1]), common::spec(&[2]), common::spec(&[4])]).await.unwrap();
-    let new = NewComparison { title: "  BS sweep ".into(), run_ids: vec![ids[2], ids[0], ids[1]], view: serde_json::json!({"metric": "tpot"}) };
+    let ids =
+        runs::create(&mut tx, &[common::spec(&[1]), common::spec(&[2]), common::spec(&[4])]).await.unwrap();
+    let new = NewComparison {
+        title: "  BS sweep ".into(),
+        run_ids: vec![ids[2], ids[0], ids[1]],
+        view: serde_json::json!({"metric": "tpot"}),
+    };
     let slug = comparisons::create(&mut tx, &new).await.unwrap();
     tx.commit().await.unwrap();
     assert_eq!(slug.len(), 10);
@@ -20,7 +25,10 @@ async fn a_comparison_keeps_its_runs_in_order(pool: PgPool) {
     assert!(comparisons::get(&pool, "nope").await.unwrap().is_none());
     let listed = comparisons::list(&pool, 10, None, None).await.unwrap();
     assert_eq!(listed.len(), 1);
-    assert_eq!((listed[0].slug.as_str(), listed[0].title.as_str(), listed[0].runs, listed[0].live), (slug.as_str(), "BS sweep", 3, 3));
+    assert_eq!(
+        (listed[0].slug.as_str(), listed[0].title.as_str(), listed[0].runs, listed[0].live),
+        (slug.as_str(), "BS sweep", 3, 3)
+    );
     assert_eq!(listed[0].engines.len(), 1, "three runs of one target: {:?}", listed[0].engines);
     assert!(comparisons::list(&pool, 10, Some(&slug), None).await.unwrap().is_empty(), "nothing older");
     assert_eq!(comparisons::list(&pool, 10, None, Some(&slug)).await.unwrap().len(), 1);

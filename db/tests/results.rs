@@ -3,7 +3,7 @@
 mod common;
 
 use bench_types::RunStatus;
-use db::{requests, results, runs, DbError, PgPool};
+use db::{DbError, PgPool, requests, results, runs};
 
 fn ok_end() -> results::RunEnd {
     results::RunEnd { status: RunStatus::Succeeded, note: None }
@@ -42,7 +42,9 @@ async fn a_failed_write_leaves_nothing_behind(pool: PgPool) {
     let id = running_run(&pool).await;
     // Two records with the same index violate the primary key halfway through the write.
     let recs = vec![common::record(0, vec![0.1], None), common::record(0, vec![0.2], None)];
-    let err = results::store_report(&pool, id, &common::report(common::spec(&[2]), recs), &ok_end()).await.unwrap_err();
+    let err = results::store_report(&pool, id, &common::report(common::spec(&[2]), recs), &ok_end())
+        .await
+        .unwrap_err();
     assert!(matches!(err, DbError::Sql(_)), "{err}");
     let run = runs::get(&pool, id).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Running, "status unchanged");
@@ -59,7 +61,10 @@ async fn only_a_running_run_takes_a_result(pool: PgPool) {
     let err = results::store_report(&pool, id, &report, &ok_end()).await.unwrap_err();
     assert!(matches!(err, DbError::WrongStatus { ref status, .. } if status == "queued"), "{err}");
     assert!(requests::list(&pool, id).await.unwrap().is_empty());
-    assert!(matches!(results::store_report(&pool, 4242, &report, &ok_end()).await, Err(DbError::RunNotFound(4242))));
+    assert!(matches!(
+        results::store_report(&pool, 4242, &report, &ok_end()).await,
+        Err(DbError::RunNotFound(4242))
+    ));
 }
 
 #[sqlx::test(migrator = "db::MIGRATOR")]

@@ -3,7 +3,7 @@
 mod common;
 
 use bench_types::RunStatus;
-use db::{runs, DbError, PgPool};
+use db::{DbError, PgPool, runs};
 
 #[sqlx::test(migrator = "db::MIGRATOR")]
 async fn created_runs_read_back_with_their_spec(pool: PgPool) {
@@ -28,7 +28,8 @@ async fn list_is_newest_first_and_pages(pool: PgPool) {
     assert_eq!(page, vec![ids[4], ids[3]]);
     let next: Vec<i64> = runs::list(&pool, 10, Some(ids[3])).await.unwrap().iter().map(|r| r.id).collect();
     assert_eq!(next, vec![ids[2], ids[1], ids[0]]);
-    let many: Vec<i64> = runs::get_many(&pool, &[ids[2], ids[0], 12345]).await.unwrap().iter().map(|r| r.id).collect();
+    let many: Vec<i64> =
+        runs::get_many(&pool, &[ids[2], ids[0], 12345]).await.unwrap().iter().map(|r| r.id).collect();
     assert_eq!(many, vec![ids[2], ids[0]], "order kept, unknown ids skipped");
 }
 
@@ -44,7 +45,9 @@ async fn transitions_refuse_the_wrong_starting_state(pool: PgPool) {
     // A second claim of the same run must fail and change nothing.
     let err = runs::transition(&pool, id, RunStatus::Queued, RunStatus::Running, None).await.unwrap_err();
     assert!(matches!(err, DbError::WrongStatus { ref status, .. } if status == "running"), "{err}");
-    runs::transition(&pool, id, RunStatus::Running, RunStatus::Failed, Some("engine exited with code 1")).await.unwrap();
+    runs::transition(&pool, id, RunStatus::Running, RunStatus::Failed, Some("engine exited with code 1"))
+        .await
+        .unwrap();
     let r = runs::get(&pool, id).await.unwrap().unwrap();
     assert_eq!((r.status, r.error.as_deref()), (RunStatus::Failed, Some("engine exited with code 1")));
     assert!(r.finished_at.is_some());

@@ -32,11 +32,7 @@ fn drain(mut rx: Receiver<TokenEvent>) -> anyhow::Result<Arrivals> {
                 tokens += 1;
                 let first = *first.get_or_insert(now);
                 if finished.is_some() {
-                    return Ok(Arrivals {
-                        first,
-                        last: now,
-                        tokens,
-                    });
+                    return Ok(Arrivals { first, last: now, tokens });
                 }
             }
             TokenEvent::Error(e) => anyhow::bail!(e),
@@ -55,19 +51,12 @@ pub fn run(a: BenchArgs, handle: &engine::EngineHandle) -> anyhow::Result<()> {
 }
 
 /// One round of one batch size: submit, drain, print the line.
-fn one_batch(
-    a: &BenchArgs,
-    handle: &engine::EngineHandle,
-    round: usize,
-    batch: usize,
-) -> anyhow::Result<()> {
+fn one_batch(a: &BenchArgs, handle: &engine::EngineHandle, round: usize, batch: usize) -> anyhow::Result<()> {
     let vocab = 151_000u32.min(handle.shared().config.vocab_size as u32);
     let t0 = Instant::now();
     let rxs: Vec<_> = (0..batch)
         .map(|b| {
-            let prompt = (0..a.prompt_len)
-                .map(|i| ((i * 7919 + b * 104_729 + 11) as u32) % vocab)
-                .collect();
+            let prompt = (0..a.prompt_len).map(|i| ((i * 7919 + b * 104_729 + 11) as u32) % vocab).collect();
             let params = SamplingParams {
                 temperature: 0.0,
                 max_tokens: Some(a.gen_len),

@@ -49,11 +49,7 @@ pub struct Generation {
 }
 
 impl Generation {
-    pub fn start(
-        state: &AppState,
-        req: GenerateRequest,
-        stops: Vec<String>,
-    ) -> Result<Self, ApiError> {
+    pub fn start(state: &AppState, req: GenerateRequest, stops: Vec<String>) -> Result<Self, ApiError> {
         let prompt_tokens = req.prompt.len();
         let rx = state.engine.submit(req).inspect_err(|_| {
             state.metrics.requests_error.fetch_add(1, Relaxed);
@@ -95,29 +91,17 @@ impl Generation {
                 if stopped {
                     // A stop string ends the request here; dropping rx then cancels it.
                     self.finish();
-                    return Some(Piece::Delta {
-                        text,
-                        first,
-                        finish: Some("stop"),
-                    });
+                    return Some(Piece::Delta { text, first, finish: Some("stop") });
                 }
                 let Some(f) = finished else {
-                    return Some(Piece::Delta {
-                        text,
-                        first,
-                        finish: None,
-                    });
+                    return Some(Piece::Delta { text, first, finish: None });
                 };
                 match self.text.finish(tok) {
                     Ok(tail) => text.push_str(&tail),
                     Err(e) => return Some(self.fail(e.to_string())),
                 }
                 self.finish();
-                Some(Piece::Delta {
-                    text,
-                    first,
-                    finish: Some(f.reason.as_str()),
-                })
+                Some(Piece::Delta { text, first, finish: Some(f.reason.as_str()) })
             }
             Some(TokenEvent::Error(e)) => Some(self.fail(e)),
             None => Some(self.fail("engine dropped the request".into())),
@@ -136,23 +120,18 @@ impl Generation {
         self.done = true;
         let m = &self.state.metrics;
         m.requests_ok.fetch_add(1, Relaxed);
-        m.prompt_tokens
-            .fetch_add(self.prompt_tokens as u64, Relaxed);
-        m.completion_tokens
-            .fetch_add(self.completion_tokens as u64, Relaxed);
+        m.prompt_tokens.fetch_add(self.prompt_tokens as u64, Relaxed);
+        m.completion_tokens.fetch_add(self.completion_tokens as u64, Relaxed);
         let e2e = self.started.elapsed().as_secs_f64();
         m.e2e.observe(e2e);
         if let Some(first) = self.first_at {
             let ttft = (first - self.started).as_secs_f64();
             m.ttft.observe(ttft);
             if self.completion_tokens > 1 {
-                m.tpot
-                    .observe((e2e - ttft) / (self.completion_tokens - 1) as f64);
+                m.tpot.observe((e2e - ttft) / (self.completion_tokens - 1) as f64);
             }
         }
-        self.pending.push_back(Piece::Finished {
-            usage: self.usage(),
-        });
+        self.pending.push_back(Piece::Finished { usage: self.usage() });
     }
 
     fn fail(&mut self, msg: String) -> Piece {

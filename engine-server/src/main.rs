@@ -30,11 +30,7 @@ fn main() -> anyhow::Result<()> {
 
 fn make_model(a: MakeModelArgs) -> anyhow::Result<()> {
     let cfg = engine::presets::preset(&a.preset).with_context(|| {
-        format!(
-            "unknown preset `{}`; known: {}",
-            a.preset,
-            engine::presets::PRESET_NAMES.join(", ")
-        )
+        format!("unknown preset `{}`; known: {}", a.preset, engine::presets::PRESET_NAMES.join(", "))
     })?;
     let cfg = match a.quantization {
         cli::QuantArg::None => cfg,
@@ -43,17 +39,9 @@ fn make_model(a: MakeModelArgs) -> anyhow::Result<()> {
             ..cfg
         },
     };
-    let tok = a
-        .tokenizer
-        .unwrap_or_else(engine::tokenizer::qwen3_tokenizer_dir);
-    engine::checkpoint_writer::write_random_checkpoint(
-        &cfg,
-        a.seed,
-        &a.out,
-        &tok,
-        a.max_shard_bytes,
-    )
-    .with_context(|| format!("writing {}", a.out.display()))?;
+    let tok = a.tokenizer.unwrap_or_else(engine::tokenizer::qwen3_tokenizer_dir);
+    engine::checkpoint_writer::write_random_checkpoint(&cfg, a.seed, &a.out, &tok, a.max_shard_bytes)
+        .with_context(|| format!("writing {}", a.out.display()))?;
     println!(
         "wrote random {} (seed {}, quantization {:?}) to {}",
         a.preset,
@@ -85,12 +73,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let t = std::time::Instant::now();
     let handle = engine::EngineHandle::start(&a.model, a.tokenizer.as_deref(), &args)
         .with_context(|| format!("starting the engine for --model {}", a.model))?;
-    println!(
-        "loaded {} in {:.1} s; plan {:?}",
-        a.model,
-        t.elapsed().as_secs_f64(),
-        handle.shared().plan
-    );
+    println!("loaded {} in {:.1} s; plan {:?}", a.model, t.elapsed().as_secs_f64(), handle.shared().plan);
     bench_cmd::run(a, &handle)?;
     // Join the engine thread before main returns: see EngineHandle::shutdown.
     handle.shutdown().context("stopping the engine")
@@ -118,10 +101,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
     // Kept to join the engine thread after the server stops (EngineHandle::shutdown).
     let engine = handle.clone();
     let state = state::AppState::new(handle, name);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let served = rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind((a.host.as_str(), a.port))
             .await

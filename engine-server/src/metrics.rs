@@ -6,9 +6,8 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Upper bounds in seconds, spanning CPU (slow) and GPU (ms) serving.
-const BUCKETS: [f64; 14] = [
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
-];
+const BUCKETS: [f64; 14] =
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
 
 #[derive(Default)]
 pub struct Histogram {
@@ -35,11 +34,7 @@ impl Histogram {
         }
         let n = self.count.load(Relaxed);
         let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {n}");
-        let _ = writeln!(
-            out,
-            "{name}_sum {}",
-            self.sum_micros.load(Relaxed) as f64 / 1e6
-        );
+        let _ = writeln!(out, "{name}_sum {}", self.sum_micros.load(Relaxed) as f64 / 1e6);
         let _ = writeln!(out, "{name}_count {n}");
     }
 }
@@ -117,35 +112,16 @@ impl Metrics {
             "latlab_time_per_output_token_seconds",
             "(E2E - TTFT) / (tokens - 1) per request.",
         );
-        self.e2e.render(
-            &mut o,
-            "latlab_e2e_request_latency_seconds",
-            "Request arrival to last token.",
-        );
+        self.e2e.render(&mut o, "latlab_e2e_request_latency_seconds", "Request arrival to last token.");
         gauge(
             &mut o,
             "latlab_running_batch_size",
             "Sequences in the running batch.",
             e.running.load(Relaxed),
         );
-        gauge(
-            &mut o,
-            "latlab_waiting_requests",
-            "Sequences waiting for admission.",
-            e.waiting.load(Relaxed),
-        );
-        gauge(
-            &mut o,
-            "latlab_kv_pages_used",
-            "KV cache pages in use.",
-            e.kv_pages_used.load(Relaxed),
-        );
-        gauge(
-            &mut o,
-            "latlab_kv_pages_total",
-            "KV cache pages in the plan.",
-            e.kv_pages_total.load(Relaxed),
-        );
+        gauge(&mut o, "latlab_waiting_requests", "Sequences waiting for admission.", e.waiting.load(Relaxed));
+        gauge(&mut o, "latlab_kv_pages_used", "KV cache pages in use.", e.kv_pages_used.load(Relaxed));
+        gauge(&mut o, "latlab_kv_pages_total", "KV cache pages in the plan.", e.kv_pages_total.load(Relaxed));
         o
     }
 }

@@ -29,11 +29,7 @@ pub fn stream(
         // task returns and drops `generation`, which cancels the request in the engine.
         while let Some(piece) = generation.next().await {
             let ok = match piece {
-                Piece::Delta {
-                    text,
-                    first,
-                    finish,
-                } => {
+                Piece::Delta { text, first, finish } => {
                     if first || finish.is_some() || !text.is_empty() {
                         send(format.delta(&text, first, finish).to_string()).await
                     } else {

@@ -8,10 +8,7 @@ fn bench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
         .args(["bench", "--model", "random:tiny", "--device", "cpu"])
         .args(args)
-        .env(
-            "LATLAB_ASSETS_DIR",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"),
-        )
+        .env("LATLAB_ASSETS_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"))
         .output()
         .expect("run latlab-engine bench")
 }
@@ -19,32 +16,16 @@ fn bench(args: &[&str]) -> Output {
 /// A run's stdout, which must have succeeded.
 fn succeeded(out: &Output) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "bench failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "bench failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     stdout
 }
 
 #[test]
 fn bench_prefills_the_batch_together_and_counts_decode_steps() {
     // 3 x 300 prompt tokens: more than the serving default's 512-token step budget.
-    let out = bench(&[
-        "--batch",
-        "3",
-        "--prompt-len",
-        "300",
-        "--gen-len",
-        "5",
-        "--rounds",
-        "1",
-    ]);
+    let out = bench(&["--batch", "3", "--prompt-len", "300", "--gen-len", "5", "--rounds", "1"]);
     let stdout = succeeded(&out);
-    assert!(
-        stdout.contains("max_batched_tokens: 900"),
-        "the step budget should hold every prompt: {stdout}"
-    );
+    assert!(stdout.contains("max_batched_tokens: 900"), "the step budget should hold every prompt: {stdout}");
     let line = stdout
         .lines()
         .find(|l| l.starts_with("round 0:"))
@@ -66,18 +47,11 @@ fn bench_prefills_the_batch_together_and_counts_decode_steps() {
 fn bench_runs_a_list_of_batch_sizes_in_one_load() {
     let run = |batch: &str| bench(&["--batch", batch, "--prompt-len", "300", "--gen-len", "4"]);
     let stdout = succeeded(&run("2,3"));
-    assert!(
-        stdout.contains("max_batch: 3,"),
-        "sized for the largest: {stdout}"
-    );
+    assert!(stdout.contains("max_batch: 3,"), "sized for the largest: {stdout}");
     assert!(stdout.contains("max_batched_tokens: 900"), "{stdout}");
     let rounds: Vec<&str> = stdout.lines().filter(|l| l.starts_with("round ")).collect();
     assert_eq!(rounds.len(), 4, "2 rounds x 2 batch sizes: {stdout}");
-    for (line, (round, batch, tokens)) in
-        rounds
-            .iter()
-            .zip([(0, 2, 6), (0, 3, 9), (1, 2, 6), (1, 3, 9)])
-    {
+    for (line, (round, batch, tokens)) in rounds.iter().zip([(0, 2, 6), (0, 3, 9), (1, 2, 6), (1, 3, 9)]) {
         assert!(
             line.starts_with(&format!("round {round}: batch {batch} "))
                 && line.contains(&format!("decode {tokens} tokens in")),
@@ -86,8 +60,5 @@ fn bench_runs_a_list_of_batch_sizes_in_one_load() {
     }
     let bad = run("1,0");
     let stderr = String::from_utf8_lossy(&bad.stderr);
-    assert!(
-        !bad.status.success() && stderr.contains("--batch"),
-        "{stderr}"
-    );
+    assert!(!bad.status.success() && stderr.contains("--batch"), "{stderr}");
 }

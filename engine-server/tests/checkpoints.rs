@@ -12,17 +12,7 @@ use std::process::Command;
 #[tokio::test]
 async fn make_model_checkpoint_serves_like_the_random_preset() {
     let dir = tempfile::tempdir().unwrap();
-    make_model(
-        &[
-            "--preset",
-            "tiny",
-            "--seed",
-            "5",
-            "--max-shard-bytes",
-            "8000000",
-        ],
-        dir.path(),
-    );
+    make_model(&["--preset", "tiny", "--seed", "5", "--max-shard-bytes", "8000000"], dir.path());
     for f in [
         "config.json",
         "generation_config.json",
@@ -32,8 +22,7 @@ async fn make_model_checkpoint_serves_like_the_random_preset() {
     ] {
         assert!(dir.path().join(f).exists(), "{f}");
     }
-    let (ckpt_text, ckpt_info) =
-        greedy_text_and_info(dir.path().to_str().unwrap(), &["--seed", "5"]).await;
+    let (ckpt_text, ckpt_info) = greedy_text_and_info(dir.path().to_str().unwrap(), &["--seed", "5"]).await;
     let (rand_text, rand_info) = greedy_text_and_info("random:tiny", &["--seed", "5"]).await;
     assert_eq!(ckpt_text, rand_text);
     assert_eq!(ckpt_info["weights"], "checkpoint");
@@ -46,22 +35,15 @@ async fn make_model_checkpoint_serves_like_the_random_preset() {
 #[tokio::test]
 async fn fp8_checkpoint_serves_like_the_random_preset_quantized_at_load() {
     let dir = tempfile::tempdir().unwrap();
-    make_model(
-        &["--preset", "tiny", "--seed", "5", "--quantization", "fp8"],
-        dir.path(),
-    );
+    make_model(&["--preset", "tiny", "--seed", "5", "--quantization", "fp8"], dir.path());
     let path = dir.path().to_str().unwrap();
     let mut seen = vec![];
-    for (model, extra) in [
-        (path, vec!["--seed", "5"]),
-        ("random:tiny", vec!["--seed", "5", "--quantization", "fp8"]),
-    ] {
+    for (model, extra) in
+        [(path, vec!["--seed", "5"]), ("random:tiny", vec!["--seed", "5", "--quantization", "fp8"])]
+    {
         let (text, info) = greedy_text_and_info(model, &extra).await;
         assert_eq!(info["quantization"], "fp8", "{model}");
-        assert_eq!(
-            info["config"]["quantization"]["weight_block_size"],
-            json!([128, 128])
-        );
+        assert_eq!(info["config"]["quantization"]["weight_block_size"], json!([128, 128]));
         // Prefill's bf16 copies are a CUDA matter: the CPU plan has none.
         assert_eq!(info["plan"]["fp8_prefill"], Value::Null, "{model}");
         seen.push((text, info["weights"].clone()));
@@ -76,9 +58,7 @@ async fn fp8_checkpoint_serves_like_the_random_preset_quantized_at_load() {
     // A bad --fp8-prefill-weights names the flag and its values.
     let err = refused_serve(path, &["--fp8-prefill-weights", "fp16"]);
     assert!(
-        err.contains("--fp8-prefill-weights")
-            && err.contains("bf16-copy")
-            && err.contains("dequant"),
+        err.contains("--fp8-prefill-weights") && err.contains("bf16-copy") && err.contains("dequant"),
         "{err}"
     );
 }

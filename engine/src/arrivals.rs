@@ -27,9 +27,7 @@ impl Arrivals {
     pub fn taken(&self) {
         // Never below zero, even if a bug took one twice: a wrapped count would read as
         // "pending" for ever and silently turn run-ahead off.
-        let _ = self
-            .0
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        let _ = self.0.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     }
 }
 

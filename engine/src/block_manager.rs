@@ -12,11 +12,7 @@ pub struct BlockManager {
 impl BlockManager {
     pub fn new(num_pages: usize, block_size: usize) -> Self {
         assert!(block_size > 0, "block_size must be > 0");
-        BlockManager {
-            block_size,
-            num_pages,
-            free: (0..num_pages as u32).rev().collect(),
-        }
+        BlockManager { block_size, num_pages, free: (0..num_pages as u32).rev().collect() }
     }
 
     pub fn block_size(&self) -> usize {
@@ -56,10 +52,7 @@ impl BlockManager {
 
     /// Return all of `table`'s pages.
     pub fn release(&mut self, table: &mut Vec<u32>) {
-        debug_assert!(
-            table.iter().all(|p| !self.free.contains(p)),
-            "double free of a KV page"
-        );
+        debug_assert!(table.iter().all(|p| !self.free.contains(p)), "double free of a KV page");
         self.free.append(table);
     }
 }

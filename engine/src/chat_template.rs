@@ -27,15 +27,9 @@ impl ChatTemplate {
 
     /// The prompt text for `messages`, ending with the assistant turn's opening.
     /// `enable_thinking: Some(false)` makes Qwen3 skip its reasoning block.
-    pub fn render(
-        &self,
-        messages: &[ChatMessage],
-        enable_thinking: Option<bool>,
-    ) -> Result<String> {
+    pub fn render(&self, messages: &[ChatMessage], enable_thinking: Option<bool>) -> Result<String> {
         if messages.is_empty() {
-            return Err(EngineError::BadRequest(
-                "`messages` must not be empty".into(),
-            ));
+            return Err(EngineError::BadRequest("`messages` must not be empty".into()));
         }
         let tmpl = self.env.get_template("chat").expect("added in new()");
         let ctx = minijinja::context! {
@@ -46,8 +40,7 @@ impl ChatTemplate {
         };
         // enable_thinking: None must be "not defined", not `none`; the template tests
         // `enable_thinking is defined and enable_thinking is false`, so none behaves the same.
-        tmpl.render(ctx)
-            .map_err(|e| EngineError::Template(format!("rendering: {e}")))
+        tmpl.render(ctx).map_err(|e| EngineError::Template(format!("rendering: {e}")))
     }
 }
 
@@ -57,22 +50,10 @@ mod tests {
 
     fn msgs() -> Vec<ChatMessage> {
         vec![
-            ChatMessage {
-                role: "system".into(),
-                content: "Be brief.".into(),
-            },
-            ChatMessage {
-                role: "user".into(),
-                content: "Hi".into(),
-            },
-            ChatMessage {
-                role: "assistant".into(),
-                content: "<think>\nhmm\n</think>\n\nHello!".into(),
-            },
-            ChatMessage {
-                role: "user".into(),
-                content: "Why?".into(),
-            },
+            ChatMessage { role: "system".into(), content: "Be brief.".into() },
+            ChatMessage { role: "user".into(), content: "Hi".into() },
+            ChatMessage { role: "assistant".into(), content: "<think>\nhmm\n</think>\n\nHello!".into() },
+            ChatMessage { role: "user".into(), content: "Why?".into() },
         ]
     }
 
@@ -86,10 +67,7 @@ mod tests {
 <|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nWhy?<|im_end|>\n<|im_start|>assistant\n";
         assert_eq!(tmpl.render(&msgs(), None).unwrap(), expect);
         assert_eq!(tmpl.render(&msgs(), Some(true)).unwrap(), expect);
-        assert_eq!(
-            tmpl.render(&msgs(), Some(false)).unwrap(),
-            format!("{expect}<think>\n\n</think>\n\n")
-        );
+        assert_eq!(tmpl.render(&msgs(), Some(false)).unwrap(), format!("{expect}<think>\n\n</think>\n\n"));
         assert!(tmpl.render(&[], None).is_err());
     }
 }

@@ -57,11 +57,7 @@ impl LazyRandom {
         let (rows, cols) = (spec.shape[0], spec.shape[1]);
         vec![
             plain(Part::Fp8Codes, spec.name.clone(), spec.shape.clone()),
-            plain(
-                Part::Fp8Scales,
-                scale_name(&spec.name),
-                fp8::scale_shape(rows, cols).to_vec(),
-            ),
+            plain(Part::Fp8Scales, scale_name(&spec.name), fp8::scale_shape(rows, cols).to_vec()),
         ]
     }
 
@@ -97,9 +93,7 @@ impl View for &LazyRandom {
             // non-finite value cannot occur in a uniform random tensor.
             Part::Fp8Codes => {
                 let v = random_tensor_f32(&self.spec, self.seed);
-                fp8::quantize(&v, rows, cols)
-                    .expect("random weights are finite")
-                    .bits
+                fp8::quantize(&v, rows, cols).expect("random weights are finite").bits
             }
             Part::Fp8Scales => {
                 let v = random_tensor_f32(&self.spec, self.seed);
@@ -129,10 +123,7 @@ pub fn write_random_checkpoint(
 ) -> Result<()> {
     std::fs::create_dir_all(out).map_err(|e| EngineError::io(out, e))?;
     write_json(&out.join("config.json"), &cfg.to_hf_json())?;
-    write_json(
-        &out.join("generation_config.json"),
-        &cfg.generation_config_json(),
-    )?;
+    write_json(&out.join("generation_config.json"), &cfg.generation_config_json())?;
     for f in ["tokenizer.json", "tokenizer_config.json"] {
         let src = tokenizer_dir.join(f);
         std::fs::copy(&src, out.join(f)).map_err(|e| EngineError::io(&src, e))?;
@@ -151,11 +142,7 @@ pub fn write_random_checkpoint(
         bytes += len;
         shards.last_mut().unwrap().extend(parts);
     }
-    let metadata = Some(
-        [("format".to_string(), "pt".to_string())]
-            .into_iter()
-            .collect(),
-    );
+    let metadata = Some([("format".to_string(), "pt".to_string())].into_iter().collect());
     let n = shards.len();
     let mut weight_map = BTreeMap::new();
     let mut total = 0usize;
@@ -170,16 +157,11 @@ pub fn write_random_checkpoint(
             total += t.byte_len();
         }
         let path = out.join(&file);
-        safetensors::serialize_to_file(
-            shard.iter().map(|t| (t.name.clone(), t)),
-            metadata.clone(),
-            &path,
-        )
-        .map_err(|e| EngineError::Weights(format!("writing {}: {e}", path.display())))?;
+        safetensors::serialize_to_file(shard.iter().map(|t| (t.name.clone(), t)), metadata.clone(), &path)
+            .map_err(|e| EngineError::Weights(format!("writing {}: {e}", path.display())))?;
     }
     if n > 1 {
-        let index =
-            serde_json::json!({ "metadata": { "total_size": total }, "weight_map": weight_map });
+        let index = serde_json::json!({ "metadata": { "total_size": total }, "weight_map": weight_map });
         write_json(&out.join("model.safetensors.index.json"), &index)?;
     }
     Ok(())
@@ -191,11 +173,7 @@ mod tests {
     use crate::weights::ModelWeights;
 
     fn tokenizer_dir() -> std::path::PathBuf {
-        Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../assets/cache/qwen3"
-        ))
-        .to_path_buf()
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache/qwen3")).to_path_buf()
     }
 
     /// Writing then loading (single file and sharded) gives exactly the in-memory random
@@ -207,10 +185,7 @@ mod tests {
         for shard_bytes in [usize::MAX, 4 << 20] {
             let dir = tempfile::tempdir().unwrap();
             write_random_checkpoint(&cfg, 7, dir.path(), &tokenizer_dir(), shard_bytes).unwrap();
-            assert_eq!(
-                dir.path().join("model.safetensors.index.json").exists(),
-                shard_bytes != usize::MAX
-            );
+            assert_eq!(dir.path().join("model.safetensors.index.json").exists(), shard_bytes != usize::MAX);
             let loaded_cfg = ModelConfig::from_dir(dir.path()).unwrap();
             assert_eq!(loaded_cfg, cfg);
             let (w, dtype) = ModelWeights::load(&cfg, dir.path()).unwrap();
@@ -235,10 +210,9 @@ mod tests {
             let mem = ModelWeights::random(&cfg, 5).unwrap();
             let dir = tempfile::tempdir().unwrap();
             write_random_checkpoint(&cfg, 5, dir.path(), &tokenizer_dir(), shard_bytes).unwrap();
-            let config_json: serde_json::Value = serde_json::from_str(
-                &std::fs::read_to_string(dir.path().join("config.json")).unwrap(),
-            )
-            .unwrap();
+            let config_json: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(dir.path().join("config.json")).unwrap())
+                    .unwrap();
             assert_eq!(
                 config_json["quantization_config"],
                 serde_json::json!({ "quant_method": "fp8", "fmt": "e4m3",
@@ -248,17 +222,13 @@ mod tests {
             assert_eq!(loaded_cfg, cfg);
             let (w, dtype) = ModelWeights::load(&loaded_cfg, dir.path()).unwrap();
             assert_eq!(dtype, "bf16+f32+f8_e4m3");
-            let bits =
-                |m: &crate::weights::Mat| m.data.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let bits = |m: &crate::weights::Mat| m.data.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             for (l, lm) in w.layers.iter().zip(&mem.layers) {
                 for ((name, a), (_, b)) in l.projections().into_iter().zip(lm.projections()) {
                     let (fa, fb) = (a.fp8.as_ref().unwrap(), b.fp8.as_ref().unwrap());
                     assert_eq!(fa, fb, "{preset} {name}: codes and scales");
                     assert_eq!(bits(a), bits(b), "{preset} {name}: dequantized values");
-                    assert_eq!(
-                        fa.scale_inv.len(),
-                        a.rows.div_ceil(128) * a.cols.div_ceil(128)
-                    );
+                    assert_eq!(fa.scale_inv.len(), a.rows.div_ceil(128) * a.cols.div_ceil(128));
                 }
                 assert_eq!(l.q_norm, lm.q_norm);
             }
@@ -266,13 +236,8 @@ mod tests {
             assert_eq!(w.embed.data, mem.embed.data);
             assert_eq!(w.lm_head().data, mem.lm_head().data);
             // The same file read as bf16 would be a silent misread: refused, naming the tensor.
-            let plain = ModelConfig {
-                quantization: None,
-                ..cfg.clone()
-            };
-            let err = ModelWeights::load(&plain, dir.path())
-                .unwrap_err()
-                .to_string();
+            let plain = ModelConfig { quantization: None, ..cfg.clone() };
+            let err = ModelWeights::load(&plain, dir.path()).unwrap_err().to_string();
             assert!(
                 err.contains("model.layers.0.self_attn.q_proj.weight")
                     && err.contains("no quantization_config"),
@@ -286,17 +251,9 @@ mod tests {
         let cfg = crate::presets::preset("tiny").unwrap();
         let dir = tempfile::tempdir().unwrap();
         write_random_checkpoint(&cfg, 1, dir.path(), &tokenizer_dir(), usize::MAX).unwrap();
-        let fp8 = ModelConfig {
-            quantization: Some(crate::quant_config::QuantConfig::fp8()),
-            ..cfg
-        };
-        let err = ModelWeights::load(&fp8, dir.path())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("model.layers.0.self_attn.q_proj.weight") && err.contains("BF16"),
-            "{err}"
-        );
+        let fp8 = ModelConfig { quantization: Some(crate::quant_config::QuantConfig::fp8()), ..cfg };
+        let err = ModelWeights::load(&fp8, dir.path()).unwrap_err().to_string();
+        assert!(err.contains("model.layers.0.self_attn.q_proj.weight") && err.contains("BF16"), "{err}");
     }
 
     #[test]
@@ -304,16 +261,8 @@ mod tests {
         let cfg = crate::presets::preset("tiny").unwrap();
         let dir = tempfile::tempdir().unwrap();
         write_random_checkpoint(&cfg, 1, dir.path(), &tokenizer_dir(), usize::MAX).unwrap();
-        let wrong = ModelConfig {
-            intermediate_size: cfg.intermediate_size + 1,
-            ..cfg
-        };
-        let err = ModelWeights::load(&wrong, dir.path())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("model.layers.0.mlp.gate_proj.weight") && err.contains("shape"),
-            "{err}"
-        );
+        let wrong = ModelConfig { intermediate_size: cfg.intermediate_size + 1, ..cfg };
+        let err = ModelWeights::load(&wrong, dir.path()).unwrap_err().to_string();
+        assert!(err.contains("model.layers.0.mlp.gate_proj.weight") && err.contains("shape"), "{err}");
     }
 }

@@ -68,10 +68,9 @@ fn token_ids(v: &Option<serde_json::Value>, field: &str) -> Result<Vec<u32>> {
     match v {
         None | Some(serde_json::Value::Null) => Ok(vec![]),
         Some(serde_json::Value::Number(n)) => Ok(vec![n.as_u64().ok_or_else(bad)? as u32]),
-        Some(serde_json::Value::Array(a)) => a
-            .iter()
-            .map(|x| x.as_u64().map(|x| x as u32).ok_or_else(bad))
-            .collect(),
+        Some(serde_json::Value::Array(a)) => {
+            a.iter().map(|x| x.as_u64().map(|x| x as u32).ok_or_else(bad)).collect()
+        }
         Some(_) => Err(bad()),
     }
 }
@@ -96,39 +95,19 @@ fn check_sizes(c: &ModelConfig) -> Result<()> {
     let count = || {
         let (q, kv) = (m(c.num_attention_heads, d)?, m(c.num_key_value_heads, d)?);
         // One layer: q, k, v, o, gate, up, down, then its four norms.
-        let sizes = [
-            m(q, h)?,
-            m(kv, h)?,
-            m(kv, h)?,
-            m(h, q)?,
-            m(i, h)?,
-            m(i, h)?,
-            m(h, i)?,
-            h,
-            h,
-            d,
-            d,
-        ];
+        let sizes = [m(q, h)?, m(kv, h)?, m(kv, h)?, m(h, q)?, m(i, h)?, m(i, h)?, m(h, i)?, h, h, d, d];
         let layer = sizes.into_iter().try_fold(0usize, usize::checked_add)?;
         let embeddings = m(c.vocab_size, h)?.checked_mul(2)?;
         let all = m(layer, c.num_hidden_layers)?.checked_add(embeddings)?;
         all.checked_add(h)?.checked_mul(5)
     };
-    let too_large = || {
-        EngineError::config(
-            "config.json",
-            "sizes too large: the parameter count overflows",
-        )
-    };
+    let too_large = || EngineError::config("config.json", "sizes too large: the parameter count overflows");
     count().map(|_| ()).ok_or_else(too_large)
 }
 
 fn read_json(path: &Path) -> Result<serde_json::Value> {
     let text = std::fs::read_to_string(path).map_err(|e| EngineError::io(path, e))?;
-    serde_json::from_str(&text).map_err(|source| EngineError::Json {
-        path: path.into(),
-        source,
-    })
+    serde_json::from_str(&text).map_err(|source| EngineError::Json { path: path.into(), source })
 }
 
 impl ModelConfig {
@@ -136,11 +115,7 @@ impl ModelConfig {
     pub fn from_dir(dir: &Path) -> Result<Self> {
         let cfg = read_json(&dir.join("config.json"))?;
         let gen_path = dir.join("generation_config.json");
-        let gen_cfg = if gen_path.exists() {
-            Some(read_json(&gen_path)?)
-        } else {
-            None
-        };
+        let gen_cfg = if gen_path.exists() { Some(read_json(&gen_path)?) } else { None };
         Self::from_json(&cfg, gen_cfg.as_ref())
     }
 
@@ -150,26 +125,17 @@ impl ModelConfig {
         if let Some(mt) = &hf.model_type
             && mt != "qwen3"
         {
-            return Err(EngineError::config(
-                "model_type",
-                format!("`{mt}` is not supported, only `qwen3`"),
-            ));
+            return Err(EngineError::config("model_type", format!("`{mt}` is not supported, only `qwen3`")));
         }
         if let Some(archs) = &hf.architectures
             && !archs.iter().any(|a| a == "Qwen3ForCausalLM")
         {
-            return Err(EngineError::config(
-                "architectures",
-                format!("{archs:?} has no Qwen3ForCausalLM"),
-            ));
+            return Err(EngineError::config("architectures", format!("{archs:?} has no Qwen3ForCausalLM")));
         }
         if let Some(act) = &hf.hidden_act
             && act != "silu"
         {
-            return Err(EngineError::config(
-                "hidden_act",
-                format!("`{act}` unsupported, only silu"),
-            ));
+            return Err(EngineError::config("hidden_act", format!("`{act}` unsupported, only silu")));
         }
         if hf.attention_bias == Some(true) {
             return Err(EngineError::config(
@@ -178,23 +144,16 @@ impl ModelConfig {
             ));
         }
         if matches!(&hf.rope_scaling, Some(v) if !v.is_null()) {
-            return Err(EngineError::config(
-                "rope_scaling",
-                "unsupported (only plain RoPE)",
-            ));
+            return Err(EngineError::config("rope_scaling", "unsupported (only plain RoPE)"));
         }
         let hidden_size = required(hf.hidden_size, "hidden_size")?;
         let num_attention_heads = required(hf.num_attention_heads, "num_attention_heads")?;
-        let num_key_value_heads = required(
-            hf.num_key_value_heads.or(Some(num_attention_heads)),
-            "num_key_value_heads",
-        )?;
+        let num_key_value_heads =
+            required(hf.num_key_value_heads.or(Some(num_attention_heads)), "num_key_value_heads")?;
         if num_attention_heads % num_key_value_heads != 0 {
             return Err(EngineError::config(
                 "num_key_value_heads",
-                format!(
-                    "{num_key_value_heads} does not divide num_attention_heads {num_attention_heads}"
-                ),
+                format!("{num_key_value_heads} does not divide num_attention_heads {num_attention_heads}"),
             ));
         }
         let head_dim = match hf.head_dim {
@@ -221,20 +180,14 @@ impl ModelConfig {
         let vocab_size = required(hf.vocab_size, "vocab_size")?;
         let mut eos = token_ids(&hf.eos_token_id, "eos_token_id")?;
         if let Some(g) = gen_cfg {
-            for id in token_ids(
-                &g.get("eos_token_id").cloned(),
-                "generation_config.eos_token_id",
-            )? {
+            for id in token_ids(&g.get("eos_token_id").cloned(), "generation_config.eos_token_id")? {
                 if !eos.contains(&id) {
                     eos.push(id);
                 }
             }
         }
         if let Some(bad) = eos.iter().find(|&&id| id as usize >= vocab_size) {
-            return Err(EngineError::config(
-                "eos_token_id",
-                format!("{bad} >= vocab_size {vocab_size}"),
-            ));
+            return Err(EngineError::config("eos_token_id", format!("{bad} >= vocab_size {vocab_size}")));
         }
         let c = ModelConfig {
             vocab_size,
@@ -252,9 +205,7 @@ impl ModelConfig {
             )?,
             tie_word_embeddings: hf.tie_word_embeddings.unwrap_or(false),
             eos_token_ids: eos,
-            bos_token_id: token_ids(&hf.bos_token_id, "bos_token_id")?
-                .first()
-                .copied(),
+            bos_token_id: token_ids(&hf.bos_token_id, "bos_token_id")?.first().copied(),
             quantization: QuantConfig::from_hf(hf.quantization_config.as_ref())?,
         };
         check_sizes(&c)?;
@@ -320,14 +271,10 @@ mod tests {
     #[test]
     fn roundtrip_through_hf_json() {
         let c = crate::presets::preset("qwen3-8b").unwrap();
-        let back =
-            ModelConfig::from_json(&c.to_hf_json(), Some(&c.generation_config_json())).unwrap();
+        let back = ModelConfig::from_json(&c.to_hf_json(), Some(&c.generation_config_json())).unwrap();
         assert_eq!(back, c);
         assert!(c.to_hf_json().get("quantization_config").is_none());
-        let fp8 = ModelConfig {
-            quantization: Some(QuantConfig::fp8()),
-            ..c
-        };
+        let fp8 = ModelConfig { quantization: Some(QuantConfig::fp8()), ..c };
         let back = ModelConfig::from_json(&fp8.to_hf_json(), None).unwrap();
         assert_eq!(back.quantization, Some(QuantConfig::fp8()));
     }
@@ -338,10 +285,7 @@ mod tests {
         v["quantization_config"] = serde_json::json!({ "quant_method": "fp8",
             "activation_scheme": "static", "weight_block_size": [128, 128] });
         let err = ModelConfig::from_json(&v, None).unwrap_err().to_string();
-        assert!(
-            err.contains("quantization_config.activation_scheme") && err.contains("static"),
-            "{err}"
-        );
+        assert!(err.contains("quantization_config.activation_scheme") && err.contains("static"), "{err}");
     }
 
     #[test]
@@ -382,11 +326,6 @@ mod tests {
         }
         let mut v = base();
         v.as_object_mut().unwrap().remove("vocab_size");
-        assert!(
-            ModelConfig::from_json(&v, None)
-                .unwrap_err()
-                .to_string()
-                .contains("vocab_size")
-        );
+        assert!(ModelConfig::from_json(&v, None).unwrap_err().to_string().contains("vocab_size"));
     }
 }

@@ -21,11 +21,7 @@ impl Default for IncrementalDecoder {
 
 impl IncrementalDecoder {
     pub fn new() -> Self {
-        IncrementalDecoder {
-            ids: vec![],
-            prefix_offset: 0,
-            read_offset: 0,
-        }
+        IncrementalDecoder { ids: vec![], prefix_offset: 0, read_offset: 0 }
     }
 
     /// Text that `id` completes; empty while a character is still partial.
@@ -33,10 +29,7 @@ impl IncrementalDecoder {
         self.ids.push(id);
         let prefix = tok.decode(&self.ids[self.prefix_offset..self.read_offset])?;
         let full = tok.decode(&self.ids[self.prefix_offset..])?;
-        if full.len() > prefix.len()
-            && !full.ends_with('\u{FFFD}')
-            && full.is_char_boundary(prefix.len())
-        {
+        if full.len() > prefix.len() && !full.ends_with('\u{FFFD}') && full.is_char_boundary(prefix.len()) {
             self.prefix_offset = self.read_offset;
             self.read_offset = self.ids.len();
             Ok(full[prefix.len()..].to_string())
@@ -98,12 +91,7 @@ impl TextStream {
 
     fn accept(&mut self, delta: String) -> (String, bool) {
         self.held.push_str(&delta);
-        if let Some(i) = self
-            .stops
-            .iter()
-            .filter_map(|s| self.held.find(s.as_str()))
-            .min()
-        {
+        if let Some(i) = self.stops.iter().filter_map(|s| self.held.find(s.as_str())).min() {
             self.stopped = true;
             let out = self.held[..i].to_string();
             self.held.clear();

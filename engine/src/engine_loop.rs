@@ -16,12 +16,7 @@ use tokio::sync::mpsc as tmpsc;
 
 /// Whether a sequence of `total` tokens (`prompt_len` of them the prompt) is done by its
 /// length: on_token's rule, which the run-ahead hint (`RowHint::may_continue`) predicts.
-fn ends_by_length(
-    p: &SamplingParams,
-    total: usize,
-    prompt_len: usize,
-    max_model_len: usize,
-) -> bool {
+fn ends_by_length(p: &SamplingParams, total: usize, prompt_len: usize, max_model_len: usize) -> bool {
     p.max_tokens.is_some_and(|m| total - prompt_len >= m) || total >= max_model_len
 }
 
@@ -85,10 +80,7 @@ impl EngineLoop {
     ) -> Self {
         backend.watch_arrivals(arrivals.clone());
         let sched = Scheduler::new(
-            SchedulerConfig {
-                max_batch: plan.max_batch,
-                max_batched_tokens: plan.max_batched_tokens,
-            },
+            SchedulerConfig { max_batch: plan.max_batch, max_batched_tokens: plan.max_batched_tokens },
             BlockManager::new(plan.kv_pages, plan.block_size),
         );
         stats.kv_pages_total.store(plan.kv_pages as u64, Relaxed);
@@ -127,31 +119,18 @@ impl EngineLoop {
     fn accept(&mut self, cmd: Command) {
         self.arrivals.taken();
         // Unseeded requests draw from the engine seed and their id: reproducible per server run.
-        let seed = cmd
-            .req
-            .params
-            .seed
-            .unwrap_or(self.seed ^ cmd.id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let seed = cmd.req.params.seed.unwrap_or(self.seed ^ cmd.id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let prompt_len = cmd.req.prompt.len();
         self.active.insert(
             cmd.id,
-            Active {
-                params: cmd.req.params,
-                rng: Rng::new(seed),
-                events: cmd.events,
-                prompt_len,
-            },
+            Active { params: cmd.req.params, rng: Rng::new(seed), events: cmd.events, prompt_len },
         );
         self.sched.add(Seq::new(cmd.id, cmd.req.prompt));
     }
 
     fn drop_cancelled(&mut self) {
-        let gone: Vec<SeqId> = self
-            .active
-            .iter()
-            .filter(|(_, a)| a.events.is_closed())
-            .map(|(&id, _)| id)
-            .collect();
+        let gone: Vec<SeqId> =
+            self.active.iter().filter(|(_, a)| a.events.is_closed()).map(|(&id, _)| id).collect();
         for id in gone {
             self.sched.remove(id);
             self.active.remove(&id);
@@ -192,14 +171,8 @@ impl EngineLoop {
                 .collect();
             // A panic inside the backend (a bug) fails this step's requests, not the server.
             let backend = &mut self.backend;
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                backend.forward_next(&inputs, &hints)
-            }))
-            .unwrap_or_else(|_| {
-                Err(crate::error::EngineError::Backend(
-                    "panicked during forward".into(),
-                ))
-            })
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.forward_next(&inputs, &hints)))
+                .unwrap_or_else(|_| Err(crate::error::EngineError::Backend("panicked during forward".into())))
         };
         self.stats.steps.fetch_add(1, Relaxed);
         let logits = match result {
@@ -214,11 +187,7 @@ impl EngineLoop {
             }
         };
         self.sched.commit(&chunks);
-        let prefill: usize = chunks
-            .iter()
-            .filter(|c| !c.sample || c.len > 1)
-            .map(|c| c.len)
-            .sum();
+        let prefill: usize = chunks.iter().filter(|c| !c.sample || c.len > 1).map(|c| c.len).sum();
         self.stats.prefill_tokens.fetch_add(prefill as u64, Relaxed);
         for (c, next) in chunks.iter().filter(|c| c.sample).zip(logits) {
             self.on_token(c.seq_id, next);
@@ -235,25 +204,21 @@ impl EngineLoop {
         seq.tokens.push(tok);
         let (total, generated) = (seq.tokens.len(), seq.tokens.len() - a.prompt_len);
         self.stats.generated_tokens.fetch_add(1, Relaxed);
-        let reason = if (!a.params.ignore_eos && self.eos.contains(&tok))
-            || a.params.stop_token_ids.contains(&tok)
-        {
-            Some(FinishReason::Stop)
-        } else if ends_by_length(&a.params, total, a.prompt_len, self.max_model_len) {
-            Some(FinishReason::Length)
-        } else {
-            None
-        };
+        let reason =
+            if (!a.params.ignore_eos && self.eos.contains(&tok)) || a.params.stop_token_ids.contains(&tok) {
+                Some(FinishReason::Stop)
+            } else if ends_by_length(&a.params, total, a.prompt_len, self.max_model_len) {
+                Some(FinishReason::Length)
+            } else {
+                None
+            };
         let finished = reason.map(|reason| Finished {
             reason,
             prompt_tokens: a.prompt_len,
             completion_tokens: generated,
         });
         // Capacity is max_tokens + 2, so try_send only fails when the receiver is gone.
-        let gone = a
-            .events
-            .try_send(TokenEvent::Token { id: tok, finished })
-            .is_err();
+        let gone = a.events.try_send(TokenEvent::Token { id: tok, finished }).is_err();
         if gone {
             self.stats.cancelled.fetch_add(1, Relaxed);
         }
@@ -274,8 +239,7 @@ impl EngineLoop {
         let s = &self.stats;
         s.running.store(self.sched.num_running() as u64, Relaxed);
         s.waiting.store(self.sched.num_waiting() as u64, Relaxed);
-        s.kv_pages_used
-            .store(self.sched.block_manager().used_pages() as u64, Relaxed);
+        s.kv_pages_used.store(self.sched.block_manager().used_pages() as u64, Relaxed);
         s.preemptions.store(self.sched.preemptions(), Relaxed);
     }
 }
@@ -304,16 +268,9 @@ mod tests {
             "watching"
         }
         fn forward(&mut self, chunks: &[SeqChunk<'_>]) -> Result<Vec<Vec<f32>>> {
-            let a = self
-                .arrivals
-                .as_ref()
-                .expect("the engine hands its count over");
+            let a = self.arrivals.as_ref().expect("the engine hands its count over");
             self.seen.lock().unwrap().push(a.pending());
-            Ok(chunks
-                .iter()
-                .filter(|c| c.want_logits)
-                .map(|_| vec![0.0, 1.0, 0.0])
-                .collect())
+            Ok(chunks.iter().filter(|c| c.want_logits).map(|_| vec![0.0, 1.0, 0.0]).collect())
         }
         fn watch_arrivals(&mut self, arrivals: Arrivals) {
             self.arrivals = Some(arrivals);
@@ -340,10 +297,7 @@ mod tests {
             cuda: None,
         };
         let seen = Arc::new(Mutex::new(vec![]));
-        let backend = Watching {
-            arrivals: None,
-            seen: seen.clone(),
-        };
+        let backend = Watching { arrivals: None, seen: seen.clone() };
         let arrivals = Arrivals::default();
         let engine = EngineLoop::new(
             Box::new(backend),
@@ -386,11 +340,7 @@ mod tests {
             }
             assert_eq!(n, 3, "every request got its tokens");
         }
-        assert_eq!(
-            arrivals.pending(),
-            in_flight,
-            "accepted requests are taken off"
-        );
+        assert_eq!(arrivals.pending(), in_flight, "accepted requests are taken off");
         let seen = seen.lock().unwrap().clone();
         assert!(!seen.is_empty());
         seen
@@ -408,17 +358,11 @@ mod tests {
     /// ends when its completion reaches max_tokens or the whole reaches max_model_len.
     #[test]
     fn a_sequence_ends_by_length_at_max_tokens_or_the_model_length() {
-        let p = SamplingParams {
-            max_tokens: Some(3),
-            ..SamplingParams::default()
-        };
+        let p = SamplingParams { max_tokens: Some(3), ..SamplingParams::default() };
         // Prompt of 10: completions of 2 and 3 tokens.
         assert!(!ends_by_length(&p, 12, 10, 100));
         assert!(ends_by_length(&p, 13, 10, 100));
-        let open = SamplingParams {
-            max_tokens: None,
-            ..SamplingParams::default()
-        };
+        let open = SamplingParams { max_tokens: None, ..SamplingParams::default() };
         assert!(!ends_by_length(&open, 99, 10, 100));
         assert!(ends_by_length(&open, 100, 10, 100));
     }
@@ -434,20 +378,11 @@ mod tests {
         let h = row_hint(&bench, 12, 10, 100);
         assert!(h.greedy && h.may_continue && h.only_length_ends, "{h:?}");
         assert!(!row_hint(&bench, 13, 10, 100).may_continue);
-        let eos = SamplingParams {
-            ignore_eos: false,
-            ..bench.clone()
-        };
+        let eos = SamplingParams { ignore_eos: false, ..bench.clone() };
         assert!(!row_hint(&eos, 12, 10, 100).only_length_ends);
-        let stop_ids = SamplingParams {
-            stop_token_ids: vec![7],
-            ..bench.clone()
-        };
+        let stop_ids = SamplingParams { stop_token_ids: vec![7], ..bench.clone() };
         assert!(!row_hint(&stop_ids, 12, 10, 100).only_length_ends);
-        let sampled = SamplingParams {
-            temperature: 0.7,
-            ..bench
-        };
+        let sampled = SamplingParams { temperature: 0.7, ..bench };
         assert!(!row_hint(&sampled, 12, 10, 100).greedy);
     }
 }

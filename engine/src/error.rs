@@ -7,15 +7,9 @@ pub enum EngineError {
     #[error("config field `{field}`: {msg}")]
     Config { field: String, msg: String },
     #[error("reading {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("parsing {path}: {source}")]
-    Json {
-        path: PathBuf,
-        source: serde_json::Error,
-    },
+    Json { path: PathBuf, source: serde_json::Error },
     #[error("weights: {0}")]
     Weights(String),
     #[error("tokenizer: {0}")]
@@ -36,15 +30,9 @@ pub type Result<T> = std::result::Result<T, EngineError>;
 
 impl EngineError {
     pub fn config(field: &str, msg: impl Into<String>) -> Self {
-        EngineError::Config {
-            field: field.to_string(),
-            msg: msg.into(),
-        }
+        EngineError::Config { field: field.to_string(), msg: msg.into() }
     }
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        EngineError::Io {
-            path: path.into(),
-            source,
-        }
+        EngineError::Io { path: path.into(), source }
     }
 }

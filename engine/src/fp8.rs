@@ -73,11 +73,7 @@ pub fn encode(x: f32) -> u8 {
         return sign | MAX_CODE;
     }
     // Binade of `a`: 2^e <= a < 2^(e+1). Below 2^-6 the spacing stays 2^-9 (subnormals).
-    let e = if a >= MIN_NORMAL {
-        ((a.to_bits() >> 23) & 0xff) as i32 - 127
-    } else {
-        -6
-    };
+    let e = if a >= MIN_NORMAL { ((a.to_bits() >> 23) & 0xff) as i32 - 127 } else { -6 };
     // a / spacing is exact (a power-of-two scaling of an f32 far from its limits), so the
     // only rounding is this one, to an integer q in [0, 16]: the mantissa with its hidden bit.
     let q = (a * pow2(3 - e)).round_ties_even() as i32;
@@ -92,11 +88,7 @@ pub fn encode(x: f32) -> u8 {
 /// Block scales of a [rows, cols] matrix: amax / 448 per block, 1.0 for all-zero blocks.
 /// Errors on a non-finite value (a broken checkpoint: its block could not be scaled).
 pub fn block_scales(data: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>, String> {
-    assert_eq!(
-        data.len(),
-        rows * cols,
-        "block_scales: data is not rows * cols"
-    );
+    assert_eq!(data.len(), rows * cols, "block_scales: data is not rows * cols");
     if data.is_empty() {
         return Ok(vec![]); // a zero-sized dimension has no blocks
     }
@@ -115,10 +107,7 @@ pub fn block_scales(data: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>, 
                     *m = m.max(w.abs());
                 }
             }
-            Ok(amax
-                .into_iter()
-                .map(|m| if m == 0.0 { 1.0 } else { m / E4M3_MAX })
-                .collect())
+            Ok(amax.into_iter().map(|m| if m == 0.0 { 1.0 } else { m / E4M3_MAX }).collect())
         })
         .collect();
     let mut out = Vec::with_capacity(rows.div_ceil(BLOCK) * bc);
@@ -134,10 +123,7 @@ pub fn block_scales(data: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>, 
 /// dynamic per-token-group scales) feeds their FP8 GEMMs. The engine's GEMMs take bf16 x;
 /// tests/fp8_accuracy.rs measures what this would cost in accuracy.
 pub fn round_activations(x: &mut [f32], cols: usize) {
-    assert!(
-        cols > 0 && x.len().is_multiple_of(cols),
-        "round_activations: x is not rows * cols"
-    );
+    assert!(cols > 0 && x.len().is_multiple_of(cols), "round_activations: x is not rows * cols");
     for group in x.chunks_mut(cols).flat_map(|row| row.chunks_mut(BLOCK)) {
         let amax = group.iter().fold(0f32, |m, v| m.max(v.abs()));
         if amax == 0.0 || !amax.is_finite() {
@@ -155,11 +141,7 @@ pub fn quantize(data: &[f32], rows: usize, cols: usize) -> Result<Fp8Weight, Str
     let scale_inv = block_scales(data, rows, cols)?;
     let mut bits = vec![0u8; data.len()];
     encode_with_scales(data, cols, &scale_inv, &mut bits);
-    Ok(Fp8Weight {
-        bits,
-        scale_inv,
-        block: (BLOCK, BLOCK),
-    })
+    Ok(Fp8Weight { bits, scale_inv, block: (BLOCK, BLOCK) })
 }
 
 /// `out[i] = encode(data[i] / scale[block of i])`, parallel over block rows.
@@ -169,26 +151,21 @@ pub fn encode_with_scales(data: &[f32], cols: usize, scale_inv: &[f32], out: &mu
     }
     let bc = cols.div_ceil(BLOCK);
     let stride = BLOCK * cols;
-    out.par_chunks_mut(stride)
-        .zip(data.par_chunks(stride))
-        .zip(scale_inv.par_chunks(bc))
-        .for_each(|((q, w), scales)| {
+    out.par_chunks_mut(stride).zip(data.par_chunks(stride)).zip(scale_inv.par_chunks(bc)).for_each(
+        |((q, w), scales)| {
             for (qrow, wrow) in q.chunks_mut(cols).zip(w.chunks(cols)) {
                 for (j, (q, &w)) in qrow.iter_mut().zip(wrow).enumerate() {
                     *q = encode(w / scales[j / BLOCK]);
                 }
             }
-        });
+        },
+    );
 }
 
 /// `out = decode(bits) * scale_inv[block]` in f32 (the reference dequantization).
 pub fn dequantize_into(w: &Fp8Weight, rows: usize, cols: usize, out: &mut [f32]) {
     assert_eq!(w.block, (BLOCK, BLOCK), "only 128x128 blocks are supported");
-    assert_eq!(
-        w.bits.len(),
-        rows * cols,
-        "dequantize: bits is not rows * cols"
-    );
+    assert_eq!(w.bits.len(), rows * cols, "dequantize: bits is not rows * cols");
     assert_eq!(out.len(), rows * cols, "dequantize: out is not rows * cols");
     if out.is_empty() {
         return;
@@ -196,16 +173,15 @@ pub fn dequantize_into(w: &Fp8Weight, rows: usize, cols: usize, out: &mut [f32])
     let table = decode_table();
     let bc = cols.div_ceil(BLOCK);
     let stride = BLOCK * cols;
-    out.par_chunks_mut(stride)
-        .zip(w.bits.par_chunks(stride))
-        .zip(w.scale_inv.par_chunks(bc))
-        .for_each(|((o, q), scales)| {
+    out.par_chunks_mut(stride).zip(w.bits.par_chunks(stride)).zip(w.scale_inv.par_chunks(bc)).for_each(
+        |((o, q), scales)| {
             for (orow, qrow) in o.chunks_mut(cols).zip(q.chunks(cols)) {
                 for (j, (o, &q)) in orow.iter_mut().zip(qrow).enumerate() {
                     *o = table[q as usize] * scales[j / BLOCK];
                 }
             }
-        });
+        },
+    );
 }
 
 pub fn dequantize(w: &Fp8Weight, rows: usize, cols: usize) -> Vec<f32> {

@@ -75,8 +75,7 @@ impl EngineHandle {
                 &loaded.weights,
                 plan.kv_pages,
                 plan.block_size,
-                &kernels::GpuOptions::from_env()
-                    .map_err(|e| EngineError::Backend(e.to_string()))?,
+                &kernels::GpuOptions::from_env().map_err(|e| EngineError::Backend(e.to_string()))?,
             )?;
             if plan.fp8_prefill == Some(crate::plan::Fp8Prefill::Bf16Copy) {
                 let bytes = b.keep_fp8_prefill_copies()?;
@@ -87,12 +86,7 @@ impl EngineHandle {
             drop(loaded.weights); // the host copy is not needed once on the GPU
             Box::new(b)
         } else {
-            Box::new(CpuBackend::new(
-                loaded.config.clone(),
-                loaded.weights,
-                plan.kv_pages,
-                plan.block_size,
-            ))
+            Box::new(CpuBackend::new(loaded.config.clone(), loaded.weights, plan.kv_pages, plan.block_size))
         };
         let stats = Arc::new(EngineStats::default());
         let arrivals = Arrivals::default();
@@ -143,16 +137,12 @@ impl EngineHandle {
         let EngineHandle { thread, tx, .. } = self;
         drop(tx);
         let Ok(thread) = Arc::try_unwrap(thread) else {
-            return Err(EngineError::Backend(
-                "shutdown: other engine handles are still alive".into(),
-            ));
+            return Err(EngineError::Backend("shutdown: other engine handles are still alive".into()));
         };
         // A poisoned lock only means a panic elsewhere; the join handle is still ours.
         let joined = thread.into_inner().unwrap_or_else(|e| e.into_inner());
         match joined {
-            Some(j) => j
-                .join()
-                .map_err(|_| EngineError::Backend("the engine thread panicked".into())),
+            Some(j) => j.join().map_err(|_| EngineError::Backend("the engine thread panicked".into())),
             None => Ok(()),
         }
     }
@@ -174,19 +164,10 @@ impl EngineHandle {
         if req.prompt.is_empty() {
             return Err(EngineError::BadRequest("the prompt is empty".into()));
         }
-        if let Some(&bad) = req
-            .prompt
-            .iter()
-            .find(|&&t| t as usize >= s.config.vocab_size)
-        {
-            return Err(EngineError::BadRequest(format!(
-                "token id {bad} is out of range"
-            )));
+        if let Some(&bad) = req.prompt.iter().find(|&&t| t as usize >= s.config.vocab_size) {
+            return Err(EngineError::BadRequest(format!("token id {bad} is out of range")));
         }
-        let max_tokens = req
-            .params
-            .max_tokens
-            .unwrap_or(max_len.saturating_sub(req.prompt.len()));
+        let max_tokens = req.params.max_tokens.unwrap_or(max_len.saturating_sub(req.prompt.len()));
         if req.prompt.len() + max_tokens > max_len || max_tokens == 0 {
             return Err(EngineError::BadRequest(format!(
                 "this model's maximum context length is {max_len} tokens; the prompt has {} and {} more were requested",
@@ -202,19 +183,13 @@ impl EngineHandle {
         // Counted before it is queued, so the engine thread never sees the command without
         // the count (it takes one as it accepts the command).
         self.arrivals.sent();
-        self.tx
-            .try_send(Command {
-                id,
-                req,
-                events: etx,
-            })
-            .map_err(|e| {
-                self.arrivals.taken();
-                match e {
-                    mpsc::TrySendError::Full(_) => EngineError::QueueFull,
-                    mpsc::TrySendError::Disconnected(_) => EngineError::Shutdown,
-                }
-            })?;
+        self.tx.try_send(Command { id, req, events: etx }).map_err(|e| {
+            self.arrivals.taken();
+            match e {
+                mpsc::TrySendError::Full(_) => EngineError::QueueFull,
+                mpsc::TrySendError::Disconnected(_) => EngineError::Shutdown,
+            }
+        })?;
         Ok(erx)
     }
 }

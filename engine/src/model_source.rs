@@ -40,10 +40,7 @@ pub fn resolve_config(model: &str) -> Result<ModelConfig> {
         Some(p) => crate::presets::preset(p).ok_or_else(|| {
             EngineError::config(
                 "model",
-                format!(
-                    "unknown preset `{p}`; known: {}",
-                    crate::presets::PRESET_NAMES.join(", ")
-                ),
+                format!("unknown preset `{p}`; known: {}", crate::presets::PRESET_NAMES.join(", ")),
             )
         }),
         None => ModelConfig::from_dir(Path::new(model)),
@@ -58,9 +55,7 @@ pub fn effective_config(model: &str, quantization: Option<Quantization>) -> Resu
 
 fn apply_quantization(stored: ModelConfig, q: Option<Quantization>) -> Result<ModelConfig> {
     match (q, stored.quantization) {
-        (None, _) | (Some(Quantization::Fp8), Some(_)) | (Some(Quantization::None), None) => {
-            Ok(stored)
-        }
+        (None, _) | (Some(Quantization::Fp8), Some(_)) | (Some(Quantization::None), None) => Ok(stored),
         (Some(Quantization::None), Some(stored_q)) => Err(EngineError::config(
             "quantization",
             format!(
@@ -69,10 +64,9 @@ fn apply_quantization(stored: ModelConfig, q: Option<Quantization>) -> Result<Mo
                 stored_q.name()
             ),
         )),
-        (Some(Quantization::Fp8), None) => Ok(ModelConfig {
-            quantization: Some(QuantConfig::fp8()),
-            ..stored
-        }),
+        (Some(Quantization::Fp8), None) => {
+            Ok(ModelConfig { quantization: Some(QuantConfig::fp8()), ..stored })
+        }
     }
 }
 
@@ -90,10 +84,7 @@ pub fn load(
     let (weights, origin, default_tok) = match model.strip_prefix("random:") {
         Some(p) => (
             ModelWeights::random(&config, seed)?,
-            WeightsOrigin::Random {
-                preset: p.to_string(),
-                seed,
-            },
+            WeightsOrigin::Random { preset: p.to_string(), seed },
             crate::tokenizer::qwen3_tokenizer_dir(),
         ),
         None => {
@@ -103,34 +94,16 @@ pub fn load(
             if config.quantization.is_some() && stored.quantization.is_none() {
                 w.quantize_fp8()?;
             }
-            (
-                w,
-                WeightsOrigin::Checkpoint {
-                    dir: dir.clone(),
-                    dtype,
-                },
-                dir,
-            )
+            (w, WeightsOrigin::Checkpoint { dir: dir.clone(), dtype }, dir)
         }
     };
-    tracing::info!(
-        seconds = started.elapsed().as_secs_f64(),
-        "weights in host memory (f32)"
-    );
+    tracing::info!(seconds = started.elapsed().as_secs_f64(), "weights in host memory (f32)");
     let tokenizer_dir = tokenizer.map(Path::to_path_buf).unwrap_or(default_tok);
-    Ok(LoadedModel {
-        config,
-        weights,
-        origin,
-        tokenizer_dir,
-    })
+    Ok(LoadedModel { config, weights, origin, tokenizer_dir })
 }
 
 pub fn param_count(c: &ModelConfig) -> usize {
-    crate::tensor_names::tensor_specs(c)
-        .iter()
-        .map(|s| s.numel())
-        .sum()
+    crate::tensor_names::tensor_specs(c).iter().map(|s| s.numel()).sum()
 }
 
 /// Parameters of the linear projections: the FP8 ones when quantized.
@@ -145,19 +118,10 @@ pub fn projection_param_count(c: &ModelConfig) -> usize {
 /// The host holds f32 weights (plus one byte per FP8 code): refuse up front instead of being
 /// killed for memory mid-load (e.g. random:qwen3-8b needs ~33 GB, ~40 GB in FP8).
 fn check_host_memory(c: &ModelConfig) -> Result<()> {
-    let fp8_codes = if c.quantization.is_some() {
-        projection_param_count(c)
-    } else {
-        0
-    };
+    let fp8_codes = if c.quantization.is_some() { projection_param_count(c) } else { 0 };
     let need = param_count(c) * 4 + fp8_codes;
     let avail_kb = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-        m.lines()
-            .find(|l| l.starts_with("MemAvailable:"))?
-            .split_whitespace()
-            .nth(1)?
-            .parse::<usize>()
-            .ok()
+        m.lines().find(|l| l.starts_with("MemAvailable:"))?.split_whitespace().nth(1)?.parse::<usize>().ok()
     });
     match avail_kb {
         Some(kb) if need > kb * 1024 / 10 * 9 => Err(EngineError::config(
@@ -179,10 +143,7 @@ mod tests {
     #[test]
     fn quantization_request_against_what_is_stored() {
         let bf16 = crate::presets::preset("tiny").unwrap();
-        let fp8 = ModelConfig {
-            quantization: Some(QuantConfig::fp8()),
-            ..bf16.clone()
-        };
+        let fp8 = ModelConfig { quantization: Some(QuantConfig::fp8()), ..bf16.clone() };
         let q = |stored: &ModelConfig, r| apply_quantization(stored.clone(), r);
         assert_eq!(q(&bf16, None).unwrap(), bf16);
         assert_eq!(q(&bf16, Some(Quantization::None)).unwrap(), bf16);
@@ -203,41 +164,20 @@ mod tests {
         let q = &random.weights.layers[1].gate_proj;
         assert!(q.fp8.is_some() && random.weights.embed.fp8.is_none());
 
-        let tok = Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../assets/cache/qwen3"
-        ));
+        let tok = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache/qwen3"));
         let bf16_dir = tempfile::tempdir().unwrap();
         let cfg = crate::presets::preset("tiny").unwrap();
-        crate::checkpoint_writer::write_random_checkpoint(
-            &cfg,
-            4,
-            bf16_dir.path(),
-            tok,
-            usize::MAX,
-        )
-        .unwrap();
+        crate::checkpoint_writer::write_random_checkpoint(&cfg, 4, bf16_dir.path(), tok, usize::MAX).unwrap();
         let path = bf16_dir.path().to_str().unwrap();
         let at_load = load(path, 0, None, Some(Quantization::Fp8)).unwrap();
         assert_eq!(at_load.config.quantization, Some(QuantConfig::fp8()));
         assert_eq!(at_load.weights.layers[1].gate_proj.fp8, q.fp8);
         assert_eq!(at_load.weights.layers[1].gate_proj.data, q.data);
-        assert!(
-            load(path, 0, None, None).unwrap().weights.layers[0]
-                .q_proj
-                .fp8
-                .is_none()
-        );
+        assert!(load(path, 0, None, None).unwrap().weights.layers[0].q_proj.fp8.is_none());
 
         let fp8_dir = tempfile::tempdir().unwrap();
-        crate::checkpoint_writer::write_random_checkpoint(
-            &random.config,
-            4,
-            fp8_dir.path(),
-            tok,
-            usize::MAX,
-        )
-        .unwrap();
+        crate::checkpoint_writer::write_random_checkpoint(&random.config, 4, fp8_dir.path(), tok, usize::MAX)
+            .unwrap();
         let path = fp8_dir.path().to_str().unwrap();
         let stored = load(path, 0, None, None).unwrap();
         assert_eq!(stored.weights.layers[1].gate_proj.fp8, q.fp8);

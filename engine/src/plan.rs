@@ -130,11 +130,7 @@ impl Plan {
         // The CPU cache holds f32, the CUDA cache bf16.
         let kv_elem_bytes = if cuda { 2 } else { 4 };
         let kv_bytes_per_token = cfg.num_hidden_layers * 2 * cfg.kv_dim() * kv_elem_bytes;
-        let kv_budget = if cuda {
-            CUDA_KV_BUDGET_BYTES
-        } else {
-            CPU_KV_BUDGET_BYTES
-        };
+        let kv_budget = if cuda { CUDA_KV_BUDGET_BYTES } else { CPU_KV_BUDGET_BYTES };
         let one_seq_pages = max_model_len.div_ceil(a.block_size);
         let kv_pages = match a.kv_pages {
             Some(n) => n,
@@ -165,9 +161,7 @@ impl Plan {
             max_batched_tokens: a.max_batched_tokens,
             weight_params: crate::model_source::param_count(cfg),
             compute_dtype: match (cuda, cfg.quantization.is_some()) {
-                (true, true) => {
-                    "fp8 projections (128x128 block scales), bf16 lm_head, f32 accumulate"
-                }
+                (true, true) => "fp8 projections (128x128 block scales), bf16 lm_head, f32 accumulate",
                 (true, false) => "bf16 weights, f32 accumulate",
                 // The CPU reference runs FP8 models on their exact dequantization.
                 (false, true) => "f32 (fp8 projections dequantized)",
@@ -176,9 +170,7 @@ impl Plan {
             gpu: None,
             cuda: None,
             fp8_prefill: (cuda && cfg.quantization.is_some()).then_some(a.fp8_prefill),
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
+            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         })
     }
 }
@@ -194,53 +186,24 @@ mod tests {
         assert_eq!(p.max_model_len, 4096);
         assert_eq!(p.kv_bytes_per_token, 28 * 2 * 8 * 128 * 4);
         assert!(p.kv_cache_bytes <= 2 << 30 && p.kv_pages >= 4096 / 16);
-        let err = Plan::derive(
-            &cfg,
-            &EngineArgs {
-                kv_pages: Some(10),
-                ..Default::default()
-            },
-        )
-        .unwrap_err();
+        let err = Plan::derive(&cfg, &EngineArgs { kv_pages: Some(10), ..Default::default() }).unwrap_err();
         assert!(err.to_string().contains("kv_pages"));
-        let err = Plan::derive(
-            &cfg,
-            &EngineArgs {
-                max_model_len: Some(1 << 20),
-                ..Default::default()
-            },
-        )
-        .unwrap_err();
+        let err = Plan::derive(&cfg, &EngineArgs { max_model_len: Some(1 << 20), ..Default::default() })
+            .unwrap_err();
         assert!(err.to_string().contains("max_model_len"));
-        let err = Plan::derive(
-            &cfg,
-            &EngineArgs {
-                device: Device::Cuda,
-                ..Default::default()
-            },
-        )
-        .unwrap_err();
+        let err = Plan::derive(&cfg, &EngineArgs { device: Device::Cuda, ..Default::default() }).unwrap_err();
         assert!(err.to_string().contains("device"));
     }
 
     #[test]
     fn fp8_prefill_weights_are_planned_only_for_fp8_on_cuda() {
         let bf16 = crate::presets::preset("tiny").unwrap();
-        let fp8 = ModelConfig {
-            quantization: Some(crate::quant_config::QuantConfig::fp8()),
-            ..bf16.clone()
-        };
+        let fp8 = ModelConfig { quantization: Some(crate::quant_config::QuantConfig::fp8()), ..bf16.clone() };
         assert_eq!(EngineArgs::default().fp8_prefill, Fp8Prefill::Bf16Copy);
-        let cpu = EngineArgs {
-            device: Device::Cpu,
-            ..Default::default()
-        };
+        let cpu = EngineArgs { device: Device::Cpu, ..Default::default() };
         for cfg in [&bf16, &fp8] {
             assert_eq!(Plan::derive(cfg, &cpu).unwrap().fp8_prefill, None);
         }
-        assert_eq!(
-            serde_json::to_value(Fp8Prefill::Bf16Copy).unwrap(),
-            "bf16-copy"
-        );
+        assert_eq!(serde_json::to_value(Fp8Prefill::Bf16Copy).unwrap(), "bf16-copy");
     }
 }

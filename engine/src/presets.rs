@@ -49,10 +49,7 @@ pub fn preset(name: &str) -> Option<ModelConfig> {
         // GQA 4:2, tied lm_head, head_dim * heads == hidden.
         "tiny" => shape(64, 128, 2, 4, 2, 16, true, 4096),
         // Untied lm_head, head_dim * heads != hidden (Qwen3 allows it), 3 layers, small theta.
-        "tiny-untied" => ModelConfig {
-            rope_theta: 10_000.0,
-            ..shape(64, 96, 3, 4, 2, 32, false, 4096)
-        },
+        "tiny-untied" => ModelConfig { rope_theta: 10_000.0, ..shape(64, 96, 3, 4, 2, 32, false, 4096) },
         // Multi-query attention (1 kv head), odd sizes.
         "tiny-mqa" => shape(48, 80, 2, 6, 1, 8, true, 4096),
         "qwen3-0.6b" => shape(1024, 3072, 28, 16, 8, 128, true, 40960),

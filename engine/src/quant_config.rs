@@ -36,12 +36,7 @@ pub enum ActivationScheme {
 }
 
 /// Keys of `quantization_config` we read; others are refused unless harmless (see below).
-const KNOWN: [&str; 4] = [
-    "quant_method",
-    "fmt",
-    "activation_scheme",
-    "weight_block_size",
-];
+const KNOWN: [&str; 4] = ["quant_method", "fmt", "activation_scheme", "weight_block_size"];
 
 impl QuantConfig {
     /// Qwen3-8B-FP8's format: what `--quantization fp8` produces.
@@ -106,8 +101,7 @@ impl QuantConfig {
             return Err(EngineError::config(
                 &field("weight_block_size"),
                 match block {
-                    None => "missing (per-tensor FP8 is unsupported, only [128, 128] blocks)"
-                        .to_string(),
+                    None => "missing (per-tensor FP8 is unsupported, only [128, 128] blocks)".to_string(),
                     Some(b) => format!("{b} unsupported, only [128, 128]"),
                 },
             ));
@@ -116,10 +110,7 @@ impl QuantConfig {
             if KNOWN.contains(&k.as_str()) || harmless_extra(k, v) {
                 continue;
             }
-            return Err(EngineError::config(
-                &field(k),
-                format!("{v} is not understood by this engine"),
-            ));
+            return Err(EngineError::config(&field(k), format!("{v} is not understood by this engine")));
         }
         Ok(Some(QuantConfig::fp8()))
     }
@@ -143,10 +134,9 @@ fn harmless_extra(key: &str, v: &serde_json::Value) -> bool {
     }
     match v {
         serde_json::Value::Null => true,
-        serde_json::Value::Array(a) => a.iter().all(|m| {
-            m.as_str()
-                .is_some_and(|m| m == "lm_head" || m.ends_with("embed_tokens"))
-        }),
+        serde_json::Value::Array(a) => {
+            a.iter().all(|m| m.as_str().is_some_and(|m| m == "lm_head" || m.ends_with("embed_tokens")))
+        }
         _ => false,
     }
 }
@@ -163,9 +153,7 @@ mod tests {
 
     #[test]
     fn parses_qwen3_8b_fp8_and_writes_it_back() {
-        let q = QuantConfig::from_hf(Some(&qwen3_8b_fp8()))
-            .unwrap()
-            .unwrap();
+        let q = QuantConfig::from_hf(Some(&qwen3_8b_fp8())).unwrap().unwrap();
         assert_eq!(q, QuantConfig::fp8());
         assert_eq!(q.to_hf_json(), qwen3_8b_fp8());
         assert_eq!(QuantConfig::from_hf(None).unwrap(), None);
@@ -185,11 +173,7 @@ mod tests {
             ("activation_scheme", json!("static"), "static"),
             ("weight_block_size", json!([64, 64]), "64"),
             ("weight_block_size", json!(null), "null"),
-            (
-                "modules_to_not_convert",
-                json!(["model.layers.0.mlp"]),
-                "layers.0",
-            ),
+            ("modules_to_not_convert", json!(["model.layers.0.mlp"]), "layers.0"),
             ("kv_cache_scheme", json!("fp8"), "fp8"),
         ] {
             let mut v = qwen3_8b_fp8();
@@ -203,13 +187,8 @@ mod tests {
         let mut v = qwen3_8b_fp8();
         v.as_object_mut().unwrap().remove("weight_block_size");
         let err = QuantConfig::from_hf(Some(&v)).unwrap_err().to_string();
-        assert!(
-            err.contains("weight_block_size") && err.contains("missing"),
-            "{err}"
-        );
-        let err = QuantConfig::from_hf(Some(&json!("fp8")))
-            .unwrap_err()
-            .to_string();
+        assert!(err.contains("weight_block_size") && err.contains("missing"), "{err}");
+        let err = QuantConfig::from_hf(Some(&json!("fp8"))).unwrap_err().to_string();
         assert!(err.contains("quantization_config"), "{err}");
     }
 }

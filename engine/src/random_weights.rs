@@ -23,9 +23,7 @@ fn draw(seed: u64, i: u64) -> f32 {
 
 /// FNV-1a, so each tensor's stream depends on its name, not on generation order.
 fn name_hash(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// One tensor's values for a model seed, each through `out_of`, generated in parallel.
@@ -37,10 +35,7 @@ fn fill<T: Send>(spec: &TensorSpec, seed: u64, out_of: impl Fn(bf16) -> T + Sync
     // norm weight shows in the logits.
     let (center, a) = match spec.kind {
         Kind::Norm => (1.0, 0.2),
-        Kind::Matrix => (
-            0.0,
-            3f32.sqrt() / (*spec.shape.last().unwrap() as f32).sqrt(),
-        ),
+        Kind::Matrix => (0.0, 3f32.sqrt() / (*spec.shape.last().unwrap() as f32).sqrt()),
     };
     // A usize range is an indexed iterator: collect writes each value in place.
     (0..spec.numel())
@@ -66,11 +61,7 @@ mod tests {
     use half::bf16;
 
     fn spec(name: &str, kind: Kind, shape: Vec<usize>) -> TensorSpec {
-        TensorSpec {
-            name: name.into(),
-            kind,
-            shape,
-        }
+        TensorSpec { name: name.into(), kind, shape }
     }
 
     /// splitmix64 as one sequential stream (the generator before it ran in parallel).
@@ -88,21 +79,12 @@ mod tests {
     /// Parallel generation gives the sequential stream's values, and f32 is bf16 widened.
     #[test]
     fn parallel_draws_continue_one_stream() {
-        let s = spec(
-            "model.layers.0.mlp.up_proj.weight",
-            Kind::Matrix,
-            vec![3, 70_001],
-        );
+        let s = spec("model.layers.0.mlp.up_proj.weight", Kind::Matrix, vec![3, 70_001]);
         let mut rng = Stream(9 ^ name_hash(&s.name));
         let a = 3f32.sqrt() / 70_001f32.sqrt();
-        let sequential: Vec<bf16> = (0..s.numel())
-            .map(|_| bf16::from_f32(a * rng.uniform()))
-            .collect();
+        let sequential: Vec<bf16> = (0..s.numel()).map(|_| bf16::from_f32(a * rng.uniform())).collect();
         let parallel = random_tensor_bf16(&s, 9);
-        assert!(
-            parallel == sequential,
-            "parallel values differ from the stream"
-        );
+        assert!(parallel == sequential, "parallel values differ from the stream");
         let wide = random_tensor_f32(&s, 9);
         assert!(wide.iter().zip(&parallel).all(|(w, b)| *w == f32::from(*b)));
     }

@@ -48,15 +48,10 @@ impl SamplingParams {
             )));
         }
         if !(self.top_p > 0.0 && self.top_p <= 1.0) {
-            return Err(EngineError::BadRequest(format!(
-                "`top_p` must be in (0, 1], got {}",
-                self.top_p
-            )));
+            return Err(EngineError::BadRequest(format!("`top_p` must be in (0, 1], got {}", self.top_p)));
         }
         if self.max_tokens == Some(0) {
-            return Err(EngineError::BadRequest(
-                "`max_tokens` must be at least 1".into(),
-            ));
+            return Err(EngineError::BadRequest("`max_tokens` must be at least 1".into()));
         }
         Ok(())
     }
@@ -100,11 +95,8 @@ pub fn sample(logits: &[f32], p: &SamplingParams, rng: &mut Rng) -> u32 {
         return argmax(logits);
     }
     let t = p.temperature as f64;
-    let mut cand: Vec<(u32, f64)> = logits
-        .iter()
-        .enumerate()
-        .map(|(i, &l)| (i as u32, l as f64 / t))
-        .collect();
+    let mut cand: Vec<(u32, f64)> =
+        logits.iter().enumerate().map(|(i, &l)| (i as u32, l as f64 / t)).collect();
     let by_logit_desc = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
     if p.top_k > 0 && p.top_k < cand.len() {
         cand.select_nth_unstable_by(p.top_k - 1, by_logit_desc);
@@ -143,12 +135,7 @@ mod tests {
     use super::*;
 
     fn params(temperature: f32, top_p: f32, top_k: usize) -> SamplingParams {
-        SamplingParams {
-            temperature,
-            top_p,
-            top_k,
-            ..Default::default()
-        }
+        SamplingParams { temperature, top_p, top_k, ..Default::default() }
     }
 
     #[test]
@@ -183,30 +170,14 @@ mod tests {
         }
         // Same seed, same sequence.
         let (mut a, mut b) = (Rng::new(9), Rng::new(9));
-        let sa: Vec<u32> = (0..50)
-            .map(|_| sample(&logits, &params(0.8, 0.9, 0), &mut a))
-            .collect();
-        let sb: Vec<u32> = (0..50)
-            .map(|_| sample(&logits, &params(0.8, 0.9, 0), &mut b))
-            .collect();
+        let sa: Vec<u32> = (0..50).map(|_| sample(&logits, &params(0.8, 0.9, 0), &mut a)).collect();
+        let sb: Vec<u32> = (0..50).map(|_| sample(&logits, &params(0.8, 0.9, 0), &mut b)).collect();
         assert_eq!(sa, sb);
     }
 
     #[test]
     fn validation_names_the_parameter() {
-        assert!(
-            params(3.0, 1.0, 0)
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("temperature")
-        );
-        assert!(
-            params(1.0, 0.0, 0)
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("top_p")
-        );
+        assert!(params(3.0, 1.0, 0).validate().unwrap_err().to_string().contains("temperature"));
+        assert!(params(1.0, 0.0, 0).validate().unwrap_err().to_string().contains("top_p"));
     }
 }

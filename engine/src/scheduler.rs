@@ -29,12 +29,7 @@ pub struct Seq {
 
 impl Seq {
     pub fn new(id: SeqId, prompt: Vec<u32>) -> Self {
-        Seq {
-            id,
-            tokens: prompt,
-            num_computed: 0,
-            block_table: vec![],
-        }
+        Seq { id, tokens: prompt, num_computed: 0, block_table: vec![] }
     }
     pub fn pending(&self) -> usize {
         self.tokens.len() - self.num_computed
@@ -61,13 +56,7 @@ pub struct Scheduler {
 
 impl Scheduler {
     pub fn new(cfg: SchedulerConfig, bm: BlockManager) -> Self {
-        Scheduler {
-            cfg,
-            bm,
-            waiting: VecDeque::new(),
-            running: vec![],
-            preemptions: 0,
-        }
+        Scheduler { cfg, bm, waiting: VecDeque::new(), running: vec![], preemptions: 0 }
     }
 
     pub fn add(&mut self, seq: Seq) {
@@ -90,23 +79,13 @@ impl Scheduler {
     }
 
     pub fn get(&self, id: SeqId) -> Option<&Seq> {
-        self.running
-            .iter()
-            .chain(self.waiting.iter())
-            .find(|s| s.id == id)
+        self.running.iter().chain(self.waiting.iter()).find(|s| s.id == id)
     }
     pub fn get_mut(&mut self, id: SeqId) -> Option<&mut Seq> {
-        self.running
-            .iter_mut()
-            .chain(self.waiting.iter_mut())
-            .find(|s| s.id == id)
+        self.running.iter_mut().chain(self.waiting.iter_mut()).find(|s| s.id == id)
     }
     pub fn ids(&self) -> Vec<SeqId> {
-        self.running
-            .iter()
-            .chain(self.waiting.iter())
-            .map(|s| s.id)
-            .collect()
+        self.running.iter().chain(self.waiting.iter()).map(|s| s.id).collect()
     }
 
     /// Remove a sequence wherever it is (finished or cancelled) and free its pages.
@@ -139,16 +118,8 @@ impl Scheduler {
                     continue; // sequence i itself was preempted; i now names the next one
                 }
                 let s = &mut self.running[i];
-                assert!(
-                    self.bm.grow(&mut s.block_table, s.num_computed + len),
-                    "make_room guaranteed pages"
-                );
-                chunks.push(Chunk {
-                    seq_id: s.id,
-                    start: s.num_computed,
-                    len,
-                    sample: len == s.pending(),
-                });
+                assert!(self.bm.grow(&mut s.block_table, s.num_computed + len), "make_room guaranteed pages");
+                chunks.push(Chunk { seq_id: s.id, start: s.num_computed, len, sample: len == s.pending() });
                 budget -= len;
                 i += 1;
             }
@@ -162,12 +133,7 @@ impl Scheduler {
             }
             let mut s = self.waiting.pop_front().expect("front exists");
             assert!(self.bm.grow(&mut s.block_table, s.num_computed + len));
-            chunks.push(Chunk {
-                seq_id: s.id,
-                start: s.num_computed,
-                len,
-                sample: len == s.pending(),
-            });
+            chunks.push(Chunk { seq_id: s.id, start: s.num_computed, len, sample: len == s.pending() });
             budget -= len;
             self.running.push(s);
         }

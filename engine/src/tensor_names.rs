@@ -60,60 +60,21 @@ pub fn tensor_specs(c: &ModelConfig) -> Vec<TensorSpec> {
         shape: vec![rows, cols],
         kind: Kind::Matrix,
     };
-    let n = |name: String, len: usize| TensorSpec {
-        name,
-        shape: vec![len],
-        kind: Kind::Norm,
-    };
-    let mut v = vec![m(
-        "model.embed_tokens.weight".into(),
-        c.vocab_size,
-        c.hidden_size,
-    )];
+    let n = |name: String, len: usize| TensorSpec { name, shape: vec![len], kind: Kind::Norm };
+    let mut v = vec![m("model.embed_tokens.weight".into(), c.vocab_size, c.hidden_size)];
     for i in 0..c.num_hidden_layers {
         let p = layer_prefix(i);
         v.push(n(format!("{p}.input_layernorm.weight"), c.hidden_size));
-        v.push(m(
-            format!("{p}.self_attn.q_proj.weight"),
-            c.q_dim(),
-            c.hidden_size,
-        ));
-        v.push(m(
-            format!("{p}.self_attn.k_proj.weight"),
-            c.kv_dim(),
-            c.hidden_size,
-        ));
-        v.push(m(
-            format!("{p}.self_attn.v_proj.weight"),
-            c.kv_dim(),
-            c.hidden_size,
-        ));
-        v.push(m(
-            format!("{p}.self_attn.o_proj.weight"),
-            c.hidden_size,
-            c.q_dim(),
-        ));
+        v.push(m(format!("{p}.self_attn.q_proj.weight"), c.q_dim(), c.hidden_size));
+        v.push(m(format!("{p}.self_attn.k_proj.weight"), c.kv_dim(), c.hidden_size));
+        v.push(m(format!("{p}.self_attn.v_proj.weight"), c.kv_dim(), c.hidden_size));
+        v.push(m(format!("{p}.self_attn.o_proj.weight"), c.hidden_size, c.q_dim()));
         v.push(n(format!("{p}.self_attn.q_norm.weight"), c.head_dim));
         v.push(n(format!("{p}.self_attn.k_norm.weight"), c.head_dim));
-        v.push(n(
-            format!("{p}.post_attention_layernorm.weight"),
-            c.hidden_size,
-        ));
-        v.push(m(
-            format!("{p}.mlp.gate_proj.weight"),
-            c.intermediate_size,
-            c.hidden_size,
-        ));
-        v.push(m(
-            format!("{p}.mlp.up_proj.weight"),
-            c.intermediate_size,
-            c.hidden_size,
-        ));
-        v.push(m(
-            format!("{p}.mlp.down_proj.weight"),
-            c.hidden_size,
-            c.intermediate_size,
-        ));
+        v.push(n(format!("{p}.post_attention_layernorm.weight"), c.hidden_size));
+        v.push(m(format!("{p}.mlp.gate_proj.weight"), c.intermediate_size, c.hidden_size));
+        v.push(m(format!("{p}.mlp.up_proj.weight"), c.intermediate_size, c.hidden_size));
+        v.push(m(format!("{p}.mlp.down_proj.weight"), c.hidden_size, c.intermediate_size));
     }
     v.push(n("model.norm.weight".into(), c.hidden_size));
     if !c.tie_word_embeddings {
@@ -129,18 +90,11 @@ mod tests {
     #[test]
     fn projections_are_the_seven_linears_of_each_layer() {
         let cfg = crate::presets::preset("tiny-untied").unwrap();
-        let names: Vec<String> = tensor_specs(&cfg)
-            .into_iter()
-            .filter(|s| is_projection(&s.name))
-            .map(|s| s.name)
-            .collect();
+        let names: Vec<String> =
+            tensor_specs(&cfg).into_iter().filter(|s| is_projection(&s.name)).map(|s| s.name).collect();
         assert_eq!(names.len(), 7 * cfg.num_hidden_layers);
         assert!(names.contains(&"model.layers.2.mlp.down_proj.weight".to_string()));
-        for n in [
-            "lm_head.weight",
-            "model.embed_tokens.weight",
-            "model.layers.0.self_attn.q_norm.weight",
-        ] {
+        for n in ["lm_head.weight", "model.embed_tokens.weight", "model.layers.0.self_attn.q_norm.weight"] {
             assert!(!is_projection(n), "{n}");
         }
         assert_eq!(

@@ -13,9 +13,7 @@ pub struct Tokenizer {
 
 /// Where the assets live: `$LATLAB_ASSETS_DIR`, else `assets/cache` under the current dir.
 pub fn assets_dir() -> PathBuf {
-    std::env::var_os("LATLAB_ASSETS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("assets/cache"))
+    std::env::var_os("LATLAB_ASSETS_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("assets/cache"))
 }
 
 /// The real Qwen3 tokenizer directory inside the assets dir.
@@ -31,13 +29,9 @@ impl Tokenizer {
             .map_err(|e| EngineError::Tokenizer(format!("loading {}: {e}", path.display())))?;
         let cfg_path = dir.join("tokenizer_config.json");
         let chat_template = if cfg_path.exists() {
-            let text =
-                std::fs::read_to_string(&cfg_path).map_err(|e| EngineError::io(&cfg_path, e))?;
-            let v: serde_json::Value =
-                serde_json::from_str(&text).map_err(|source| EngineError::Json {
-                    path: cfg_path.clone(),
-                    source,
-                })?;
+            let text = std::fs::read_to_string(&cfg_path).map_err(|e| EngineError::io(&cfg_path, e))?;
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|source| EngineError::Json { path: cfg_path.clone(), source })?;
             match v.get("chat_template").and_then(|t| t.as_str()) {
                 Some(src) => Some(ChatTemplate::new(src)?),
                 None => None,
@@ -45,27 +39,18 @@ impl Tokenizer {
         } else {
             None
         };
-        Ok(Tokenizer {
-            inner,
-            chat_template,
-            dir: dir.to_path_buf(),
-        })
+        Ok(Tokenizer { inner, chat_template, dir: dir.to_path_buf() })
     }
 
     /// Token ids of raw text; no special tokens added (Qwen3 adds no BOS).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        let enc = self
-            .inner
-            .encode(text, false)
-            .map_err(|e| EngineError::Tokenizer(e.to_string()))?;
+        let enc = self.inner.encode(text, false).map_err(|e| EngineError::Tokenizer(e.to_string()))?;
         Ok(enc.get_ids().to_vec())
     }
 
     /// Text of ids, special tokens skipped (what OpenAI-compatible servers return).
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
-        self.inner
-            .decode(ids, true)
-            .map_err(|e| EngineError::Tokenizer(e.to_string()))
+        self.inner.decode(ids, true).map_err(|e| EngineError::Tokenizer(e.to_string()))
     }
 
     /// Number of ids the tokenizer knows (base vocab + added tokens).
@@ -83,11 +68,7 @@ pub(crate) mod tests {
     use super::*;
 
     pub fn qwen3() -> Tokenizer {
-        Tokenizer::from_dir(Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../assets/cache/qwen3"
-        )))
-        .unwrap()
+        Tokenizer::from_dir(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache/qwen3"))).unwrap()
     }
 
     #[test]

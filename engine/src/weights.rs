@@ -30,23 +30,13 @@ pub struct Mat {
 impl Mat {
     pub fn new(data: Vec<f32>, rows: usize, cols: usize) -> Mat {
         debug_assert_eq!(data.len(), rows * cols);
-        Mat {
-            data,
-            rows,
-            cols,
-            fp8: None,
-        }
+        Mat { data, rows, cols, fp8: None }
     }
 
     /// An FP8 matrix; `data` becomes its reference dequantization.
     pub fn from_fp8(w: Fp8Weight, rows: usize, cols: usize) -> Mat {
         let data = crate::fp8::dequantize(&w, rows, cols);
-        Mat {
-            data,
-            rows,
-            cols,
-            fp8: Some(w),
-        }
+        Mat { data, rows, cols, fp8: Some(w) }
     }
 
     /// Quantize to 128x128-block FP8 in place: `fp8` gets codes and scales, and `data` is
@@ -133,9 +123,7 @@ impl WeightsOrigin {
 impl ModelWeights {
     /// Whether the layers' projections carry FP8 codes (a quantized model).
     pub fn has_fp8(&self) -> bool {
-        self.layers
-            .iter()
-            .any(|l| l.projections().iter().any(|(_, m)| m.fp8.is_some()))
+        self.layers.iter().any(|l| l.projections().iter().any(|(_, m)| m.fp8.is_some()))
     }
 
     pub fn lm_head(&self) -> &Mat {
@@ -149,19 +137,12 @@ impl ModelWeights {
         // Each tensor has its own seeded stream, so generating them in parallel changes nothing.
         use rayon::prelude::*;
         let specs = tensor_specs(cfg);
-        let mut data: Vec<Option<Vec<f32>>> = specs
-            .par_iter()
-            .map(|s| Some(random_tensor_f32(s, seed)))
-            .collect();
-        let index: HashMap<&str, usize> = specs
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.name.as_str(), i))
-            .collect();
+        let mut data: Vec<Option<Vec<f32>>> =
+            specs.par_iter().map(|s| Some(random_tensor_f32(s, seed))).collect();
+        let index: HashMap<&str, usize> =
+            specs.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect();
         let mut w = Self::build(cfg, |spec| {
-            let d = data[index[spec.name.as_str()]]
-                .take()
-                .expect("each tensor taken once");
+            let d = data[index[spec.name.as_str()]].take().expect("each tensor taken once");
             Ok(plain_mat(spec, d))
         })?;
         if cfg.quantization.is_some() {
@@ -233,12 +214,7 @@ impl ModelWeights {
                 }
             })
             .collect();
-        Ok(ModelWeights {
-            embed,
-            layers,
-            final_norm,
-            lm_head,
-        })
+        Ok(ModelWeights { embed, layers, final_norm, lm_head })
     }
 }
 
@@ -253,18 +229,12 @@ impl CheckpointFiles {
         let index = dir.join("model.safetensors.index.json");
         let file_names: Vec<String> = if index.exists() {
             let text = std::fs::read_to_string(&index).map_err(|e| EngineError::io(&index, e))?;
-            let v: serde_json::Value =
-                serde_json::from_str(&text).map_err(|source| EngineError::Json {
-                    path: index.clone(),
-                    source,
-                })?;
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|source| EngineError::Json { path: index.clone(), source })?;
             let map = v["weight_map"].as_object().ok_or_else(|| {
                 EngineError::Weights(format!("{}: no `weight_map` object", index.display()))
             })?;
-            let mut names: Vec<String> = map
-                .values()
-                .filter_map(|f| f.as_str().map(String::from))
-                .collect();
+            let mut names: Vec<String> = map.values().filter_map(|f| f.as_str().map(String::from)).collect();
             names.sort();
             names.dedup();
             names
@@ -276,10 +246,8 @@ impl CheckpointFiles {
         for (i, name) in file_names.iter().enumerate() {
             // The index names shards beside itself: a path elsewhere (`/etc/x`, `../x`) or
             // anything but a regular file (a FIFO would block the open) is refused.
-            let plain = !name.is_empty()
-                && !name.contains('/')
-                && name != ".."
-                && name.ends_with(".safetensors");
+            let plain =
+                !name.is_empty() && !name.contains('/') && name != ".." && name.ends_with(".safetensors");
             if !plain {
                 return Err(EngineError::Weights(format!(
                     "{}: shard {name:?} is not a .safetensors file name in the checkpoint folder",
@@ -289,16 +257,12 @@ impl CheckpointFiles {
             let path = dir.join(name);
             let meta = std::fs::metadata(&path).map_err(|e| EngineError::io(&path, e))?;
             if !meta.is_file() {
-                return Err(EngineError::Weights(format!(
-                    "{}: not a regular file",
-                    path.display()
-                )));
+                return Err(EngineError::Weights(format!("{}: not a regular file", path.display())));
             }
             let file = std::fs::File::open(&path).map_err(|e| EngineError::io(&path, e))?;
             // SAFETY: the file is only read; a checkpoint changed under a running engine is
             // outside what we support (as for every mmap-based loader).
-            let mmap =
-                unsafe { memmap2::Mmap::map(&file) }.map_err(|e| EngineError::io(&path, e))?;
+            let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| EngineError::io(&path, e))?;
             let st = SafeTensors::deserialize(&mmap)
                 .map_err(|e| EngineError::Weights(format!("{}: {e}", path.display())))?;
             for n in st.names() {
@@ -311,9 +275,10 @@ impl CheckpointFiles {
 
     /// The safetensors view of one tensor, by name.
     fn view(&self, name: &str) -> Result<(SafeTensors<'_>, &Path)> {
-        let &i = self.location.get(name).ok_or_else(|| {
-            EngineError::Weights(format!("tensor `{name}` missing from the checkpoint"))
-        })?;
+        let &i = self
+            .location
+            .get(name)
+            .ok_or_else(|| EngineError::Weights(format!("tensor `{name}` missing from the checkpoint")))?;
         let (path, mmap) = &self.maps[i];
         let st = SafeTensors::deserialize(mmap)
             .map_err(|e| EngineError::Weights(format!("{}: {e}", path.display())))?;
@@ -325,9 +290,7 @@ impl CheckpointFiles {
     /// F8_E4M3 with its scales, and nothing else may be.
     fn read(&self, spec: &TensorSpec, fp8_projections: bool) -> Result<(Mat, Vec<String>)> {
         let (st, _) = self.view(&spec.name)?;
-        let t = st
-            .tensor(&spec.name)
-            .map_err(|e| EngineError::Weights(format!("{}: {e}", spec.name)))?;
+        let t = st.tensor(&spec.name).map_err(|e| EngineError::Weights(format!("{}: {e}", spec.name)))?;
         check_shape(&spec.name, t.shape(), &spec.shape)?;
         let dtype = dtype_name(t.dtype());
         let projection = is_projection(&spec.name);
@@ -359,20 +322,12 @@ impl CheckpointFiles {
         let (rows, cols) = (spec.shape[0], spec.shape[1]);
         let sname = scale_name(&spec.name);
         let (sst, _) = self.view(&sname)?;
-        let s = sst
-            .tensor(&sname)
-            .map_err(|e| EngineError::Weights(format!("{sname}: {e}")))?;
+        let s = sst.tensor(&sname).map_err(|e| EngineError::Weights(format!("{sname}: {e}")))?;
         check_shape(&sname, s.shape(), &crate::fp8::scale_shape(rows, cols))?;
         let scale_inv = to_f32(&sname, s.dtype(), s.data())?;
-        let w = Fp8Weight {
-            bits: t.data().to_vec(),
-            scale_inv,
-            block: (crate::fp8::BLOCK, crate::fp8::BLOCK),
-        };
-        Ok((
-            Mat::from_fp8(w, rows, cols),
-            vec![dtype, dtype_name(s.dtype())],
-        ))
+        let w =
+            Fp8Weight { bits: t.data().to_vec(), scale_inv, block: (crate::fp8::BLOCK, crate::fp8::BLOCK) };
+        Ok((Mat::from_fp8(w, rows, cols), vec![dtype, dtype_name(s.dtype())]))
     }
 }
 
@@ -397,22 +352,15 @@ fn plain_mat(spec: &TensorSpec, data: Vec<f32>) -> Mat {
 /// Little-endian f32/bf16/f16 bytes as f32.
 fn to_f32(name: &str, dtype: Dtype, bytes: &[u8]) -> Result<Vec<f32>> {
     Ok(match dtype {
-        Dtype::F32 => bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        Dtype::BF16 => bytes
-            .chunks_exact(2)
-            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
-        Dtype::F16 => bytes
-            .chunks_exact(2)
-            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-            .collect(),
+        Dtype::F32 => bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+        Dtype::BF16 => {
+            bytes.chunks_exact(2).map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
+        }
+        Dtype::F16 => {
+            bytes.chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect()
+        }
         other => {
-            return Err(EngineError::Weights(format!(
-                "tensor `{name}`: dtype {other:?} unsupported"
-            )));
+            return Err(EngineError::Weights(format!("tensor `{name}`: dtype {other:?} unsupported")));
         }
     })
 }

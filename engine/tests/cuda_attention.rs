@@ -24,24 +24,15 @@ use kernels::ops::{self, AttnDims, PagedAttnArgs, RopeKvArgs};
 fn rope_kv_write_and_split_attention_match_cpu() {
     let g = gpu();
     let mut reached = std::collections::BTreeSet::new();
-    for (heads, kv_heads, head_dim, theta) in
-        [(32, 8, 128, 1e6f32), (6, 1, 8, 1e6), (4, 2, 32, 1e4)]
-    {
-        let d = AttnDims {
-            heads,
-            kv_heads,
-            head_dim,
-        };
+    for (heads, kv_heads, head_dim, theta) in [(32, 8, 128, 1e6f32), (6, 1, 8, 1e6), (4, 2, 32, 1e4)] {
+        let d = AttnDims { heads, kv_heads, head_dim };
         let (qd, kvd) = (d.q_dim(), d.kv_dim());
         let mut r = Rng(3 + heads as u64);
         let (bs, pages) = (16, 40);
         // Three sequences on disjoint, scattered pages (a page shared by two positions would
         // make the cache write a race): lengths 1, 37, 300.
-        let tables: Vec<Vec<u32>> = vec![
-            vec![39],
-            (0..3).map(|i| 30 - i).collect(),
-            (0..19).map(|i| i * 7 % 19).collect(),
-        ];
+        let tables: Vec<Vec<u32>> =
+            vec![vec![39], (0..3).map(|i| 30 - i).collect(), (0..19).map(|i| i * 7 % 19).collect()];
         let lens = [1usize, 37, 300];
         // Fill the caches through the kernel: every position of every sequence as one step.
         let (mut positions, mut slots, mut seq_of) = (vec![], vec![], vec![]);
@@ -58,13 +49,8 @@ fn rope_kv_write_and_split_attention_match_cpu() {
         let mut q_out = g.stream().alloc_zeros::<bf16>(tt * qd).unwrap();
         let mut kc = g.stream().alloc_zeros::<bf16>(pages * bs * kvd).unwrap();
         let mut vc = g.stream().alloc_zeros::<bf16>(pages * bs * kvd).unwrap();
-        let (dqkv, dqn, dkn, dpos, dslots) = (
-            up(&g, &qkv),
-            up(&g, &qn),
-            up(&g, &kn),
-            up(&g, &positions),
-            up(&g, &slots),
-        );
+        let (dqkv, dqn, dkn, dpos, dslots) =
+            (up(&g, &qkv), up(&g, &qn), up(&g, &kn), up(&g, &positions), up(&g, &slots));
         let a = RopeKvArgs {
             qkv: &dqkv.as_view(),
             q_norm: &dqn.as_view(),
@@ -84,21 +70,16 @@ fn rope_kv_write_and_split_attention_match_cpu() {
         )
         .unwrap();
         // CPU: per-head RMSNorm then RoPE, as the CPU backend does.
-        let (mut q_ref, mut k_ref, mut v_ref) = (
-            vec![0f32; tt * qd],
-            vec![0f32; pages * bs * kvd],
-            vec![0f32; pages * bs * kvd],
-        );
+        let (mut q_ref, mut k_ref, mut v_ref) =
+            (vec![0f32; tt * qd], vec![0f32; pages * bs * kvd], vec![0f32; pages * bs * kvd]);
         for i in 0..tt {
             let row = &qkv[i * (qd + 2 * kvd)..][..qd + 2 * kvd];
             let mut q = row[..qd].to_vec();
             let mut k = row[qd..qd + kvd].to_vec();
             rms_norm(&mut q, &qn, 1e-6);
             rms_norm(&mut k, &kn, 1e-6);
-            q.chunks_exact_mut(head_dim)
-                .for_each(|h| rope(h, positions[i] as usize, theta));
-            k.chunks_exact_mut(head_dim)
-                .for_each(|h| rope(h, positions[i] as usize, theta));
+            q.chunks_exact_mut(head_dim).for_each(|h| rope(h, positions[i] as usize, theta));
+            k.chunks_exact_mut(head_dim).for_each(|h| rope(h, positions[i] as usize, theta));
             q_ref[i * qd..][..qd].copy_from_slice(&q);
             let sl = slots[i] as usize;
             k_ref[sl * kvd..][..kvd].copy_from_slice(&k);
@@ -106,35 +87,13 @@ fn rope_kv_write_and_split_attention_match_cpu() {
         }
         let tag = format!("h{heads}/kv{kv_heads}/d{head_dim}");
         // RoPE angles reach 300 rad: sin/cos implementations differ by ~1e-6 there.
-        check(
-            &format!("qk_norm_rope q ({tag}, bf16)"),
-            &down_bf16(&g, &q_out),
-            &q_ref,
-            1e-2,
-            5e-3,
-        );
-        check(
-            &format!("qk_norm_rope k cache ({tag}, bf16)"),
-            &down_bf16(&g, &kc),
-            &k_ref,
-            1e-2,
-            5e-3,
-        );
-        check(
-            &format!("v cache ({tag}, exact)"),
-            &down_bf16(&g, &vc),
-            &v_ref,
-            1e-6,
-            0.0,
-        );
+        check(&format!("qk_norm_rope q ({tag}, bf16)"), &down_bf16(&g, &q_out), &q_ref, 1e-2, 5e-3);
+        check(&format!("qk_norm_rope k cache ({tag}, bf16)"), &down_bf16(&g, &kc), &k_ref, 1e-2, 5e-3);
+        check(&format!("v cache ({tag}, exact)"), &down_bf16(&g, &vc), &v_ref, 1e-6, 0.0);
 
         // Attention: the last row of seq 0 and 1 (decode-like) and every row of seq 2
         // (prefill-like, causal), from the bf16 q and caches the kernel just wrote.
-        let (qb, kb, vb) = (
-            down_bf16(&g, &q_out),
-            down_bf16(&g, &kc),
-            down_bf16(&g, &vc),
-        );
+        let (qb, kb, vb) = (down_bf16(&g, &q_out), down_bf16(&g, &kc), down_bf16(&g, &vc));
         let mut flat = vec![];
         let offs: Vec<i32> = tables
             .iter()
@@ -144,21 +103,12 @@ fn rope_kv_write_and_split_attention_match_cpu() {
                 o
             })
             .collect();
-        let rows: Vec<usize> = (0..tt)
-            .filter(|&i| seq_of[i] == 2 || positions[i] as usize + 1 == lens[seq_of[i]])
-            .collect();
-        let qrows: Vec<f32> = rows
-            .iter()
-            .flat_map(|&i| qb[i * qd..][..qd].to_vec())
-            .collect();
+        let rows: Vec<usize> =
+            (0..tt).filter(|&i| seq_of[i] == 2 || positions[i] as usize + 1 == lens[seq_of[i]]).collect();
+        let qrows: Vec<f32> = rows.iter().flat_map(|&i| qb[i * qd..][..qd].to_vec()).collect();
         let row_offs: Vec<i32> = rows.iter().map(|&i| offs[seq_of[i]]).collect();
         let ctx: Vec<i32> = rows.iter().map(|&i| positions[i] + 1).collect();
-        let (dq, dt, dof, dctx) = (
-            up_bf16(&g, &qrows),
-            up(&g, &flat),
-            up(&g, &row_offs),
-            up(&g, &ctx),
-        );
+        let (dq, dt, dof, dctx) = (up_bf16(&g, &qrows), up(&g, &flat), up(&g, &row_offs), up(&g, &ctx));
         let pa = PagedAttnArgs {
             q: &dq.as_view(),
             k_cache: &kc.as_view(),
@@ -173,23 +123,16 @@ fn rope_kv_write_and_split_attention_match_cpu() {
         // The split-context kernel over the same inputs, with one split (direct write), a
         // few (merged in a cluster), the count decode picks, and the most (splits longer
         // than short contexts, merged by the second kernel).
-        for splits in [
-            1,
-            3,
-            ops::MAX_CLUSTER_SPLITS,
-            ops::attention_splits(&g, rows.len(), kv_heads),
-            ops::MAX_SPLITS,
-        ] {
+        for splits in
+            [1, 3, ops::MAX_CLUSTER_SPLITS, ops::attention_splits(&g, rows.len(), kv_heads), ops::MAX_SPLITS]
+        {
             let kernel = ops::attention_kernel(d, ops::uses_cluster(splits));
             reached.insert(kernel);
             let out = attend(&g, d, &pa, splits, qd);
             // The decode form, which reads the older positions' K/V before waiting on the
             // previous kernel (true here: the caches were written and downloaded above):
             // the same arithmetic, so the same bits.
-            let settled = PagedAttnArgs {
-                settled: true,
-                ..pa
-            };
+            let settled = PagedAttnArgs { settled: true, ..pa };
             check(
                 &format!("{kernel} settled ({tag}, {splits} splits) vs not (exact)"),
                 &attend(&g, d, &settled, splits, qd),
@@ -200,18 +143,8 @@ fn rope_kv_write_and_split_attention_match_cpu() {
             // Outputs are averages of values in [-1, 1]: judge error against 0.05 + |want|.
             // The tensor-core kernels round P to bf16, as the prefill kernel below: its
             // bound.
-            let floor = if kernel.starts_with("decode_attention_mma") {
-                0.5
-            } else {
-                5e-2
-            };
-            check(
-                &format!("{kernel} ({tag}, {splits} splits, bf16)"),
-                &out,
-                &want,
-                floor,
-                5e-3,
-            );
+            let floor = if kernel.starts_with("decode_attention_mma") { 0.5 } else { 5e-2 };
+            check(&format!("{kernel} ({tag}, {splits} splits, bf16)"), &out, &want, floor, 5e-3);
         }
         // The tensor-core prefill kernel where it applies (head_dim 128). Its first block of
         // 16 rows holds rows of all three sequences (three passes over three tables). P is
@@ -222,13 +155,7 @@ fn rope_kv_write_and_split_attention_match_cpu() {
         if ops::prefill_attention_supported(d) {
             let mut o3 = g.stream().alloc_zeros::<bf16>(rows.len() * qd).unwrap();
             ops::prefill_attention_into(&g, d, &pa, &mut o3.as_view_mut()).unwrap();
-            check(
-                &format!("prefill_attention ({tag}, bf16 P)"),
-                &down_bf16(&g, &o3),
-                &want,
-                0.5,
-                5e-3,
-            );
+            check(&format!("prefill_attention ({tag}, bf16 P)"), &down_bf16(&g, &o3), &want, 0.5, 5e-3);
         }
     }
     let every: std::collections::BTreeSet<&str> = [
@@ -286,23 +213,14 @@ fn attention_reference(
 
 /// decode_attention_into on `g` over a fresh zeroed scratch, its output: allocated and read
 /// back through g's own stream (a read on another GPU's stream would not wait).
-fn attend(
-    g: &kernels::Gpu,
-    d: AttnDims,
-    pa: &PagedAttnArgs<'_, '_>,
-    splits: usize,
-    qd: usize,
-) -> Vec<f32> {
+fn attend(g: &kernels::Gpu, d: AttnDims, pa: &PagedAttnArgs<'_, '_>, splits: usize, qd: usize) -> Vec<f32> {
     let rows = pa.ctx_lens.len();
     let s = g.stream();
     let (na, nm) = ops::attention_partials_len(rows, d, splits);
     let mut acc = s.alloc_zeros::<f32>(na.max(1)).unwrap();
     let mut ml = s.alloc_zeros::<f32>(nm.max(1)).unwrap();
     let mut o = s.alloc_zeros::<bf16>(rows * qd).unwrap();
-    let mut scratch = ops::SplitScratch {
-        acc: acc.as_view_mut(),
-        ml: ml.as_view_mut(),
-    };
+    let mut scratch = ops::SplitScratch { acc: acc.as_view_mut(), ml: ml.as_view_mut() };
     ops::decode_attention_into(g, d, pa, splits, &mut scratch, &mut o.as_view_mut()).unwrap();
     down_bf16(g, &o)
 }

@@ -16,14 +16,7 @@ use engine::model::{Backend, Next, RowHint, SeqChunk};
 use engine::sampling::argmax;
 use engine::weights::ModelWeights;
 
-const PRESETS: [&str; 6] = [
-    "tiny",
-    "tiny-untied",
-    "tiny-mqa",
-    "tiny+fp8",
-    "tiny-untied+fp8",
-    "tiny-mqa+fp8",
-];
+const PRESETS: [&str; 6] = ["tiny", "tiny-untied", "tiny-mqa", "tiny+fp8", "tiny-untied+fp8", "tiny-mqa+fp8"];
 
 /// CPU and CUDA backends over the same random weights; with "+fp8" in the name, the
 /// projections are quantized to FP8 first (the CPU then runs their exact dequantization,
@@ -38,14 +31,7 @@ fn pair(name: &str, seed: u64) -> (CpuBackend, CudaBackend) {
     if fp8 {
         w.quantize_fp8().unwrap();
     }
-    let gpu = CudaBackend::new(
-        cfg.clone(),
-        &w,
-        64,
-        16,
-        &kernels::GpuOptions::from_env().unwrap(),
-    )
-    .unwrap();
+    let gpu = CudaBackend::new(cfg.clone(), &w, 64, 16, &kernels::GpuOptions::from_env().unwrap()).unwrap();
     (CpuBackend::new(cfg, w, 64, 16), gpu)
 }
 
@@ -55,10 +41,7 @@ fn tiny_presets_all_positions_match_cpu() {
     for p in PRESETS {
         let (mut cpu, mut gpu) = pair(p, 7);
         let toks = prompt(45, 1);
-        let (a, b) = (
-            gpu.logits_all_positions(&toks).unwrap(),
-            cpu.logits_all_positions(&toks).unwrap(),
-        );
+        let (a, b) = (gpu.logits_all_positions(&toks).unwrap(), cpu.logits_all_positions(&toks).unwrap());
         let worst = a
             .iter()
             .zip(&b)
@@ -76,11 +59,8 @@ fn tiny_presets_all_positions_match_cpu() {
 fn tiny_presets_batched_chunked_decode_matches_cpu() {
     for p in PRESETS {
         let (mut cpu, mut gpu) = pair(p, 11);
-        let tables: [Vec<u32>; 3] = [
-            (0..8).rev().collect(),
-            (8..16).collect(),
-            vec![40, 3, 63, 20, 21, 50, 9, 30],
-        ];
+        let tables: [Vec<u32>; 3] =
+            [(0..8).rev().collect(), (8..16).collect(), vec![40, 3, 63, 20, 21, 50, 9, 30]];
         let prompts = [prompt(1, 2), prompt(37, 3), prompt(70, 4)];
         let mut seqs: Vec<Vec<u32>> = prompts.to_vec();
         let mut done = [0usize; 3];
@@ -115,10 +95,7 @@ fn tiny_presets_batched_chunked_decode_matches_cpu() {
         eprintln!(
             "{p:<12} batched/chunked steps: max err {worst:.3e} x row max, argmax agree {agree}/{total}"
         );
-        assert!(
-            agree * 10 >= total * 9,
-            "{p}: argmax agreed only {agree}/{total}"
-        );
+        assert!(agree * 10 >= total * 9, "{p}: argmax agreed only {agree}/{total}");
     }
 }
 
@@ -135,9 +112,7 @@ fn decode_graphs_equal_eager_launches() {
     eager.set_graphs(false);
     let mut graphs = CudaBackend::new(cfg, &w, 64, 16, &opts).unwrap();
     graphs.set_graphs(true);
-    let tables: Vec<Vec<u32>> = (0..8)
-        .map(|i| (0..8).map(|j| (j * 8 + i) as u32).collect())
-        .collect();
+    let tables: Vec<Vec<u32>> = (0..8).map(|i| (0..8).map(|j| (j * 8 + i) as u32).collect()).collect();
     let mut seqs: Vec<Vec<u32>> = (0..8).map(|i| prompt(5 + 3 * i, i as u32)).collect();
     let mut done = [0usize; 8];
     let mut steps = 0;
@@ -156,13 +131,9 @@ fn decode_graphs_equal_eager_launches() {
             if chunks.is_empty() {
                 continue;
             }
-            let ids: Vec<usize> = (0..batch)
-                .filter(|&i| (phase == 0) == (done[i] + 1 < seqs[i].len()))
-                .collect();
-            let (a, b) = (
-                eager.forward(&chunks).unwrap(),
-                graphs.forward(&chunks).unwrap(),
-            );
+            let ids: Vec<usize> =
+                (0..batch).filter(|&i| (phase == 0) == (done[i] + 1 < seqs[i].len())).collect();
+            let (a, b) = (eager.forward(&chunks).unwrap(), graphs.forward(&chunks).unwrap());
             // Equal up to f32 summation order: a graph pads 3 rows to 4 (5 to 8), which can
             // move a linear from the GEMV kernel to cuBLAS; 1e-4 of the row's scale is ~100x
             // that and far below any real difference.
@@ -172,29 +143,16 @@ fn decode_graphs_equal_eager_launches() {
                     diff <= 1e-4 * scale,
                     "batch {batch} phase {phase}: graph vs eager {diff} (scale {scale})"
                 );
-                assert_eq!(
-                    argmax(ra),
-                    argmax(rb),
-                    "batch {batch} phase {phase}: argmax"
-                );
+                assert_eq!(argmax(ra), argmax(rb), "batch {batch} phase {phase}: argmax");
             }
             // The same step again (it rewrites identical K/V), greedy: tokens picked on the
             // GPU, in the graph and eagerly, equal the host's argmax of the logits.
-            let greedy = vec![
-                RowHint {
-                    greedy: true,
-                    may_continue: false,
-                    only_length_ends: false,
-                };
-                chunks.len()
-            ];
+            let greedy =
+                vec![RowHint { greedy: true, may_continue: false, only_length_ends: false }; chunks.len()];
             for (name, be) in [("eager", &mut eager), ("graph", &mut graphs)] {
                 let next = be.forward_next(&chunks, &greedy).unwrap();
                 let want: Vec<Next> = b.iter().map(|r| Next::Token(argmax(r))).collect();
-                assert_eq!(
-                    next, want,
-                    "batch {batch} phase {phase}: {name} greedy tokens"
-                );
+                assert_eq!(next, want, "batch {batch} phase {phase}: {name} greedy tokens");
             }
             for (k, &i) in ids.iter().enumerate() {
                 done[i] = seqs[i].len();

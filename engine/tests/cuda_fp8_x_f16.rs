@@ -32,9 +32,7 @@ fn gpus() -> Vec<(Gpu, &'static str)> {
 /// bf16 values as f16 the way the FP8 kernels convert them: round to nearest even,
 /// saturating at +-65504 (`cvt.rn.satfinite`; a large SwiGLU act can get there).
 fn as_f16(v: &[bf16]) -> Vec<f16> {
-    v.iter()
-        .map(|b| f16::from_f32(b.to_f32().clamp(-65504.0, 65504.0)))
-        .collect()
+    v.iter().map(|b| f16::from_f32(b.to_f32().clamp(-65504.0, 65504.0))).collect()
 }
 
 /// FP8 codes and 128x128 block scales on the GPU (`fp8_codes_and_scales`).
@@ -49,13 +47,7 @@ struct Fp8 {
 impl Fp8 {
     fn new(g: &Gpu, r: &mut Rng, n: usize, k: usize, interleave: usize) -> Self {
         let (codes, scales) = fp8_codes_and_scales(r, n, k);
-        Fp8 {
-            codes: up(g, &codes),
-            scales: up(g, &scales),
-            n,
-            k,
-            interleave,
-        }
+        Fp8 { codes: up(g, &codes), scales: up(g, &scales), n, k, interleave }
     }
 
     fn with<R>(&self, f: impl FnOnce(&Fp8Matrix<'_, '_>) -> R) -> R {
@@ -97,12 +89,8 @@ fn f16_x_gives_the_same_sums_and_act() {
                 let xh = up(&g, &as_f16(&down(&g, &x)));
                 let mut y = g.stream().alloc_zeros::<f32>(m * n).unwrap();
                 let mut yh = g.stream().alloc_zeros::<f32>(m * n).unwrap();
-                w.with(|m8| ops::skinny_gemm_fp8_into(&g, &x.as_view(), m8, &mut y.as_view_mut()))
-                    .unwrap();
-                w.with(|m8| {
-                    ops::skinny_gemm_fp8_into(&g, &xh.as_view(), m8, &mut yh.as_view_mut())
-                })
-                .unwrap();
+                w.with(|m8| ops::skinny_gemm_fp8_into(&g, &x.as_view(), m8, &mut y.as_view_mut())).unwrap();
+                w.with(|m8| ops::skinny_gemm_fp8_into(&g, &xh.as_view(), m8, &mut yh.as_view_mut())).unwrap();
                 let bits = |v: Vec<f32>| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                 same_bits(&what, &bits(down(&g, &yh)), &bits(down(&g, &y)));
             }
@@ -117,14 +105,10 @@ fn f16_x_gives_the_same_sums_and_act() {
                 let xh = up(&g, &as_f16(&down(&g, &x)));
                 let mut act = g.stream().alloc_zeros::<bf16>(m * inter).unwrap();
                 let mut acth = g.stream().alloc_zeros::<f16>(m * inter).unwrap();
-                w.with(|m8| {
-                    ops::skinny_gemm_fp8_swiglu_into(&g, &x.as_view(), m8, &mut act.as_view_mut())
-                })
-                .unwrap();
-                w.with(|m8| {
-                    ops::skinny_gemm_fp8_swiglu_into(&g, &xh.as_view(), m8, &mut acth.as_view_mut())
-                })
-                .unwrap();
+                w.with(|m8| ops::skinny_gemm_fp8_swiglu_into(&g, &x.as_view(), m8, &mut act.as_view_mut()))
+                    .unwrap();
+                w.with(|m8| ops::skinny_gemm_fp8_swiglu_into(&g, &xh.as_view(), m8, &mut acth.as_view_mut()))
+                    .unwrap();
                 same_bits(&what, &down(&g, &acth), &as_f16(&down(&g, &act)));
             }
         }
@@ -167,14 +151,8 @@ fn f16_norms_store_the_bf16_values_as_f16() {
                     )
                     .unwrap();
                 } else {
-                    ops::rmsnorm_into(
-                        &g,
-                        &mut x.as_view_mut(),
-                        &dw.as_view(),
-                        1e-6,
-                        &mut out.as_view_mut(),
-                    )
-                    .unwrap();
+                    ops::rmsnorm_into(&g, &mut x.as_view_mut(), &dw.as_view(), 1e-6, &mut out.as_view_mut())
+                        .unwrap();
                     ops::rmsnorm_f16_into(
                         &g,
                         &mut xh.as_view_mut(),
@@ -186,11 +164,7 @@ fn f16_norms_store_the_bf16_values_as_f16() {
                 }
                 same_bits(&what, &down(&g, &outh), &as_f16(&down(&g, &out)));
                 let bits = |v: Vec<f32>| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                same_bits(
-                    &format!("{what} residual"),
-                    &bits(down(&g, &xh)),
-                    &bits(down(&g, &x)),
-                );
+                same_bits(&format!("{what} residual"), &bits(down(&g, &xh)), &bits(down(&g, &x)));
             }
         }
     }
@@ -205,17 +179,8 @@ fn f16_x_launchers_refuse_what_the_kernels_cannot_do() {
     let mut x = up(&g, &r.vec(2 * 64));
     let dw = up(&g, &r.vec(64));
     let mut outh = g.stream().alloc_zeros::<f16>(2 * 64).unwrap();
-    let e = ops::rmsnorm_f16_into(
-        &g,
-        &mut x.as_view_mut(),
-        &dw.as_view(),
-        1e-6,
-        &mut outh.as_view_mut(),
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(
-        e.contains("rmsnorm_vec_f16") && e.contains("lean kernel"),
-        "{e}"
-    );
+    let e = ops::rmsnorm_f16_into(&g, &mut x.as_view_mut(), &dw.as_view(), 1e-6, &mut outh.as_view_mut())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rmsnorm_vec_f16") && e.contains("lean kernel"), "{e}");
 }

@@ -16,17 +16,9 @@ use kernels::{Gpu, bf16};
 #[ignore = "gpu"]
 fn cublas_gemm_matches_f64_reference() {
     let g = gpu();
-    assert!(
-        ops::blas_available(&g),
-        "libcublas must load on the GPU machine"
-    );
+    assert!(ops::blas_available(&g), "libcublas must load on the GPU machine");
     let mut r = Rng(9);
-    for (m, n, k) in [
-        (4, 37, 64),
-        (8, 1000, 4096),
-        (232, 300, 4096),
-        (5, 257, 12288),
-    ] {
+    for (m, n, k) in [(4, 37, 64), (8, 1000, 4096), (232, 300, 4096), (5, 257, 12288)] {
         let (w, x) = (r.vec(n * k), r.vec(m * k));
         let mut y = g.stream().alloc_zeros::<f32>(m * n).unwrap();
         ops::gemm_into(
@@ -74,14 +66,7 @@ fn skinny_cases(g: Gpu) {
     let pipe = pipeline(&g);
     let mut r = Rng(11);
     // 9000 rows: 563 tiles, more than an H200's resident bulk blocks (3 per SM).
-    for (n, k) in [
-        (37, 64),
-        (300, 208),
-        (1000, 4096),
-        (256, 12288),
-        (80, 16384),
-        (9000, 64),
-    ] {
+    for (n, k) in [(37, 64), (300, 208), (1000, 4096), (256, 12288), (80, 16384), (9000, 64)] {
         let w = r.vec(n * k);
         let dw = up_bf16(&g, &w);
         // FP8: random codes (no NaN: 0x7f / 0xff) and positive block scales.
@@ -89,9 +74,7 @@ fn skinny_cases(g: Gpu) {
         // Scales per 128 rows (the checkpoint layout) and per row (fused tiny projections).
         let sc = k.div_ceil(128);
         let scaled = |rows_per: usize, r: &mut Rng| {
-            let s: Vec<f32> = (0..n.div_ceil(rows_per) * sc)
-                .map(|_| (r.next().abs() + 0.1) / 64.0)
-                .collect();
+            let s: Vec<f32> = (0..n.div_ceil(rows_per) * sc).map(|_| (r.next().abs() + 0.1) / 64.0).collect();
             let w: Vec<f32> = (0..n * k)
                 .map(|i| e4m3_value(codes[i]) * s[(i / k / rows_per) * sc + (i % k) / 128])
                 .collect();
@@ -124,13 +107,7 @@ fn skinny_cases(g: Gpu) {
             };
             ops::fp8_dequant_into(&g, &m8, &mut out.as_view_mut()).unwrap();
             let want: Vec<f32> = wref.iter().map(|&v| bf16::from_f32(v).to_f32()).collect();
-            check(
-                &format!("fp8_dequant {what} {n}x{k} (exact)"),
-                &down_bf16(&g, &out),
-                &want,
-                1e-30,
-                0.0,
-            );
+            check(&format!("fp8_dequant {what} {n}x{k} (exact)"), &down_bf16(&g, &out), &want, 1e-30, 0.0);
         }
         for m in 1..=8 {
             let x = r.vec(m * k);
@@ -170,25 +147,17 @@ fn skinny_cases(g: Gpu) {
                     let mut yt = g.stream().alloc_zeros::<f32>(m * n).unwrap();
                     let tiled = ops::WeightLayout::Tiled;
                     let (xv, wv) = (dx.as_view(), dw_tiled.as_view());
-                    ops::skinny_gemm_into(&g, &xv, &wv, tiled, n, k, &mut yt.as_view_mut())
-                        .unwrap();
+                    ops::skinny_gemm_into(&g, &xv, &wv, tiled, n, k, &mut yt.as_view_mut()).unwrap();
                     let gt = down(&g, &yt);
                     let same = got.iter().zip(&gt).all(|(a, b)| a.to_bits() == b.to_bits());
-                    assert!(
-                        same,
-                        "skinny {pipe} {kind} m={m} n={n} k={k}: tiled != row-major"
-                    );
+                    assert!(same, "skinny {pipe} {kind} m={m} n={n} k={k}: tiled != row-major");
                 }
                 let mut err = vec![0f32; m * n];
                 for t in 0..m {
                     for j in 0..n {
                         let (xs, ws) = (&x[t * k..][..k], &wref[j * k..][..k]);
                         let want: f64 = xs.iter().zip(ws).map(|(a, b)| *a as f64 * *b as f64).sum();
-                        let mag: f64 = xs
-                            .iter()
-                            .zip(ws)
-                            .map(|(a, b)| (*a as f64 * *b as f64).abs())
-                            .sum();
+                        let mag: f64 = xs.iter().zip(ws).map(|(a, b)| (*a as f64 * *b as f64).abs()).sum();
                         err[t * n + j] = ((got[t * n + j] as f64 - want) / mag.max(1e-30)) as f32;
                     }
                 }
@@ -239,17 +208,14 @@ fn gate_up_cases(g: Gpu) {
         // gate-then-up order (as the engine uploads them).
         let wb: Vec<f32> = r.vec(n * k);
         let codes = random_e4m3_codes(&mut r, n * k);
-        let scales: Vec<f32> = (0..n.div_ceil(scale_rows) * sc)
-            .map(|_| (r.next().abs() + 0.1) / 64.0)
-            .collect();
+        let scales: Vec<f32> =
+            (0..n.div_ceil(scale_rows) * sc).map(|_| (r.next().abs() + 0.1) / 64.0).collect();
         let w8: Vec<f32> = (0..n * k)
             .map(|i| e4m3_value(codes[i]) * scales[(i / k / scale_rows) * sc + (i % k) / 128])
             .collect();
         let half = inter * k;
-        let il_b: Vec<bf16> = ops::interleave_gate_up(&wb[..half], &wb[half..], k)
-            .iter()
-            .map(|&v| bf16::from_f32(v))
-            .collect();
+        let il_b: Vec<bf16> =
+            ops::interleave_gate_up(&wb[..half], &wb[half..], k).iter().map(|&v| bf16::from_f32(v)).collect();
         let dwb = up(&g, &il_b);
         let il_codes = ops::interleave_gate_up(&codes[..half], &codes[half..], k);
         let dcodes = up(&g, &il_codes);
@@ -257,14 +223,7 @@ fn gate_up_cases(g: Gpu) {
         let dwb_tiled = up(&g, &ops::tile_weights(&il_b, n, k));
         let dscales = up(&g, &scales);
         let (cv, sv) = (dcodes.as_view(), dscales.as_view());
-        let m8 = ops::Fp8Matrix {
-            codes: &cv,
-            scale_inv: &sv,
-            scale_rows,
-            n,
-            k,
-            interleave: inter,
-        };
+        let m8 = ops::Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows, n, k, interleave: inter };
         // Prefill dequantization: interleaved rows, each scaled by its original row's scale.
         let mut deq = g.stream().alloc_zeros::<bf16>(n * k).unwrap();
         ops::fp8_dequant_into(&g, &m8, &mut deq.as_view_mut()).unwrap();
@@ -328,26 +287,16 @@ fn gate_up_cases(g: Gpu) {
                     );
                 }
                 let what = format!("gate_up+swiglu {pipe} {kind} m={m} inter={inter} k={k}");
-                check(
-                    &format!("{what} vs unfused"),
-                    &got,
-                    &down_bf16(&g, &act2),
-                    1e-6,
-                    8e-3,
-                );
+                check(&format!("{what} vs unfused"), &got, &down_bf16(&g, &act2), 1e-6, 8e-3);
                 let mut err = vec![0f32; m * inter];
                 for t in 0..m {
                     let xs = &x[t * k..][..k];
                     for c in 0..inter {
                         let dot = |row: usize| {
                             let ws = &wref[row * k..][..k];
-                            let d: f64 =
-                                xs.iter().zip(ws).map(|(a, b)| *a as f64 * *b as f64).sum();
-                            let mag: f64 = xs
-                                .iter()
-                                .zip(ws)
-                                .map(|(a, b)| (*a as f64 * *b as f64).abs())
-                                .sum();
+                            let d: f64 = xs.iter().zip(ws).map(|(a, b)| *a as f64 * *b as f64).sum();
+                            let mag: f64 =
+                                xs.iter().zip(ws).map(|(a, b)| (*a as f64 * *b as f64).abs()).sum();
                             (d, mag)
                         };
                         let ((gv, gm), (uv, um)) = (dot(c), dot(inter + c));
@@ -358,13 +307,7 @@ fn gate_up_cases(g: Gpu) {
                             ((got[t * inter + c] as f64 - want).abs() / tol.max(1e-30)) as f32;
                     }
                 }
-                check(
-                    &format!("{what} (err / tol)"),
-                    &err,
-                    &vec![0.0; err.len()],
-                    1.0,
-                    1.0,
-                );
+                check(&format!("{what} (err / tol)"), &err, &vec![0.0; err.len()], 1.0, 1.0);
             }
         }
     }

@@ -27,40 +27,25 @@ fn env_path(name: &str) -> PathBuf {
 #[ignore = "gpu"]
 fn qwen3_8b_matches_hf_transformers() {
     let (ckpt, json) = (env_path("LATLAB_HF8B_CKPT"), env_path("LATLAB_HF8B_JSON"));
-    let golden: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let golden: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let ids = |k: &str| -> Vec<u32> {
-        golden[k]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap() as u32)
-            .collect()
+        golden[k].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect()
     };
     let (prompt, hf_greedy, top_ids) = (ids("prompt"), ids("greedy"), ids("top_ids"));
-    let top_logits: Vec<f32> = golden["top_logits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap() as f32)
-        .collect();
+    let top_logits: Vec<f32> =
+        golden["top_logits"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect();
     let cfg = ModelConfig::from_dir(&ckpt).unwrap();
     let (w, dtype) = ModelWeights::load(&cfg, &ckpt).unwrap();
     eprintln!("loaded {} ({dtype})", ckpt.display());
-    let mut gpu =
-        CudaBackend::new(cfg, &w, 64, 16, &kernels::GpuOptions::from_env().unwrap()).unwrap();
+    let mut gpu = CudaBackend::new(cfg, &w, 64, 16, &kernels::GpuOptions::from_env().unwrap()).unwrap();
     drop(w);
     let table: Vec<u32> = (0..64).collect();
     let mut seq = prompt.clone();
     let mut done = 0;
     let (mut worst_rel, mut same_top1) = (0f32, 0);
     for (step, st) in golden["steps"].as_array().unwrap().iter().enumerate() {
-        let chunk = SeqChunk {
-            tokens: &seq[done..],
-            start_pos: done,
-            block_table: &table,
-            want_logits: true,
-        };
+        let chunk =
+            SeqChunk { tokens: &seq[done..], start_pos: done, block_table: &table, want_logits: true };
         let logits = gpu.forward(&[chunk]).unwrap().remove(0);
         let scale = logits.iter().fold(0f32, |m, v| m.max(v.abs()));
         let tol = 0.02 * scale;
@@ -74,33 +59,16 @@ fn qwen3_8b_matches_hf_transformers() {
                 "last prompt position: top-64 logits max |ours - hf| = {worst:.4} (row max |logit| {scale:.3}, {:.2} %)",
                 100.0 * worst / scale
             );
-            assert!(
-                worst <= tol,
-                "step 0: logits differ by {worst} (scale {scale})"
-            );
+            assert!(worst <= tol, "step 0: logits differ by {worst} (scale {scale})");
         }
-        let hf_ids: Vec<u32> = st["top_ids"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap() as u32)
-            .collect();
-        let hf_logits: Vec<f32> = st["top_logits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap() as f32)
-            .collect();
-        let worst = hf_ids
-            .iter()
-            .zip(&hf_logits)
-            .map(|(&i, &l)| (logits[i as usize] - l).abs())
-            .fold(0f32, f32::max);
+        let hf_ids: Vec<u32> =
+            st["top_ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect();
+        let hf_logits: Vec<f32> =
+            st["top_logits"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect();
+        let worst =
+            hf_ids.iter().zip(&hf_logits).map(|(&i, &l)| (logits[i as usize] - l).abs()).fold(0f32, f32::max);
         worst_rel = worst_rel.max(worst / scale);
-        assert!(
-            worst <= tol,
-            "step {step}: top-8 logits differ by {worst} (scale {scale})"
-        );
+        assert!(worst <= tol, "step {step}: top-8 logits differ by {worst} (scale {scale})");
         let ours = argmax(&logits);
         let pos = hf_ids.iter().position(|&i| i == ours);
         assert!(

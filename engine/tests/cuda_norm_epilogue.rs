@@ -43,13 +43,7 @@ struct Weights {
 impl Weights {
     fn new(g: &Gpu, r: &mut Rng, n: usize, k: usize, interleave: usize) -> Self {
         let (codes, scales) = fp8_codes_and_scales(r, n, k);
-        Weights {
-            codes: up(g, &codes),
-            scales: up(g, &scales),
-            n,
-            k,
-            interleave,
-        }
+        Weights { codes: up(g, &codes), scales: up(g, &scales), n, k, interleave }
     }
 
     /// Run `f` with the matrix as the skinny GEMM takes it.
@@ -70,8 +64,7 @@ impl Weights {
 fn plain(g: &Gpu, x: &CudaSlice<bf16>, w: &Weights) -> Vec<f32> {
     let m = x.len() / w.k;
     let mut y = g.stream().alloc_zeros::<f32>(m * w.n).unwrap();
-    w.with(|m8| ops::skinny_gemm_fp8_into(g, &x.as_view(), m8, &mut y.as_view_mut()))
-        .unwrap();
+    w.with(|m8| ops::skinny_gemm_fp8_into(g, &x.as_view(), m8, &mut y.as_view_mut())).unwrap();
     down(g, &y)
 }
 
@@ -95,10 +88,7 @@ fn producer_adds_to_the_residual_and_stores_hw_and_sums_of_squares() {
                     let sums = plain(&g, &x, &w);
                     let mut y = up(&g, &y0);
                     let mut hw = g.stream().alloc_zeros::<bf16>(m * n).unwrap();
-                    let mut ss = g
-                        .stream()
-                        .alloc_zeros::<f32>(m * ops::norm_parts(n))
-                        .unwrap();
+                    let mut ss = g.stream().alloc_zeros::<f32>(m * ops::norm_parts(n)).unwrap();
                     w.with(|m8| {
                         let epi = NormEpi::AddNorm {
                             w: &dnw.as_view(),
@@ -133,10 +123,7 @@ fn scales(ss: &[f32], m: usize, k: usize, eps: f32) -> Vec<f64> {
     let parts = ss.len() / m;
     (0..m)
         .map(|i| {
-            let s: f64 = ss[i * parts..(i + 1) * parts]
-                .iter()
-                .map(|&v| v as f64)
-                .sum();
+            let s: f64 = ss[i * parts..(i + 1) * parts].iter().map(|&v| v as f64).sum();
             1.0 / (s / k as f64 + eps as f64).sqrt()
         })
         .collect()
@@ -150,13 +137,9 @@ fn consumer_scales_each_row_before_storing_and_before_swiglu() {
         let mut r = Rng(43);
         // qkv's and gate|up's shapes at Qwen3-8B, small ones, and one whose x is too long
         // to stage.
-        for (n, k, swiglu) in [
-            (6144, 4096, false),
-            (24576, 4096, true),
-            (96, 256, false),
-            (256, 256, true),
-            (96, 16384, false),
-        ] {
+        for (n, k, swiglu) in
+            [(6144, 4096, false), (24576, 4096, true), (96, 256, false), (256, 256, true), (96, 16384, false)]
+        {
             let w = Weights::new(&g, &mut r, n, k, if swiglu { n / 2 } else { 0 });
             let parts = ops::norm_parts(k);
             for m in [1, 3, 8] {
@@ -170,19 +153,15 @@ fn consumer_scales_each_row_before_storing_and_before_swiglu() {
                 {
                     let what = format!("{pipe} m={m} n={n} k={k}");
                     let sums = plain(&g, &x, &w);
-                    let epi = NormEpi::Scale {
-                        ss: &dss.as_view(),
-                        eps,
-                    };
+                    let epi = NormEpi::Scale { ss: &dss.as_view(), eps };
                     if !swiglu {
                         let mut y = g.stream().alloc_zeros::<f32>(m * n).unwrap();
                         w.with(|m8| {
                             ops::skinny_linear_norm_into(&g, &x.as_view(), m8, &mut y.as_view_mut(), epi)
                         })
                         .unwrap();
-                        let want: Vec<f32> = (0..m * n)
-                            .map(|i| (sums[i] as f64 * sc[i / n]) as f32)
-                            .collect();
+                        let want: Vec<f32> =
+                            (0..m * n).map(|i| (sums[i] as f64 * sc[i / n]) as f32).collect();
                         let floor = want.iter().fold(0f32, |a, v| a.max(v.abs())) * 1e-6;
                         check(&what, &down(&g, &y), &want, floor, 1e-5);
                         continue;
@@ -205,13 +184,7 @@ fn consumer_scales_each_row_before_storing_and_before_swiglu() {
                         .collect();
                     let floor = want.iter().fold(0f32, |a, v| a.max(v.abs())) * 1e-3;
                     // bf16 output: half an ulp (2^-9) plus the sums' f32 rounding.
-                    check(
-                        &format!("{what} swiglu"),
-                        &down_bf16(&g, &act),
-                        &want,
-                        floor,
-                        5e-3,
-                    );
+                    check(&format!("{what} swiglu"), &down_bf16(&g, &act), &want, floor, 5e-3);
                 }
             }
         }
@@ -233,11 +206,8 @@ fn norm_epilogue_launchers_refuse_what_the_kernels_cannot_do() {
     // SwiGLU's output cannot join a residual.
     let e = w
         .with(|m8| {
-            let epi = NormEpi::AddNorm {
-                w: &nw.as_view(),
-                hw: &mut hw.as_view_mut(),
-                ss: &mut ss.as_view_mut(),
-            };
+            let epi =
+                NormEpi::AddNorm { w: &nw.as_view(), hw: &mut hw.as_view_mut(), ss: &mut ss.as_view_mut() };
             ops::skinny_swiglu_norm_into(&g, &x.as_view(), m8, &mut act.as_view_mut(), epi)
         })
         .unwrap_err()
@@ -247,10 +217,7 @@ fn norm_epilogue_launchers_refuse_what_the_kernels_cannot_do() {
     let odd = up(&g, &vec![1f32; m * 6]);
     let e = w
         .with(|m8| {
-            let epi = NormEpi::Scale {
-                ss: &odd.as_view(),
-                eps: 1e-6,
-            };
+            let epi = NormEpi::Scale { ss: &odd.as_view(), eps: 1e-6 };
             ops::skinny_swiglu_norm_into(&g, &x.as_view(), m8, &mut act.as_view_mut(), epi)
         })
         .unwrap_err()

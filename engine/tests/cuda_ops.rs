@@ -30,19 +30,12 @@ fn embed_norms_swiglu_argmax_match_cpu() {
         &mut x.as_view_mut(),
     )
     .unwrap();
-    let want: Vec<f32> = ids
-        .iter()
-        .flat_map(|&i| table[i as usize * hd..][..hd].to_vec())
-        .collect();
+    let want: Vec<f32> = ids.iter().flat_map(|&i| table[i as usize * hd..][..hd].to_vec()).collect();
     check("embed_gather (exact)", &down(&g, &x), &want, 1.0, 0.0);
 
     // The norms on both kernels: the lean float4 ones at Qwen3-8B's width, the scalar rows
     // at widths the lean ones do not take.
-    for (width, want) in [
-        (hd, "add_rmsnorm_vec"),
-        (4104, "add_rmsnorm_rows"),
-        (64, "add_rmsnorm_rows"),
-    ] {
+    for (width, want) in [(hd, "add_rmsnorm_vec"), (4104, "add_rmsnorm_rows"), (64, "add_rmsnorm_rows")] {
         assert_eq!(ops::add_rmsnorm_kernel(width), want, "the kernel under test");
         norms_match_cpu(&g, &mut r, t, width, &format!("{want} dim {width}"));
     }
@@ -50,14 +43,7 @@ fn embed_norms_swiglu_argmax_match_cpu() {
     let inter = 12288;
     let gu: Vec<f32> = r.vec(t * 2 * inter).iter().map(|v| v * 4.0).collect();
     let mut act = g.stream().alloc_zeros::<bf16>(t * inter).unwrap();
-    ops::swiglu_into(
-        &g,
-        &up(&g, &gu).as_view(),
-        inter,
-        false,
-        &mut act.as_view_mut(),
-    )
-    .unwrap();
+    ops::swiglu_into(&g, &up(&g, &gu).as_view(), inter, false, &mut act.as_view_mut()).unwrap();
     let want: Vec<f32> = (0..t * inter)
         .map(|i| {
             let (row, c) = (i / inter, i % inter);
@@ -74,21 +60,8 @@ fn embed_norms_swiglu_argmax_match_cpu() {
             ops::interleave_gate_up(&gu_row[..inter], &gu_row[inter..], 1)
         })
         .collect();
-    ops::swiglu_into(
-        &g,
-        &up(&g, &tiled).as_view(),
-        inter,
-        true,
-        &mut act.as_view_mut(),
-    )
-    .unwrap();
-    check(
-        "swiglu tiled (bf16)",
-        &down_bf16(&g, &act),
-        &want,
-        1e-3,
-        5e-3,
-    );
+    ops::swiglu_into(&g, &up(&g, &tiled).as_view(), inter, true, &mut act.as_view_mut()).unwrap();
+    check("swiglu tiled (bf16)", &down_bf16(&g, &act), &want, 1e-3, 5e-3);
 
     let v = 151_936;
     let mut logits = r.vec(3 * v);
@@ -96,18 +69,9 @@ fn embed_norms_swiglu_argmax_match_cpu() {
     logits[v + 90_000] = 5.0; // tie: first wins
     logits[2 * v + v - 1] = 9.0;
     let mut am = g.stream().alloc_zeros::<u32>(3).unwrap();
-    let mut keys = g
-        .stream()
-        .alloc_zeros::<u64>(3 * ops::ARGMAX_PARTS)
+    let mut keys = g.stream().alloc_zeros::<u64>(3 * ops::ARGMAX_PARTS).unwrap();
+    ops::argmax_into(&g, &up(&g, &logits).as_view(), v, &mut keys.as_view_mut(), &mut am.as_view_mut())
         .unwrap();
-    ops::argmax_into(
-        &g,
-        &up(&g, &logits).as_view(),
-        v,
-        &mut keys.as_view_mut(),
-        &mut am.as_view_mut(),
-    )
-    .unwrap();
     let want: Vec<u32> = logits.chunks(v).map(engine::sampling::argmax).collect();
     assert_eq!(down(&g, &am), want);
     assert_eq!(want[1..], [7, v as u32 - 1]);
@@ -130,37 +94,12 @@ fn norms_match_cpu(g: &kernels::Gpu, r: &mut Rng, t: usize, hd: usize, kind: &st
     )
     .unwrap();
     let mut sum: Vec<f32> = xv.iter().zip(&addv).map(|(a, b)| a + b).collect();
-    check(
-        &format!("add_rmsnorm {kind} residual"),
-        &down(g, &dx),
-        &sum,
-        1e-6,
-        1e-6,
-    );
+    check(&format!("add_rmsnorm {kind} residual"), &down(g, &dx), &sum, 1e-6, 1e-6);
     rms_norm(&mut sum, &w, 1e-6);
-    check(
-        &format!("add_rmsnorm {kind} out (bf16)"),
-        &down_bf16(g, &out),
-        &sum,
-        1e-3,
-        5e-3,
-    );
+    check(&format!("add_rmsnorm {kind} out (bf16)"), &down_bf16(g, &out), &sum, 1e-3, 5e-3);
     let mut dx2 = up(g, &xv);
-    ops::rmsnorm_into(
-        g,
-        &mut dx2.as_view_mut(),
-        &dw.as_view(),
-        1e-6,
-        &mut out.as_view_mut(),
-    )
-    .unwrap();
+    ops::rmsnorm_into(g, &mut dx2.as_view_mut(), &dw.as_view(), 1e-6, &mut out.as_view_mut()).unwrap();
     let mut plain = xv.clone();
     rms_norm(&mut plain, &w, 1e-6);
-    check(
-        &format!("rmsnorm {kind} out (bf16)"),
-        &down_bf16(g, &out),
-        &plain,
-        1e-3,
-        5e-3,
-    );
+    check(&format!("rmsnorm {kind} out (bf16)"), &down_bf16(g, &out), &plain, 1e-3, 5e-3);
 }

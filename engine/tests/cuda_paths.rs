@@ -26,10 +26,7 @@ fn every_decode_path_matches_cpu() {
         let (cfg, w) = small_model(fp8);
         let opts = kernels::GpuOptions::from_env().unwrap();
         let mut gpu = CudaBackend::new(cfg.clone(), &w, 64, 16, &opts).unwrap();
-        let path = |folds_norms, f16_x| DecodePath {
-            folds_norms,
-            f16_x,
-        };
+        let path = |folds_norms, f16_x| DecodePath { folds_norms, f16_x };
         assert_eq!(gpu.decode_path(1), path(fp8, false), "fp8 {fp8}: batch 1");
         assert_eq!(gpu.decode_path(3), path(false, fp8), "fp8 {fp8}: batch 3");
         let mut cpu = CpuBackend::new(cfg, w, 64, 16);
@@ -56,15 +53,9 @@ fn tiled_weights_give_the_same_logits() {
     // Equal logits prove nothing if the knob never reached the weights.
     for fp8 in [false, true] {
         let [off, on] = tuned_pair(fp8, set);
-        assert!(
-            off.decode_layouts().iter().all(|l| *l == Rows),
-            "fp8 {fp8}: off"
-        );
+        assert!(off.decode_layouts().iter().all(|l| *l == Rows), "fp8 {fp8}: off");
         let want = if fp8 { Rows } else { Tiled };
-        assert!(
-            on.decode_layouts().iter().all(|l| *l == want),
-            "fp8 {fp8}: on"
-        );
+        assert!(on.decode_layouts().iter().all(|l| *l == want), "fp8 {fp8}: on");
     }
     same_logits(set, "tiled weights");
 }
@@ -93,14 +84,9 @@ fn fp8_prefill_copies_give_the_same_logits() {
         assert_eq!(kept.keep_fp8_prefill_copies().unwrap(), 0, "{preset}");
         // 40 rows: the prefill (cuBLAS) path.
         let tokens = prompt(40, 5);
-        let (a, b) = (
-            fresh.logits_all_positions(&tokens).unwrap(),
-            kept.logits_all_positions(&tokens).unwrap(),
-        );
-        assert!(
-            a == b,
-            "{preset}: prefill logits differ with the kept copies"
-        );
+        let (a, b) =
+            (fresh.logits_all_positions(&tokens).unwrap(), kept.logits_all_positions(&tokens).unwrap());
+        assert!(a == b, "{preset}: prefill logits differ with the kept copies");
     }
 }
 
@@ -120,16 +106,12 @@ fn run_ahead_gives_the_same_tokens() {
         let (cfg, w) = small_model(fp8);
         let o = kernels::GpuOptions::from_env().unwrap();
         // (run-ahead on, rows end only by length, a request on its way in)
-        let cases = [
-            (false, true, false),
-            (true, true, false),
-            (true, false, false),
-            (true, true, true),
-        ];
+        let cases = [(false, true, false), (true, true, false), (true, false, false), (true, true, true)];
         let runs: Vec<(Vec<Vec<u32>>, u64)> = cases
             .into_iter()
             .map(|(on, only_length_ends, arriving)| {
-                let case = format!("fp8 {fp8}, on {on}, only_length_ends {only_length_ends}, arriving {arriving}");
+                let case =
+                    format!("fp8 {fp8}, on {on}, only_length_ends {only_length_ends}, arriving {arriving}");
                 let mut be = CudaBackend::new(cfg.clone(), &w, 64, 16, &o).unwrap();
                 be.set_run_ahead(on);
                 let arrivals = Arrivals::default();
@@ -171,20 +153,11 @@ fn greedy_decode(be: &mut CudaBackend, only_length_ends: bool, case: &str) -> Ve
             t.push(free.pop().unwrap());
         }
     };
-    let hint = |may_continue| RowHint {
-        greedy: true,
-        may_continue,
-        only_length_ends,
-    };
+    let hint = |may_continue| RowHint { greedy: true, may_continue, only_length_ends };
     // Prefill each prompt; its last position's token comes back.
     for i in 0..3 {
         grow(&mut tables[i], seqs[i].len(), &mut free);
-        let c = [SeqChunk {
-            tokens: &seqs[i],
-            start_pos: 0,
-            block_table: &tables[i],
-            want_logits: true,
-        }];
+        let c = [SeqChunk { tokens: &seqs[i], start_pos: 0, block_table: &tables[i], want_logits: true }];
         let Next::Token(t) = be.forward_next(&c, &[hint(true)]).unwrap()[0] else {
             panic!("{case}: greedy prefill gave logits");
         };

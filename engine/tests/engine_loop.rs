@@ -16,21 +16,13 @@ fn start(args: EngineArgs) -> EngineHandle {
 }
 
 fn greedy(max_tokens: usize) -> SamplingParams {
-    SamplingParams {
-        temperature: 0.0,
-        max_tokens: Some(max_tokens),
-        ignore_eos: true,
-        ..Default::default()
-    }
+    SamplingParams { temperature: 0.0, max_tokens: Some(max_tokens), ignore_eos: true, ..Default::default() }
 }
 
 fn collect(mut rx: tokio::sync::mpsc::Receiver<TokenEvent>) -> (Vec<u32>, Finished) {
     let mut toks = vec![];
     loop {
-        match rx
-            .blocking_recv()
-            .expect("engine ends every stream with a finished token")
-        {
+        match rx.blocking_recv().expect("engine ends every stream with a finished token") {
             TokenEvent::Token { id, finished } => {
                 toks.push(id);
                 if let Some(f) = finished {
@@ -64,42 +56,22 @@ fn batched_chunked_generation_equals_reference_greedy() {
         max_model_len: Some(64),
         ..Default::default()
     });
-    let prompts: Vec<Vec<u32>> = (0..4)
-        .map(|i| {
-            (0..(10 + 5 * i))
-                .map(|t| (t * 37 + i * 1000) as u32)
-                .collect()
-        })
-        .collect();
+    let prompts: Vec<Vec<u32>> =
+        (0..4).map(|i| (0..(10 + 5 * i)).map(|t| (t * 37 + i * 1000) as u32).collect()).collect();
     let rxs: Vec<_> = prompts
         .iter()
-        .map(|p| {
-            h.submit(GenerateRequest {
-                prompt: p.clone(),
-                params: greedy(12),
-            })
-            .unwrap()
-        })
+        .map(|p| h.submit(GenerateRequest { prompt: p.clone(), params: greedy(12) }).unwrap())
         .collect();
     for (p, rx) in prompts.iter().zip(rxs) {
         let (toks, end) = collect(rx);
         assert_eq!(
             end,
-            Finished {
-                reason: FinishReason::Length,
-                prompt_tokens: p.len(),
-                completion_tokens: 12
-            }
+            Finished { reason: FinishReason::Length, prompt_tokens: p.len(), completion_tokens: 12 }
         );
         assert_eq!(toks, reference_greedy(p, 12));
     }
     let stats = &h.shared().stats;
-    assert_eq!(
-        stats
-            .kv_pages_used
-            .load(std::sync::atomic::Ordering::Relaxed),
-        0
-    );
+    assert_eq!(stats.kv_pages_used.load(std::sync::atomic::Ordering::Relaxed), 0);
     assert!(
         stats.preemptions.load(std::sync::atomic::Ordering::Relaxed) > 0,
         "16 pages of 4 cannot hold 4 sequences"
@@ -108,86 +80,27 @@ fn batched_chunked_generation_equals_reference_greedy() {
 
 #[test]
 fn limits_stop_ids_and_cancellation() {
-    let h = start(EngineArgs {
-        max_model_len: Some(32),
-        ..Default::default()
-    });
-    let too_long = h.submit(GenerateRequest {
-        prompt: vec![1; 30],
-        params: greedy(5),
-    });
-    assert!(
-        too_long
-            .unwrap_err()
-            .to_string()
-            .contains("maximum context length")
-    );
+    let h = start(EngineArgs { max_model_len: Some(32), ..Default::default() });
+    let too_long = h.submit(GenerateRequest { prompt: vec![1; 30], params: greedy(5) });
+    assert!(too_long.unwrap_err().to_string().contains("maximum context length"));
     // Stop on the first greedy token when it is a stop id.
     let first = reference_greedy(&[5, 6, 7], 1)[0];
-    let params = SamplingParams {
-        stop_token_ids: vec![first],
-        ..greedy(10)
-    };
-    let (toks, end) = collect(
-        h.submit(GenerateRequest {
-            prompt: vec![5, 6, 7],
-            params,
-        })
-        .unwrap(),
-    );
+    let params = SamplingParams { stop_token_ids: vec![first], ..greedy(10) };
+    let (toks, end) = collect(h.submit(GenerateRequest { prompt: vec![5, 6, 7], params }).unwrap());
     assert_eq!(toks, vec![first]);
-    assert!(matches!(
-        end,
-        Finished {
-            reason: FinishReason::Stop,
-            completion_tokens: 1,
-            ..
-        }
-    ));
+    assert!(matches!(end, Finished { reason: FinishReason::Stop, completion_tokens: 1, .. }));
     // No max_tokens: generation runs to the model length.
-    let params = SamplingParams {
-        max_tokens: None,
-        ..greedy(1)
-    };
-    let (toks, _) = collect(
-        h.submit(GenerateRequest {
-            prompt: vec![1; 20],
-            params,
-        })
-        .unwrap(),
-    );
+    let params = SamplingParams { max_tokens: None, ..greedy(1) };
+    let (toks, _) = collect(h.submit(GenerateRequest { prompt: vec![1; 20], params }).unwrap());
     assert_eq!(toks.len(), 12);
     // A dropped receiver cancels: the engine frees the pages and keeps serving.
-    drop(
-        h.submit(GenerateRequest {
-            prompt: vec![3; 10],
-            params: greedy(20),
-        })
-        .unwrap(),
-    );
-    let (toks, _) = collect(
-        h.submit(GenerateRequest {
-            prompt: vec![4; 10],
-            params: greedy(3),
-        })
-        .unwrap(),
-    );
+    drop(h.submit(GenerateRequest { prompt: vec![3; 10], params: greedy(20) }).unwrap());
+    let (toks, _) = collect(h.submit(GenerateRequest { prompt: vec![4; 10], params: greedy(3) }).unwrap());
     assert_eq!(toks.len(), 3);
     // Seeded sampling is reproducible.
     let sampled = |seed| {
-        let params = SamplingParams {
-            temperature: 1.0,
-            seed: Some(seed),
-            ..greedy(8)
-        };
-        collect(
-            h.submit(GenerateRequest {
-                prompt: vec![9, 9, 9],
-                params,
-            })
-            .unwrap(),
-        )
-        .0
+        let params = SamplingParams { temperature: 1.0, seed: Some(seed), ..greedy(8) };
+        collect(h.submit(GenerateRequest { prompt: vec![9, 9, 9], params }).unwrap()).0
     };
     assert_eq!(sampled(1), sampled(1));
     assert_ne!(sampled(1), sampled(2));
@@ -199,13 +112,7 @@ fn limits_stop_ids_and_cancellation() {
 #[test]
 fn shutdown_joins_the_engine_thread() {
     let h = start(EngineArgs::default());
-    let (_, f) = collect(
-        h.submit(GenerateRequest {
-            prompt: vec![1, 2, 3],
-            params: greedy(2),
-        })
-        .unwrap(),
-    );
+    let (_, f) = collect(h.submit(GenerateRequest { prompt: vec![1, 2, 3], params: greedy(2) }).unwrap());
     assert_eq!(f.reason, FinishReason::Length);
     let other = h.clone();
     let e = h.clone().shutdown().unwrap_err().to_string();

@@ -63,10 +63,7 @@ const GREEDY_TOKENS: usize = 32;
 const W8A8_BOUND: (f64, f64) = (2.0, 0.25);
 
 fn weights(cfg: &ModelConfig, seed: u64, fp8: bool) -> (ModelConfig, ModelWeights) {
-    let cfg = ModelConfig {
-        quantization: fp8.then(QuantConfig::fp8),
-        ..cfg.clone()
-    };
+    let cfg = ModelConfig { quantization: fp8.then(QuantConfig::fp8), ..cfg.clone() };
     let w = ModelWeights::random(&cfg, seed).unwrap();
     assert_eq!(w.layers[0].down_proj.fp8.is_some(), fp8);
     (cfg, w)
@@ -130,12 +127,8 @@ fn greedy(b: &mut CpuBackend, prompt: &[u32], n: usize) -> Vec<u32> {
     let mut toks = prompt.to_vec();
     let mut start = 0;
     for _ in 0..n {
-        let chunk = SeqChunk {
-            tokens: &toks[start..],
-            start_pos: start,
-            block_table: &table,
-            want_logits: true,
-        };
+        let chunk =
+            SeqChunk { tokens: &toks[start..], start_pos: start, block_table: &table, want_logits: true };
         let logits = b.forward(&[chunk]).unwrap();
         start = toks.len();
         toks.push(argmax(&logits[0]));
@@ -172,8 +165,7 @@ impl Report {
         self.top1_same as f64 / self.positions as f64
     }
     fn greedy_mean(&self) -> f64 {
-        self.greedy_prefix.iter().sum::<usize>() as f64
-            / (self.greedy_prefix.len() * GREEDY_TOKENS) as f64
+        self.greedy_prefix.iter().sum::<usize>() as f64 / (self.greedy_prefix.len() * GREEDY_TOKENS) as f64
     }
     fn top5(&self) -> f64 {
         self.top1_in_top5 as f64 / self.positions as f64
@@ -193,33 +185,18 @@ struct Reference {
     control_rel: f64,
 }
 
-fn reference(
-    (cfg, seed): (&ModelConfig, u64),
-    sequences: &[Vec<u32>],
-    prompts: &[Vec<u32>],
-) -> Reference {
+fn reference((cfg, seed): (&ModelConfig, u64), sequences: &[Vec<u32>], prompts: &[Vec<u32>]) -> Reference {
     let ((ca, wa), (_, wb)) = (weights(cfg, seed, false), weights(cfg, seed, true));
     let weight_rel = weight_rel_error(&wa, &wb);
     let (cc, mut wc) = weights(cfg, seed, false);
     add_noise(&mut wc, weight_rel);
     assert!((weight_rel_error(&wa, &wc) / weight_rel - 1.0).abs() < 0.05);
     let mut a = CpuBackend::new(ca, wa, 64, 16);
-    let logits: Vec<_> = sequences
-        .iter()
-        .map(|s| a.logits_all_positions(s).unwrap())
-        .collect();
+    let logits: Vec<_> = sequences.iter().map(|s| a.logits_all_positions(s).unwrap()).collect();
     let mut control = CpuBackend::new(cc, wc, 64, 16);
     let control_rel = logit_rel_error(&logits, &mut control, sequences);
-    let greedy = prompts
-        .iter()
-        .map(|p| greedy(&mut a, p, GREEDY_TOKENS))
-        .collect();
-    Reference {
-        logits,
-        greedy,
-        weight_rel,
-        control_rel,
-    }
+    let greedy = prompts.iter().map(|p| greedy(&mut a, p, GREEDY_TOKENS)).collect();
+    Reference { logits, greedy, weight_rel, control_rel }
 }
 
 /// FP8 weights (W8A16, as the engine runs them) or FP8 weights and activations (`w8a8`:
@@ -235,11 +212,8 @@ fn compare(
     let (cb, wb) = weights(cfg, seed, true);
     let b = CpuBackend::new(cb, wb, 64, 16);
     let mut b = if w8a8 { b.with_fp8_activations() } else { b };
-    let mut r = Report {
-        weight_rel: reference.weight_rel,
-        control_rel: reference.control_rel,
-        ..Default::default()
-    };
+    let mut r =
+        Report { weight_rel: reference.weight_rel, control_rel: reference.control_rel, ..Default::default() };
     for (la, s) in reference.logits.iter().zip(sequences) {
         let lb = b.logits_all_positions(s).unwrap();
         for (x, y) in la.iter().zip(&lb) {
@@ -256,15 +230,11 @@ fn compare(
     }
     for (p, ga) in prompts.iter().zip(&reference.greedy) {
         let gb = greedy(&mut b, p, GREEDY_TOKENS);
-        r.greedy_prefix
-            .push(ga.iter().zip(&gb).take_while(|(x, y)| x == y).count());
+        r.greedy_prefix.push(ga.iter().zip(&gb).take_while(|(x, y)| x == y).count());
         let path: Vec<u32> = p.iter().chain(ga).copied().collect();
         let lb = b.logits_all_positions(&path).unwrap();
-        r.greedy_forced_same += ga
-            .iter()
-            .enumerate()
-            .filter(|&(i, &t)| argmax(&lb[p.len() - 1 + i]) == t)
-            .count();
+        r.greedy_forced_same +=
+            ga.iter().enumerate().filter(|&(i, &t)| argmax(&lb[p.len() - 1 + i]) == t).count();
     }
     r
 }
@@ -291,11 +261,7 @@ fn print(name: &str, r: &Report) {
 /// `w8a8`: the activations' rounding adds about as much error again as the weights'.
 fn check(name: &str, r: &Report, w8a8: bool) {
     // e4m3 rounding of weights spread over binades: ~2.5 % RMS (2.56 % measured).
-    assert!(
-        (0.02..0.03).contains(&r.weight_rel),
-        "{name}: weight error {:.4}",
-        r.weight_rel
-    );
+    assert!((0.02..0.03).contains(&r.weight_rel), "{name}: weight error {:.4}", r.weight_rel);
     // The logits move as much as under plain noise of that size (measured 0.94-1.12x): FP8
     // adds no error of its own beyond its rounding. A scale bug would be >10x.
     let (factor, cap) = if w8a8 { W8A8_BOUND } else { (1.5, 0.15) };
@@ -319,11 +285,7 @@ fn check(name: &str, r: &Report, w8a8: bool) {
     let top5 = if w8a8 { 0.9 } else { 0.95 };
     assert!(r.top1() >= 0.6, "{name}: top-1 agreement {:.3}", r.top1());
     assert!(r.top5() >= top5, "{name}: top-1 in top-5 {:.3}", r.top5());
-    assert!(
-        r.greedy_forced() >= 0.6,
-        "{name}: teacher-forced greedy agreement {:.3}",
-        r.greedy_forced()
-    );
+    assert!(r.greedy_forced() >= 0.6, "{name}: teacher-forced greedy agreement {:.3}", r.greedy_forced());
 }
 
 #[test]
@@ -368,19 +330,9 @@ fn fp8_vs_bf16_on_multi_block_shapes() {
         head_dim: 128,
         ..engine::presets::preset("tiny-untied").unwrap()
     };
-    let seqs: Vec<Vec<u32>> = (0..3)
-        .map(|s| {
-            (0..48)
-                .map(|i| (i * 7919 + s * 104_729 + 11) % 151_000)
-                .collect()
-        })
-        .collect();
-    let prompts: Vec<Vec<u32>> = (0..4)
-        .map(|s| {
-            (0..8)
-                .map(|i| (i * 31_337 + s * 977 + 5) % 151_000)
-                .collect()
-        })
-        .collect();
+    let seqs: Vec<Vec<u32>> =
+        (0..3).map(|s| (0..48).map(|i| (i * 7919 + s * 104_729 + 11) % 151_000).collect()).collect();
+    let prompts: Vec<Vec<u32>> =
+        (0..4).map(|s| (0..8).map(|i| (i * 31_337 + s * 977 + 5) % 151_000).collect()).collect();
     both("multi-block", (&cfg, 9), &seqs, &prompts);
 }

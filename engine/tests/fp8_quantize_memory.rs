@@ -57,8 +57,5 @@ fn quantizing_at_load_adds_only_the_codes() {
     // Peak growth: the codes (+ scales, allocator slack), far below a second f32 copy of
     // the projections (4x the codes).
     let grown = peak.saturating_sub(before);
-    assert!(
-        grown < codes + codes / 10 + (64 << 20),
-        "grew by {grown} bytes for {codes} bytes of codes"
-    );
+    assert!(grown < codes + codes / 10 + (64 << 20), "grew by {grown} bytes for {codes} bytes of codes");
 }

@@ -67,37 +67,30 @@ fn fail(e: impl std::fmt::Display) -> TestCaseError {
 fn config_json_never_panics_and_accepted_configs_round_trip() {
     let gen_cfg = prop_oneof![
         Just(None),
-        proptest::collection::vec(0u64..10, 0..3)
-            .prop_map(|ids| Some(json!({"eos_token_id": ids}))),
+        proptest::collection::vec(0u64..10, 0..3).prop_map(|ids| Some(json!({"eos_token_id": ids}))),
         arb_json(words(KEYS)).prop_map(Some),
     ];
     let input = (json_docs(config_samples(), KEYS, TEXTS), gen_cfg);
-    fuzz(
-        "config.json",
-        ["not JSON", "refused", "accepted"],
-        input,
-        |(doc, g)| {
-            let Ok(v) = serde_json::from_str::<Value>(&doc) else {
-                return Ok(0);
-            };
-            let Ok(c) = ModelConfig::from_json(&v, g.as_ref()) else {
-                return Ok(1);
-            };
-            // What loading does first with a config (the memory check counts every tensor).
-            let _ = (c.q_dim(), c.kv_dim());
-            if c.num_hidden_layers <= 64 {
-                engine::model_source::param_count(&c);
-            }
-            let back = ModelConfig::from_json(&c.to_hf_json(), Some(&c.generation_config_json()));
-            // A repeated eos id comes back once (harmless: the engine only asks whether an id is one).
-            let (mut want, mut seen) = (c.clone(), vec![]);
-            want.eos_token_ids
-                .retain(|id| !seen.contains(id) && (seen.push(*id), true).1);
-            let back = back.map_err(fail)?;
-            prop_assert_eq!(back, want);
-            Ok(2)
-        },
-    );
+    fuzz("config.json", ["not JSON", "refused", "accepted"], input, |(doc, g)| {
+        let Ok(v) = serde_json::from_str::<Value>(&doc) else {
+            return Ok(0);
+        };
+        let Ok(c) = ModelConfig::from_json(&v, g.as_ref()) else {
+            return Ok(1);
+        };
+        // What loading does first with a config (the memory check counts every tensor).
+        let _ = (c.q_dim(), c.kv_dim());
+        if c.num_hidden_layers <= 64 {
+            engine::model_source::param_count(&c);
+        }
+        let back = ModelConfig::from_json(&c.to_hf_json(), Some(&c.generation_config_json()));
+        // A repeated eos id comes back once (harmless: the engine only asks whether an id is one).
+        let (mut want, mut seen) = (c.clone(), vec![]);
+        want.eos_token_ids.retain(|id| !seen.contains(id) && (seen.push(*id), true).1);
+        let back = back.map_err(fail)?;
+        prop_assert_eq!(back, want);
+        Ok(2)
+    });
 }
 
 #[test]
@@ -105,22 +98,17 @@ fn quantization_config_never_panics() {
     let other = json!({"quant_method": "fp8", "weight_block_size": [128, 128],
         "modules_to_not_convert": ["lm_head", "model.embed_tokens"]});
     let docs = json_docs(vec![QuantConfig::fp8().to_hf_json(), other], KEYS, TEXTS);
-    fuzz(
-        "quantization_config",
-        ["not JSON", "refused", "accepted"],
-        docs,
-        |doc| {
-            let Ok(v) = serde_json::from_str::<Value>(&doc) else {
-                return Ok(0);
-            };
-            let Ok(q) = QuantConfig::from_hf(Some(&v)) else {
-                return Ok(1);
-            };
-            let back = q.map(|q| QuantConfig::from_hf(Some(&q.to_hf_json())));
-            prop_assert!(back.is_none_or(|b| b.ok() == Some(q)));
-            Ok(2)
-        },
-    );
+    fuzz("quantization_config", ["not JSON", "refused", "accepted"], docs, |doc| {
+        let Ok(v) = serde_json::from_str::<Value>(&doc) else {
+            return Ok(0);
+        };
+        let Ok(q) = QuantConfig::from_hf(Some(&v)) else {
+            return Ok(1);
+        };
+        let back = q.map(|q| QuantConfig::from_hf(Some(&q.to_hf_json())));
+        prop_assert!(back.is_none_or(|b| b.ok() == Some(q)));
+        Ok(2)
+    });
 }
 
 /// A valid checkpoint of `micro`: every tensor in `dtype`, or (fp8) the projections in
@@ -132,12 +120,7 @@ fn checkpoint(fp8: bool, tied: bool, dtype: Dtype) -> Vec<Tensor> {
         let (n, name) = (s.numel(), s.name);
         if fp8 && is_projection(&name) {
             let scales = engine::fp8::scale_shape(s.shape[0], s.shape[1]).to_vec();
-            out.push((
-                scale_name(&name),
-                Dtype::F32,
-                scales,
-                0.5f32.to_le_bytes().to_vec(),
-            ));
+            out.push((scale_name(&name), Dtype::F32, scales, 0.5f32.to_le_bytes().to_vec()));
             out.push((name, Dtype::F8_E4M3, s.shape, (0..n as u8).collect()));
         } else {
             out.push((name, dtype, s.shape, vec![0x3e; n * dtype.bitsize() / 8]));
@@ -149,9 +132,7 @@ fn checkpoint(fp8: bool, tied: bool, dtype: Dtype) -> Vec<Tensor> {
 type Tensor = (String, Dtype, Vec<usize>, Vec<u8>);
 
 fn to_bytes(tensors: &[Tensor]) -> Vec<u8> {
-    let views = tensors
-        .iter()
-        .map(|(n, d, s, b)| (n.clone(), TensorView::new(*d, s.clone(), b).unwrap()));
+    let views = tensors.iter().map(|(n, d, s, b)| (n.clone(), TensorView::new(*d, s.clone(), b).unwrap()));
     safetensors::serialize(views, None).unwrap()
 }
 
@@ -160,11 +141,7 @@ fn to_bytes(tensors: &[Tensor]) -> Vec<u8> {
 fn odd_checkpoint() -> impl Strategy<Value = Vec<u8>> {
     let base = checkpoint(true, false, Dtype::BF16);
     use Dtype::*;
-    let choice = (
-        0u8..40,
-        select(vec![BF16, F16, F32, F64, F8_E4M3, U8, BOOL]),
-        any::<Index>(),
-    );
+    let choice = (0u8..40, select(vec![BF16, F16, F32, F64, F8_E4M3, U8, BOOL]), any::<Index>());
     proptest::collection::vec(choice, base.len()).prop_map(move |choices| {
         let mut out = vec![];
         for ((name, dtype, shape, _), (op, other, at)) in base.iter().zip(choices) {
@@ -222,15 +199,8 @@ fn folder(name: &str) -> &'static Path {
 #[test]
 fn safetensors_files_never_panic() {
     use Dtype::*;
-    let kinds = [
-        (false, true, BF16),
-        (false, false, F32),
-        (false, true, F16),
-        (true, false, BF16),
-    ];
-    let blobs: Vec<_> = kinds
-        .map(|(f, t, d)| (f, t, to_bytes(&checkpoint(f, t, d))))
-        .to_vec();
+    let kinds = [(false, true, BF16), (false, false, F32), (false, true, F16), (true, false, BF16)];
+    let blobs: Vec<_> = kinds.map(|(f, t, d)| (f, t, to_bytes(&checkpoint(f, t, d)))).to_vec();
     let mut names = words(KEYS);
     names.extend(checkpoint(true, false, BF16).into_iter().map(|t| t.0));
     let texts = [words(TEXTS), names.clone()].concat();
@@ -245,24 +215,15 @@ fn safetensors_files_never_panic() {
     ];
     let dir = folder("single");
     let depths = ["refused by safetensors", "refused by the engine", "loaded"];
-    fuzz(
-        "safetensors",
-        depths,
-        (docs, any::<bool>()),
-        |((fp8, tied, bytes), flip)| {
-            std::fs::write(dir.join("model.safetensors"), &bytes).unwrap();
-            if safetensors::SafeTensors::deserialize(&bytes).is_err() {
-                prop_assert_eq!(
-                    check_load(dir, fp8, tied)?,
-                    1,
-                    "loaded what safetensors refuses"
-                );
-                return Ok(0);
-            }
-            // Now and then load with the other quantization than the file was made for.
-            check_load(dir, fp8 ^ flip, tied)
-        },
-    );
+    fuzz("safetensors", depths, (docs, any::<bool>()), |((fp8, tied, bytes), flip)| {
+        std::fs::write(dir.join("model.safetensors"), &bytes).unwrap();
+        if safetensors::SafeTensors::deserialize(&bytes).is_err() {
+            prop_assert_eq!(check_load(dir, fp8, tied)?, 1, "loaded what safetensors refuses");
+            return Ok(0);
+        }
+        // Now and then load with the other quantization than the file was made for.
+        check_load(dir, fp8 ^ flip, tied)
+    });
 }
 
 #[test]
@@ -270,8 +231,7 @@ fn sharded_checkpoint_index_never_panics() {
     let dir = folder("sharded");
     let tensors = checkpoint(true, false, Dtype::BF16);
     let (a, b) = tensors.split_at(tensors.len() / 2);
-    let shards =
-        ["model-00001-of-00002", "model-00002-of-00002"].map(|s| format!("{s}.safetensors"));
+    let shards = ["model-00001-of-00002", "model-00002-of-00002"].map(|s| format!("{s}.safetensors"));
     let mut map = serde_json::Map::new();
     for (shard, part) in shards.iter().zip([a, b]) {
         std::fs::write(dir.join(shard), to_bytes(part)).unwrap();
@@ -279,14 +239,9 @@ fn sharded_checkpoint_index_never_panics() {
     }
     let index = json!({"metadata": {"total_size": 1234}, "weight_map": map});
     let depths = ["-", "refused", "loaded"];
-    fuzz(
-        "safetensors index",
-        depths,
-        json_docs(vec![index], KEYS, TEXTS),
-        |doc| {
-            // Shard names that leave the folder are refused by the loader, not skipped here.
-            std::fs::write(dir.join("model.safetensors.index.json"), &doc).unwrap();
-            check_load(dir, true, false)
-        },
-    );
+    fuzz("safetensors index", depths, json_docs(vec![index], KEYS, TEXTS), |doc| {
+        // Shard names that leave the folder are refused by the loader, not skipped here.
+        std::fs::write(dir.join("model.safetensors.index.json"), &doc).unwrap();
+        check_load(dir, true, false)
+    });
 }

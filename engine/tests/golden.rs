@@ -80,25 +80,11 @@ fn logits_match_transformers() {
                 for (&id, &theirs) in pairs {
                     let o = row[id as usize];
                     worst = worst.max((o - theirs).abs());
-                    assert!(
-                        close(o, theirs),
-                        "{} pos {pos} id {id}: ours {o}, HF {theirs}",
-                        m.preset
-                    );
+                    assert!(close(o, theirs), "{} pos {pos} id {id}: ours {o}, HF {theirs}", m.preset);
                 }
-                assert_eq!(
-                    argmax(row),
-                    s.top_ids[pos][0],
-                    "{} pos {pos}: argmax",
-                    m.preset
-                );
+                assert_eq!(argmax(row), s.top_ids[pos][0], "{} pos {pos}: argmax", m.preset);
                 let max = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
-                let lse = max
-                    + row
-                        .iter()
-                        .map(|&x| (x as f64 - max).exp())
-                        .sum::<f64>()
-                        .ln();
+                let lse = max + row.iter().map(|&x| (x as f64 - max).exp()).sum::<f64>().ln();
                 assert!(
                     (lse - s.logsumexp[pos]).abs() < 1e-4,
                     "{} pos {pos}: logsumexp {lse} vs {}",

@@ -5,7 +5,7 @@
 //! A dev-dependency only: the tests live in each crate's `tests/fuzz.rs`.
 
 use proptest::prelude::*;
-use proptest::sample::{select, Index};
+use proptest::sample::{Index, select};
 use proptest::test_runner::{TestCaseError, TestRunner};
 use serde_json::Value;
 use std::cell::Cell;
@@ -107,10 +107,7 @@ pub enum ValueEdit {
     Tweak(Value, String, bool),
 }
 
-pub fn value_edits(
-    keys: Vec<String>,
-    texts: Vec<String>,
-) -> impl Strategy<Value = Vec<(Index, ValueEdit)>> {
+pub fn value_edits(keys: Vec<String>, texts: Vec<String>) -> impl Strategy<Value = Vec<(Index, ValueEdit)>> {
     let any_json = || arb_json(keys.clone());
     let text = prop_oneof![4 => select(texts), 1 => any::<String>()];
     let number = prop_oneof![3 => select(nums()), 2 => any::<u32>().prop_map(Value::from), 1 => any::<f64>().prop_map(num)];
@@ -126,11 +123,7 @@ pub fn value_edits(
 pub fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
     let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
     let kids: Vec<(String, &Value)> = match v {
-        Value::Array(a) => a
-            .iter()
-            .enumerate()
-            .map(|(i, x)| (i.to_string(), x))
-            .collect(),
+        Value::Array(a) => a.iter().enumerate().map(|(i, x)| (i.to_string(), x)).collect(),
         Value::Object(m) => m.iter().map(|(k, x)| (escape(k), x)).collect(),
         _ => vec![],
     };
@@ -156,11 +149,7 @@ pub fn apply_value(mut v: Value, edits: &[(Index, ValueEdit)]) -> Value {
             (ValueEdit::Tweak(_, t, false), Value::String(s)) => *s = t.clone(),
             (ValueEdit::Tweak(.., copy), Value::Array(a)) if !a.is_empty() => {
                 let k = i.index(a.len());
-                if *copy {
-                    a.push(a[k].clone())
-                } else {
-                    drop(a.remove(k))
-                }
+                if *copy { a.push(a[k].clone()) } else { drop(a.remove(k)) }
             }
             (ValueEdit::Tweak(..), Value::Object(m)) if !m.is_empty() => {
                 let k = m.keys().nth(i.index(m.len())).unwrap().clone();
@@ -180,10 +169,7 @@ pub fn text(b: Vec<u8>) -> String {
 /// Documents for a JSON parser: random bytes, arbitrary JSON, and valid `samples` after
 /// byte edits, or after structural edits (then byte edits one time in five).
 pub fn json_docs(samples: Vec<Value>, keys: &str, texts: &str) -> impl Strategy<Value = String> {
-    let pretty: Vec<Vec<u8>> = samples
-        .iter()
-        .map(|v| serde_json::to_vec_pretty(v).unwrap())
-        .collect();
+    let pretty: Vec<Vec<u8>> = samples.iter().map(|v| serde_json::to_vec_pretty(v).unwrap()).collect();
     let (dict, keys, texts) = (tokens(keys), words(keys), words(texts));
     prop_oneof![
         1 => proptest::collection::vec(any::<u8>(), 0..256),

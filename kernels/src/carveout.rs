@@ -55,31 +55,18 @@ impl Carveout {
     /// Every kernel at the largest (`max`).
     pub const MAX: Carveout = Carveout::all(Some(100));
     /// All but the skinny GEMMs at the largest (`max-outside-gemms`).
-    pub const MAX_OUTSIDE_GEMMS: Carveout = Carveout {
-        bf16_gemm: None,
-        fp8_gemm: None,
-        ..Carveout::MAX
-    };
+    pub const MAX_OUTSIDE_GEMMS: Carveout = Carveout { bf16_gemm: None, fp8_gemm: None, ..Carveout::MAX };
     /// The default: the split attention outside clusters and its merge at the largest,
     /// the rest the driver's (the one group whose preference paid in whole steps; the
     /// cluster kernel at the largest made FP8 batch 8 slower: engine/PERF-LOG.md step 29).
-    pub const ATTENTION_MAX: Carveout = Carveout {
-        attention: Some(100),
-        ..Carveout::DRIVER
-    };
+    pub const ATTENTION_MAX: Carveout = Carveout { attention: Some(100), ..Carveout::DRIVER };
     /// What `parse` takes, for error messages.
     pub const SYNTAX: &'static str = "driver, max, max-outside-gemms or B/F/A/C/O: the percent \
         of the largest carveout (0..=100, or - for the driver's choice) for the bf16 GEMMs, \
         the FP8 GEMMs, the attention outside clusters, the attention in clusters and the rest";
 
     const fn all(p: Option<u8>) -> Carveout {
-        Carveout {
-            bf16_gemm: p,
-            fp8_gemm: p,
-            attention: p,
-            attention_cluster: p,
-            other: p,
-        }
+        Carveout { bf16_gemm: p, fp8_gemm: p, attention: p, attention_cluster: p, other: p }
     }
 
     /// One of `SYNTAX`'s forms, e.g. `-/-/100/-/-`.
@@ -140,23 +127,9 @@ mod tests {
             assert_eq!(c.for_kernel(k), p, "{k}");
         }
         assert_eq!(Carveout::parse("driver"), Some(Carveout::DRIVER));
-        assert_eq!(
-            Carveout::parse("max-outside-gemms"),
-            Carveout::parse("-/-/100/100/100")
-        );
-        assert_eq!(
-            Carveout::parse("max"),
-            Carveout::parse("100/100/100/100/100")
-        );
-        for bad in [
-            "101/0/0/0/0",
-            "-",
-            "a/b/c/d/e",
-            "50/",
-            "1/2/3/4",
-            "1/2/3/4/5/6",
-            "",
-        ] {
+        assert_eq!(Carveout::parse("max-outside-gemms"), Carveout::parse("-/-/100/100/100"));
+        assert_eq!(Carveout::parse("max"), Carveout::parse("100/100/100/100/100"));
+        for bad in ["101/0/0/0/0", "-", "a/b/c/d/e", "50/", "1/2/3/4", "1/2/3/4/5/6", ""] {
             assert_eq!(Carveout::parse(bad), None, "{bad}");
         }
     }

@@ -28,11 +28,7 @@ impl CompileOptions {
             // Line info costs nothing at run time and makes profiler output readable.
             "--generate-line-info".to_string(),
         ];
-        a.extend(
-            self.include_dirs
-                .iter()
-                .map(|d| format!("-I{}", d.display())),
-        );
+        a.extend(self.include_dirs.iter().map(|d| format!("-I{}", d.display())));
         a.extend(self.defines.iter().map(|d| format!("-D{d}")));
         a
     }
@@ -86,12 +82,7 @@ pub fn parse_ptxas_usage(log: &str) -> Vec<KernelUsage> {
     for line in log.lines() {
         if let Some(rest) = line.split("Compiling entry function '").nth(1) {
             let name = rest.split('\'').next().unwrap_or_default();
-            out.push(KernelUsage {
-                kernel: name.to_string(),
-                registers: 0,
-                spill_stores: 0,
-                spill_loads: 0,
-            });
+            out.push(KernelUsage { kernel: name.to_string(), registers: 0, spill_stores: 0, spill_loads: 0 });
         } else if let Some(k) = out.last_mut() {
             if let Some(n) = before(line, " bytes spill stores") {
                 k.spill_stores = n;
@@ -108,12 +99,7 @@ pub fn parse_ptxas_usage(log: &str) -> Vec<KernelUsage> {
 }
 
 /// NVRTC with the crate's options plus `extra`: the cubin and the program log.
-fn compile(
-    file: &str,
-    src: &str,
-    opts: &CompileOptions,
-    extra: &[String],
-) -> Result<(Vec<u8>, String)> {
+fn compile(file: &str, src: &str, opts: &CompileOptions, extra: &[String]) -> Result<(Vec<u8>, String)> {
     let fail = |msg: String, log: String| KernelError::Compile {
         file: file.to_string(),
         arch: opts.arch.clone(),
@@ -122,16 +108,16 @@ fn compile(
     };
     let c_src = CString::new(src).map_err(|e| fail(e.to_string(), String::new()))?;
     let c_name = CString::new(file).map_err(|e| fail(e.to_string(), String::new()))?;
-    let prog = result::create_program(&c_src, Some(&c_name))
-        .map_err(|e| fail(e.to_string(), String::new()))?;
+    let prog =
+        result::create_program(&c_src, Some(&c_name)).map_err(|e| fail(e.to_string(), String::new()))?;
     let mut args = opts.args();
     args.extend_from_slice(extra);
     // SAFETY: `prog` was just created and is destroyed exactly once below.
     let out = unsafe {
         match result::compile_program(prog, &args) {
-            Ok(()) => cubin_of(prog)
-                .map(|c| (c, program_log(prog)))
-                .map_err(|e| fail(e.to_string(), String::new())),
+            Ok(()) => {
+                cubin_of(prog).map(|c| (c, program_log(prog))).map_err(|e| fail(e.to_string(), String::new()))
+            }
             Err(e) => Err(fail(e.to_string(), program_log(prog))),
         }
     };
@@ -153,11 +139,7 @@ unsafe fn cubin_of(prog: sys::nvrtcProgram) -> std::result::Result<Vec<u8>, resu
 unsafe fn program_log(prog: sys::nvrtcProgram) -> String {
     match unsafe { result::get_program_log(prog) } {
         Ok(chars) => {
-            let bytes: Vec<u8> = chars
-                .iter()
-                .map(|&c| c as u8)
-                .take_while(|&b| b != 0)
-                .collect();
+            let bytes: Vec<u8> = chars.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
             String::from_utf8_lossy(&bytes).into_owned()
         }
         Err(e) => format!("(no log: {e})"),
@@ -199,11 +181,7 @@ impl DiskCache {
     /// `$LATLAB_KERNEL_CACHE`, else `$XDG_CACHE_HOME/latlab/kernels`, else
     /// `~/.cache/latlab/kernels`, else a folder under the system temp dir.
     pub fn default_dir() -> PathBuf {
-        let env = |k| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
+        let env = |k| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
         if let Some(d) = env("LATLAB_KERNEL_CACHE") {
             return d;
         }
@@ -217,12 +195,7 @@ impl DiskCache {
     }
 
     /// The cached cubin, or compile and store it. Returns (cubin, was_cached).
-    pub fn get_or_compile(
-        &self,
-        file: &str,
-        src: &str,
-        opts: &CompileOptions,
-    ) -> Result<(Vec<u8>, bool)> {
+    pub fn get_or_compile(&self, file: &str, src: &str, opts: &CompileOptions) -> Result<(Vec<u8>, bool)> {
         let path = self.dir.join(cache_name(file, src, opts, nvrtc_version()));
         if let Ok(bytes) = std::fs::read(&path)
             && !bytes.is_empty()
@@ -236,10 +209,7 @@ impl DiskCache {
 
     /// Write via a temp file + rename, so a concurrent reader never sees half a cubin.
     fn store(&self, path: &Path, bytes: &[u8]) -> Result<()> {
-        let io = |source| KernelError::Cache {
-            path: path.display().to_string(),
-            source,
-        };
+        let io = |source| KernelError::Cache { path: path.display().to_string(), source };
         std::fs::create_dir_all(&self.dir).map_err(io)?;
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         std::fs::write(&tmp, bytes).map_err(io)?;
@@ -263,17 +233,8 @@ ptxas         .     8 bytes stack frame, 8 bytes spill stores, 24 bytes spill lo
 ptxas info    : Used 80 registers, used 1 barriers, 8 bytes cumulative stack size, 7588 bytes smem
 ";
         let u = super::parse_ptxas_usage(log);
-        let got: Vec<(&str, u32, u32, u32)> = u
-            .iter()
-            .map(|k| {
-                (
-                    k.kernel.as_str(),
-                    k.registers,
-                    k.spill_stores,
-                    k.spill_loads,
-                )
-            })
-            .collect();
+        let got: Vec<(&str, u32, u32, u32)> =
+            u.iter().map(|k| (k.kernel.as_str(), k.registers, k.spill_stores, k.spill_loads)).collect();
         assert_eq!(got, [("combine", 32, 0, 0), ("fused", 80, 8, 24)]);
         assert!(super::parse_ptxas_usage("no ptxas here").is_empty());
     }
@@ -288,30 +249,15 @@ ptxas info    : Used 80 registers, used 1 barriers, 8 bytes cumulative stack siz
             defines: vec![],
         };
         let base = cache_name("gemv.cu", "src", &o, (13, 0));
-        assert!(
-            base.starts_with("gemv-sm_90a-") && base.ends_with(".cubin"),
-            "{base}"
-        );
+        assert!(base.starts_with("gemv-sm_90a-") && base.ends_with(".cubin"), "{base}");
         assert_eq!(base, cache_name("gemv.cu", "src", &o, (13, 0)));
         assert_ne!(base, cache_name("gemv.cu", "src2", &o, (13, 0)));
         assert_ne!(base, cache_name("gemv.cu", "src", &o, (13, 1)));
-        let o2 = CompileOptions {
-            arch: "sm_90".into(),
-            ..o.clone()
-        };
+        let o2 = CompileOptions { arch: "sm_90".into(), ..o.clone() };
         assert_ne!(base, cache_name("gemv.cu", "src", &o2, (13, 0)));
-        let o3 = CompileOptions {
-            include_dirs: vec![],
-            ..o
-        };
+        let o3 = CompileOptions { include_dirs: vec![], ..o };
         assert_ne!(base, cache_name("gemv.cu", "src", &o3, (13, 0)));
-        let o4 = CompileOptions {
-            defines: vec!["LATLAB_TRACE_CAP=16".into()],
-            ..o3.clone()
-        };
-        assert_ne!(
-            cache_name("gemv.cu", "src", &o3, (13, 0)),
-            cache_name("gemv.cu", "src", &o4, (13, 0))
-        );
+        let o4 = CompileOptions { defines: vec!["LATLAB_TRACE_CAP=16".into()], ..o3.clone() };
+        assert_ne!(cache_name("gemv.cu", "src", &o3, (13, 0)), cache_name("gemv.cu", "src", &o4, (13, 0)));
     }
 }

@@ -3,12 +3,7 @@
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
     #[error("NVRTC could not compile {file} for {arch}: {msg}\n{log}")]
-    Compile {
-        file: String,
-        arch: String,
-        msg: String,
-        log: String,
-    },
+    Compile { file: String, arch: String, msg: String, log: String },
     #[error("CUDA driver error in {what}: {source}")]
     Driver {
         what: String,
@@ -40,18 +35,11 @@ pub trait DriverContext<T> {
 
 impl<T> DriverContext<T> for std::result::Result<T, cudarc::driver::DriverError> {
     fn ctx(self, what: impl Into<String>) -> Result<T> {
-        self.map_err(|source| KernelError::Driver {
-            what: what.into(),
-            source,
-        })
+        self.map_err(|source| KernelError::Driver { what: what.into(), source })
     }
 }
 
 /// A shape check: `Err(Shape)` with the message when `ok` is false.
 pub(crate) fn check(ok: bool, op: &'static str, msg: impl FnOnce() -> String) -> Result<()> {
-    if ok {
-        Ok(())
-    } else {
-        Err(KernelError::Shape { op, msg: msg() })
-    }
+    if ok { Ok(()) } else { Err(KernelError::Shape { op, msg: msg() }) }
 }

@@ -77,25 +77,19 @@ fn lib_loadable(name: &str) -> bool {
 
 fn make_blas(stream: &Arc<CudaStream>) -> Result<Option<(CudaBlas, CudaSlice<u8>)>> {
     if !lib_loadable("cublas") {
-        tracing::warn!(
-            "libcublas not found: prefill falls back to the skinny GEMM, 8 rows at a time"
-        );
+        tracing::warn!("libcublas not found: prefill falls back to the skinny GEMM, 8 rows at a time");
         return Ok(None);
     }
-    let blas = CudaBlas::new(stream.clone())
-        .map_err(|e| KernelError::Blas(format!("create handle: {e:?}")))?;
-    let mut ws = stream
-        .alloc_zeros::<u8>(BLAS_WORKSPACE)
-        .ctx("cuBLAS workspace")?;
+    let blas =
+        CudaBlas::new(stream.clone()).map_err(|e| KernelError::Blas(format!("create handle: {e:?}")))?;
+    let mut ws = stream.alloc_zeros::<u8>(BLAS_WORKSPACE).ctx("cuBLAS workspace")?;
     {
         let (p, _rec) = ws.device_ptr_mut(stream);
         // SAFETY: the workspace outlives the handle (both live in the same `Gpu`, handle first
         // in the tuple, so it is dropped before the buffer).
-        unsafe {
-            cudarc::cublas::sys::cublasSetWorkspace_v2(*blas.handle(), p as *mut _, BLAS_WORKSPACE)
-        }
-        .result()
-        .map_err(|e| KernelError::Blas(format!("set workspace: {e:?}")))?;
+        unsafe { cudarc::cublas::sys::cublasSetWorkspace_v2(*blas.handle(), p as *mut _, BLAS_WORKSPACE) }
+            .result()
+            .map_err(|e| KernelError::Blas(format!("set workspace: {e:?}")))?;
     }
     Ok(Some((blas, ws)))
 }
@@ -109,11 +103,7 @@ pub fn cuda_available() -> bool {
 
 /// `sm_90a` for compute capability 9.0 (the `a` unlocks wgmma/TMA), `sm_XY` otherwise.
 pub fn arch_for(major: i32, minor: i32) -> String {
-    if (major, minor) == (9, 0) {
-        "sm_90a".to_string()
-    } else {
-        format!("sm_{major}{minor}")
-    }
+    if (major, minor) == (9, 0) { "sm_90a".to_string() } else { format!("sm_{major}{minor}") }
 }
 
 impl Gpu {
@@ -139,21 +129,14 @@ impl Gpu {
         let copts = CompileOptions {
             arch: arch.clone(),
             include_dirs: opts.include_dirs.clone(),
-            defines: trace
-                .as_ref()
-                .map(|t| t.defines(&stream))
-                .unwrap_or_default(),
+            defines: trace.as_ref().map(|t| t.defines(&stream)).unwrap_or_default(),
         };
-        let cache = DiskCache {
-            dir: opts.cache_dir.clone(),
-        };
+        let cache = DiskCache { dir: opts.cache_dir.clone() };
         let mut kernels = HashMap::new();
         for s in sources::ALL {
             let (cubin, cached) = cache.get_or_compile(s.file, s.src, &copts)?;
             tracing::debug!(file = s.file, cached, bytes = cubin.len(), "kernel module");
-            let module = ctx
-                .load_module(Ptx::from_binary(cubin))
-                .ctx(format!("load module {}", s.file))?;
+            let module = ctx.load_module(Ptx::from_binary(cubin)).ctx(format!("load module {}", s.file))?;
             for &k in s.kernels {
                 let f = module.load_function(k).ctx(format!("load kernel {k}"))?;
                 if let Some(pct) = opts.tuning.smem_carveout.for_kernel(k) {
@@ -216,27 +199,15 @@ impl Gpu {
     }
 
     pub(crate) fn func(&self, name: &str) -> Result<&CudaFunction> {
-        self.kernels
-            .get(name)
-            .ok_or_else(|| KernelError::MissingKernel(name.to_string()))
+        self.kernels.get(name).ok_or_else(|| KernelError::MissingKernel(name.to_string()))
     }
 
     /// Blocks of kernel `name` (threads each, `smem` bytes of dynamic shared memory) that one
     /// SM holds at once: the grid of a persistent kernel is this times the SMs.
-    pub(crate) fn resident_blocks(
-        &self,
-        name: &'static str,
-        threads: u32,
-        smem: u32,
-    ) -> Result<u32> {
+    pub(crate) fn resident_blocks(&self, name: &'static str, threads: u32, smem: u32) -> Result<u32> {
         let key = (name, threads, smem);
         // A poisoned lock only means another query panicked; the answers stay valid.
-        if let Some(&n) = self
-            .resident
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
+        if let Some(&n) = self.resident.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(n);
         }
         let f = self.func(name)?;
@@ -249,18 +220,13 @@ impl Gpu {
                 "{name}: no block of {threads} threads and {smem} B of shared memory fits an SM"
             )));
         }
-        self.resident
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, n);
+        self.resident.lock().unwrap_or_else(|e| e.into_inner()).insert(key, n);
         Ok(n)
     }
 
     /// The block timeline (`GpuOptions::trace_events`), if this `Gpu` was built with it.
     pub fn trace(&self) -> Option<std::sync::MutexGuard<'_, Trace>> {
-        self.trace
-            .as_ref()
-            .map(|t| t.lock().unwrap_or_else(|e| e.into_inner()))
+        self.trace.as_ref().map(|t| t.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Wait for all queued work; surfaces asynchronous kernel errors.

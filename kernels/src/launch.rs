@@ -35,11 +35,7 @@ pub(crate) fn allow_dynamic_smem(func: sys::CUfunction, bytes: u32, op: &str) ->
     }
     // Dynamic memory over the limit needs the opt-in whatever the static part: no driver
     // query then (the bulk GEMMs' usual case, paid at every eager launch otherwise).
-    let static_bytes = if bytes > STATIC_SMEM_LIMIT {
-        0
-    } else {
-        static_smem(func, op)?
-    };
+    let static_bytes = if bytes > STATIC_SMEM_LIMIT { 0 } else { static_smem(func, op)? };
     if !needs_opt_in(static_bytes, bytes) {
         return Ok(());
     }
@@ -83,13 +79,7 @@ pub(crate) struct Launch<'g> {
 
 impl<'g> Launch<'g> {
     pub fn new(gpu: &'g Gpu, op: &'static str) -> Result<Self> {
-        Ok(Launch {
-            gpu,
-            op,
-            func: gpu.func(op)?.cu_function(),
-            args: Vec::with_capacity(16),
-            cluster: None,
-        })
+        Ok(Launch { gpu, op, func: gpu.func(op)?.cu_function(), args: Vec::with_capacity(16), cluster: None })
     }
 
     /// The op's name, for errors.
@@ -192,25 +182,15 @@ impl<'g> Launch<'g> {
             sharedMemBytes: cfg.shared_mem_bytes,
             hStream: stream.cu_stream(),
             // Null without attributes, as before clusters came (PDL off).
-            attrs: if n_attrs == 0 {
-                std::ptr::null_mut()
-            } else {
-                attrs.as_mut_ptr()
-            },
+            attrs: if n_attrs == 0 { std::ptr::null_mut() } else { attrs.as_mut_ptr() },
             numAttrs: n_attrs as u32,
         };
-        let mut ptrs: Vec<*mut c_void> = self
-            .args
-            .iter_mut()
-            .map(|a| a as *mut u64 as *mut c_void)
-            .collect();
+        let mut ptrs: Vec<*mut c_void> = self.args.iter_mut().map(|a| a as *mut u64 as *mut c_void).collect();
         // SAFETY: `config`, `attrs` and the argument storage outlive the call (the driver
         // copies the parameters before returning); the caller vouches for the arguments.
-        unsafe {
-            sys::cuLaunchKernelEx(&config, self.func, ptrs.as_mut_ptr(), std::ptr::null_mut())
-        }
-        .result()
-        .ctx(self.op)
+        unsafe { sys::cuLaunchKernelEx(&config, self.func, ptrs.as_mut_ptr(), std::ptr::null_mut()) }
+            .result()
+            .ctx(self.op)
     }
 }
 

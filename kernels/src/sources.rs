@@ -38,15 +38,7 @@ macro_rules! with_tiles {
 /// (skinny_norm.cuh) and the bulk-copy ring (bulk_ring.cuh).
 macro_rules! with_tiles_norm {
     ($file:literal) => {
-        with_headers!(
-            [
-                "common.cuh",
-                "skinny_tiles.cuh",
-                "skinny_norm.cuh",
-                "bulk_ring.cuh"
-            ],
-            $file
-        )
+        with_headers!(["common.cuh", "skinny_tiles.cuh", "skinny_norm.cuh", "bulk_ring.cuh"], $file)
     };
 }
 
@@ -59,11 +51,7 @@ macro_rules! with_merge {
 }
 
 pub const ALL: &[KernelSource] = &[
-    KernelSource {
-        file: "embedding.cu",
-        src: with_common!("embedding.cu"),
-        kernels: &["embed_gather"],
-    },
+    KernelSource { file: "embedding.cu", src: with_common!("embedding.cu"), kernels: &["embed_gather"] },
     KernelSource {
         file: "rmsnorm.cu",
         src: with_common!("rmsnorm.cu"),
@@ -81,11 +69,7 @@ pub const ALL: &[KernelSource] = &[
         src: with_common!("qk_norm_rope_kv.cu"),
         kernels: &["qk_norm_rope_kv"],
     },
-    KernelSource {
-        file: "swiglu.cu",
-        src: with_common!("swiglu.cu"),
-        kernels: &["swiglu"],
-    },
+    KernelSource { file: "swiglu.cu", src: with_common!("swiglu.cu"), kernels: &["swiglu"] },
     KernelSource {
         file: "fp8_dequant.cu",
         src: with_tiles!("fp8_dequant.cu"),

@@ -69,19 +69,14 @@ pub struct Trace {
 impl Trace {
     /// Room for `cap` block records.
     pub(crate) fn new(stream: &Arc<CudaStream>, cap: usize) -> Result<Self> {
-        let buf = stream
-            .alloc_zeros(1 + REC * cap)
-            .ctx("allocate the trace buffer")?;
+        let buf = stream.alloc_zeros(1 + REC * cap).ctx("allocate the trace buffer")?;
         Ok(Trace { buf, cap })
     }
 
     /// The preprocessor definitions that make the kernels write this buffer.
     pub(crate) fn defines(&self, stream: &Arc<CudaStream>) -> Vec<String> {
         let (p, _sync) = self.buf.device_ptr(stream);
-        vec![
-            format!("LATLAB_TRACE_BUF={p:#x}ULL"),
-            format!("LATLAB_TRACE_CAP={}ULL", self.cap),
-        ]
+        vec![format!("LATLAB_TRACE_BUF={p:#x}ULL"), format!("LATLAB_TRACE_CAP={}ULL", self.cap)]
     }
 
     /// Forget the events so far (a stream operation: ordered with the launches).
@@ -95,10 +90,7 @@ impl Trace {
         let raw = stream.clone_dtoh(&self.buf).ctx("read the trace")?;
         let n = raw[0] as usize;
         let kept = n.min(self.cap);
-        let mut ev: Vec<TraceEvent> = raw[1..1 + REC * kept]
-            .chunks(REC)
-            .flat_map(decode)
-            .collect();
+        let mut ev: Vec<TraceEvent> = raw[1..1 + REC * kept].chunks(REC).flat_map(decode).collect();
         ev.sort_by_key(|e| e.t_ns);
         Ok((ev, n - kept))
     }
@@ -196,34 +188,16 @@ mod tests {
     fn block_records_decode_from_common_cuh_layout() {
         let w = 131u64 << 53 | 9 << 47 | 396 << 23 | 395;
         let ev = decode(&[w, 1000, 1234, 0, 0, 0, 1500, 0, 0]);
-        let at = |t_ns, kind| TraceEvent {
-            t_ns,
-            kind,
-            sm: 131,
-            warps: 9,
-            grid: 396,
-            block: 395,
-        };
+        let at = |t_ns, kind| TraceEvent { t_ns, kind, sm: 131, warps: 9, grid: 396, block: 395 };
         assert_eq!(
             ev,
-            [
-                at(1000, EventKind::Start),
-                at(1234, EventKind::Waited),
-                at(1500, EventKind::Mark(5))
-            ]
+            [at(1000, EventKind::Start), at(1234, EventKind::Waited), at(1500, EventKind::Mark(5))]
         );
     }
 
     #[test]
     fn events_group_into_launches_in_stream_order() {
-        let ev = |t, kind, grid, warps| TraceEvent {
-            t_ns: t,
-            kind,
-            sm: 0,
-            warps,
-            grid,
-            block: 0,
-        };
+        let ev = |t, kind, grid, warps| TraceEvent { t_ns: t, kind, sm: 0, warps, grid, block: 0 };
         use EventKind::{Start as S, Waited as W};
         // A (2 blocks of 9 warps), then B (1 block of 2 warps) launched while A runs, then
         // A's signature again: a new launch once A's two blocks have started.

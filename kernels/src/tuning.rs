@@ -105,25 +105,20 @@ pub fn switch(name: &str, v: Option<&str>, default: bool) -> Result<bool> {
         None => Ok(default),
         Some("1") => Ok(true),
         Some("0") => Ok(false),
-        Some(v) => Err(KernelError::Config(format!(
-            "{name}={v:?}: expected 0 or 1"
-        ))),
+        Some(v) => Err(KernelError::Config(format!("{name}={v:?}: expected 0 or 1"))),
     }
 }
 
 /// An integer variable: unset gives `default`; else an integer in `range`, or an error
 /// naming the variable.
-pub fn int(
-    name: &str,
-    v: Option<&str>,
-    default: u32,
-    range: std::ops::RangeInclusive<u32>,
-) -> Result<u32> {
+pub fn int(name: &str, v: Option<&str>, default: u32, range: std::ops::RangeInclusive<u32>) -> Result<u32> {
     match v {
         None => Ok(default),
-        Some(v) => v.parse().ok().filter(|n| range.contains(n)).ok_or_else(|| {
-            KernelError::Config(format!("{name}={v:?}: expected an integer in {range:?}"))
-        }),
+        Some(v) => v
+            .parse()
+            .ok()
+            .filter(|n| range.contains(n))
+            .ok_or_else(|| KernelError::Config(format!("{name}={v:?}: expected an integer in {range:?}"))),
     }
 }
 
@@ -154,10 +149,7 @@ impl Tuning {
             smem_carveout: match var("LATLAB_SMEM_CARVEOUT") {
                 None => d.smem_carveout,
                 Some(v) => Carveout::parse(&v).ok_or_else(|| {
-                    KernelError::Config(format!(
-                        "LATLAB_SMEM_CARVEOUT={v:?}: expected {}",
-                        Carveout::SYNTAX
-                    ))
+                    KernelError::Config(format!("LATLAB_SMEM_CARVEOUT={v:?}: expected {}", Carveout::SYNTAX))
                 })?,
             },
             tiled_weights: get("LATLAB_TILED_WEIGHTS", d.tiled_weights)?,

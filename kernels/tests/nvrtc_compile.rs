@@ -46,24 +46,14 @@ fn pip_cuda_root() -> Option<PathBuf> {
 const MAY_SPILL: &[(&str, &str)] = &[];
 
 fn compile_all(include: PathBuf) {
-    let opts = CompileOptions {
-        arch: "sm_90a".into(),
-        include_dirs: vec![include],
-        defines: vec![],
-    };
+    let opts = CompileOptions { arch: "sm_90a".into(), include_dirs: vec![include], defines: vec![] };
     let (maj, min) = kernels::compile::nvrtc_version();
     eprintln!("NVRTC {maj}.{min}, options {:?}", opts.args());
     let mut spills = vec![];
     for s in ALL {
         let t = std::time::Instant::now();
-        let (cubin, usage) =
-            compile_with_usage(s.file, s.src, &opts).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(
-            &cubin[..4],
-            b"\x7fELF",
-            "{}: NVRTC did not return a cubin",
-            s.file
-        );
+        let (cubin, usage) = compile_with_usage(s.file, s.src, &opts).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(&cubin[..4], b"\x7fELF", "{}: NVRTC did not return a cubin", s.file);
         eprintln!("{}: {} bytes in {:?}", s.file, cubin.len(), t.elapsed());
         // For reading the SASS (nvdisasm, from PyPI's nvidia-cuda-nvdisasm).
         if let Ok(dir) = std::env::var("LATLAB_CUBIN_DIR") {
@@ -108,23 +98,15 @@ fn compile_all(include: PathBuf) {
             }
         }
     }
-    assert!(
-        spills.is_empty(),
-        "kernels spill registers (see MAY_SPILL): {}",
-        spills.join(", ")
-    );
+    assert!(spills.is_empty(), "kernels spill registers (see MAY_SPILL): {}", spills.join(", "));
     // The block timeline's build (kernels/src/trace.rs, a GPU timing instrument) must
     // compile too; its registers and spills do not matter.
     let traced = CompileOptions {
-        defines: vec![
-            "LATLAB_TRACE_BUF=0x1000ULL".into(),
-            "LATLAB_TRACE_CAP=16ULL".into(),
-        ],
+        defines: vec!["LATLAB_TRACE_BUF=0x1000ULL".into(), "LATLAB_TRACE_CAP=16ULL".into()],
         ..opts
     };
     for s in ALL {
-        let (cubin, _) =
-            compile_with_usage(s.file, s.src, &traced).unwrap_or_else(|e| panic!("traced {e}"));
+        let (cubin, _) = compile_with_usage(s.file, s.src, &traced).unwrap_or_else(|e| panic!("traced {e}"));
         assert_eq!(&cubin[..4], b"\x7fELF", "{} (traced): no cubin", s.file);
     }
 }
@@ -137,12 +119,8 @@ fn text_sizes(elf: &[u8]) -> Vec<(String, u64)> {
     let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap()) as usize;
     let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap());
     assert_eq!(elf[4], 2, "cubin is not ELF64");
-    let (shoff, shentsize, shnum, shstrndx) = (
-        u64_at(0x28) as usize,
-        u16_at(0x3a),
-        u16_at(0x3c),
-        u16_at(0x3e),
-    );
+    let (shoff, shentsize, shnum, shstrndx) =
+        (u64_at(0x28) as usize, u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
     let header = |i: usize| shoff + i * shentsize;
     let names = u64_at(header(shstrndx) + 0x18) as usize;
     (0..shnum)
@@ -190,10 +168,7 @@ fn every_kernel_compiles_for_sm90a() {
         compile_all(PathBuf::from(include));
         return;
     }
-    let toolkit_include = kernels::GpuOptions::from_env()
-        .expect("GPU options")
-        .include_dirs[0]
-        .clone();
+    let toolkit_include = kernels::GpuOptions::from_env().expect("GPU options").include_dirs[0].clone();
     if nvrtc_loadable() && toolkit_include.join("cuda_bf16.h").exists() {
         compile_all(toolkit_include);
         return;
@@ -224,9 +199,5 @@ fn every_kernel_compiles_for_sm90a() {
         .env("LD_LIBRARY_PATH", ld)
         .status()
         .expect("re-run the test binary");
-    assert!(
-        status.success(),
-        "compiling with NVRTC from {} failed",
-        root.display()
-    );
+    assert!(status.success(), "compiling with NVRTC from {} failed", root.display());
 }

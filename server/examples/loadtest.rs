@@ -41,7 +41,11 @@ async fn main() {
     for c in 0..clients {
         let (base, routes) = (base.clone(), routes.clone());
         tasks.spawn(async move {
-            let client = reqwest::Client::builder().pool_max_idle_per_host(1).timeout(Duration::from_secs(30)).build().unwrap();
+            let client = reqwest::Client::builder()
+                .pool_max_idle_per_host(1)
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap();
             let mut out: Vec<(usize, Result<u64, String>)> = Vec::new();
             // Clients start on different routes so that every route is under load at once.
             let mut i = c % routes.len();
@@ -62,7 +66,8 @@ async fn main() {
             out
         });
     }
-    let mut stats: BTreeMap<usize, RouteStats> = (0..routes.len()).map(|i| (i, RouteStats { latencies_us: vec![], errors: vec![] })).collect();
+    let mut stats: BTreeMap<usize, RouteStats> =
+        (0..routes.len()).map(|i| (i, RouteStats { latencies_us: vec![], errors: vec![] })).collect();
     while let Some(done) = tasks.join_next().await {
         for (i, outcome) in done.expect("client task") {
             let s = stats.get_mut(&i).unwrap();

@@ -10,12 +10,12 @@
 //! address and limited per address.
 
 use crate::AppState;
+use axum::Form;
 use axum::body::Body;
 use axum::extract::{ConnectInfo, FromRequest, Request, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::Form;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -43,7 +43,12 @@ impl Auth {
     pub fn new(token: String) -> Self {
         let token = token.trim().to_string();
         let mut fingerprint = vec![0u8; 32];
-        pbkdf2::pbkdf2_hmac::<Sha256>(token.as_bytes(), b"latlab-session-token-fingerprint", 100_000, &mut fingerprint);
+        pbkdf2::pbkdf2_hmac::<Sha256>(
+            token.as_bytes(),
+            b"latlab-session-token-fingerprint",
+            100_000,
+            &mut fingerprint,
+        );
         Auth { token, fingerprint, limiter: Arc::default() }
     }
 
@@ -97,7 +102,10 @@ fn hash_id(id: &str) -> Vec<u8> {
 /// The session id the request's cookie carries, if any.
 fn session_id(headers: &HeaderMap) -> Option<String> {
     headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|v| {
-        v.split(';').filter_map(|kv| kv.trim().split_once('=')).find(|(k, _)| *k == COOKIE).map(|(_, val)| val.to_string())
+        v.split(';')
+            .filter_map(|kv| kv.trim().split_once('='))
+            .find(|(k, _)| *k == COOKIE)
+            .map(|(_, val)| val.to_string())
     })
 }
 
@@ -174,10 +182,19 @@ pub async fn login(State(st): State<AppState>, req: Request) -> Response {
     let Some(auth) = st.auth.clone() else { return Redirect::to("/").into_response() };
     let ip = client_ip(req.extensions());
     let headers = req.headers().clone();
-    let agent: String = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").chars().take(120).collect();
+    let agent: String = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .chars()
+        .take(120)
+        .collect();
     if let Some(wait) = auth.blocked_for(ip) {
         tracing::warn!(%ip, "sign-in refused: too many failed attempts");
-        let mut r = login_error(StatusCode::TOO_MANY_REQUESTS, &format!("Too many failed sign-ins from this address; try again in {wait} s."));
+        let mut r = login_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            &format!("Too many failed sign-ins from this address; try again in {wait} s."),
+        );
         r.headers_mut().insert(header::RETRY_AFTER, wait.into());
         return r;
     }
@@ -192,13 +209,19 @@ pub async fn login(State(st): State<AppState>, req: Request) -> Response {
     auth.forget(ip);
     let id: String = rand::random::<[u8; 32]>().iter().map(|b| format!("{b:02x}")).collect();
     let client = format!("{ip} {agent}");
-    if let Err(e) = db::sessions::create(&st.pool, &hash_id(&id), auth.fingerprint(), SESSION_TTL.as_secs_f64(), &client).await {
+    if let Err(e) =
+        db::sessions::create(&st.pool, &hash_id(&id), auth.fingerprint(), SESSION_TTL.as_secs_f64(), &client)
+            .await
+    {
         tracing::error!(error = %e, "storing a session");
         return login_error(StatusCode::SERVICE_UNAVAILABLE, "Could not start a session; try again.");
     }
     tracing::info!(%ip, user_agent = %agent, "signed in");
     let secure = if over_https(&headers) { "; Secure" } else { "" };
-    let cookie = format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}", SESSION_TTL.as_secs());
+    let cookie = format!(
+        "{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+        SESSION_TTL.as_secs()
+    );
     Response::builder()
         .status(StatusCode::SEE_OTHER)
         .header(header::LOCATION, "/")
@@ -210,10 +233,11 @@ pub async fn login(State(st): State<AppState>, req: Request) -> Response {
 /// Ends the request's session (if any) and clears its cookie.
 pub async fn logout(State(st): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(id) = session_id(&headers)
-        && let Err(e) = db::sessions::revoke(&st.pool, &hash_id(&id)).await {
-            tracing::error!(error = %e, "revoking a session");
-            return deny(StatusCode::SERVICE_UNAVAILABLE, "could not end the session; try again");
-        }
+        && let Err(e) = db::sessions::revoke(&st.pool, &hash_id(&id)).await
+    {
+        tracing::error!(error = %e, "revoking a session");
+        return deny(StatusCode::SERVICE_UNAVAILABLE, "could not end the session; try again");
+    }
     Response::builder()
         .status(StatusCode::SEE_OTHER)
         .header(header::LOCATION, "/")
@@ -221,7 +245,6 @@ pub async fn logout(State(st): State<AppState>, headers: HeaderMap) -> Response 
         .body(Body::empty())
         .expect("static response parts")
 }
-
 
 #[cfg(test)]
 mod tests {

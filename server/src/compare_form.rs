@@ -3,9 +3,9 @@
 //! sends the browser to it; a refusal goes back to the list with the reason.
 
 use crate::AppState;
+use axum::Form;
 use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
 use bench_types::NewComparison;
 
 fn back(message: &str) -> Response {
@@ -35,7 +35,12 @@ pub async fn submit(State(st): State<AppState>, Form(fields): Form<Vec<(String, 
         title = format!("Runs {}", ids.join(", "));
     }
     let title: String = title.chars().take(200).collect();
-    match crate::store::create_comparison(&st.pool, NewComparison { title, run_ids, view: serde_json::json!({}) }).await {
+    match crate::store::create_comparison(
+        &st.pool,
+        NewComparison { title, run_ids, view: serde_json::json!({}) },
+    )
+    .await
+    {
         Ok(slug) => Redirect::to(&format!("/c/{slug}")).into_response(),
         Err(app::store::StoreError::Invalid(e)) => back(&e.to_string()),
         Err(e) => back(&e.to_string()),

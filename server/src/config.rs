@@ -1,7 +1,7 @@
 //! Configuration, read once from the environment into a typed, immutable struct.
 //! Every variable is documented in the README.
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -44,10 +44,15 @@ impl ServerConfig {
     /// Reads from any lookup function, so tests need not touch the process environment.
     /// `vars` is the whole environment (engines' pass-through list and API keys are
     /// picked from it).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, vars: &[(String, String)]) -> anyhow::Result<Self> {
+    pub fn from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+        vars: &[(String, String)],
+    ) -> anyhow::Result<Self> {
         let non_empty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
         let addr = non_empty("LATLAB_ADDR").unwrap_or_else(|| "127.0.0.1:3000".into());
-        let addr: SocketAddr = addr.parse().with_context(|| format!("LATLAB_ADDR={addr:?} is not an address like 127.0.0.1:3000"))?;
+        let addr: SocketAddr = addr
+            .parse()
+            .with_context(|| format!("LATLAB_ADDR={addr:?} is not an address like 127.0.0.1:3000"))?;
         let db_max_connections = match non_empty("LATLAB_DB_MAX_CONNECTIONS") {
             None => 10,
             Some(v) => match v.parse::<u32>() {
@@ -59,7 +64,9 @@ impl ServerConfig {
             match non_empty(k) {
                 None => Ok(std::time::Duration::from_secs_f64(default)),
                 Some(v) => match v.parse::<f64>() {
-                    Ok(x) if x.is_finite() && x > 0.0 && x <= max => Ok(std::time::Duration::from_secs_f64(x)),
+                    Ok(x) if x.is_finite() && x > 0.0 && x <= max => {
+                        Ok(std::time::Duration::from_secs_f64(x))
+                    }
                     _ => bail!("{k}={v:?} must be a number of seconds above 0 and at most {max}"),
                 },
             }
@@ -74,7 +81,9 @@ impl ServerConfig {
         let lease = secs("LATLAB_LEASE_S", 30.0, 3600.0)?;
         let heartbeat = secs("LATLAB_HEARTBEAT_S", 2.0, 600.0)?;
         if heartbeat * 2 > lease {
-            bail!("LATLAB_HEARTBEAT_S must be at most half of LATLAB_LEASE_S, or a slow heartbeat loses the lease");
+            bail!(
+                "LATLAB_HEARTBEAT_S must be at most half of LATLAB_LEASE_S, or a slow heartbeat loses the lease"
+            );
         }
         let engine_bin = non_empty("LATLAB_ENGINE_BIN").map(PathBuf::from).unwrap_or_else(|| {
             std::env::current_exe()
@@ -82,7 +91,8 @@ impl ServerConfig {
                 .and_then(|p| p.parent().map(|d| d.join("latlab-engine")))
                 .unwrap_or_else(|| PathBuf::from("latlab-engine"))
         });
-        let data_dir = non_empty("LATLAB_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| default_data_dir(&get));
+        let data_dir =
+            non_empty("LATLAB_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| default_data_dir(&get));
         let worker = crate::worker::WorkerConfig {
             id_prefix: crate::worker::default_id_prefix(),
             slots,
@@ -97,7 +107,9 @@ impl ServerConfig {
         let api_token = non_empty("LATLAB_API_TOKEN").map(|t| t.trim().to_string());
         if let Some(t) = &api_token {
             if t.len() < 16 {
-                bail!("LATLAB_API_TOKEN is too short: use at least 16 characters (e.g. `openssl rand -hex 24`)");
+                bail!(
+                    "LATLAB_API_TOKEN is too short: use at least 16 characters (e.g. `openssl rand -hex 24`)"
+                );
             }
         } else if !addr.ip().is_loopback() {
             bail!(
@@ -109,7 +121,8 @@ impl ServerConfig {
             Some("0") => false,
             Some(v) => bail!("LATLAB_SEED={v:?} must be 0 or 1"),
         };
-        let allowed_hosts = crate::request_guard::AllowedHosts::parse(non_empty("LATLAB_ALLOWED_HOSTS").as_deref(), addr)?;
+        let allowed_hosts =
+            crate::request_guard::AllowedHosts::parse(non_empty("LATLAB_ALLOWED_HOSTS").as_deref(), addr)?;
         Ok(ServerConfig {
             allowed_hosts,
             load_seed,
@@ -119,7 +132,9 @@ impl ServerConfig {
             database_url: non_empty("DATABASE_URL"),
             data_dir,
             pg_bin: non_empty("LATLAB_PG_BIN").map(PathBuf::from),
-            site_root: non_empty("LATLAB_SITE_ROOT").map(PathBuf::from).unwrap_or_else(|| "target/site".into()),
+            site_root: non_empty("LATLAB_SITE_ROOT")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| "target/site".into()),
             db_max_connections,
         })
     }
@@ -173,11 +188,26 @@ mod tests {
         let e = cfg(&[("LATLAB_ADDR", "0.0.0.0:3000")]).unwrap_err().to_string();
         assert!(e.contains("LATLAB_API_TOKEN"), "{e}");
         assert!(cfg(&[("LATLAB_ADDR", "0.0.0.0:3000"), ("LATLAB_API_TOKEN", "short")]).is_err());
-        let e = cfg(&[("LATLAB_ADDR", "0.0.0.0:3000"), ("LATLAB_API_TOKEN", "0123456789abcdef0123")]).unwrap_err().to_string();
+        let e = cfg(&[("LATLAB_ADDR", "0.0.0.0:3000"), ("LATLAB_API_TOKEN", "0123456789abcdef0123")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("LATLAB_ALLOWED_HOSTS"), "{e}");
-        let c = cfg(&[("LATLAB_ADDR", "0.0.0.0:3000"), ("LATLAB_API_TOKEN", " 0123456789abcdef0123\n"), ("LATLAB_ALLOWED_HOSTS", "lab.example")]).unwrap();
-        assert_eq!(c.api_token.as_deref(), Some("0123456789abcdef0123"), "whitespace around a token is not part of it");
-        let c = cfg(&[("LATLAB_WORKERS", "2"), ("LATLAB_LEASE_S", "3"), ("LATLAB_HEARTBEAT_S", "0.5")]).unwrap();
-        assert_eq!((c.worker.slots, c.worker.lease.as_millis(), c.worker.heartbeat.as_millis()), (2, 3000, 500));
+        let c = cfg(&[
+            ("LATLAB_ADDR", "0.0.0.0:3000"),
+            ("LATLAB_API_TOKEN", " 0123456789abcdef0123\n"),
+            ("LATLAB_ALLOWED_HOSTS", "lab.example"),
+        ])
+        .unwrap();
+        assert_eq!(
+            c.api_token.as_deref(),
+            Some("0123456789abcdef0123"),
+            "whitespace around a token is not part of it"
+        );
+        let c =
+            cfg(&[("LATLAB_WORKERS", "2"), ("LATLAB_LEASE_S", "3"), ("LATLAB_HEARTBEAT_S", "0.5")]).unwrap();
+        assert_eq!(
+            (c.worker.slots, c.worker.lease.as_millis(), c.worker.heartbeat.as_millis()),
+            (2, 3000, 500)
+        );
     }
 }

@@ -6,7 +6,7 @@
 //! as the system's `postgres` user (created by Debian's postgresql package) and its files
 //! belong to that user.
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -40,7 +40,10 @@ impl EmbeddedPostgres {
         };
         for tool in ["initdb", "pg_ctl", "postgres"] {
             if !bin.join(tool).exists() {
-                bail!("{} has no {tool}: LATLAB_PG_BIN must name the folder with initdb, pg_ctl and postgres", bin.display());
+                bail!(
+                    "{} has no {tool}: LATLAB_PG_BIN must name the folder with initdb, pg_ctl and postgres",
+                    bin.display()
+                );
             }
         }
         let run_as = if running_as_root() {
@@ -52,7 +55,12 @@ impl EmbeddedPostgres {
             None
         };
         let data_dir = absolute(data_dir)?;
-        Ok(EmbeddedPostgres { bin, cluster: data_dir.join("postgres"), log: data_dir.join("postgres.log"), run_as })
+        Ok(EmbeddedPostgres {
+            bin,
+            cluster: data_dir.join("postgres"),
+            log: data_dir.join("postgres.log"),
+            run_as,
+        })
     }
 
     pub fn cluster_dir(&self) -> &Path {
@@ -72,8 +80,10 @@ impl EmbeddedPostgres {
             self.touch_log()?;
             let out = self
                 .pg(Command::new(self.bin.join("pg_ctl")))
-                .args(["-D"]).arg(&self.cluster)
-                .args(["-l"]).arg(&self.log)
+                .args(["-D"])
+                .arg(&self.cluster)
+                .args(["-l"])
+                .arg(&self.log)
                 .args(["-w", "-t", "60", "start"])
                 .output()
                 .context("running pg_ctl start")?;
@@ -88,7 +98,9 @@ impl EmbeddedPostgres {
             }
         }
         let admin = self.url("postgres");
-        db::ensure_database(&admin, DATABASE).await.context("creating the latlab database in the embedded cluster")?;
+        db::ensure_database(&admin, DATABASE)
+            .await
+            .context("creating the latlab database in the embedded cluster")?;
         Ok(self.url(DATABASE))
     }
 
@@ -99,7 +111,8 @@ impl EmbeddedPostgres {
         }
         let out = self
             .pg(Command::new(self.bin.join("pg_ctl")))
-            .args(["-D"]).arg(&self.cluster)
+            .args(["-D"])
+            .arg(&self.cluster)
             .args(["-m", "fast", "-w", "stop"])
             .output()
             .context("running pg_ctl stop")?;
@@ -116,7 +129,9 @@ impl EmbeddedPostgres {
             .to_string_lossy()
             .bytes()
             .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    (b as char).to_string()
+                }
                 _ => format!("%{b:02X}"),
             })
             .collect();
@@ -124,22 +139,32 @@ impl EmbeddedPostgres {
     }
 
     fn init(&self) -> anyhow::Result<()> {
-        std::fs::create_dir_all(&self.cluster).with_context(|| format!("creating {}", self.cluster.display()))?;
+        std::fs::create_dir_all(&self.cluster)
+            .with_context(|| format!("creating {}", self.cluster.display()))?;
         std::fs::set_permissions(&self.cluster, std::fs::Permissions::from_mode(0o700))?;
         if let Some((uid, gid)) = self.run_as {
             std::os::unix::fs::chown(&self.cluster, Some(uid), Some(gid))
                 .with_context(|| format!("giving {} to the postgres user", self.cluster.display()))?;
             let user = crate::unix_user::UnixUser { name: "postgres".into(), uid, gid };
-            check_reachable(&self.cluster, &user, "choose a LATLAB_DATA_DIR outside it, e.g. /var/lib/latlab")?;
+            check_reachable(
+                &self.cluster,
+                &user,
+                "choose a LATLAB_DATA_DIR outside it, e.g. /var/lib/latlab",
+            )?;
         }
         let out = self
             .pg(Command::new(self.bin.join("initdb")))
-            .arg("-D").arg(&self.cluster)
+            .arg("-D")
+            .arg(&self.cluster)
             .args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-locale", "--no-instructions"])
             .output()
             .context("running initdb")?;
         if !out.status.success() {
-            bail!("initdb failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            bail!(
+                "initdb failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         // Unix socket only, inside the cluster directory (mode 0700): nothing else can reach it.
         let conf = format!(
@@ -159,7 +184,8 @@ impl EmbeddedPostgres {
         }
         let st = self
             .pg(Command::new(self.bin.join("pg_ctl")))
-            .arg("-D").arg(&self.cluster)
+            .arg("-D")
+            .arg(&self.cluster)
             .arg("status")
             .output()
             .context("running pg_ctl status")?;

@@ -7,14 +7,14 @@
 //! with the error and everything entered but the file (which a browser cannot refill).
 //! Auth: the router's `auth::require_for_writes` guards this POST like every write.
 
+use crate::AppState;
 use crate::api::imports;
 use crate::store::DbStore;
-use crate::AppState;
-use app::pages::{ImportFormState, IMPORT_PATH};
+use app::pages::{IMPORT_PATH, ImportFormState};
 use app::store::SharedStore;
 use axum::body::Body;
-use axum::extract::multipart::{Multipart, MultipartError, MultipartRejection};
 use axum::extract::State;
+use axum::extract::multipart::{Multipart, MultipartError, MultipartRejection};
 use axum::http::{Request, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use bench_import::{ImportFormat, ImportRequest};
@@ -27,7 +27,10 @@ struct Posted {
     file: Option<(String, Vec<u8>)>,
 }
 
-pub async fn submit(State(st): State<AppState>, multipart: Result<Multipart, MultipartRejection>) -> Response {
+pub async fn submit(
+    State(st): State<AppState>,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Response {
     let posted = match multipart {
         Ok(m) => read_form(m).await,
         Err(e) => Err((e.status(), format!("send the form as multipart/form-data: {}", e.body_text()))),
@@ -63,7 +66,13 @@ pub async fn submit(State(st): State<AppState>, multipart: Result<Multipart, Mul
 fn multipart_error(e: MultipartError) -> (StatusCode, String) {
     let status = e.status();
     if status == StatusCode::PAYLOAD_TOO_LARGE {
-        (status, format!("the upload is larger than latlab accepts ({} MiB)", crate::router::MAX_IMPORT_BYTES >> 20))
+        (
+            status,
+            format!(
+                "the upload is larger than latlab accepts ({} MiB)",
+                crate::router::MAX_IMPORT_BYTES >> 20
+            ),
+        )
     } else {
         (status, format!("could not read the form: {}", e.body_text()))
     }
@@ -81,7 +90,10 @@ async fn read_form(mut m: Multipart) -> Result<Posted, (StatusCode, String)> {
             let bytes = field.bytes().await.map_err(multipart_error)?;
             // A file input with nothing chosen still sends an empty, nameless part.
             if !file_name.is_empty() || !bytes.is_empty() {
-                file = Some((if file_name.is_empty() { "the file".to_string() } else { file_name }, bytes.to_vec()));
+                file = Some((
+                    if file_name.is_empty() { "the file".to_string() } else { file_name },
+                    bytes.to_vec(),
+                ));
             }
             continue;
         }

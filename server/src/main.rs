@@ -5,7 +5,7 @@ use anyhow::Context;
 use bench::CancellationToken;
 use clap::{Parser, Subcommand};
 use server::embedded_pg::EmbeddedPostgres;
-use server::{router, AppState, ServerConfig};
+use server::{AppState, ServerConfig, router};
 use tracing_subscriber::EnvFilter;
 
 /// latlab: a latency lab for LLM serving. Configuration comes from the environment
@@ -32,7 +32,9 @@ enum Cmd {
 async fn main() {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,tower_http=info")))
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,tower_http=info")),
+        )
         .init();
     if let Err(e) = run(cli.command.unwrap_or(Cmd::Serve)).await {
         eprintln!("latlab: {e:#}");
@@ -44,7 +46,9 @@ async fn run(cmd: Cmd) -> anyhow::Result<()> {
     let config = ServerConfig::from_env()?;
     let (url, embedded) = match (&config.database_url, &cmd) {
         (Some(url), _) => (url.clone(), None),
-        (None, Cmd::Worker) => anyhow::bail!("`latlab worker` needs DATABASE_URL: the database the web server uses"),
+        (None, Cmd::Worker) => {
+            anyhow::bail!("`latlab worker` needs DATABASE_URL: the database the web server uses")
+        }
         (None, Cmd::Serve | Cmd::RevokeSessions) => {
             let pg = EmbeddedPostgres::new(&config.data_dir, config.pg_bin.as_deref())?;
             tracing::info!(cluster = %pg.cluster_dir().display(), "DATABASE_URL unset: starting the embedded Postgres cluster");
@@ -82,10 +86,17 @@ async fn serve(config: &ServerConfig, url: &str) -> anyhow::Result<()> {
     if !config.site_root.join("pkg").exists() {
         tracing::warn!(site_root = %config.site_root.display(), "no built site (pkg/) here: pages will render but not hydrate; build with scripts/build.sh");
     }
-    let listener = tokio::net::TcpListener::bind(config.addr).await.with_context(|| format!("binding {}", config.addr))?;
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .with_context(|| format!("binding {}", config.addr))?;
     let shutdown = CancellationToken::new();
-    let workers = tokio::spawn(server::worker::run_workers(pool.clone(), config.worker.clone(), shutdown.clone()));
-    tracing::info!("latlab listening on http://{} ({} run worker slot(s))", listener.local_addr()?, config.worker.slots);
+    let workers =
+        tokio::spawn(server::worker::run_workers(pool.clone(), config.worker.clone(), shutdown.clone()));
+    tracing::info!(
+        "latlab listening on http://{} ({} run worker slot(s))",
+        listener.local_addr()?,
+        config.worker.slots
+    );
     // Client addresses feed the sign-in limiter.
     let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await;
@@ -101,7 +112,8 @@ async fn work(config: &ServerConfig, url: &str) -> anyhow::Result<()> {
     }
     let pool = db::connect(url, config.db_max_connections).await.context("opening the database")?;
     let shutdown = CancellationToken::new();
-    let workers = tokio::spawn(server::worker::run_workers(pool.clone(), config.worker.clone(), shutdown.clone()));
+    let workers =
+        tokio::spawn(server::worker::run_workers(pool.clone(), config.worker.clone(), shutdown.clone()));
     tracing::info!("latlab worker: {} slot(s)", config.worker.slots);
     shutdown_signal().await;
     shutdown.cancel();

@@ -10,7 +10,7 @@
 
 use crate::AppState;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -45,9 +45,12 @@ impl AllowedHosts {
             Some("*") => return Ok(AllowedHosts::Any),
             Some(list) => {
                 for name in list.split(',').map(|n| n.trim().to_ascii_lowercase()).filter(|n| !n.is_empty()) {
-                    let ok = name.chars().all(|c| c.is_ascii_alphanumeric() || "-.[]:".contains(c)) && !name.contains("://");
+                    let ok = name.chars().all(|c| c.is_ascii_alphanumeric() || "-.[]:".contains(c))
+                        && !name.contains("://");
                     if !ok || (name.contains(':') && !name.starts_with('[')) {
-                        anyhow::bail!("LATLAB_ALLOWED_HOSTS: {name:?} is not a host name (write lab.example.com or 10.0.0.5, no scheme, no port)");
+                        anyhow::bail!(
+                            "LATLAB_ALLOWED_HOSTS: {name:?} is not a host name (write lab.example.com or 10.0.0.5, no scheme, no port)"
+                        );
                     }
                     names.push(name);
                 }
@@ -89,7 +92,9 @@ pub fn cross_origin(headers: &HeaderMap) -> Option<String> {
     let get = |h| headers.get(h).and_then(|v| v.to_str().ok());
     match get("sec-fetch-site") {
         Some("same-origin" | "none") => return None,
-        Some(site) => return Some(format!("this write came from another site's page (Sec-Fetch-Site: {site})")),
+        Some(site) => {
+            return Some(format!("this write came from another site's page (Sec-Fetch-Site: {site})"));
+        }
         None => {}
     }
     let origin = get(header::ORIGIN.as_str())?;
@@ -105,18 +110,28 @@ pub async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Resp
     let h = req.headers();
     // A request without Host cannot come from a browser (which rebinding needs).
     if let Some(host) = h.get(header::HOST).and_then(|v| v.to_str().ok())
-        && !st.allowed_hosts.allows(host) {
-            tracing::warn!(host, "request refused: unknown Host");
-            return refuse(
-                StatusCode::MISDIRECTED_REQUEST,
-                &format!("this latlab does not serve the host name {:?}; its operator lists the names it answers to in LATLAB_ALLOWED_HOSTS", host_name(host)),
-            );
-        }
+        && !st.allowed_hosts.allows(host)
+    {
+        tracing::warn!(host, "request refused: unknown Host");
+        return refuse(
+            StatusCode::MISDIRECTED_REQUEST,
+            &format!(
+                "this latlab does not serve the host name {:?}; its operator lists the names it answers to in LATLAB_ALLOWED_HOSTS",
+                host_name(host)
+            ),
+        );
+    }
     if !is_read(req.method())
-        && let Some(why) = cross_origin(h) {
-            tracing::warn!(path = %req.uri().path(), why, "cross-origin write refused");
-            return refuse(StatusCode::FORBIDDEN, &format!("cross-site request refused: {why}; latlab accepts writes only from its own pages or from programs"));
-        }
+        && let Some(why) = cross_origin(h)
+    {
+        tracing::warn!(path = %req.uri().path(), why, "cross-origin write refused");
+        return refuse(
+            StatusCode::FORBIDDEN,
+            &format!(
+                "cross-site request refused: {why}; latlab accepts writes only from its own pages or from programs"
+            ),
+        );
+    }
     next.run(req).await
 }
 
@@ -139,13 +154,33 @@ mod tests {
     #[test]
     fn browsers_from_other_sites_are_refused_and_programs_pass() {
         assert_eq!(cross_origin(&headers(&[("host", "127.0.0.1:3000")])), None, "curl sends neither header");
-        assert_eq!(cross_origin(&headers(&[("host", "127.0.0.1:3000"), ("origin", "http://127.0.0.1:3000")])), None);
-        assert_eq!(cross_origin(&headers(&[("sec-fetch-site", "same-origin"), ("origin", "http://x")])), None);
-        assert!(cross_origin(&headers(&[("host", "127.0.0.1:3000"), ("origin", "http://evil.example")])).is_some());
+        assert_eq!(
+            cross_origin(&headers(&[("host", "127.0.0.1:3000"), ("origin", "http://127.0.0.1:3000")])),
+            None
+        );
+        assert_eq!(
+            cross_origin(&headers(&[("sec-fetch-site", "same-origin"), ("origin", "http://x")])),
+            None
+        );
+        assert!(
+            cross_origin(&headers(&[("host", "127.0.0.1:3000"), ("origin", "http://evil.example")]))
+                .is_some()
+        );
         assert!(cross_origin(&headers(&[("host", "127.0.0.1:3000"), ("origin", "null")])).is_some());
-        assert!(cross_origin(&headers(&[("host", "127.0.0.1:3000"), ("origin", "http://127.0.0.1:3001")])).is_some(), "another port is another origin");
+        assert!(
+            cross_origin(&headers(&[("host", "127.0.0.1:3000"), ("origin", "http://127.0.0.1:3001")]))
+                .is_some(),
+            "another port is another origin"
+        );
         assert!(cross_origin(&headers(&[("sec-fetch-site", "same-site")])).is_some());
-        assert!(cross_origin(&headers(&[("sec-fetch-site", "cross-site"), ("origin", "http://127.0.0.1:3000"), ("host", "127.0.0.1:3000")])).is_some());
+        assert!(
+            cross_origin(&headers(&[
+                ("sec-fetch-site", "cross-site"),
+                ("origin", "http://127.0.0.1:3000"),
+                ("host", "127.0.0.1:3000")
+            ]))
+            .is_some()
+        );
     }
 
     #[test]
@@ -155,7 +190,9 @@ mod tests {
         for ok in ["127.0.0.1:3000", "localhost:3000", "LOCALHOST", "[::1]:3000"] {
             assert!(h.allows(ok), "{ok}");
         }
-        for bad in ["rebind.attacker.example", "rebind.attacker.example:3000", "127.0.0.1.nip.io:3000", "[::2]:3000"] {
+        for bad in
+            ["rebind.attacker.example", "rebind.attacker.example:3000", "127.0.0.1.nip.io:3000", "[::2]:3000"]
+        {
             assert!(!h.allows(bad), "{bad}");
         }
         let any: std::net::SocketAddr = "0.0.0.0:3000".parse().unwrap();

@@ -1,15 +1,15 @@
 //! `router(state)`: every route and middleware of latlab, in one place, testable with
 //! `oneshot` without a socket.
 
-use crate::store::DbStore;
 use crate::AppState;
+use crate::store::DbStore;
 use app::store::SharedStore;
 use axum::extract::State;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::routing::get;
 use axum::{Json, Router};
 use leptos::prelude::provide_context;
-use leptos_axum::{generate_route_list, LeptosRoutes};
+use leptos_axum::{LeptosRoutes, generate_route_list};
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::compression::CompressionLayer;
@@ -42,7 +42,8 @@ pub fn router(state: AppState) -> Router {
         // The import form's post; GET /import is the Leptos page below.
         .route(
             app::pages::IMPORT_PATH,
-            axum::routing::post(crate::import_page::submit).layer(axum::extract::DefaultBodyLimit::max(MAX_IMPORT_BYTES)),
+            axum::routing::post(crate::import_page::submit)
+                .layer(axum::extract::DefaultBodyLimit::max(MAX_IMPORT_BYTES)),
         )
         .route("/c/{slug}/chart.svg", get(crate::api::exports::chart_svg))
         .route(app::pages::COMPARE_PATH, axum::routing::post(crate::compare_form::submit))
@@ -63,10 +64,22 @@ pub fn router(state: AppState) -> Router {
         .layer(RequestBodyLimitLayer::new(MAX_IMPORT_BYTES))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, REQUEST_TIMEOUT))
         .layer(CompressionLayer::new())
-        .layer(SetResponseHeaderLayer::if_not_present(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
-        .layer(SetResponseHeaderLayer::if_not_present(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
-        .layer(SetResponseHeaderLayer::if_not_present(header::REFERRER_POLICY, HeaderValue::from_static("same-origin")))
-        .layer(SetResponseHeaderLayer::if_not_present(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP)))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("DENY"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("same-origin"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CSP),
+        ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -81,7 +94,9 @@ async fn static_cache(req: axum::extract::Request, next: axum::middleware::Next)
     };
     let mut resp = next.run(req).await;
     if is_static && resp.status().is_success() {
-        resp.headers_mut().entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("public, no-cache"));
+        resp.headers_mut()
+            .entry(header::CACHE_CONTROL)
+            .or_insert(HeaderValue::from_static("public, no-cache"));
     }
     resp
 }
@@ -92,7 +107,10 @@ async fn healthz(State(st): State<AppState>) -> (StatusCode, Json<serde_json::Va
         Ok(_) => (StatusCode::OK, Json(serde_json::json!({ "status": "ok", "database": "ok" }))),
         Err(e) => {
             tracing::error!(error = %e, "health check: database unreachable");
-            (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({ "status": "unavailable", "database": "unreachable" })))
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(serde_json::json!({ "status": "unavailable", "database": "unreachable" })),
+            )
         }
     }
 }

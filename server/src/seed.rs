@@ -4,8 +4,8 @@
 
 use anyhow::Context;
 use bench_import::SeedStudy;
-use db::imports::NewImportedRun;
 use db::PgPool;
+use db::imports::NewImportedRun;
 
 /// The seed comparison's permalink: `/c/qwen3-8b-h100-gpustack`.
 pub const SEED_SLUG: &str = bench_types::api::REFERENCE_SLUG;
@@ -14,7 +14,8 @@ pub const SEED_SLUG: &str = bench_types::api::REFERENCE_SLUG;
 const SEED_JSON: &str = include_str!("../../data/seed/qwen3-8b-h100-gpustack.json");
 
 pub fn study() -> anyhow::Result<SeedStudy> {
-    serde_json::from_str(SEED_JSON).context("the bundled seed study does not parse (data/seed/qwen3-8b-h100-gpustack.json)")
+    serde_json::from_str(SEED_JSON)
+        .context("the bundled seed study does not parse (data/seed/qwen3-8b-h100-gpustack.json)")
 }
 
 /// Stores the seed study unless its comparison exists. Returns whether it stored it. Two
@@ -28,7 +29,12 @@ pub async fn load(pool: &PgPool) -> anyhow::Result<bool> {
     let runs: Vec<NewImportedRun> = study
         .runs
         .iter()
-        .map(|r| NewImportedRun { spec: &r.spec, summary: &r.summary, requests: &r.requests, notes: &r.notes })
+        .map(|r| NewImportedRun {
+            spec: &r.spec,
+            summary: &r.summary,
+            requests: &r.requests,
+            notes: &r.notes,
+        })
         .collect();
     let mut tx = pool.begin().await?;
     let ids = db::imports::insert_runs(&mut tx, &runs).await.context("storing the seed runs")?;

@@ -41,6 +41,11 @@ impl AppState {
             .site_pkg_dir("pkg")
             .site_addr(addr)
             .build();
-        AppState { pool, leptos_options, auth: None, allowed_hosts: crate::request_guard::AllowedHosts::loopback() }
+        AppState {
+            pool,
+            leptos_options,
+            auth: None,
+            allowed_hosts: crate::request_guard::AllowedHosts::loopback(),
+        }
     }
 }

@@ -3,7 +3,10 @@
 //! both the pages' server functions and the JSON API.
 
 use app::store::{Store, StoreError};
-use bench_types::{ComparisonRef, ComparisonSummary, ComparisonView, CreatedRuns, NewComparison, RunSpec, RunView, ValidationErrors};
+use bench_types::{
+    ComparisonRef, ComparisonSummary, ComparisonView, CreatedRuns, NewComparison, RunSpec, RunView,
+    ValidationErrors,
+};
 use db::{DbError, PgPool};
 
 #[derive(Clone)]
@@ -37,7 +40,10 @@ pub async fn create_run_set(pool: &PgPool, specs: Vec<RunSpec>) -> Result<Create
         spec.validate().map_err(StoreError::Invalid)?;
         if matches!(spec.target, bench_types::Target::Imported(_)) {
             let mut e = ValidationErrors::default();
-            e.push("target.kind", "imported results are not run: send them to POST /api/imports (or the import page)");
+            e.push(
+                "target.kind",
+                "imported results are not run: send them to POST /api/imports (or the import page)",
+            );
             return Err(StoreError::Invalid(e));
         }
     }
@@ -118,13 +124,21 @@ impl Store for DbStore {
     async fn comparison(&self, slug: &str) -> Result<Option<ComparisonView>, StoreError> {
         db::comparisons::get(&self.pool, slug).await.map_err(internal)
     }
-    async fn comparisons(&self, limit: i64, before: Option<String>, only: Option<String>) -> Result<Vec<ComparisonSummary>, StoreError> {
+    async fn comparisons(
+        &self,
+        limit: i64,
+        before: Option<String>,
+        only: Option<String>,
+    ) -> Result<Vec<ComparisonSummary>, StoreError> {
         db::comparisons::list(&self.pool, limit, before.as_deref(), only.as_deref()).await.map_err(internal)
     }
     async fn comparisons_of_run(&self, id: i64) -> Result<Vec<ComparisonRef>, StoreError> {
         db::comparisons::of_run(&self.pool, id).await.map_err(internal)
     }
-    async fn run_requests(&self, ids: Vec<i64>) -> Result<Vec<(i64, Vec<bench_types::RequestRecord>)>, StoreError> {
+    async fn run_requests(
+        &self,
+        ids: Vec<i64>,
+    ) -> Result<Vec<(i64, Vec<bench_types::RequestRecord>)>, StoreError> {
         crate::api::exports::records_of(&self.pool, &ids).await.map_err(internal)
     }
 }

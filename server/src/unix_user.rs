@@ -1,7 +1,7 @@
 //! System users latlab hands work to when it runs as root: Postgres refuses to run as root,
 //! and engines must not (a launched engine runs third-party code on GPU hosts).
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
@@ -25,7 +25,9 @@ pub fn lookup_user(name: &str) -> anyhow::Result<UnixUser> {
         .lines()
         .map(|l| l.split(':').collect::<Vec<_>>())
         .find(|f| f.len() > 3 && f[0] == name)
-        .and_then(|f| Some(UnixUser { name: name.to_string(), uid: f[2].parse().ok()?, gid: f[3].parse().ok()? }))
+        .and_then(|f| {
+            Some(UnixUser { name: name.to_string(), uid: f[2].parse().ok()?, gid: f[3].parse().ok()? })
+        })
         .with_context(|| format!("no user {name:?} in /etc/passwd"))
 }
 

@@ -3,7 +3,7 @@
 mod common;
 
 use axum::http::StatusCode;
-use common::{spec_json, TestApp};
+use common::{TestApp, spec_json};
 use sqlx::PgPool;
 
 #[sqlx::test(migrator = "db::MIGRATOR")]
@@ -11,7 +11,12 @@ async fn a_comparison_of_existing_runs_gets_a_permalink(pool: PgPool) {
     let app = TestApp::new(pool);
     let a = app.post_json("/api/runs", &spec_json()).await.json()["run_ids"][0].as_i64().unwrap();
     let b = app.post_json("/api/runs", &spec_json()).await.json()["run_ids"][0].as_i64().unwrap();
-    let r = app.post_json("/api/comparisons", &serde_json::json!({"title": "A vs B", "run_ids": [b, a], "view": {"metric": "ttft"}})).await;
+    let r = app
+        .post_json(
+            "/api/comparisons",
+            &serde_json::json!({"title": "A vs B", "run_ids": [b, a], "view": {"metric": "ttft"}}),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let slug = r.json()["slug"].as_str().unwrap().to_string();
     assert_eq!(r.json()["url"], format!("/c/{slug}"));
@@ -21,7 +26,11 @@ async fn a_comparison_of_existing_runs_gets_a_permalink(pool: PgPool) {
     // The permalink page renders the same runs server-side.
     let page = app.get(&format!("/c/{slug}")).await;
     assert_eq!(page.status, StatusCode::OK);
-    assert!(page.body.contains("A vs B") && page.body.contains(&format!("data-run-id=\"{a}\"")), "{}", page.body);
+    assert!(
+        page.body.contains("A vs B") && page.body.contains(&format!("data-run-id=\"{a}\"")),
+        "{}",
+        page.body
+    );
 }
 
 #[sqlx::test(migrator = "db::MIGRATOR")]

@@ -5,13 +5,14 @@ mod common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::{spec_json, TestApp};
+use common::{TestApp, spec_json};
 use sqlx::PgPool;
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
 fn post(uri: &str, headers: &[(&str, &str)], body: String) -> Request<Body> {
-    let mut b = Request::post(uri).header("content-type", "application/json").header("host", "127.0.0.1:3000");
+    let mut b =
+        Request::post(uri).header("content-type", "application/json").header("host", "127.0.0.1:3000");
     for (k, v) in headers {
         b = b.header(*k, *v);
     }
@@ -25,7 +26,8 @@ async fn writes_need_the_token_and_reads_do_not(pool: PgPool) {
     let r = app.send(post("/api/runs", &[], body.clone())).await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
     assert!(r.json()["error"]["message"].as_str().unwrap().contains("API token"));
-    let r = app.send(post("/api/runs", &[("authorization", "Bearer wrong-token-000000000")], body.clone())).await;
+    let r =
+        app.send(post("/api/runs", &[("authorization", "Bearer wrong-token-000000000")], body.clone())).await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
     assert_eq!(app.run_count().await, 0, "nothing stored without the token");
 
@@ -45,12 +47,22 @@ async fn the_session_cookie_works_only_from_our_own_pages(pool: PgPool) {
     let app = TestApp::with_token(pool, Some(TOKEN));
     // Wrong token: no cookie.
     let bad = app
-        .send(Request::post("/login").header("content-type", "application/x-www-form-urlencoded").body(Body::from("token=nope")).unwrap())
+        .send(
+            Request::post("/login")
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(Body::from("token=nope"))
+                .unwrap(),
+        )
         .await;
     assert_eq!(bad.status, StatusCode::UNAUTHORIZED);
     assert!(bad.headers.get("set-cookie").is_none());
     let ok = app
-        .send(Request::post("/login").header("content-type", "application/x-www-form-urlencoded").body(Body::from(format!("token={TOKEN}"))).unwrap())
+        .send(
+            Request::post("/login")
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(Body::from(format!("token={TOKEN}")))
+                .unwrap(),
+        )
         .await;
     assert_eq!(ok.status, StatusCode::SEE_OTHER);
     let set = ok.headers["set-cookie"].to_str().unwrap().to_string();
@@ -58,12 +70,17 @@ async fn the_session_cookie_works_only_from_our_own_pages(pool: PgPool) {
     let cookie = set.split(';').next().unwrap().to_string();
 
     let body = spec_json().to_string();
-    let forged = app.send(post("/api/runs", &[("cookie", &cookie), ("origin", "http://evil.test")], body.clone())).await;
+    let forged = app
+        .send(post("/api/runs", &[("cookie", &cookie), ("origin", "http://evil.test")], body.clone()))
+        .await;
     assert_eq!(forged.status, StatusCode::FORBIDDEN, "{}", forged.body);
-    let forged = app.send(post("/api/runs", &[("cookie", &cookie), ("sec-fetch-site", "same-site")], body.clone())).await;
+    let forged = app
+        .send(post("/api/runs", &[("cookie", &cookie), ("sec-fetch-site", "same-site")], body.clone()))
+        .await;
     assert_eq!(forged.status, StatusCode::FORBIDDEN, "{}", forged.body);
     assert_eq!(app.run_count().await, 0);
-    let ours = app.send(post("/api/runs", &[("cookie", &cookie), ("origin", "http://127.0.0.1:3000")], body)).await;
+    let ours =
+        app.send(post("/api/runs", &[("cookie", &cookie), ("origin", "http://127.0.0.1:3000")], body)).await;
     assert_eq!(ours.status, StatusCode::CREATED, "{}", ours.body);
 }
 

@@ -7,7 +7,7 @@ mod common;
 
 use axum::http::StatusCode;
 use common::TestApp;
-use server::seed::{load, SEED_SLUG};
+use server::seed::{SEED_SLUG, load};
 use sqlx::PgPool;
 
 /// Hover titles (`<title>` contents) of an SVG.
@@ -17,7 +17,10 @@ fn titles(svg: &str) -> Vec<&str> {
 
 /// Every `<text>` element's content.
 fn texts(svg: &str) -> Vec<String> {
-    svg.split("<text ").skip(1).filter_map(|t| Some(t.split_once('>')?.1.split("</text>").next()?.trim().to_string())).collect()
+    svg.split("<text ")
+        .skip(1)
+        .filter_map(|t| Some(t.split_once('>')?.1.split("</text>").next()?.trim().to_string()))
+        .collect()
 }
 
 #[sqlx::test(migrator = "db::MIGRATOR")]
@@ -43,12 +46,19 @@ async fn bad_chart_parameters_are_a_400_naming_the_parameter(pool: PgPool) {
         let page = app.get(&format!("/c/{SEED_SLUG}?{query}")).await;
         assert_eq!(page.status, StatusCode::BAD_REQUEST, "{query}");
         assert!(page.body.contains("Bad chart parameter: "), "{query}");
-        assert!(page.body.contains(&format!("{field}: ")) && page.body.contains(&says.replace('"', "&quot;")), "{query}: not named on the page");
+        assert!(
+            page.body.contains(&format!("{field}: ")) && page.body.contains(&says.replace('"', "&quot;")),
+            "{query}: not named on the page"
+        );
         assert!(!page.body.contains("<svg"), "{query}: no chart for a view that means nothing");
     }
     // What the plain form submits ("none" is empty) and a percentile the runs carry are fine.
     for query in ["chart=bars&metric=ttft&p=mean&baseline=&other=", "metric=tpot&p=99", "chart=sweep&log=1"] {
-        assert_eq!(app.get(&format!("/c/{SEED_SLUG}/chart.svg?{query}")).await.status, StatusCode::OK, "{query}");
+        assert_eq!(
+            app.get(&format!("/c/{SEED_SLUG}/chart.svg?{query}")).await.status,
+            StatusCode::OK,
+            "{query}"
+        );
         assert_eq!(app.get(&format!("/c/{SEED_SLUG}?{query}")).await.status, StatusCode::OK, "{query}");
     }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use axum::http::StatusCode;
 use common::TestApp;
-use server::seed::{load, SEED_SLUG};
+use server::seed::{SEED_SLUG, load};
 use sqlx::PgPool;
 
 async fn comparison_count(pool: &PgPool) -> i64 {
@@ -36,7 +36,11 @@ async fn the_permalink_renders_the_chart_of_the_view_in_its_url(pool: PgPool) {
     let app = TestApp::new(pool);
     let page = app.get(&format!("/c/{SEED_SLUG}?metric=tpot&p=99")).await;
     assert_eq!(page.status, StatusCode::OK);
-    assert!(page.body.contains("<svg") && page.body.contains("TPOT p99 (ms)"), "{}", &page.body[..2000.min(page.body.len())]);
+    assert!(
+        page.body.contains("<svg") && page.body.contains("TPOT p99 (ms)"),
+        "{}",
+        &page.body[..2000.min(page.body.len())]
+    );
     assert!(page.body.contains("imported"));
     assert!(page.body.contains("ITL (ms, chunk-level)"));
     // E2EL is not in the study's blocks: shown as missing, never as 0.
@@ -59,7 +63,11 @@ async fn exports_carry_every_run_and_leave_missing_numbers_empty(pool: PgPool) {
     let lines: Vec<&str> = csv.body.lines().collect();
     assert_eq!(lines.len(), 26);
     assert!(lines[0].contains("itl_chunk_mean_ms") && lines[0].contains("e2el_p99_ms"));
-    assert!(lines[1].contains(",imported,vLLM,1x NVIDIA H100 SXM GPU,") && lines[1].ends_with(",,,"), "{}", lines[1]);
+    assert!(
+        lines[1].contains(",imported,vLLM,1x NVIDIA H100 SXM GPU,") && lines[1].ends_with(",,,"),
+        "{}",
+        lines[1]
+    );
     let json = app.get(&format!("/api/comparisons/{SEED_SLUG}/export.json")).await.json();
     assert_eq!(json["runs"].as_array().unwrap().len(), 25);
 }
@@ -87,11 +95,26 @@ async fn imports_store_runs_and_bad_files_store_nothing(pool: PgPool) {
 
     let before = (app.run_count().await, comparison_count(&pool).await);
     let bad = [
-        (serde_json::json!({"format": "text", "content": BLOCK.replace("44.40", "fast"), "config": {"engine": "vLLM", "model": "m"}}), "line 4"),
-        (serde_json::json!({"format": "text", "content": "no block here", "config": {"engine": "vLLM", "model": "m"}}), "no \"Serving Benchmark Result\" block"),
-        (serde_json::json!({"format": "text", "content": BLOCK, "config": {"engine": "vLLM"}}), "config.model"),
-        (serde_json::json!({"format": "vllm_json", "content": {"completed": 3}, "config": {"engine": "vLLM", "model": "m"}}), "\"duration\""),
-        (serde_json::json!({"format": "text", "content": BLOCK, "config": {"engine": " ", "model": "m"}}), "target.engine"),
+        (
+            serde_json::json!({"format": "text", "content": BLOCK.replace("44.40", "fast"), "config": {"engine": "vLLM", "model": "m"}}),
+            "line 4",
+        ),
+        (
+            serde_json::json!({"format": "text", "content": "no block here", "config": {"engine": "vLLM", "model": "m"}}),
+            "no \"Serving Benchmark Result\" block",
+        ),
+        (
+            serde_json::json!({"format": "text", "content": BLOCK, "config": {"engine": "vLLM"}}),
+            "config.model",
+        ),
+        (
+            serde_json::json!({"format": "vllm_json", "content": {"completed": 3}, "config": {"engine": "vLLM", "model": "m"}}),
+            "\"duration\"",
+        ),
+        (
+            serde_json::json!({"format": "text", "content": BLOCK, "config": {"engine": " ", "model": "m"}}),
+            "target.engine",
+        ),
     ];
     for (body, needle) in bad {
         let r = app.post_json("/api/imports", &body).await;
@@ -99,7 +122,11 @@ async fn imports_store_runs_and_bad_files_store_nothing(pool: PgPool) {
         let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
         assert!(msg.contains(needle), "{needle:?} not in {msg:?}");
     }
-    assert_eq!((app.run_count().await, comparison_count(&pool).await), before, "a refused import stores nothing");
+    assert_eq!(
+        (app.run_count().await, comparison_count(&pool).await),
+        before,
+        "a refused import stores nothing"
+    );
 }
 
 /// A vLLM `--save-result` file with per-request lists gives records, hence a CDF; the seed
@@ -159,13 +186,29 @@ async fn unfair_comparisons_warn_and_the_config_diff_names_differences(pool: PgP
     let mut native = common::spec_json();
     native["target"] = serde_json::json!({"kind": "native", "model_source": "random:tiny"});
     let measured = app.post_json("/api/runs", &native).await.json()["run_ids"][0].as_i64().unwrap();
-    let r = app.post_json("/api/comparisons", &serde_json::json!({"title": "unfair", "run_ids": [vllm, other, measured]})).await;
+    let r = app
+        .post_json(
+            "/api/comparisons",
+            &serde_json::json!({"title": "unfair", "run_ids": [vllm, other, measured]}),
+        )
+        .await;
     let slug = r.json()["slug"].as_str().unwrap().to_string();
     let page = app.get(&format!("/c/{slug}?baseline={vllm}&other={other}")).await.body;
-    for needle in ["different datasets", "different sampling settings", "different hardware", "random weights", "Imported results sit beside runs latlab measured"] {
+    for needle in [
+        "different datasets",
+        "different sampling settings",
+        "different hardware",
+        "random weights",
+        "Imported results sit beside runs latlab measured",
+    ] {
         assert!(page.contains(needle), "{needle:?} missing from the page");
     }
-    assert!(page.contains("Configuration diff") && page.contains("<code>dataset.kind</code>") && page.contains("<code>target.hardware</code>"), "{page}");
+    assert!(
+        page.contains("Configuration diff")
+            && page.contains("<code>dataset.kind</code>")
+            && page.contains("<code>target.hardware</code>"),
+        "{page}"
+    );
     // Without a pair picked there is no diff table.
     assert!(!app.get(&format!("/c/{slug}")).await.body.contains("<code>dataset.kind</code>"));
 }

@@ -17,7 +17,10 @@ async fn starts_keeps_data_across_restarts_and_stops() {
     let url = pg.start().await.unwrap();
     assert!(url.starts_with("postgres://latlab@localhost/latlab?host=%2Ftmp%2Flatlab-embedded-"), "{url}");
     let pool = db::connect(&url, 2).await.unwrap();
-    sqlx::query("INSERT INTO runs (spec, target_description) VALUES ('{}', 'kept')").execute(&pool).await.unwrap();
+    sqlx::query("INSERT INTO runs (spec, target_description) VALUES ('{}', 'kept')")
+        .execute(&pool)
+        .await
+        .unwrap();
     pool.close().await;
     pg.stop().unwrap();
     assert!(!dir.path().join("postgres/postmaster.pid").exists(), "server still running after stop");
@@ -26,7 +29,10 @@ async fn starts_keeps_data_across_restarts_and_stops() {
     // Second start: no initdb, same data.
     let url2 = pg.start().await.unwrap();
     let pool = db::connect(&url2, 2).await.unwrap();
-    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM runs WHERE target_description = 'kept'").fetch_one(&pool).await.unwrap();
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM runs WHERE target_description = 'kept'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
     assert_eq!(n, 1);
     pool.close().await;
     // A latlab that died without stopping its cluster: the next start adopts it.
@@ -38,6 +44,8 @@ async fn starts_keeps_data_across_restarts_and_stops() {
 #[test]
 fn a_folder_without_postgres_binaries_is_named() {
     let dir = data_dir();
-    let err = EmbeddedPostgres::new(dir.path(), Some(std::path::Path::new("/usr/bin/nothing-here"))).unwrap_err().to_string();
+    let err = EmbeddedPostgres::new(dir.path(), Some(std::path::Path::new("/usr/bin/nothing-here")))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("/usr/bin/nothing-here") && err.contains("LATLAB_PG_BIN"), "{err}");
 }

@@ -6,7 +6,7 @@ mod common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::{spec_json, TestApp};
+use common::{TestApp, spec_json};
 use sqlx::PgPool;
 
 async fn sweep(app: &TestApp, label: &str) -> (Vec<i64>, String) {
@@ -31,7 +31,11 @@ async fn comparisons_are_listed_linked_from_runs_and_titled(pool: PgPool) {
     assert!(home.contains(&format!("href=\"/c/{slug}\"")), "the home page links recent comparisons");
     let index = app.get("/comparisons").await;
     assert_eq!(index.status, StatusCode::OK);
-    assert!(index.body.contains("BS sweep one") && index.body.contains(&format!("href=\"/c/{slug}\"")), "{}", index.body);
+    assert!(
+        index.body.contains("BS sweep one") && index.body.contains(&format!("href=\"/c/{slug}\"")),
+        "{}",
+        index.body
+    );
     assert!(index.body.contains("external http://127.0.0.1:8000"), "engines listed");
     assert_eq!(title_of(&index.body), "Comparisons · latlab");
     let run = app.get(&format!("/runs/{}", ids[1])).await.body;
@@ -48,8 +52,16 @@ async fn picked_runs_become_a_comparison_and_too_few_say_why(pool: PgPool) {
     let (a, _) = sweep(&app, "a").await;
     let (b, _) = sweep(&app, "b").await;
     let runs = app.get("/runs").await.body;
-    assert!(runs.contains("id=\"compare-form\"") && runs.contains("form=\"compare-form\""), "checkboxes belong to the form");
-    let post = |body: String| Request::post("/compare").header("content-type", "application/x-www-form-urlencoded").body(Body::from(body)).unwrap();
+    assert!(
+        runs.contains("id=\"compare-form\"") && runs.contains("form=\"compare-form\""),
+        "checkboxes belong to the form"
+    );
+    let post = |body: String| {
+        Request::post("/compare")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Body::from(body))
+            .unwrap()
+    };
     let r = app.send(post(format!("run={}&run={}&title=Picked", b[0], a[1]))).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
     let to = r.headers["location"].to_str().unwrap().to_string();
@@ -79,9 +91,17 @@ async fn an_imported_block_shows_what_it_lacks_as_missing_and_derives_latency_ma
     let page = app.get(&format!("/runs/{id}")).await.body;
     assert!(page.contains("Mean E2EL (ms):                          n/a"), "{page}");
     assert!(!page.contains("Mean E2EL (ms):                          0.00"));
-    assert!(page.contains("imported from study.txt; the benchmark ran 44.4 s") && !page.contains("ran 0.0 s"), "{page}");
+    assert!(
+        page.contains("imported from study.txt; the benchmark ran 44.4 s") && !page.contains("ran 0.0 s"),
+        "{page}"
+    );
     // 44.40 s x 4 concurrent / 100 requests.
-    assert!(page.contains("data-testid=\"derived-latency\"") && page.contains("1.78 s") && page.contains(">derived<"), "{page}");
+    assert!(
+        page.contains("data-testid=\"derived-latency\"")
+            && page.contains("1.78 s")
+            && page.contains(">derived<"),
+        "{page}"
+    );
     // The JSON export says null where the source had no number, never 0.
     let slug = r.json()["comparison_slug"].as_str().unwrap().to_string();
     let export = app.get(&format!("/api/comparisons/{slug}/export.json")).await.json();
@@ -94,7 +114,10 @@ async fn an_imported_block_shows_what_it_lacks_as_missing_and_derives_latency_ma
 #[sqlx::test(migrator = "db::MIGRATOR")]
 async fn static_files_may_be_cached_but_are_revalidated(pool: PgPool) {
     let site = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/site");
-    assert!(std::path::Path::new(site).join("pkg/latlab.css").exists(), "build the site first (scripts/build.sh)");
+    assert!(
+        std::path::Path::new(site).join("pkg/latlab.css").exists(),
+        "build the site first (scripts/build.sh)"
+    );
     let state = server::AppState::new(pool.clone(), site, "127.0.0.1:0".parse().unwrap());
     let app = server::router(state);
     use tower::ServiceExt;
@@ -102,5 +125,8 @@ async fn static_files_may_be_cached_but_are_revalidated(pool: PgPool) {
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.headers()["cache-control"], "public, no-cache");
     let page = app.oneshot(Request::get("/runs").body(Body::empty()).unwrap()).await.unwrap();
-    assert!(page.headers().get("cache-control").is_none_or(|v| v != "public, no-cache"), "pages are not static");
+    assert!(
+        page.headers().get("cache-control").is_none_or(|v| v != "public, no-cache"),
+        "pages are not static"
+    );
 }

@@ -26,13 +26,20 @@ fn latlab(cmd: &str, url: &str, data_dir: &std::path::Path) -> Child {
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
-    if server::unix_user::running_as_root() && server::unix_user::unreachable_ancestor(&engine, 65534, 65534).is_some() {
+    if server::unix_user::running_as_root()
+        && server::unix_user::unreachable_ancestor(&engine, 65534, 65534).is_some()
+    {
         c.env("LATLAB_ENGINE_USER", "root");
     }
     c.spawn().expect("starting latlab")
 }
 
-async fn wait_for(pool: &sqlx::PgPool, id: i64, what: &str, ok: impl Fn(&bench_types::RunView) -> bool) -> bench_types::RunView {
+async fn wait_for(
+    pool: &sqlx::PgPool,
+    id: i64,
+    what: &str,
+    ok: impl Fn(&bench_types::RunView) -> bool,
+) -> bench_types::RunView {
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let r = db::runs::get(pool, id).await.unwrap().unwrap();
@@ -84,7 +91,10 @@ async fn sigkill_of_latlab_or_of_its_engine_leaves_nothing_half_stored() {
     // 1. The engine dies mid-run: the run fails with that reason, no requests stored.
     let run = server::store::create_runs(&pool, native_spec(200)).await.unwrap().run_ids[0];
     let mut serve = latlab("serve", &url, tmp.path());
-    wait_for(&pool, run, "measured", |r| r.progress.as_ref().is_some_and(|p| p.phase == "measuring" && p.completed >= 1)).await;
+    wait_for(&pool, run, "measured", |r| {
+        r.progress.as_ref().is_some_and(|p| p.phase == "measuring" && p.completed >= 1)
+    })
+    .await;
     let engines = children_named(serve.id(), "latlab-engine");
     assert_eq!(engines.len(), 1, "one engine under latlab: {engines:?}");
     sigkill(engines[0]);
@@ -97,7 +107,10 @@ async fn sigkill_of_latlab_or_of_its_engine_leaves_nothing_half_stored() {
     // 2. latlab itself dies mid-run (SIGKILL: no shutdown code runs). Its engine goes with
     //    it (parent-death signal) and the next worker marks the run interrupted.
     let run = server::store::create_runs(&pool, native_spec(200)).await.unwrap().run_ids[0];
-    let running = wait_for(&pool, run, "measured", |r| r.progress.as_ref().is_some_and(|p| p.phase == "measuring" && p.completed >= 1)).await;
+    let running = wait_for(&pool, run, "measured", |r| {
+        r.progress.as_ref().is_some_and(|p| p.phase == "measuring" && p.completed >= 1)
+    })
+    .await;
     let engines = children_named(serve.id(), "latlab-engine");
     assert_eq!(engines.len(), 1);
     sigkill(serve.id());

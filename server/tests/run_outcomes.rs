@@ -9,7 +9,12 @@ use common::fake_openai::{fresh_database, start as fake_openai};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-async fn wait_for(pool: &sqlx::PgPool, id: i64, what: &str, ok: impl Fn(&bench_types::RunView) -> bool) -> bench_types::RunView {
+async fn wait_for(
+    pool: &sqlx::PgPool,
+    id: i64,
+    what: &str,
+    ok: impl Fn(&bench_types::RunView) -> bool,
+) -> bench_types::RunView {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let r = db::runs::get(pool, id).await.unwrap().unwrap();
@@ -59,18 +64,35 @@ async fn dead_targets_fail_partial_failures_are_counted_and_cancels_keep_what_fi
     let r = wait_for(&pool, dead, "ended", |r| r.status.is_terminal()).await;
     assert_eq!(r.status, RunStatus::Failed);
     let e = r.error.unwrap();
-    assert!(e.starts_with("every request failed (5 of 5); first errors: ") && e.to_lowercase().contains("connect"), "{e}");
-    assert_eq!(db::requests::list(&pool, dead).await.unwrap().len(), 5, "the failed requests are kept to look at");
+    assert!(
+        e.starts_with("every request failed (5 of 5); first errors: ")
+            && e.to_lowercase().contains("connect"),
+        "{e}"
+    );
+    assert_eq!(
+        db::requests::list(&pool, dead).await.unwrap().len(),
+        5,
+        "the failed requests are kept to look at"
+    );
 
     // Half the requests fail: a result, and the count on the run.
     let flaky = create(spec(&fake, "flaky", 4)).await;
     let r = wait_for(&pool, flaky, "ended", |r| r.status.is_terminal()).await;
     assert_eq!(r.status, RunStatus::Succeeded);
-    assert_eq!(r.error.as_deref().map(|e| e.split(';').next().unwrap()), Some("2 of 4 requests failed"), "{:?}", r.error);
+    assert_eq!(
+        r.error.as_deref().map(|e| e.split(';').next().unwrap()),
+        Some("2 of 4 requests failed"),
+        "{:?}",
+        r.error
+    );
     assert_eq!(r.summary.unwrap().failed, 2);
     // The page says where its counts come from (the fake server sends prompt usage).
     let page = common::TestApp::new(pool.clone()).get(&format!("/runs/{flaky}")).await.body;
-    assert!(page.contains("by the server&#x27;s usage.prompt_tokens") || page.contains("by the server's usage.prompt_tokens"), "{page}");
+    assert!(
+        page.contains("by the server&#x27;s usage.prompt_tokens")
+            || page.contains("by the server's usage.prompt_tokens"),
+        "{page}"
+    );
     assert!(page.contains("2 of 4 requests failed"), "the failures are on the page");
 
     // Cancelled partway: the finished requests stay, marked partial.

@@ -47,13 +47,29 @@ async fn a_request_cannot_choose_the_program_or_flags_that_reach_code(pool: PgPo
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
     assert!(message(&v).contains("executable"), "{v}");
-    for extra in [&["--trust-remote-code"][..], &["--chat-template", "/etc/shadow"], &["--allowed-local-media-path", "/"]] {
-        let (status, v) = post(&base, "/api/runs", &launched(json!({"kind": "launched", "engine": "vllm", "model": "Qwen/Qwen3-8B", "extra_args": extra}))).await;
+    for extra in [
+        &["--trust-remote-code"][..],
+        &["--chat-template", "/etc/shadow"],
+        &["--allowed-local-media-path", "/"],
+    ] {
+        let (status, v) = post(
+            &base,
+            "/api/runs",
+            &launched(
+                json!({"kind": "launched", "engine": "vllm", "model": "Qwen/Qwen3-8B", "extra_args": extra}),
+            ),
+        )
+        .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{extra:?}: {v}");
         assert_eq!(v["error"]["fields"][0]["field"], "target.extra_args", "{v}");
         assert!(message(&v).contains("may only tune performance"), "{v}");
     }
-    let (status, v) = post(&base, "/api/runs", &launched(json!({"kind": "launched", "engine": "vllm", "model": "../../tmp/x"}))).await;
+    let (status, v) = post(
+        &base,
+        "/api/runs",
+        &launched(json!({"kind": "launched", "engine": "vllm", "model": "../../tmp/x"})),
+    )
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
     assert_eq!(runs(&pool).await, 0, "nothing stored");
 }
@@ -113,10 +129,17 @@ async fn writes_from_other_sites_and_rebound_hosts_are_refused(pool: PgPool) {
         .unwrap();
     assert_eq!(form.status(), StatusCode::FORBIDDEN);
     // DNS rebinding: the attacker's name, pointing at us.
-    let r = send(Some("http://rebind.attacker.example"), None, Some("rebind.attacker.example"), "/api/runs").await.unwrap();
+    let r = send(Some("http://rebind.attacker.example"), None, Some("rebind.attacker.example"), "/api/runs")
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::MISDIRECTED_REQUEST);
     assert!(r.text().await.unwrap().contains("LATLAB_ALLOWED_HOSTS"));
-    let read = c.get(format!("{base}/api/runs")).header("host", "rebind.attacker.example:3000").send().await.unwrap();
+    let read = c
+        .get(format!("{base}/api/runs"))
+        .header("host", "rebind.attacker.example:3000")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(read.status(), StatusCode::MISDIRECTED_REQUEST, "rebinding must not read either");
     assert_eq!(runs(&pool).await, 0, "nothing stored");
     // Our own pages and programs still write.
@@ -148,29 +171,58 @@ async fn sessions_are_random_revocable_bound_to_the_token_and_guessing_is_limite
     let base = serve(state(pool.clone(), Some(TOKEN))).await;
     let write = |cookie: String| {
         let base = base.clone();
-        async move { client().post(format!("{base}/api/runs")).header("cookie", cookie).json(&spec_json()).send().await.unwrap().status() }
+        async move {
+            client()
+                .post(format!("{base}/api/runs"))
+                .header("cookie", cookie)
+                .json(&spec_json())
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
     };
     let a = login(&base, TOKEN, &[]).await;
     assert_eq!(a.status(), StatusCode::SEE_OTHER);
     let (cookie_a, set_a) = cookie_of(&a).unwrap();
     let (cookie_b, _) = cookie_of(&login(&base, TOKEN, &[("x-forwarded-proto", "https")]).await).unwrap();
     assert_ne!(cookie_a, cookie_b, "each sign-in gets its own random id");
-    let old_style: String = sha2::Sha256::digest(format!("latlab-session:{TOKEN}").as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let old_style: String = sha2::Sha256::digest(format!("latlab-session:{TOKEN}").as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     assert!(!cookie_a.contains(&old_style));
-    assert!(set_a.contains("HttpOnly") && set_a.contains("SameSite=Strict") && set_a.contains("Max-Age=604800") && !set_a.contains("Secure"), "{set_a}");
+    assert!(
+        set_a.contains("HttpOnly")
+            && set_a.contains("SameSite=Strict")
+            && set_a.contains("Max-Age=604800")
+            && !set_a.contains("Secure"),
+        "{set_a}"
+    );
     let (_, set_https) = cookie_of(&login(&base, TOKEN, &[("x-forwarded-proto", "https")]).await).unwrap();
     assert!(set_https.contains("; Secure"), "{set_https}");
 
     assert_eq!(write(cookie_a.clone()).await, StatusCode::CREATED);
-    assert_eq!(write(format!("latlab_session={old_style}")).await, StatusCode::UNAUTHORIZED, "the old derived cookie is dead");
+    assert_eq!(
+        write(format!("latlab_session={old_style}")).await,
+        StatusCode::UNAUTHORIZED,
+        "the old derived cookie is dead"
+    );
     // Sign-out revokes that session only.
-    let out = client().post(format!("{base}/logout")).header("cookie", cookie_a.clone()).send().await.unwrap();
+    let out =
+        client().post(format!("{base}/logout")).header("cookie", cookie_a.clone()).send().await.unwrap();
     assert_eq!(out.status(), StatusCode::SEE_OTHER);
     assert_eq!(write(cookie_a.clone()).await, StatusCode::UNAUTHORIZED);
     assert_eq!(write(cookie_b.clone()).await, StatusCode::CREATED);
     // A new token ends the sessions of the old one.
     let rotated = serve(state(pool.clone(), Some("another-token-0123456789abcdef"))).await;
-    let r = client().post(format!("{rotated}/api/runs")).header("cookie", cookie_b.clone()).json(&spec_json()).send().await.unwrap();
+    let r = client()
+        .post(format!("{rotated}/api/runs"))
+        .header("cookie", cookie_b.clone())
+        .json(&spec_json())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
 
     // Guessing: ten failures from an address, then even the right token waits.
@@ -185,7 +237,8 @@ async fn sessions_are_random_revocable_bound_to_the_token_and_guessing_is_limite
     assert!(cookie_of(&blocked).is_none());
     let sessions: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sessions").fetch_one(&pool).await.unwrap();
     assert_eq!(sessions, 3, "only the three sign-ins that succeeded");
-    let ids: Vec<Vec<u8>> = sqlx::query_scalar("SELECT id_hash FROM sessions").fetch_all(&pool).await.unwrap();
+    let ids: Vec<Vec<u8>> =
+        sqlx::query_scalar("SELECT id_hash FROM sessions").fetch_all(&pool).await.unwrap();
     let raw = cookie_b.split('=').nth(1).unwrap();
     assert!(ids.iter().all(|h| h.as_slice() != raw.as_bytes()), "ids are stored hashed");
 }
@@ -205,17 +258,25 @@ async fn text_with_nul_or_bidi_controls_is_refused_by_field(pool: PgPool) {
         ("/api/runs", rlo, "label"),
         ("/api/imports", import, "content"),
         ("/api/comparisons", json!({"title": "t\u{0}", "run_ids": [1]}), "title"),
-        ("/api/comparisons", json!({"title": "t", "run_ids": [1], "view": {"metric": "\u{2066}x"}}), "view.metric"),
+        (
+            "/api/comparisons",
+            json!({"title": "t", "run_ids": [1], "view": {"metric": "\u{2066}x"}}),
+            "view.metric",
+        ),
     ];
     for (path, body, field) in cases {
         let (status, v) = post(&base, path, &body).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {v}");
         assert_eq!(v["error"]["fields"][0]["field"], field, "{path}: {v}");
         let text = v.to_string();
-        assert!(!text.contains("invalid byte sequence") && !text.contains("unsupported Unicode escape"), "a database error leaked: {text}");
+        assert!(
+            !text.contains("invalid byte sequence") && !text.contains("unsupported Unicode escape"),
+            "a database error leaked: {text}"
+        );
     }
     assert_eq!(runs(&pool).await, 0);
-    let comparisons: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM comparisons").fetch_one(&pool).await.unwrap();
+    let comparisons: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM comparisons").fetch_one(&pool).await.unwrap();
     assert_eq!(comparisons, 0);
 }
 

@@ -28,9 +28,12 @@ async fn chat(Json(body): Json<serde_json::Value>) -> Sse<impl Stream<Item = Res
 }
 
 async fn fake_openai() -> String {
-    let app = Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .route("/v1/models", get(|| async { Json(serde_json::json!({"object": "list", "data": [{"id": "slow"}, {"id": "fast"}]})) }));
+    let app = Router::new().route("/v1/chat/completions", post(chat)).route(
+        "/v1/models",
+        get(|| async {
+            Json(serde_json::json!({"object": "list", "data": [{"id": "slow"}, {"id": "fast"}]}))
+        }),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -39,7 +42,8 @@ async fn fake_openai() -> String {
 
 /// `base` with its database name replaced (the part of the path before any `?`).
 fn with_database(base: &str, name: &str) -> String {
-    let (head, query) = base.split_once('?').map(|(h, q)| (h, format!("?{q}"))).unwrap_or((base, String::new()));
+    let (head, query) =
+        base.split_once('?').map(|(h, q)| (h, format!("?{q}"))).unwrap_or((base, String::new()));
     let cut = head.rfind('/').expect("a database URL has a path");
     format!("{}/{name}{query}", &head[..cut])
 }
@@ -69,7 +73,12 @@ fn start_worker(url: &str) -> Child {
         .expect("starting latlab worker")
 }
 
-async fn wait_for<F: Fn(&bench_types::RunView) -> bool>(pool: &sqlx::PgPool, id: i64, what: &str, ok: F) -> bench_types::RunView {
+async fn wait_for<F: Fn(&bench_types::RunView) -> bool>(
+    pool: &sqlx::PgPool,
+    id: i64,
+    what: &str,
+    ok: F,
+) -> bench_types::RunView {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let r = db::runs::get(pool, id).await.unwrap().unwrap();
@@ -106,7 +115,10 @@ async fn a_killed_worker_leaves_an_interrupted_run_and_the_next_run_works() {
     // 1. A slow run (~6 s per request); kill its worker once requests are flowing.
     let slow = create(spec(&fake, "slow", 5)).await;
     let mut w1 = start_worker(&url);
-    let running = wait_for(&pool, slow, "made progress", |r| r.progress.as_ref().is_some_and(|p| p.phase == "measuring")).await;
+    let running = wait_for(&pool, slow, "made progress", |r| {
+        r.progress.as_ref().is_some_and(|p| p.phase == "measuring")
+    })
+    .await;
     let w1_id = running.progress.unwrap().worker;
     w1.kill().unwrap();
     w1.wait().unwrap();
@@ -145,7 +157,11 @@ async fn a_killed_worker_leaves_an_interrupted_run_and_the_next_run_works() {
     let l = create(launched).await;
     let r = wait_for(&pool, l, "finished", |r| r.status.is_terminal()).await;
     assert_eq!(r.status, RunStatus::Failed);
-    assert!(r.error.as_deref().unwrap_or("").contains("vllm is not installed on this worker"), "{:?}", r.error);
+    assert!(
+        r.error.as_deref().unwrap_or("").contains("vllm is not installed on this worker"),
+        "{:?}",
+        r.error
+    );
 
     unsafe { libc::kill(w2.id() as i32, libc::SIGTERM) };
     w2.wait().unwrap();
@@ -154,6 +170,12 @@ async fn a_killed_worker_leaves_an_interrupted_run_and_the_next_run_works() {
 
 #[test]
 fn database_names_are_swapped_in_urls() {
-    assert_eq!(with_database("postgres://u@localhost/postgres?host=/tmp/x", "db1"), "postgres://u@localhost/db1?host=/tmp/x");
-    assert_eq!(with_database("postgres://u:p@127.0.0.1:5432/latlab", "db2"), "postgres://u:p@127.0.0.1:5432/db2");
+    assert_eq!(
+        with_database("postgres://u@localhost/postgres?host=/tmp/x", "db1"),
+        "postgres://u@localhost/db1?host=/tmp/x"
+    );
+    assert_eq!(
+        with_database("postgres://u:p@127.0.0.1:5432/latlab", "db2"),
+        "postgres://u:p@127.0.0.1:5432/db2"
+    );
 }

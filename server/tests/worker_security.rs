@@ -7,7 +7,7 @@
 mod common;
 
 use bench_types::RunStatus;
-use common::fake_openai::{fresh_database, start as fake_openai, Seen};
+use common::fake_openai::{Seen, fresh_database, start as fake_openai};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -33,7 +33,11 @@ fn spec(target: serde_json::Value, model: &str, dataset: serde_json::Value) -> s
 
 /// Stores a run exactly as given, skipping the API's validation.
 async fn store_raw(pool: &sqlx::PgPool, spec: serde_json::Value) -> i64 {
-    sqlx::query_scalar("INSERT INTO runs (spec, target_description) VALUES ($1, 'test') RETURNING id").bind(spec).fetch_one(pool).await.unwrap()
+    sqlx::query_scalar("INSERT INTO runs (spec, target_description) VALUES ($1, 'test') RETURNING id")
+        .bind(spec)
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
 
 async fn wait_end(pool: &sqlx::PgPool, id: i64, within: Duration) -> bench_types::RunView {
@@ -59,11 +63,18 @@ async fn a_worker_sends_only_opted_in_keys_reads_only_its_folders_and_starts_eng
     let root = open_dir(tmp.path(), "root");
     std::fs::write(root.join("ok.jsonl"), "{\"prompt\": \"hello there\", \"output_len\": 8}\n").unwrap();
     let fifo = root.join("fifo.jsonl");
-    assert_eq!(unsafe { libc::mkfifo(std::ffi::CString::new(fifo.to_str().unwrap()).unwrap().as_ptr(), 0o644) }, 0);
+    assert_eq!(
+        unsafe { libc::mkfifo(std::ffi::CString::new(fifo.to_str().unwrap()).unwrap().as_ptr(), 0o644) },
+        0
+    );
     // The host's vLLM: a script that shows who it runs as and what it was given, then fails.
     let bin = open_dir(tmp.path(), "bin");
     let fake_vllm = bin.join("vllm");
-    std::fs::write(&fake_vllm, "#!/bin/sh\necho \"uid=$(id -u) cwd=$(pwd)\"\nenv | sort\necho \"args: $*\"\nexit 3\n").unwrap();
+    std::fs::write(
+        &fake_vllm,
+        "#!/bin/sh\necho \"uid=$(id -u) cwd=$(pwd)\"\nenv | sort\necho \"args: $*\"\nexit 3\n",
+    )
+    .unwrap();
     std::fs::set_permissions(&fake_vllm, std::fs::Permissions::from_mode(0o755)).unwrap();
 
     let mut worker: Child = Command::new(env!("CARGO_BIN_EXE_latlab"))
@@ -83,7 +94,8 @@ async fn a_worker_sends_only_opted_in_keys_reads_only_its_folders_and_starts_eng
         .spawn()
         .expect("starting latlab worker");
     let random = serde_json::json!({"kind": "random", "input_len": 16, "output_len": 8});
-    let external = |key: Option<&str>| serde_json::json!({"kind": "external", "base_url": fake, "api_key_env": key});
+    let external =
+        |key: Option<&str>| serde_json::json!({"kind": "external", "base_url": fake, "api_key_env": key});
 
     // An opted-in key is sent; the worker's token is not, even when a stored spec names it.
     let ok = store_raw(&pool, spec(external(Some("LATLAB_KEY_TEST")), "fast", random.clone())).await;
@@ -111,17 +123,33 @@ async fn a_worker_sends_only_opted_in_keys_reads_only_its_folders_and_starts_eng
         assert_eq!(r.status, RunStatus::Failed, "{dataset}");
         assert!(r.error.as_deref().unwrap().contains(expected), "{dataset}: {:?}", r.error);
     }
-    let model = store_raw(&pool, spec(serde_json::json!({"kind": "native", "model_source": "/etc", "device": "cpu"}), "m", random.clone())).await;
+    let model = store_raw(
+        &pool,
+        spec(
+            serde_json::json!({"kind": "native", "model_source": "/etc", "device": "cpu"}),
+            "m",
+            random.clone(),
+        ),
+    )
+    .await;
     let r = wait_end(&pool, model, Duration::from_secs(30)).await;
     assert!(r.error.as_deref().unwrap().contains("target.model_source: /etc is outside"), "{:?}", r.error);
-    let good = store_raw(&pool, spec(external(None), "fast", serde_json::json!({"kind": "jsonl", "path": root.join("ok.jsonl")}))).await;
+    let good = store_raw(
+        &pool,
+        spec(external(None), "fast", serde_json::json!({"kind": "jsonl", "path": root.join("ok.jsonl")})),
+    )
+    .await;
     assert_eq!(wait_end(&pool, good, Duration::from_secs(30)).await.status, RunStatus::Succeeded);
     assert!(t0.elapsed() < Duration::from_secs(30), "refusals must be quick: {:?}", t0.elapsed());
 
     // The launched engine: the host's program, a bare environment, the engine user, its home.
     let launched = store_raw(
         &pool,
-        spec(serde_json::json!({"kind": "launched", "engine": "vllm", "model": "Qwen/Qwen3-8B"}), "Qwen/Qwen3-8B", random.clone()),
+        spec(
+            serde_json::json!({"kind": "launched", "engine": "vllm", "model": "Qwen/Qwen3-8B"}),
+            "Qwen/Qwen3-8B",
+            random.clone(),
+        ),
     )
     .await;
     let r = wait_end(&pool, launched, Duration::from_secs(30)).await;
@@ -129,7 +157,11 @@ async fn a_worker_sends_only_opted_in_keys_reads_only_its_folders_and_starts_eng
     let log = db::queue::log(&pool, launched).await.unwrap().unwrap();
     assert!(log.contains(&format!("$ {} serve Qwen/Qwen3-8B", fake_vllm.display())), "{log}");
     let home = std::fs::canonicalize(&data_dir).unwrap().join("engine-home");
-    assert!(log.contains(&format!("HOME={}", home.display())) || log.contains(&format!("HOME={}", data_dir.join("engine-home").display())), "{log}");
+    assert!(
+        log.contains(&format!("HOME={}", home.display()))
+            || log.contains(&format!("HOME={}", data_dir.join("engine-home").display())),
+        "{log}"
+    );
     assert!(log.contains("PATH="), "{log}");
     for secret in ["LATLAB_API_TOKEN", "DATABASE_URL", "LATLAB_KEY_TEST", TOKEN, KEY, "LATLAB_LEASE_S"] {
         assert!(!log.contains(secret), "{secret} reached the engine: {log}");
@@ -164,7 +196,11 @@ async fn a_busy_slot_does_not_hold_up_lease_expiry() {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    let mut slow = spec(serde_json::json!({"kind": "external", "base_url": fake}), "slow", serde_json::json!({"kind": "random", "input_len": 16, "output_len": 8}));
+    let mut slow = spec(
+        serde_json::json!({"kind": "external", "base_url": fake}),
+        "slow",
+        serde_json::json!({"kind": "random", "input_len": 16, "output_len": 8}),
+    );
     slow["num_prompts"] = 20.into();
     let busy = store_raw(&pool, slow).await;
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -183,7 +219,11 @@ async fn a_busy_slot_does_not_hold_up_lease_expiry() {
     .unwrap();
     let r = wait_end(&pool, ghost, Duration::from_secs(10)).await;
     assert_eq!(r.status, RunStatus::Interrupted);
-    assert_eq!(db::runs::get(&pool, busy).await.unwrap().unwrap().status, RunStatus::Running, "expired while the slot was busy");
+    assert_eq!(
+        db::runs::get(&pool, busy).await.unwrap().unwrap().status,
+        RunStatus::Running,
+        "expired while the slot was busy"
+    );
     unsafe { libc::kill(worker.id() as i32, libc::SIGTERM) };
     worker.wait().unwrap();
     pool.close().await;

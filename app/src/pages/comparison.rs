@@ -2,9 +2,9 @@
 //! the URL (rendered into the HTML on the server, re-rendered in the browser when the
 //! view changes), downloads and exports, the runs table, and a configuration diff.
 
-use crate::components::charts::facts::{hardware, imported, marks, run_label, stat_value, warnings};
-use crate::components::charts::{render, ChartControls, ChartKind, ChartView, ConfigDiff, LadderTable, Stat};
 use crate::components::StatusBadge;
+use crate::components::charts::facts::{hardware, imported, marks, run_label, stat_value, warnings};
+use crate::components::charts::{ChartControls, ChartKind, ChartView, ConfigDiff, LadderTable, Stat, render};
 use crate::format::f2;
 use crate::pages::NotFound;
 use crate::server_fns::{get_comparison, get_run_requests};
@@ -50,7 +50,11 @@ pub fn ComparisonPage() -> impl IntoView {
     // as runs finish, without a reload.
     let tick = RwSignal::new(0u64);
     let cmp = Resource::new(move || (slug(), tick.get()), |(slug, _)| get_comparison(slug));
-    let live = move || cmp.get().and_then(|r| r.ok().flatten()).is_some_and(|c| c.runs.iter().any(|r| !r.status.is_terminal()));
+    let live = move || {
+        cmp.get()
+            .and_then(|r| r.ok().flatten())
+            .is_some_and(|c| c.runs.iter().any(|r| !r.status.is_terminal()))
+    };
     Effect::new(move |_| {
         if let Ok(handle) = set_interval_with_handle(
             move || {
@@ -79,7 +83,8 @@ fn Comparison(c: Arc<ComparisonView>, view: Memo<Result<ChartView, ValidationErr
     // The URL's view checked against this comparison: a bad parameter is named where the
     // chart goes (the page answers 400); controls and the rest show the default view.
     let check_c = c.clone();
-    let checked = Memo::new(move |_| view.get().and_then(|v| v.check(&check_c).map(|_| v)).map_err(|e| e.to_string()));
+    let checked =
+        Memo::new(move |_| view.get().and_then(|v| v.check(&check_c).map(|_| v)).map_err(|e| e.to_string()));
     #[cfg(feature = "ssr")]
     if let (Err(_), Some(resp)) = (checked.get_untracked(), use_context::<leptos_axum::ResponseOptions>()) {
         resp.set_status(http::StatusCode::BAD_REQUEST);
@@ -93,12 +98,17 @@ fn Comparison(c: Arc<ComparisonView>, view: Memo<Result<ChartView, ValidationErr
         move || view.get().kind == ChartKind::Cdf,
         move |need| {
             let ids = ids.clone();
-            async move { if need { get_run_requests(ids).await.map_err(|e| e.to_string()) } else { Ok(Vec::new()) } }
+            async move {
+                if need { get_run_requests(ids).await.map_err(|e| e.to_string()) } else { Ok(Vec::new()) }
+            }
         },
     );
     let svg = move || {
         if let Err(e) = checked.get() {
-            return format!("<p class=\"error chart-error\" role=\"alert\">Bad chart parameter: {}</p>", charts::escape(&e));
+            return format!(
+                "<p class=\"error chart-error\" role=\"alert\">Bad chart parameter: {}</p>",
+                charts::escape(&e)
+            );
         }
         let recs = match records.get() {
             Some(Ok(r)) => r,
@@ -131,7 +141,9 @@ fn Comparison(c: Arc<ComparisonView>, view: Memo<Result<ChartView, ValidationErr
         }
     };
     // Where a study published its own gains, say how they differ from the chart's.
-    let has_published = c.view["ladder"]["steps"].as_array().is_some_and(|s| s.iter().any(|s| s["published_gain"].is_string()));
+    let has_published = c.view["ladder"]["steps"]
+        .as_array()
+        .is_some_and(|s| s.iter().any(|s| s["published_gain"].is_string()));
     let ladder_note = move || {
         (has_published && view.get().kind == ChartKind::Ladder).then(|| view! {
             <p class="muted ladder-note">
@@ -173,7 +185,9 @@ fn Comparison(c: Arc<ComparisonView>, view: Memo<Result<ChartView, ValidationErr
 fn cell(r: &RunView, m: MetricKind, s: Stat) -> impl IntoView + use<> {
     match stat_value(r, m, s) {
         Some(v) => view! { <td class="num">{f2(v)}</td> }.into_any(),
-        None => view! { <td class="num missing" title="not in the source or not measured">"n/a"</td> }.into_any(),
+        None => {
+            view! { <td class="num missing" title="not in the source or not measured">"n/a"</td> }.into_any()
+        }
     }
 }
 
@@ -193,9 +207,15 @@ fn ComparisonTable(c: Arc<ComparisonView>) -> impl IntoView {
         .iter()
         .map(|r| {
             let tput = r.summary.as_ref().map(|s| f2(s.output_throughput)).unwrap_or_else(|| "–".into());
-            let engine = imported(r).map(|i| i.engine.clone()).unwrap_or_else(|| r.target_description.clone());
-            let mark_badges = marks(r).into_iter().map(|m| view! { <span class="badge mark">{m}</span> }).collect_view();
-            let cells = metrics.iter().flat_map(|m| stats.iter().map(move |s| (*m, *s))).map(|(m, s)| cell(r, m, s)).collect_view();
+            let engine =
+                imported(r).map(|i| i.engine.clone()).unwrap_or_else(|| r.target_description.clone());
+            let mark_badges =
+                marks(r).into_iter().map(|m| view! { <span class="badge mark">{m}</span> }).collect_view();
+            let cells = metrics
+                .iter()
+                .flat_map(|m| stats.iter().map(move |s| (*m, *s)))
+                .map(|(m, s)| cell(r, m, s))
+                .collect_view();
             view! {
                 <tr data-run-id=r.id>
                     <td><a href=format!("/runs/{}", r.id)>{run_label(r)}</a>" "{mark_badges}</td>

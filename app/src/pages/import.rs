@@ -82,7 +82,8 @@ pub fn ImportPage() -> impl IntoView {
     // browser tests wait for it; the form itself needs no JavaScript).
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
-    let file_note = file_name.map(|n| view! { <small class="hint">{format!("You had chosen {n}: choose it again.")}</small> });
+    let file_note = file_name
+        .map(|n| view! { <small class="hint">{format!("You had chosen {n}: choose it again.")}</small> });
     view! {
         <h1>"Import results"</h1>
         <p>"Results measured elsewhere: a " <code>"vllm bench serve --save-result"</code>

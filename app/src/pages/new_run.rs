@@ -13,8 +13,14 @@ use std::collections::HashSet;
 type GetFn = fn(&RunForm) -> String;
 
 /// Fields of the collapsed sampling section: it opens when one of them has an error.
-const SAMPLING_PATHS: [&str; 6] =
-    ["sampling.top_p", "sampling.top_k", "sampling.min_p", "sampling.frequency_penalty", "sampling.presence_penalty", "sampling.repetition_penalty"];
+const SAMPLING_PATHS: [&str; 6] = [
+    "sampling.top_p",
+    "sampling.top_k",
+    "sampling.min_p",
+    "sampling.frequency_penalty",
+    "sampling.presence_penalty",
+    "sampling.repetition_penalty",
+];
 type SetFn = fn(&mut RunForm, String);
 
 #[derive(Clone, Copy)]
@@ -126,23 +132,23 @@ pub fn NewRunPage() -> impl IntoView {
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
     let is = move |kind: &'static str| move || !hydrated.get() || form.with(|f| f.target_kind == kind);
-    let ds = move |kind: &'static [&'static str]| move || !hydrated.get() || form.with(|f| kind.contains(&f.dataset_kind.as_str()));
+    let ds = move |kind: &'static [&'static str]| {
+        move || !hydrated.get() || form.with(|f| kind.contains(&f.dataset_kind.as_str()))
+    };
 
     let action = ServerAction::<CreateRuns>::new();
     let navigate = leptos_router::hooks::use_navigate();
-    Effect::new(move |_| {
-        match action.value().get() {
-            Some(Ok(Ok(created))) => {
-                let to = match (created.comparison_slug, created.run_ids.first()) {
-                    (Some(slug), _) => format!("/c/{slug}"),
-                    (None, Some(id)) => format!("/runs/{id}"),
-                    _ => "/runs".to_string(),
-                };
-                navigate(&to, Default::default());
-            }
-            Some(Ok(Err(server_errors))) => ctx.server_errors.set(server_errors),
-            _ => {}
+    Effect::new(move |_| match action.value().get() {
+        Some(Ok(Ok(created))) => {
+            let to = match (created.comparison_slug, created.run_ids.first()) {
+                (Some(slug), _) => format!("/c/{slug}"),
+                (None, Some(id)) => format!("/runs/{id}"),
+                _ => "/runs".to_string(),
+            };
+            navigate(&to, Default::default());
         }
+        Some(Ok(Err(server_errors))) => ctx.server_errors.set(server_errors),
+        _ => {}
     });
     let failure = move || match action.value().get() {
         Some(Err(e)) => Some(format!("The server could not create the run: {e}")),
@@ -157,7 +163,8 @@ pub fn NewRunPage() -> impl IntoView {
     };
     let error_count = move || {
         let n = errors.with(|e| e.0.len());
-        (ctx.submitted.get() && n > 0).then(|| format!("{n} field(s) need attention before the run can start."))
+        (ctx.submitted.get() && n > 0)
+            .then(|| format!("{n} field(s) need attention before the run can start."))
     };
 
     view! {

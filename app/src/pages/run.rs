@@ -4,7 +4,7 @@
 use crate::components::{ResultBlock, StatusBadge};
 use crate::format::{derived_mean_latency_s, elapsed, f2, strip_ansi, when};
 use crate::pages::NotFound;
-use crate::server_fns::{get_run, get_run_comparisons, get_run_log, CancelRun};
+use crate::server_fns::{CancelRun, get_run, get_run_comparisons, get_run_log};
 use bench_types::{RunProgress, RunStatus, RunView, Target};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -25,11 +25,7 @@ pub fn RunPage() -> impl IntoView {
             }
         },
     );
-    let live = move || {
-        run.get()
-            .and_then(|r| r.ok().flatten())
-            .is_some_and(|r| !r.status.is_terminal())
-    };
+    let live = move || run.get().and_then(|r| r.ok().flatten()).is_some_and(|r| !r.status.is_terminal());
     Effect::new(move |_| {
         if let Ok(handle) = set_interval_with_handle(
             move || {
@@ -76,15 +72,23 @@ fn ProgressPanel(p: RunProgress) -> impl IntoView {
 #[component]
 fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
     let id = run.id;
-    let title = if run.spec.label.is_empty() { format!("Run #{}", run.id) } else { format!("Run #{}: {}", run.id, run.spec.label) };
+    let title = if run.spec.label.is_empty() {
+        format!("Run #{}", run.id)
+    } else {
+        format!("Run #{}: {}", run.id, run.spec.label)
+    };
     let spec_json = serde_json::to_string_pretty(&run.spec).unwrap_or_default();
     let s = &run.spec;
     let mut rows: Vec<(&str, String)> = vec![("Target", run.target_description.clone())];
     if let bench_types::Target::Native(n) = &s.target {
         // No flag serves the checkpoint as stored: bf16, or FP8 for an FP8 checkpoint.
         let weights = match (n.quantization, n.device) {
-            (bench_types::Quantization::None, bench_types::Device::Cpu) => "as stored, computed in f32 (the CPU reference engine)",
-            (bench_types::Quantization::None, _) => "as stored (bf16 unless the checkpoint is FP8; f32 if it runs on the CPU)",
+            (bench_types::Quantization::None, bench_types::Device::Cpu) => {
+                "as stored, computed in f32 (the CPU reference engine)"
+            }
+            (bench_types::Quantization::None, _) => {
+                "as stored (bf16 unless the checkpoint is FP8; f32 if it runs on the CPU)"
+            }
             (bench_types::Quantization::Fp8, _) => "FP8 (128x128 block scales, quantized at load)",
         };
         rows.push(("Weights", weights.to_string()));
@@ -94,11 +98,17 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
         ("Backend", s.backend.as_str().to_string()),
         ("Dataset", format!("{} × {} prompts, seed {}", s.dataset.name(), s.num_prompts, s.seed)),
         ("Load", s.load_label()),
-        ("ignore_eos", match (s.sampling.ignore_eos, s.sends_ignore_eos()) {
-            (false, true) => "true (always, for the random dataset, as vLLM does)".to_string(),
-            (on, _) => on.to_string(),
-        }),
-        ("Temperature", s.sampling.temperature.map(|t| t.to_string()).unwrap_or_else(|| "server default".into())),
+        (
+            "ignore_eos",
+            match (s.sampling.ignore_eos, s.sends_ignore_eos()) {
+                (false, true) => "true (always, for the random dataset, as vLLM does)".to_string(),
+                (on, _) => on.to_string(),
+            },
+        ),
+        (
+            "Temperature",
+            s.sampling.temperature.map(|t| t.to_string()).unwrap_or_else(|| "server default".into()),
+        ),
         ("Created", when(&run.created_at)),
     ]);
     let imported = match &run.spec.target {
@@ -110,7 +120,10 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
         (Some(t), _, _) => Some(format!(
             "imported from {}{}",
             t.source,
-            run.summary.as_ref().map(|s| format!("; the benchmark ran {:.1} s", s.duration_s)).unwrap_or_default()
+            run.summary
+                .as_ref()
+                .map(|s| format!("; the benchmark ran {:.1} s", s.duration_s))
+                .unwrap_or_default()
         )),
         (None, Some(a), Some(b)) => Some(format!("started {}, ran {}", when(a), elapsed(a, b))),
         (None, Some(a), None) => Some(format!("started {}", when(a))),
@@ -152,7 +165,8 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
         }
     });
     let can_cancel = !run.status.is_terminal() && !run.cancel_requested;
-    let has_engine = !matches!(run.spec.target, bench_types::Target::External { .. } | bench_types::Target::Imported(_));
+    let has_engine =
+        !matches!(run.spec.target, bench_types::Target::External { .. } | bench_types::Target::Imported(_));
     let log = Resource::new(move || tick.get(), move |_| get_run_log(id));
     view! {
         <Title text=page_title/>

@@ -24,7 +24,12 @@ fn a_sweep_list_parses_and_bad_numbers_name_their_field() {
     // Every bad value of a list is named, not only the first.
     f.max_concurrency = "0, abc, 99999999999".into();
     let m = f.to_spec().unwrap_err().for_field("load.max_concurrency").unwrap().to_string();
-    assert!(m.contains("0 is out of range") && m.contains("\"abc\" is not a whole number") && m.contains("99999999999 is too large"), "{m}");
+    assert!(
+        m.contains("0 is out of range")
+            && m.contains("\"abc\" is not a whole number")
+            && m.contains("99999999999 is too large"),
+        "{m}"
+    );
 }
 
 #[test]
@@ -35,7 +40,11 @@ fn the_native_engine_is_named_after_its_model_source_unless_named() {
     assert_eq!(named.to_spec().unwrap().model, "mine");
     let ckpt = RunForm { model_source: "/srv/models/Qwen3-8B/".into(), ..f };
     assert_eq!(ckpt.to_spec().unwrap().model, "Qwen3-8B");
-    assert_eq!(RunForm::default().to_spec().unwrap().model, "Qwen/Qwen3-8B", "external targets keep the field");
+    assert_eq!(
+        RunForm::default().to_spec().unwrap().model,
+        "Qwen/Qwen3-8B",
+        "external targets keep the field"
+    );
 }
 
 #[test]
@@ -49,7 +58,12 @@ fn validation_errors_come_through_once_per_field() {
 
 #[test]
 fn launched_presets_make_one_spec_each_with_their_served_model() {
-    let f = RunForm { target_kind: "launched".into(), presets: "vllm-bf16, recommended".into(), label: "ladder".into(), ..RunForm::default() };
+    let f = RunForm {
+        target_kind: "launched".into(),
+        presets: "vllm-bf16, recommended".into(),
+        label: "ladder".into(),
+        ..RunForm::default()
+    };
     let specs = f.to_specs().unwrap();
     assert_eq!(specs.len(), 2);
     assert!(matches!(&specs[0].target, Target::Launched(l) if l.engine.as_str() == "vllm"));
@@ -58,7 +72,9 @@ fn launched_presets_make_one_spec_each_with_their_served_model() {
     assert_eq!(specs[1].label, "ladder · recommended");
     assert_eq!(f.launch_preview()[0], "vllm-bf16: vllm serve Qwen/Qwen3-8B");
     let bad = RunForm { presets: "vllm-bf16, warp".into(), ..f.clone() };
-    assert!(bad.to_specs().unwrap_err().for_field("target.presets").unwrap().contains("unknown preset \"warp\""));
+    assert!(
+        bad.to_specs().unwrap_err().for_field("target.presets").unwrap().contains("unknown preset \"warp\"")
+    );
     let none = RunForm { presets: " ".into(), ..f };
     assert!(none.to_specs().is_err());
 }
@@ -75,23 +91,46 @@ fn native_and_random_dataset_forms() {
     };
     let s = f.to_spec().unwrap();
     assert!(matches!(s.target, Target::Native(ref n) if n.model_source == "random:tiny" && n.max_batch == 8));
-    assert_eq!(s.dataset, Dataset::Random { input_len: 232, output_len: 220, range_ratio: 0.0, prefix_len: 0 });
+    assert_eq!(
+        s.dataset,
+        Dataset::Random { input_len: 232, output_len: 220, range_ratio: 0.0, prefix_len: 0 }
+    );
     assert!(s.sampling.ignore_eos);
     let unticked = RunForm { ignore_eos: None, prefix_len: "64".into(), ..f.clone() }.to_spec().unwrap();
     assert!(unticked.sampling.ignore_eos, "the random dataset always sends ignore_eos, as vLLM does");
     assert!(matches!(unticked.dataset, Dataset::Random { prefix_len: 64, .. }));
     assert!(!RunForm::default().to_spec().unwrap().sampling.ignore_eos, "ShareGPT only when ticked");
-    assert!(matches!(s.target, Target::Native(ref n) if n.quantization == Quantization::None), "bf16 unless asked");
+    assert!(
+        matches!(s.target, Target::Native(ref n) if n.quantization == Quantization::None),
+        "bf16 unless asked"
+    );
 }
 
 #[test]
 fn sampling_parameters_are_sent_only_when_filled_in_and_checked() {
-    assert_eq!(RunForm::default().to_spec().unwrap().sampling.parameters(), vec![("temperature", serde_json::json!(0.0))]);
-    let f = RunForm { top_p: "0.95".into(), top_k: "-1".into(), min_p: "0.05".into(), repetition_penalty: "1.1".into(), ..RunForm::default() };
+    assert_eq!(
+        RunForm::default().to_spec().unwrap().sampling.parameters(),
+        vec![("temperature", serde_json::json!(0.0))]
+    );
+    let f = RunForm {
+        top_p: "0.95".into(),
+        top_k: "-1".into(),
+        min_p: "0.05".into(),
+        repetition_penalty: "1.1".into(),
+        ..RunForm::default()
+    };
     assert!(f.has_sampling_parameters());
     let s = f.to_spec().unwrap().sampling;
-    assert_eq!((s.top_p, s.top_k, s.min_p, s.repetition_penalty, s.presence_penalty), (Some(0.95), Some(-1), Some(0.05), Some(1.1), None));
-    let bad = RunForm { top_p: "1.5".into(), top_k: "five".into(), frequency_penalty: "3".into(), ..RunForm::default() };
+    assert_eq!(
+        (s.top_p, s.top_k, s.min_p, s.repetition_penalty, s.presence_penalty),
+        (Some(0.95), Some(-1), Some(0.05), Some(1.1), None)
+    );
+    let bad = RunForm {
+        top_p: "1.5".into(),
+        top_k: "five".into(),
+        frequency_penalty: "3".into(),
+        ..RunForm::default()
+    };
     let e = bad.to_spec().unwrap_err();
     assert_eq!(e.for_field("sampling.top_p"), Some("must be above 0 and at most 1"));
     assert_eq!(e.for_field("sampling.top_k"), Some("\"five\" is not a whole number"));
@@ -100,14 +139,23 @@ fn sampling_parameters_are_sent_only_when_filled_in_and_checked() {
 
 #[test]
 fn a_ramp_up_replaces_the_fixed_rate() {
-    let f = RunForm { ramp_up_strategy: "exponential".into(), ramp_up_start_rps: "2".into(), ramp_up_end_rps: "32".into(), ..RunForm::default() };
+    let f = RunForm {
+        ramp_up_strategy: "exponential".into(),
+        ramp_up_start_rps: "2".into(),
+        ramp_up_end_rps: "32".into(),
+        ..RunForm::default()
+    };
     let s = f.to_spec().unwrap();
     assert_eq!(s.ramp_up, Some(RampUp { strategy: RampUpStrategy::Exponential, start_rps: 2, end_rps: 32 }));
     assert_eq!(s.load_label(), "BS=1 ramp=2-32/s");
     let e = RunForm { request_rate: "5".into(), ramp_up_end_rps: String::new(), ..f }.to_spec().unwrap_err();
     assert!(e.for_field("load.request_rate").unwrap().contains("ramp"), "{e}");
     assert_eq!(e.for_field("ramp_up.end_rps"), Some("is required"));
-    assert_eq!(RunForm::default().to_spec().unwrap().ramp_up, None, "a fixed rate unless a strategy is chosen");
+    assert_eq!(
+        RunForm::default().to_spec().unwrap().ramp_up,
+        None,
+        "a fixed rate unless a strategy is chosen"
+    );
 }
 
 #[test]
@@ -121,7 +169,10 @@ fn native_weights_choose_the_quantization() {
     assert_eq!(quant(&RunForm { quantization: String::new(), ..native.clone() }), Quantization::None);
     assert_eq!(quant(&RunForm { quantization: "fp8".into(), ..native.clone() }), Quantization::Fp8);
     // FP8 on the CPU device is allowed: the reference backend dequantizes (slowly).
-    assert_eq!(quant(&RunForm { quantization: "fp8".into(), device: "cpu".into(), ..native.clone() }), Quantization::Fp8);
+    assert_eq!(
+        quant(&RunForm { quantization: "fp8".into(), device: "cpu".into(), ..native.clone() }),
+        Quantization::Fp8
+    );
     let bad = RunForm { quantization: "int4".into(), ..native };
     assert!(bad.to_spec().unwrap_err().for_field("target.quantization").unwrap().contains("\"int4\""));
 }

@@ -5,9 +5,9 @@ mod cancel_run;
 mod create_runs;
 mod get_comparison;
 mod get_run;
-mod get_run_requests;
 mod get_run_comparisons;
 mod get_run_log;
+mod get_run_requests;
 mod list_comparisons;
 mod list_runs;
 
@@ -15,9 +15,9 @@ pub use cancel_run::*;
 pub use create_runs::*;
 pub use get_comparison::*;
 pub use get_run::*;
-pub use get_run_requests::*;
 pub use get_run_comparisons::*;
 pub use get_run_log::*;
+pub use get_run_requests::*;
 pub use list_comparisons::*;
 pub use list_runs::*;
 

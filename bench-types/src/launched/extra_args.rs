@@ -10,7 +10,7 @@
 //! names are accepted: `--trust-remote` is not a prefix of anything allowed, and an allowed
 //! name is never expanded into another flag.
 
-use super::{flag_name, render, word_problem, LaunchedEngine};
+use super::{LaunchedEngine, flag_name, render, word_problem};
 use crate::validate::ValidationErrors;
 
 /// What follows a flag.
@@ -75,7 +75,8 @@ const VLLM: &[(&str, Takes)] = &[
     ("o3", Takes::Nothing),
 ];
 
-const SGLANG_ATTENTION: &[&str] = &["flashinfer", "triton", "fa3", "torch_native", "flashmla", "cutlass_mla", "trtllm_mha"];
+const SGLANG_ATTENTION: &[&str] =
+    &["flashinfer", "triton", "fa3", "torch_native", "flashmla", "cutlass_mla", "trtllm_mha"];
 
 const SGLANG: &[(&str, Takes)] = &[
     ("mem-fraction-static", FRACTION),
@@ -128,7 +129,10 @@ const TRTLLM: &[(&str, Takes)] = &[
     ("ep-size", GPUS),
     ("kv-cache-free-gpu-memory-fraction", FRACTION),
     ("num-postprocess-workers", Takes::Int(0, 256)),
-    ("log-level", Takes::Choice(&["internal_error", "error", "warning", "info", "verbose", "debug", "trace"])),
+    (
+        "log-level",
+        Takes::Choice(&["internal_error", "error", "warning", "info", "verbose", "debug", "trace"]),
+    ),
 ];
 
 /// `-tp`, `-O3`: names spelled with one dash.
@@ -162,7 +166,12 @@ const FIELD: &str = "target.extra_args";
 /// Checks `args` flag by flag against `engine`'s allow-list. Reports the first problem.
 /// `owns_compilation_config`: vLLM's `--compilation-config` carries `cuda_graph_max_bs`,
 /// and `-O<n>` would replace it (argparse keeps the last one).
-pub(super) fn check(e: &mut ValidationErrors, engine: LaunchedEngine, owns_compilation_config: bool, args: &[String]) {
+pub(super) fn check(
+    e: &mut ValidationErrors,
+    engine: LaunchedEngine,
+    owns_compilation_config: bool,
+    args: &[String],
+) {
     if args.len() > super::limits::MAX_EXTRA_ARGS {
         e.push(FIELD, format!("at most {} entries", super::limits::MAX_EXTRA_ARGS));
         return;
@@ -181,7 +190,9 @@ fn walk(engine: LaunchedEngine, owns_compilation_config: bool, args: &[String]) 
         }
         let is_flag = arg.starts_with('-') && !arg[1..].starts_with(|c: char| c.is_ascii_digit() || c == '.');
         if !is_flag {
-            return Err(format!("{arg:?} is not a flag; extra arguments start with '-' (values follow their flag)"));
+            return Err(format!(
+                "{arg:?} is not a flag; extra arguments start with '-' (values follow their flag)"
+            ));
         }
         let Some(name) = flag_name(arg) else {
             return Err(format!("{arg:?} is not a flag (expected --name, --name=value or -x)"));
@@ -189,7 +200,9 @@ fn walk(engine: LaunchedEngine, owns_compilation_config: bool, args: &[String]) 
         let compilation_config = (arg.starts_with("-O") && !arg.starts_with("--"))
             || name.split('.').next().is_some_and(|n| n.len() >= 3 && "compilation-config".starts_with(n));
         if engine == LaunchedEngine::Vllm && owns_compilation_config && compilation_config {
-            return Err(format!("{arg:?} would replace the --compilation-config that target.cuda_graph_max_bs sets; remove one of them"));
+            return Err(format!(
+                "{arg:?} would replace the --compilation-config that target.cuda_graph_max_bs sets; remove one of them"
+            ));
         }
         if let Some(owner) = render::owned_flag(engine, &name) {
             return Err(format!("{arg:?} is set by {owner}; remove it from the extra arguments"));

@@ -157,7 +157,10 @@ impl LaunchedTarget {
         let name = engine_name(engine);
         check_model_ref(e, "target.model", &self.model);
         if self.model_flag == ModelFlag::Model && engine != LaunchedEngine::Sglang {
-            e.push("target.model_flag", format!("'--model' is SGLang's spelling; {name} takes the model as its first argument"));
+            e.push(
+                "target.model_flag",
+                format!("'--model' is SGLang's spelling; {name} takes the model as its first argument"),
+            );
         }
         if self.quantization.is_some() && engine == LaunchedEngine::TrtLlm {
             e.push("target.quantization", "TensorRT-LLM reads quantization from the checkpoint; use a pre-quantized model such as Qwen/Qwen3-8B-FP8");
@@ -165,14 +168,19 @@ impl LaunchedTarget {
         if let Some(s) = &self.speculative {
             s.validate_into(engine, e);
         }
-        if let Some(b) = self.attention_backend.filter(|&b| render::attention_backend_name(engine, b).is_none()) {
+        if let Some(b) =
+            self.attention_backend.filter(|&b| render::attention_backend_name(engine, b).is_none())
+        {
             e.push("target.attention_backend", format!("{name} has no {} attention backend", b.label()));
         }
         if let Some(bs) = self.cuda_graph_max_bs {
             check_range(e, "target.cuda_graph_max_bs", bs, MAX_CUDA_GRAPH_BS);
         }
         if self.torch_compile && engine == LaunchedEngine::Vllm {
-            e.push("target.torch_compile", "vLLM already compiles with torch.compile by default; leave this off");
+            e.push(
+                "target.torch_compile",
+                "vLLM already compiles with torch.compile by default; leave this off",
+            );
         }
         let owns_compilation_config = engine == LaunchedEngine::Vllm && self.cuda_graph_max_bs.is_some();
         extra_args::check(e, engine, owns_compilation_config, &self.extra_args);
@@ -199,16 +207,25 @@ impl Speculative {
         // vLLM and TensorRT-LLM draft a single chain whose length is num_steps.
         let name = engine_name(engine);
         if self.num_steps.is_none() {
-            e.push("target.speculative.num_steps", format!("{name} needs the number of draft tokens per step"));
+            e.push(
+                "target.speculative.num_steps",
+                format!("{name} needs the number of draft tokens per step"),
+            );
         }
         if self.topk.is_some() {
             e.push("target.speculative.topk", format!("{name} drafts a single chain; leave topk empty"));
         }
         if self.num_draft_tokens.is_some() {
-            e.push("target.speculative.num_draft_tokens", format!("{name} drafts num_steps tokens; leave num_draft_tokens empty"));
+            e.push(
+                "target.speculative.num_draft_tokens",
+                format!("{name} drafts num_steps tokens; leave num_draft_tokens empty"),
+            );
         }
         if engine == LaunchedEngine::TrtLlm && self.algorithm == SpeculativeAlgorithm::Eagle {
-            e.push("target.speculative.algorithm", "TensorRT-LLM's PyTorch backend supports EAGLE-3 only; use eagle3");
+            e.push(
+                "target.speculative.algorithm",
+                "TensorRT-LLM's PyTorch backend supports EAGLE-3 only; use eagle3",
+            );
         }
     }
 }
@@ -275,7 +292,10 @@ fn check_model_ref(e: &mut ValidationErrors, field: &str, s: &str) {
             e.push(field, problem);
         }
     } else if !is_hf_id(s) {
-        e.push(field, "must be a Hugging Face model id (org/name) or an absolute path under the worker's model folders");
+        e.push(
+            field,
+            "must be a Hugging Face model id (org/name) or an absolute path under the worker's model folders",
+        );
     }
 }
 

@@ -22,7 +22,12 @@ fn plain(engine: LaunchedEngine, model: &str) -> LaunchedTarget {
     }
 }
 
-fn eagle3(draft: &str, steps: Option<u32>, topk: Option<u32>, draft_tokens: Option<u32>) -> Option<Speculative> {
+fn eagle3(
+    draft: &str,
+    steps: Option<u32>,
+    topk: Option<u32>,
+    draft_tokens: Option<u32>,
+) -> Option<Speculative> {
     Some(Speculative {
         algorithm: SpeculativeAlgorithm::Eagle3,
         draft_model: draft.to_string(),
@@ -33,8 +38,16 @@ fn eagle3(draft: &str, steps: Option<u32>, topk: Option<u32>, draft_tokens: Opti
 }
 
 /// SGLang on the FP8 checkpoint with EAGLE-3: the study's section 5 sweep.
-fn sglang_fp8_eagle3(draft: &str, steps: Option<u32>, topk: Option<u32>, draft_tokens: Option<u32>) -> LaunchedTarget {
-    LaunchedTarget { speculative: eagle3(draft, steps, topk, draft_tokens), ..plain(LaunchedEngine::Sglang, FP8) }
+fn sglang_fp8_eagle3(
+    draft: &str,
+    steps: Option<u32>,
+    topk: Option<u32>,
+    draft_tokens: Option<u32>,
+) -> LaunchedTarget {
+    LaunchedTarget {
+        speculative: eagle3(draft, steps, topk, draft_tokens),
+        ..plain(LaunchedEngine::Sglang, FP8)
+    }
 }
 
 /// Every server command in the seed study, by name, in the study's order.
@@ -51,8 +64,14 @@ pub fn seed_presets() -> Vec<(&'static str, LaunchedTarget)> {
         // 3. Quantization: the pre-quantized FP8 checkpoint.
         ("sglang-fp8", plain(Sglang, FP8)),
         // 4. Attention backend.
-        ("sglang-fp8-triton", LaunchedTarget { attention_backend: Some(AttentionBackend::Triton), ..plain(Sglang, FP8) }),
-        ("sglang-fp8-flashinfer", LaunchedTarget { attention_backend: Some(AttentionBackend::Flashinfer), ..plain(Sglang, FP8) }),
+        (
+            "sglang-fp8-triton",
+            LaunchedTarget { attention_backend: Some(AttentionBackend::Triton), ..plain(Sglang, FP8) },
+        ),
+        (
+            "sglang-fp8-flashinfer",
+            LaunchedTarget { attention_backend: Some(AttentionBackend::Flashinfer), ..plain(Sglang, FP8) },
+        ),
         // 5. Speculative decoding: the chosen setting, then each variant the study measured.
         ("sglang-fp8-eagle3", sglang_fp8_eagle3(TENGYUNW, s4, k4, d16)),
         ("sglang-fp8-eagle3-angelslim", sglang_fp8_eagle3(ANGELSLIM, s4, k4, d16)),
@@ -64,8 +83,14 @@ pub fn seed_presets() -> Vec<(&'static str, LaunchedTarget)> {
         ("sglang-fp8-eagle3-chain2", sglang_fp8_eagle3(TENGYUNW, Some(2), Some(1), Some(4))),
         ("sglang-fp8-eagle3-engine-defaults", sglang_fp8_eagle3(TENGYUNW, None, None, None)),
         // 6. torch.compile on top of the chosen setting.
-        ("sglang-fp8-eagle3-torch-compile", LaunchedTarget { torch_compile: true, ..sglang_fp8_eagle3(TENGYUNW, s4, k4, d16) }),
+        (
+            "sglang-fp8-eagle3-torch-compile",
+            LaunchedTarget { torch_compile: true, ..sglang_fp8_eagle3(TENGYUNW, s4, k4, d16) },
+        ),
         // The recommendation, spelled with `--model` as the study prints it.
-        ("recommended", LaunchedTarget { model_flag: ModelFlag::Model, ..sglang_fp8_eagle3(TENGYUNW, s4, k4, d16) }),
+        (
+            "recommended",
+            LaunchedTarget { model_flag: ModelFlag::Model, ..sglang_fp8_eagle3(TENGYUNW, s4, k4, d16) },
+        ),
     ]
 }

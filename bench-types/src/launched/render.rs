@@ -7,7 +7,9 @@
 //! (model, quantization, torch.compile, speculative, attention, CUDA graphs, host/port,
 //! extra arguments), which is the order the seed study prints them in.
 
-use super::{AttentionBackend, LaunchQuantization, LaunchedEngine, LaunchedTarget, ModelFlag, SpeculativeAlgorithm};
+use super::{
+    AttentionBackend, LaunchQuantization, LaunchedEngine, LaunchedTarget, ModelFlag, SpeculativeAlgorithm,
+};
 use crate::validate::ValidationErrors;
 
 /// What the worker starts: the engine's program with `args` (no shell), `env` added to its
@@ -59,7 +61,12 @@ impl LaunchedTarget {
             LaunchedEngine::TrtLlm => self.render_trtllm(config_dir),
         };
         if let Some(p) = port {
-            cmd.args.extend(["--host".to_string(), LAUNCH_HOST.to_string(), "--port".to_string(), p.to_string()]);
+            cmd.args.extend([
+                "--host".to_string(),
+                LAUNCH_HOST.to_string(),
+                "--port".to_string(),
+                p.to_string(),
+            ]);
         }
         cmd.args.extend(self.extra_args.iter().cloned());
         cmd
@@ -90,7 +97,8 @@ impl LaunchedTarget {
         // tokens each is B * (1 + k) tokens. See FLAGS.md.
         if let Some(bs) = self.cuda_graph_max_bs {
             let tokens_per_request = 1 + self.speculative.as_ref().and_then(|s| s.num_steps).unwrap_or(0);
-            let config = serde_json::json!({ "cudagraph_capture_sizes": vllm_capture_sizes(bs * tokens_per_request) });
+            let config =
+                serde_json::json!({ "cudagraph_capture_sizes": vllm_capture_sizes(bs * tokens_per_request) });
             push(&mut args, "--compilation-config", &config.to_string());
         }
         // v0.11 chooses the attention backend from the environment only (`--attention-backend`
@@ -185,7 +193,8 @@ impl LaunchedTarget {
 /// (vLLM v0.11.0's own pattern for one `--cuda-graph-sizes` value), then `max` itself so
 /// that the largest size is exactly `max`.
 pub(super) fn vllm_capture_sizes(max: u32) -> Vec<u32> {
-    let mut sizes: Vec<u32> = [1, 2, 4].into_iter().chain((8..=max).step_by(8)).filter(|&s| s <= max).collect();
+    let mut sizes: Vec<u32> =
+        [1, 2, 4].into_iter().chain((8..=max).step_by(8)).filter(|&s| s <= max).collect();
     if sizes.last() != Some(&max) {
         sizes.push(max);
     }

@@ -24,11 +24,17 @@ const PRINTED: &[(&str, &str)] = &[
     ("sglang-bf16", "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B"),
     ("trtllm-bf16", "trtllm-serve Qwen/Qwen3-8B"),
     // 2.
-    ("sglang-bf16-cuda-graph-bs8", "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --cuda-graph-max-bs 8"),
+    (
+        "sglang-bf16-cuda-graph-bs8",
+        "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --cuda-graph-max-bs 8",
+    ),
     // 3.
     ("sglang-fp8", "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B-FP8"),
     // 4.
-    ("sglang-fp8-triton", "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B-FP8 --attention-backend triton"),
+    (
+        "sglang-fp8-triton",
+        "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B-FP8 --attention-backend triton",
+    ),
     // 5.
     (
         "sglang-fp8-eagle3",
@@ -61,15 +67,42 @@ const PRINTED: &[(&str, &str)] = &[
 /// added to section 5's base command.
 const SECTION5_BASE: &str = "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B-FP8";
 const SECTION5_VARIANTS: &[(&str, &str)] = &[
-    ("sglang-fp8-eagle3", "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3 --speculative-num-steps 4 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16"),
-    ("sglang-fp8-eagle3-angelslim", "# --speculative-algorithm EAGLE3 --speculative-draft-model-path AngelSlim/Qwen3-8B_eagle3 --speculative-num-steps 4 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16"),
-    ("sglang-fp8-eagle3-steps2", "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3 --speculative-num-steps 2 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16"),
-    ("sglang-fp8-eagle3-steps8", "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3 --speculative-num-steps 8 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16"),
-    ("sglang-fp8-eagle3-topk8", "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3 --speculative-num-steps 4 --speculative-eagle-topk 8 --speculative-num-draft-tokens 16"),
-    ("sglang-fp8-eagle3-draft32", "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3 --speculative-num-steps 4 --speculative-eagle-topk 4 --speculative-num-draft-tokens 32"),
-    ("sglang-fp8-eagle3-draft8", "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3 --speculative-num-steps 4 --speculative-eagle-topk 4 --speculative-num-draft-tokens 8"),
-    ("sglang-fp8-eagle3-chain2", "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3 --speculative-num-steps 2 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4"),
-    ("sglang-fp8-eagle3-engine-defaults", "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3"),
+    (
+        "sglang-fp8-eagle3",
+        "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3 --speculative-num-steps 4 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16",
+    ),
+    (
+        "sglang-fp8-eagle3-angelslim",
+        "# --speculative-algorithm EAGLE3 --speculative-draft-model-path AngelSlim/Qwen3-8B_eagle3 --speculative-num-steps 4 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16",
+    ),
+    (
+        "sglang-fp8-eagle3-steps2",
+        "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3 --speculative-num-steps 2 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16",
+    ),
+    (
+        "sglang-fp8-eagle3-steps8",
+        "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3 --speculative-num-steps 8 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16",
+    ),
+    (
+        "sglang-fp8-eagle3-topk8",
+        "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3 --speculative-num-steps 4 --speculative-eagle-topk 8 --speculative-num-draft-tokens 16",
+    ),
+    (
+        "sglang-fp8-eagle3-draft32",
+        "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3 --speculative-num-steps 4 --speculative-eagle-topk 4 --speculative-num-draft-tokens 32",
+    ),
+    (
+        "sglang-fp8-eagle3-draft8",
+        "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3 --speculative-num-steps 4 --speculative-eagle-topk 4 --speculative-num-draft-tokens 8",
+    ),
+    (
+        "sglang-fp8-eagle3-chain2",
+        "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3 --speculative-num-steps 2 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
+    ),
+    (
+        "sglang-fp8-eagle3-engine-defaults",
+        "# --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3",
+    ),
 ];
 
 #[test]
@@ -79,7 +112,8 @@ fn printed_commands_render_exactly() {
         assert_eq!(cmd.display(), one_line(doc), "preset {name}");
         // The same words as an argv, and nothing else to set up.
         let words: Vec<&str> = doc.split_whitespace().filter(|w| *w != "\\").collect();
-        let argv: Vec<&str> = std::iter::once(cmd.program.as_str()).chain(cmd.args.iter().map(String::as_str)).collect();
+        let argv: Vec<&str> =
+            std::iter::once(cmd.program.as_str()).chain(cmd.args.iter().map(String::as_str)).collect();
         assert_eq!(argv, words, "preset {name}");
         assert!(cmd.env.is_empty() && cmd.files.is_empty(), "preset {name}");
     }
@@ -103,7 +137,8 @@ fn flashinfer_variant_differs_from_triton_only_in_the_backend() {
 #[test]
 fn every_preset_is_listed_once_valid_and_covered_by_a_test() {
     let presets = seed_presets();
-    let tested: Vec<&str> = PRINTED.iter().chain(SECTION5_VARIANTS).map(|(n, _)| *n).chain(["sglang-fp8-flashinfer"]).collect();
+    let tested: Vec<&str> =
+        PRINTED.iter().chain(SECTION5_VARIANTS).map(|(n, _)| *n).chain(["sglang-fp8-flashinfer"]).collect();
     for (i, (name, target)) in presets.iter().enumerate() {
         assert!(presets[..i].iter().all(|(n, _)| n != name), "{name} listed twice");
         assert!(tested.contains(name), "{name} has no rendering test");
@@ -118,7 +153,10 @@ fn the_worker_port_is_added_on_loopback_only_when_given() {
     let t = preset("sglang-fp8");
     assert!(!shown("sglang-fp8").contains("--port"));
     let cmd = t.command(Some(31234), "/cfg").unwrap();
-    assert_eq!(cmd.display(), "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B-FP8 --host 127.0.0.1 --port 31234");
+    assert_eq!(
+        cmd.display(),
+        "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B-FP8 --host 127.0.0.1 --port 31234"
+    );
     assert_eq!(LaunchedEngine::Sglang.default_port(), 30000);
     assert_eq!(LaunchedEngine::Vllm.default_port(), 8000);
 }
@@ -126,14 +164,28 @@ fn the_worker_port_is_added_on_loopback_only_when_given() {
 #[test]
 fn extra_args_come_last_and_the_program_is_the_engines_own_name() {
     let mut t = preset("sglang-fp8");
-    t.extra_args = vec!["--mem-fraction-static".into(), "0.8".into(), "--max_running_requests=8".into(), "--disable-radix-cache".into()];
+    t.extra_args = vec![
+        "--mem-fraction-static".into(),
+        "0.8".into(),
+        "--max_running_requests=8".into(),
+        "--disable-radix-cache".into(),
+    ];
     let cmd = t.command(Some(9000), "/cfg").unwrap();
     // What actually runs is the worker's configured executable for SGLang; the rendered
     // command names only the conventional launcher.
     assert_eq!(cmd.program, "python3");
     assert_eq!(
         cmd.args[cmd.args.len() - 8..],
-        ["--host", "127.0.0.1", "--port", "9000", "--mem-fraction-static", "0.8", "--max_running_requests=8", "--disable-radix-cache"]
+        [
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "9000",
+            "--mem-fraction-static",
+            "0.8",
+            "--max_running_requests=8",
+            "--disable-radix-cache"
+        ]
     );
 }
 
@@ -162,7 +214,10 @@ fn vllm_options_render_as_its_flags_and_environment() {
          --compilation-config '{\"cudagraph_capture_sizes\":[1,2,4,8,16,24,32]}' --max-num-seqs 8"
     );
     // The argv carries the JSON unquoted: no shell in between.
-    assert_eq!(cmd.args[5], r#"{"method":"eagle3","model":"Tengyunw/qwen3_8b_eagle3","num_speculative_tokens":3}"#);
+    assert_eq!(
+        cmd.args[5],
+        r#"{"method":"eagle3","model":"Tengyunw/qwen3_8b_eagle3","num_speculative_tokens":3}"#
+    );
     assert_eq!(cmd.args[6..8], ["--compilation-config", r#"{"cudagraph_capture_sizes":[1,2,4,8,16,24,32]}"#]);
     assert!(cmd.files.is_empty());
 }
@@ -176,7 +231,10 @@ fn vllm_each_typed_option_alone() {
         (cmd.env, cmd.args)
     };
     let argv = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
-    assert_eq!(render(&|t| t.quantization = Some(LaunchQuantization::Fp8)).1, argv(&["serve", "Qwen/Qwen3-8B", "--quantization", "fp8"]));
+    assert_eq!(
+        render(&|t| t.quantization = Some(LaunchQuantization::Fp8)).1,
+        argv(&["serve", "Qwen/Qwen3-8B", "--quantization", "fp8"])
+    );
     // EAGLE-1 draft: method "eagle"; EAGLE-3: "eagle3" (vLLM SpeculativeConfig.method).
     let eagle = |t: &mut LaunchedTarget| {
         t.speculative = Some(Speculative {
@@ -189,13 +247,25 @@ fn vllm_each_typed_option_alone() {
     };
     assert_eq!(
         render(&eagle).1,
-        argv(&["serve", "Qwen/Qwen3-8B", "--speculative-config", r#"{"method":"eagle","model":"yuhuili/EAGLE-LLaMA3.1-Instruct-8B","num_speculative_tokens":5}"#])
+        argv(&[
+            "serve",
+            "Qwen/Qwen3-8B",
+            "--speculative-config",
+            r#"{"method":"eagle","model":"yuhuili/EAGLE-LLaMA3.1-Instruct-8B","num_speculative_tokens":5}"#
+        ])
     );
     // Without speculation the capture list ends at the batch size itself.
-    assert_eq!(render(&|t| t.cuda_graph_max_bs = Some(8)).1[2..], argv(&["--compilation-config", r#"{"cudagraph_capture_sizes":[1,2,4,8]}"#]));
+    assert_eq!(
+        render(&|t| t.cuda_graph_max_bs = Some(8)).1[2..],
+        argv(&["--compilation-config", r#"{"cudagraph_capture_sizes":[1,2,4,8]}"#])
+    );
     assert_eq!(render(&|t| t.cuda_graph_max_bs = Some(1)).1[3], r#"{"cudagraph_capture_sizes":[1]}"#);
     // Attention backends are _Backend enum names in VLLM_ATTENTION_BACKEND; argv unchanged.
-    for (b, name) in [(AttentionBackend::Flashinfer, "FLASHINFER"), (AttentionBackend::Triton, "TRITON_ATTN"), (AttentionBackend::Fa3, "FLASH_ATTN")] {
+    for (b, name) in [
+        (AttentionBackend::Flashinfer, "FLASHINFER"),
+        (AttentionBackend::Triton, "TRITON_ATTN"),
+        (AttentionBackend::Fa3, "FLASH_ATTN"),
+    ] {
         let (env, args) = render(&|t| t.attention_backend = Some(b));
         assert_eq!(env, vec![("VLLM_ATTENTION_BACKEND".to_string(), name.to_string())]);
         assert_eq!(args, argv(&["serve", "Qwen/Qwen3-8B"]));
@@ -226,7 +296,15 @@ fn vllm_capture_sizes_follow_the_v0_11_pattern_and_end_at_the_maximum() {
 fn vllm_compilation_config_is_not_overridden_by_extra_args() {
     let mut t = preset("vllm-bf16");
     t.cuda_graph_max_bs = Some(8);
-    for extra in [&["-O0"][..], &["-O", "3"], &["-O.level", "0"], &["--compilation-config.level", "0"], &["--compilation_config.level", "0"], &["--cudagraph-capture-sizes", "1", "2"], &["--cuda-graph-sizes", "8"]] {
+    for extra in [
+        &["-O0"][..],
+        &["-O", "3"],
+        &["-O.level", "0"],
+        &["--compilation-config.level", "0"],
+        &["--compilation_config.level", "0"],
+        &["--cudagraph-capture-sizes", "1", "2"],
+        &["--cuda-graph-sizes", "8"],
+    ] {
         t.extra_args = extra.iter().map(|a| a.to_string()).collect();
         let m = message(&t, "target.extra_args");
         assert!(m.contains("target.cuda_graph_max_bs"), "{extra:?}: {m}");
@@ -320,18 +398,30 @@ fn trtllm_each_typed_option_alone_is_one_yaml_key() {
         cmd.files[0].1.clone()
     };
     assert_eq!(yaml(&|t| t.attention_backend = Some(AttentionBackend::Trtllm)), "attn_backend: TRTLLM\n");
-    assert_eq!(yaml(&|t| t.attention_backend = Some(AttentionBackend::Flashinfer)), "attn_backend: FLASHINFER\n");
+    assert_eq!(
+        yaml(&|t| t.attention_backend = Some(AttentionBackend::Flashinfer)),
+        "attn_backend: FLASHINFER\n"
+    );
     assert_eq!(yaml(&|t| t.cuda_graph_max_bs = Some(4)), "cuda_graph_config:\n  max_batch_size: 4\n");
     assert_eq!(yaml(&|t| t.torch_compile = true), "torch_compile_config:\n  enable_fullgraph: true\n");
     assert_eq!(
-        yaml(&|t| t.speculative = preset("sglang-fp8-eagle3").speculative.map(|s| Speculative { topk: None, num_draft_tokens: None, ..s })),
+        yaml(&|t| t.speculative = preset("sglang-fp8-eagle3").speculative.map(|s| Speculative {
+            topk: None,
+            num_draft_tokens: None,
+            ..s
+        })),
         "speculative_config:\n  decoding_type: Eagle\n  max_draft_len: 4\n  speculative_model_dir: \"Tengyunw/qwen3_8b_eagle3\"\n"
     );
     let mut t = preset("trtllm-bf16");
     t.attention_backend = Some(AttentionBackend::Fa3);
     assert_eq!(message(&t, "target.attention_backend"), "TensorRT-LLM has no fa3 attention backend");
     t.attention_backend = None;
-    t.speculative = preset("sglang-fp8-eagle3").speculative.map(|s| Speculative { algorithm: SpeculativeAlgorithm::Eagle, topk: None, num_draft_tokens: None, ..s });
+    t.speculative = preset("sglang-fp8-eagle3").speculative.map(|s| Speculative {
+        algorithm: SpeculativeAlgorithm::Eagle,
+        topk: None,
+        num_draft_tokens: None,
+        ..s
+    });
     assert!(message(&t, "target.speculative.algorithm").contains("EAGLE-3 only"));
     // `--config` is the newer spelling of `--extra_llm_api_options`; both are latlab's.
     t = preset("trtllm-bf16");
@@ -370,7 +460,12 @@ fn zero_and_huge_numbers_are_named() {
     s.topk = Some(1_000);
     s.num_draft_tokens = Some(u32::MAX);
     let e = errors(&t);
-    for f in ["target.cuda_graph_max_bs", "target.speculative.num_steps", "target.speculative.topk", "target.speculative.num_draft_tokens"] {
+    for f in [
+        "target.cuda_graph_max_bs",
+        "target.speculative.num_steps",
+        "target.speculative.topk",
+        "target.speculative.num_draft_tokens",
+    ] {
         assert!(e.for_field(f).is_some_and(|m| m.starts_with("must be between 1 and")), "{f}: {e}");
     }
     assert_eq!(e.0.len(), 4, "{e}");
@@ -401,7 +496,9 @@ fn negative_unknown_and_misspelled_options_fail_to_parse() {
 
 #[test]
 fn shell_and_control_characters_are_refused_in_every_string() {
-    for bad in ["Qwen/Qwen3-8B;rm -rf /", "$(id)", "a`b`", "x|y", "a&b", "a>b", "a\nb", "a\u{7}b", "a b", "-h", ""] {
+    for bad in
+        ["Qwen/Qwen3-8B;rm -rf /", "$(id)", "a`b`", "x|y", "a&b", "a>b", "a\nb", "a\u{7}b", "a b", "-h", ""]
+    {
         let mut t = preset("sglang-fp8-eagle3");
         t.model = bad.into();
         t.speculative.as_mut().unwrap().draft_model = bad.into();
@@ -450,10 +547,16 @@ fn extra_args_must_be_flags_that_no_typed_field_sets() {
     t.extra_args = vec!["x".into(); limits::MAX_EXTRA_ARGS + 1];
     assert_eq!(message(&t, "target.extra_args"), "at most 64 entries");
     // Values may look negative; lists take several values; `=` joins a value.
-    t.extra_args = ["--chunked-prefill-size", "-1", "--cuda-graph-bs", "1", "2", "4", "--tp-size=1", "--enable-metrics"].map(String::from).to_vec();
+    t.extra_args =
+        ["--chunked-prefill-size", "-1", "--cuda-graph-bs", "1", "2", "4", "--tp-size=1", "--enable-metrics"]
+            .map(String::from)
+            .to_vec();
     assert!(errors(&t).is_empty(), "{}", errors(&t));
     let mut v = plain_for(LaunchedEngine::Vllm);
-    v.extra_args = ["-tp", "2", "--max-num-seqs", "8", "--gpu-memory-utilization=0.9", "--no-enable-prefix-caching"].map(String::from).to_vec();
+    v.extra_args =
+        ["-tp", "2", "--max-num-seqs", "8", "--gpu-memory-utilization=0.9", "--no-enable-prefix-caching"]
+            .map(String::from)
+            .to_vec();
     assert!(errors(&v).is_empty(), "{}", errors(&v));
 }
 
@@ -559,5 +662,8 @@ fn run_spec_validation_reaches_the_launched_options() {
     assert!(matches!(spec.target, Target::Launched(_)));
     assert_eq!(spec.target_description(), "sglang Qwen/Qwen3-8B-FP8");
     let e = spec.validate().unwrap_err();
-    assert_eq!(e.for_field("target.extra_args"), Some("\"--port\" is set by the worker (it picks host and port); remove it from the extra arguments"));
+    assert_eq!(
+        e.for_field("target.extra_args"),
+        Some("\"--port\" is set by the worker (it picks host and port); remove it from the extra arguments")
+    );
 }

@@ -53,20 +53,44 @@ impl SampleOptions {
 
 /// Draws `n` requests from `dataset`, deterministically from `seed`; stops with
 /// `BenchError::Cancelled` soon after `cancel` fires.
-pub fn sample(dataset: &Dataset, n: usize, seed: u64, tok: &TokenCounter, cancel: &CancellationToken) -> Result<Sample, BenchError> {
+pub fn sample(
+    dataset: &Dataset,
+    n: usize,
+    seed: u64,
+    tok: &TokenCounter,
+    cancel: &CancellationToken,
+) -> Result<Sample, BenchError> {
     sample_with(dataset, n, seed, SampleOptions::default(), tok, cancel)
 }
 
 /// `sample` with shuffling and oversampling as `opts` says.
-pub fn sample_with(dataset: &Dataset, n: usize, seed: u64, opts: SampleOptions, tok: &TokenCounter, cancel: &CancellationToken) -> Result<Sample, BenchError> {
+pub fn sample_with(
+    dataset: &Dataset,
+    n: usize,
+    seed: u64,
+    opts: SampleOptions,
+    tok: &TokenCounter,
+    cancel: &CancellationToken,
+) -> Result<Sample, BenchError> {
     match dataset {
         Dataset::Sharegpt { path, output_len } => {
-            let path = path.as_ref().map(std::path::PathBuf::from).unwrap_or_else(crate::assets::default_sharegpt_path);
+            let path = path
+                .as_ref()
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(crate::assets::default_sharegpt_path);
             sharegpt::sample(&path, n, seed, *output_len, opts, tok, cancel)
         }
-        Dataset::Random { input_len, output_len, range_ratio, prefix_len } => {
-            Ok(random::sample(n, random::Lengths { input: *input_len, output: *output_len, ratio: *range_ratio, prefix: *prefix_len }, seed, tok))
-        }
+        Dataset::Random { input_len, output_len, range_ratio, prefix_len } => Ok(random::sample(
+            n,
+            random::Lengths {
+                input: *input_len,
+                output: *output_len,
+                ratio: *range_ratio,
+                prefix: *prefix_len,
+            },
+            seed,
+            tok,
+        )),
         Dataset::Jsonl { path } => jsonl::sample(std::path::Path::new(path), n, seed, opts, tok, cancel),
     }
 }
@@ -74,12 +98,22 @@ pub fn sample_with(dataset: &Dataset, n: usize, seed: u64, opts: SampleOptions, 
 /// vLLM's oversampling when fewer than `n` requests pass the filters: `random.seed(seed)`
 /// then `random.choices(samples, k=n-len)`, appended. With `--no-oversample` the short
 /// sample runs as it is.
-fn oversample(requests: &mut Vec<SampleRequest>, n: usize, seed: u64, opts: SampleOptions, notes: &mut Vec<String>) {
+fn oversample(
+    requests: &mut Vec<SampleRequest>,
+    n: usize,
+    seed: u64,
+    opts: SampleOptions,
+    notes: &mut Vec<String>,
+) {
     if requests.is_empty() || requests.len() >= n {
         return;
     }
     if !opts.oversample {
-        notes.push(format!("only {} prompts passed the filters; {} run (--no-oversample)", requests.len(), requests.len()));
+        notes.push(format!(
+            "only {} prompts passed the filters; {} run (--no-oversample)",
+            requests.len(),
+            requests.len()
+        ));
         return;
     }
     let have = requests.len();
@@ -87,5 +121,8 @@ fn oversample(requests: &mut Vec<SampleRequest>, n: usize, seed: u64, opts: Samp
     for i in crate::pyrandom::choices(&mut mt, have, n - have) {
         requests.push(requests[i].clone());
     }
-    notes.push(format!("only {have} prompts passed the filters; {} were repeated to reach {n} (vLLM oversampling)", n - have));
+    notes.push(format!(
+        "only {have} prompts passed the filters; {} were repeated to reach {n} (vLLM oversampling)",
+        n - have
+    ));
 }

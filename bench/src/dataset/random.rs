@@ -21,7 +21,12 @@ fn bounds(len: u32, ratio: f64) -> (u32, u32) {
 
 /// Decodes `ids`, and while the text does not re-encode to `target` tokens (at most 10
 /// rounds), truncates the re-encoded ids or tops them up from `more`.
-fn fit_to_length(tok: &TokenCounter, mut ids: Vec<u32>, target: u32, more: &mut impl FnMut(u32) -> Vec<u32>) -> String {
+fn fit_to_length(
+    tok: &TokenCounter,
+    mut ids: Vec<u32>,
+    target: u32,
+    more: &mut impl FnMut(u32) -> Vec<u32>,
+) -> String {
     let target = target as usize;
     let mut prompt = tok.decode(&ids);
     for _ in 0..10 {
@@ -76,7 +81,11 @@ pub fn sample(n: usize, len: Lengths, seed: u64, tok: &TokenCounter) -> Sample {
             SampleRequest { input_tokens: tok.count(&prompt), prompt, output_len: out }
         })
         .collect();
-    let prefix_note = if len.prefix > 0 { format!(" after a {}-token prefix shared by every prompt", len.prefix) } else { String::new() };
+    let prefix_note = if len.prefix > 0 {
+        format!(" after a {}-token prefix shared by every prompt", len.prefix)
+    } else {
+        String::new()
+    };
     Sample {
         requests,
         notes: vec![format!(

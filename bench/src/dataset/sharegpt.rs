@@ -4,7 +4,7 @@
 //! taken.
 
 use super::sharegpt_reader::read_sharegpt;
-use super::{oversample, Sample, SampleOptions, SampleRequest};
+use super::{Sample, SampleOptions, SampleRequest, oversample};
 use crate::error::BenchError;
 use crate::mt19937::Mt19937;
 use crate::tokenizer::TokenCounter;
@@ -25,14 +25,26 @@ pub fn is_valid_sequence(prompt_len: u32, output_len: u32, fixed_output: bool) -
     !(prompt_too_short || output_too_short || prompt_too_long || combined_too_long)
 }
 
-pub fn sample(path: &Path, n: usize, seed: u64, output_len: Option<u32>, opts: SampleOptions, tok: &TokenCounter, cancel: &CancellationToken) -> Result<Sample, BenchError> {
+pub fn sample(
+    path: &Path,
+    n: usize,
+    seed: u64,
+    output_len: Option<u32>,
+    opts: SampleOptions,
+    tok: &TokenCounter,
+    cancel: &CancellationToken,
+) -> Result<Sample, BenchError> {
     let file = read_sharegpt(path, cancel)?;
     let mut notes = vec![format!(
         "ShareGPT {}: kept {} complete entries ({} with at least two turns){}",
         path.display(),
         file.entries,
         file.pairs.len(),
-        if file.truncated { "; the file is cut off and its broken tail was skipped, so picks differ from vLLM's on the full file" } else { "" }
+        if file.truncated {
+            "; the file is cut off and its broken tail was skipped, so picks differ from vLLM's on the full file"
+        } else {
+            ""
+        }
     )];
     if file.pairs.is_empty() {
         return Err(BenchError::dataset(path, "no conversation with at least two turns"));

@@ -4,8 +4,8 @@
 //! held in memory.
 
 use crate::error::BenchError;
-use serde::de::{DeserializeSeed, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, SeqAccess, Visitor};
 use std::fmt;
 use std::io::BufReader;
 use std::path::Path;

@@ -13,14 +13,14 @@
 
 #![allow(dead_code)]
 
+use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::Router;
 use bench_types::{Backend, Dataset, Goodput, LoadProfile, RunSpec, Sampling, Target};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -123,7 +123,10 @@ async fn serve(script: Script) -> (String, tokio::task::JoinHandle<()>) {
     let app = Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(chat))
-        .route("/v1/models", get(|| async { axum::Json(json!({"object": "list", "data": [{"id": "test-model"}]})) }))
+        .route(
+            "/v1/models",
+            get(|| async { axum::Json(json!({"object": "list", "data": [{"id": "test-model"}]})) }),
+        )
         .with_state(Arc::new(script));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -153,13 +156,21 @@ async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, body: Bytes
         log.lock().unwrap().push(Seen { headers: headers.clone(), body: req.clone() });
     }
     if let Some(left) = &script.refuse_first
-        && left.fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
+        && left
+            .fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |n| {
+                n.checked_sub(1)
+            })
+            .is_ok()
     {
         return (StatusCode::SERVICE_UNAVAILABLE, "loading").into_response();
     }
     let chat = req.get("messages").is_some();
-    let prompt = if chat { req["messages"][0]["content"].as_str() } else { req["prompt"].as_str() }.unwrap_or("").to_string();
-    let mut max = req.get("max_completion_tokens").or(req.get("max_tokens")).and_then(Value::as_u64).unwrap_or(16) as u32;
+    let prompt = if chat { req["messages"][0]["content"].as_str() } else { req["prompt"].as_str() }
+        .unwrap_or("")
+        .to_string();
+    let mut max =
+        req.get("max_completion_tokens").or(req.get("max_tokens")).and_then(Value::as_u64).unwrap_or(16)
+            as u32;
     if let (Some(eos), false) = (script.eos_after, req["ignore_eos"].as_bool() == Some(true)) {
         max = max.min(eos);
     }
@@ -221,7 +232,11 @@ async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, body: Bytes
         }
         if let Some(after) = script.finish_chunk_after {
             tokio::time::sleep_until(last_at + after).await;
-            let delta = if chat { json!({"index": 0, "delta": {}, "finish_reason": "stop"}) } else { json!({"index": 0, "text": "", "finish_reason": "stop"}) };
+            let delta = if chat {
+                json!({"index": 0, "delta": {}, "finish_reason": "stop"})
+            } else {
+                json!({"index": 0, "text": "", "finish_reason": "stop"})
+            };
             let mut ev = json!({"choices": [delta]});
             if script.per_chunk_usage {
                 ev["usage"] = usage(sent);
@@ -247,10 +262,13 @@ pub fn tokenizer_path() -> String {
     match std::env::var("LATLAB_ASSETS_DIR") {
         Ok(dir) => format!("{dir}/qwen3/tokenizer.json"),
         // Resolved: a RunSpec names files without `..`.
-        Err(_) => std::fs::canonicalize(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache/qwen3/tokenizer.json"))
-            .expect("the Qwen3 tokenizer (scripts/fetch-assets.sh)")
-            .to_string_lossy()
-            .into_owned(),
+        Err(_) => std::fs::canonicalize(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../assets/cache/qwen3/tokenizer.json"
+        ))
+        .expect("the Qwen3 tokenizer (scripts/fetch-assets.sh)")
+        .to_string_lossy()
+        .into_owned(),
     }
 }
 
@@ -259,7 +277,8 @@ pub fn jsonl(name: &str, rows: &[(&str, u32)]) -> String {
     let dir = std::env::temp_dir().join(format!("latlab-bench-tests-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
-    let text: String = rows.iter().map(|(p, n)| format!("{}\n", json!({"prompt": p, "output_len": n}))).collect();
+    let text: String =
+        rows.iter().map(|(p, n)| format!("{}\n", json!({"prompt": p, "output_len": n}))).collect();
     std::fs::write(&path, text).unwrap();
     path.to_string_lossy().into_owned()
 }
@@ -273,7 +292,11 @@ pub fn spec(base_url: &str, dataset_path: String, num_prompts: u32, concurrency:
         backend: Backend::OpenaiChat,
         dataset: Dataset::Jsonl { path: dataset_path },
         num_prompts,
-        load: LoadProfile { max_concurrency: concurrency.into_iter().collect(), request_rate: None, burstiness: 1.0 },
+        load: LoadProfile {
+            max_concurrency: concurrency.into_iter().collect(),
+            request_rate: None,
+            burstiness: 1.0,
+        },
         sampling: Sampling::default(),
         seed: 0,
         warmup_requests: 0,

@@ -53,7 +53,10 @@ pub fn report(spec: RunSpec, requests: Vec<RequestRecord>) -> BenchReport {
     };
     BenchReport {
         spec,
-        target_info: TargetInfo { models: Some(serde_json::json!({"data": [{"id": "m"}]})), engine_info: None },
+        target_info: TargetInfo {
+            models: Some(serde_json::json!({"data": [{"id": "m"}]})),
+            engine_info: None,
+        },
         started_at: chrono::DateTime::from_timestamp(1_790_000_000, 0).unwrap(),
         summary,
         requests,

@@ -26,21 +26,12 @@ fn content_text(v: &serde_json::Value) -> Result<String, ApiError> {
         serde_json::Value::String(s) => Ok(s.clone()),
         serde_json::Value::Array(parts) => parts
             .iter()
-            .map(|p| {
-                match (
-                    p.get("type").and_then(|t| t.as_str()),
-                    p.get("text").and_then(|t| t.as_str()),
-                ) {
-                    (Some("text"), Some(t)) => Ok(t.to_string()),
-                    _ => Err(ApiError::bad_request(
-                        "`messages[].content`: only text parts are supported",
-                    )),
-                }
+            .map(|p| match (p.get("type").and_then(|t| t.as_str()), p.get("text").and_then(|t| t.as_str())) {
+                (Some("text"), Some(t)) => Ok(t.to_string()),
+                _ => Err(ApiError::bad_request("`messages[].content`: only text parts are supported")),
             })
             .collect(),
-        _ => Err(ApiError::bad_request(
-            "`messages[].content` must be a string or a list of parts",
-        )),
+        _ => Err(ApiError::bad_request("`messages[].content` must be a string or a list of parts")),
     }
 }
 
@@ -52,11 +43,8 @@ impl Shape for Chat {
     const CHUNK_OBJECT: &'static str = "chat.completion.chunk";
     const OBJECT: &'static str = "chat.completion";
     fn delta_choice(text: &str, first: bool, finish: Option<&str>) -> serde_json::Value {
-        let delta = if first {
-            json!({"role": "assistant", "content": text})
-        } else {
-            json!({"content": text})
-        };
+        let delta =
+            if first { json!({"role": "assistant", "content": text}) } else { json!({"content": text}) };
         json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish})
     }
     fn choice(text: String, finish: &str) -> serde_json::Value {
@@ -71,12 +59,7 @@ pub async fn handle(State(state): State<AppState>, body: Bytes) -> Result<Respon
         field(&body, "messages")?.ok_or_else(|| ApiError::bad_request("`messages` is required"))?;
     let messages = messages
         .iter()
-        .map(|m| {
-            Ok(ChatMessage {
-                role: m.role.clone(),
-                content: content_text(&m.content)?,
-            })
-        })
+        .map(|m| Ok(ChatMessage { role: m.role.clone(), content: content_text(&m.content)? }))
         .collect::<Result<Vec<_>, ApiError>>()?;
     let kwargs: Option<serde_json::Value> = field(&body, "chat_template_kwargs")?;
     let enable_thinking = kwargs

@@ -26,9 +26,7 @@ impl Shape for Completion {
 
 fn prompt_tokens(state: &AppState, prompt: Option<&Value>) -> Result<Vec<u32>, ApiError> {
     let tok = &state.engine.shared().tokenizer;
-    let ids = |a: &[Value]| -> Option<Vec<u32>> {
-        a.iter().map(|v| v.as_u64().map(|x| x as u32)).collect()
-    };
+    let ids = |a: &[Value]| -> Option<Vec<u32>> { a.iter().map(|v| v.as_u64().map(|x| x as u32)).collect() };
     match prompt {
         Some(Value::String(s)) => Ok(tok.encode(s)?),
         Some(Value::Array(a)) if a.len() == 1 && a[0].is_string() => {
@@ -38,10 +36,9 @@ fn prompt_tokens(state: &AppState, prompt: Option<&Value>) -> Result<Vec<u32>, A
             ids(a[0].as_array().map(Vec::as_slice).unwrap_or_default())
                 .ok_or_else(|| ApiError::bad_request("`prompt`: token ids must be integers"))
         }
-        Some(Value::Array(a)) if a.iter().all(Value::is_number) && !a.is_empty() => ids(a)
-            .ok_or_else(|| {
-                ApiError::bad_request("`prompt`: token ids must be non-negative integers")
-            }),
+        Some(Value::Array(a)) if a.iter().all(Value::is_number) && !a.is_empty() => {
+            ids(a).ok_or_else(|| ApiError::bad_request("`prompt`: token ids must be non-negative integers"))
+        }
         Some(_) => Err(ApiError::bad_request(
             "`prompt` must be a string, a list of token ids, or a list with one of those",
         )),

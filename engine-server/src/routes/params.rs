@@ -44,8 +44,8 @@ pub struct Parsed {
 }
 
 pub fn body_json(body: &[u8]) -> Result<serde_json::Value, ApiError> {
-    let v: serde_json::Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
+    let v: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
     if !v.is_object() {
         return Err(ApiError::bad_request("the body must be a JSON object"));
     }
@@ -80,9 +80,7 @@ pub fn parse(body: &serde_json::Value, state: &AppState) -> Result<Parsed, ApiEr
         None | Some(-1) | Some(0) => 0,
         Some(k) if k > 0 => k as usize,
         Some(k) => {
-            return Err(ApiError::bad_request(format!(
-                "`top_k` must be -1 or positive, got {k}"
-            )));
+            return Err(ApiError::bad_request(format!("`top_k` must be -1 or positive, got {k}")));
         }
     };
     let stops = match c.stop {
@@ -93,9 +91,7 @@ pub fn parse(body: &serde_json::Value, state: &AppState) -> Result<Parsed, ApiEr
     let vocab = state.engine.shared().config.vocab_size;
     let stop_token_ids = c.stop_token_ids.unwrap_or_default();
     if let Some(bad) = stop_token_ids.iter().find(|&&t| t as usize >= vocab) {
-        return Err(ApiError::bad_request(format!(
-            "`stop_token_ids`: {bad} is out of range"
-        )));
+        return Err(ApiError::bad_request(format!("`stop_token_ids`: {bad} is out of range")));
     }
     let params = SamplingParams {
         temperature: c.temperature.unwrap_or(1.0),
@@ -109,15 +105,6 @@ pub fn parse(body: &serde_json::Value, state: &AppState) -> Result<Parsed, ApiEr
     };
     params.validate()?;
     let stream = c.stream.unwrap_or(false);
-    let include_usage = stream
-        && c.stream_options
-            .unwrap_or_default()
-            .include_usage
-            .unwrap_or(false);
-    Ok(Parsed {
-        params,
-        stops,
-        stream,
-        include_usage,
-    })
+    let include_usage = stream && c.stream_options.unwrap_or_default().include_usage.unwrap_or(false);
+    Ok(Parsed { params, stops, stream, include_usage })
 }

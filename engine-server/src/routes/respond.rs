@@ -47,19 +47,8 @@ impl<S: Shape> ChunkFormat for Format<S> {
 }
 
 /// Generate from `prompt` with the request's parameters and answer in `S`'s shape.
-pub async fn respond<S: Shape>(
-    state: &AppState,
-    prompt: Vec<u32>,
-    p: Parsed,
-) -> Result<Response, ApiError> {
-    let generation = Generation::start(
-        state,
-        GenerateRequest {
-            prompt,
-            params: p.params,
-        },
-        p.stops,
-    )?;
+pub async fn respond<S: Shape>(state: &AppState, prompt: Vec<u32>, p: Parsed) -> Result<Response, ApiError> {
+    let generation = Generation::start(state, GenerateRequest { prompt, params: p.params }, p.stops)?;
     let fmt = Format::<S> {
         id: format!("{}-{:016x}", S::ID_PREFIX, response_id(state)),
         created: unix_now(),
@@ -84,9 +73,7 @@ async fn collect(mut g: Generation) -> Result<(String, &'static str, Usage), Api
     let mut finish = "stop";
     while let Some(piece) = g.next().await {
         match piece {
-            Piece::Delta {
-                text: t, finish: f, ..
-            } => {
+            Piece::Delta { text: t, finish: f, .. } => {
                 text.push_str(&t);
                 if let Some(f) = f {
                     finish = f;
@@ -108,8 +95,6 @@ async fn collect(mut g: Generation) -> Result<(String, &'static str, Usage), Api
 
 /// Response ids: unique per process (a counter in the state) and across restarts (time).
 fn response_id(state: &AppState) -> u64 {
-    let n = state
-        .response_counter
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let n = state.response_counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     (unix_now() << 20) ^ n
 }

@@ -21,20 +21,15 @@ impl Drop for Server {
 impl Server {
     /// SIGINT (Ctrl-C) to the server, then its exit status, waited for up to `secs` seconds.
     pub fn interrupt(&mut self, secs: u64) -> std::process::ExitStatus {
-        let sent = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
+        let sent =
+            Command::new("kill").args(["-INT", &self.child.id().to_string()]).status().expect("kill runs");
         assert!(sent.success(), "kill -INT failed: {sent:?}");
         let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
             }
-            assert!(
-                std::time::Instant::now() < end,
-                "the server did not exit within {secs} s of SIGINT"
-            );
+            assert!(std::time::Instant::now() < end, "the server did not exit within {secs} s of SIGINT");
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
     }
@@ -58,18 +53,13 @@ pub fn start_model(model: &str, extra: &[&str]) -> Server {
             "127.0.0.1",
         ])
         .args(extra)
-        .env(
-            "LATLAB_ASSETS_DIR",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"),
-        )
+        .env("LATLAB_ASSETS_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("latlab-engine starts");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let base = line
         .trim()
         .strip_prefix("listening on ")
@@ -80,28 +70,14 @@ pub fn start_model(model: &str, extra: &[&str]) -> Server {
 
 /// POST and split the SSE body into its `data:` payloads, checking the framing.
 pub async fn sse(s: &Server, path: &str, body: Value) -> Vec<String> {
-    let resp = reqwest::Client::new()
-        .post(format!("{}{path}", s.base))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let resp = reqwest::Client::new().post(format!("{}{path}", s.base)).json(&body).send().await.unwrap();
     assert_eq!(resp.status(), 200);
-    assert!(
-        resp.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/event-stream")
-    );
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
     let text = resp.text().await.unwrap();
     assert!(text.ends_with("\n\n"), "events end with a blank line");
     text.split("\n\n")
         .filter(|e| !e.is_empty())
-        .map(|e| {
-            e.strip_prefix("data: ")
-                .unwrap_or_else(|| panic!("bad frame {e:?}"))
-                .to_string()
-        })
+        .map(|e| e.strip_prefix("data: ").unwrap_or_else(|| panic!("bad frame {e:?}")).to_string())
         .collect()
 }
 
@@ -120,17 +96,10 @@ pub fn make_model(args: &[&str], dir: &std::path::Path) {
         .args(args)
         .arg("--out")
         .arg(dir)
-        .env(
-            "LATLAB_ASSETS_DIR",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"),
-        )
+        .env("LATLAB_ASSETS_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// Serve `model` with `extra`, complete a fixed prompt greedily, and return the text with
@@ -147,11 +116,6 @@ pub async fn greedy_text_and_info(model: &str, extra: &[&str]) -> (String, Value
         .json()
         .await
         .unwrap();
-    let info: Value = reqwest::get(format!("{}/v1/engine/info", s.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let info: Value = reqwest::get(format!("{}/v1/engine/info", s.base)).await.unwrap().json().await.unwrap();
     (v["choices"][0]["text"].as_str().unwrap().to_string(), info)
 }

@@ -12,10 +12,7 @@ fn brute_force(x: f32) -> u8 {
     let a = x.abs() as f64;
     let mut best = 0u8;
     for c in finite_codes() {
-        let (d, db) = (
-            (decode(c) as f64 - a).abs(),
-            (decode(best) as f64 - a).abs(),
-        );
+        let (d, db) = ((decode(c) as f64 - a).abs(), (decode(best) as f64 - a).abs());
         if d < db || (d == db && c % 2 == 0) {
             best = c;
         }
@@ -87,17 +84,7 @@ fn midpoints_round_to_even() {
 
 #[test]
 fn saturates_at_448() {
-    for x in [
-        448.0,
-        448.5,
-        463.9,
-        464.0,
-        464.1,
-        480.0,
-        1e9,
-        f32::MAX,
-        f32::INFINITY,
-    ] {
+    for x in [448.0, 448.5, 463.9, 464.0, 464.1, 480.0, 1e9, f32::MAX, f32::INFINITY] {
         assert_eq!(encode(x), 0x7e, "{x}");
         assert_eq!(encode(-x), 0xfe, "-{x}");
     }
@@ -125,9 +112,7 @@ fn subnormals() {
 fn matches_brute_force_on_random_values() {
     let mut s = 0x1234_5678_9abc_def0u64;
     for _ in 0..100_000 {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let mant = ((s >> 40) as f32) / (1u64 << 24) as f32 + 1.0;
         let exp = ((s >> 20) % 26) as i32 - 14; // 2^-14 .. 2^11
         let neg = (s >> 10) & 1 == 1;
@@ -161,11 +146,7 @@ fn block_quantization_layout_and_error() {
     assert_eq!(q.scale_inv.len(), 9);
     assert_eq!(q.block, (128, 128));
     assert_eq!(q.scale_inv[1], 1.0, "all-zero block gets scale 1");
-    assert_eq!(
-        q.scale_inv[3],
-        37.0 / 448.0,
-        "outlier sets its block's scale"
-    );
+    assert_eq!(q.scale_inv[3], 37.0 / 448.0, "outlier sets its block's scale");
     for (i, (&x, &code)) in w.iter().zip(&q.bits).enumerate() {
         let s = q.scale_inv[(i / cols / 128) * 3 + (i % cols) / 128];
         assert_eq!(code, encode(x / s), "element {i}");
@@ -217,10 +198,7 @@ fn activations_round_per_row_and_group_of_128() {
         for (g, (xg, yg)) in xr.chunks(BLOCK).zip(yr.chunks(BLOCK)).enumerate() {
             let amax = xg.iter().fold(0f32, |m, v| m.max(v.abs()));
             if amax == 0.0 {
-                assert!(
-                    yg.iter().all(|&v| v == 0.0),
-                    "row {r} group {g}: zeros stay"
-                );
+                assert!(yg.iter().all(|&v| v == 0.0), "row {r} group {g}: zeros stay");
                 continue;
             }
             let s = amax / E4M3_MAX;
@@ -230,10 +208,7 @@ fn activations_round_per_row_and_group_of_128() {
             for (j, (&a, &b)) in xg.iter().zip(yg).enumerate() {
                 // Half an ulp of e4m3 (1/16 relative), or of its subnormal spacing.
                 let bound = (a.abs() / 16.0).max(s * 2f32.powi(-10)) * (1.0 + 1e-5);
-                assert!(
-                    (a - b).abs() <= bound,
-                    "row {r} group {g} [{j}]: {a} -> {b}"
-                );
+                assert!((a - b).abs() <= bound, "row {r} group {g} [{j}]: {a} -> {b}");
                 assert_eq!(b, decode(encode(a / s)) * s, "row {r} group {g} [{j}]");
             }
         }
@@ -242,11 +217,7 @@ fn activations_round_per_row_and_group_of_128() {
     let mut z = vec![0.01f32; 2 * BLOCK];
     z[0] = 1e6;
     round_activations(&mut z, 2 * BLOCK);
-    assert!(
-        (z[BLOCK + 1] - 0.01).abs() <= 0.01 * 1e-6,
-        "{}",
-        z[BLOCK + 1]
-    );
+    assert!((z[BLOCK + 1] - 0.01).abs() <= 0.01 * 1e-6, "{}", z[BLOCK + 1]);
     // ... while the first group's 0.01s fall below its smallest step (1e6 / 448 * 2^-9).
     assert_eq!(z[1], 0.0);
     // Zero groups stay zero.

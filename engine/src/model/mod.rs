@@ -56,11 +56,7 @@ pub trait Backend: Send {
     /// bytes per row to the host instead of 600 KB of Qwen3 logits).
     fn forward_next(&mut self, chunks: &[SeqChunk<'_>], hints: &[RowHint]) -> Result<Vec<Next>> {
         let _ = hints;
-        Ok(self
-            .forward(chunks)?
-            .into_iter()
-            .map(Next::Logits)
-            .collect())
+        Ok(self.forward(chunks)?.into_iter().map(Next::Logits).collect())
     }
     /// The engine's count of requests on their way in, for a backend that starts steps
     /// before it is asked for them (CUDA run-ahead); others ignore it.

@@ -18,10 +18,7 @@ fn loads_f32_and_f16_checkpoints() {
                 let v = crate::random_weights::random_tensor_f32(s, 11);
                 let bytes = match dtype {
                     Dtype::F32 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-                    _ => v
-                        .iter()
-                        .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
-                        .collect(),
+                    _ => v.iter().flat_map(|x| half::f16::from_f32(*x).to_le_bytes()).collect(),
                 };
                 (s.name.clone(), s.shape.clone(), bytes)
             })
@@ -61,10 +58,7 @@ fn fp8_tensors(cfg: &ModelConfig) -> Vec<Stored> {
             out.push((scale_name(&s.name), Dtype::F32, sshape, scales));
             out.push((s.name, Dtype::F8_E4M3, s.shape, q.bits));
         } else {
-            let b = v
-                .iter()
-                .flat_map(|x| half::bf16::from_f32(*x).to_le_bytes())
-                .collect();
+            let b = v.iter().flat_map(|x| half::bf16::from_f32(*x).to_le_bytes()).collect();
             out.push((s.name, Dtype::BF16, s.shape, b));
         }
     }
@@ -72,9 +66,8 @@ fn fp8_tensors(cfg: &ModelConfig) -> Vec<Stored> {
 }
 
 fn write(dir: &Path, tensors: &[Stored]) {
-    let views = tensors
-        .iter()
-        .map(|(n, d, shape, b)| (n.clone(), TensorView::new(*d, shape.clone(), b).unwrap()));
+    let views =
+        tensors.iter().map(|(n, d, shape, b)| (n.clone(), TensorView::new(*d, shape.clone(), b).unwrap()));
     safetensors::serialize_to_file(views, None, &dir.join("model.safetensors")).unwrap();
 }
 
@@ -89,11 +82,7 @@ fn fp8_tensor_errors_name_the_tensor() {
     let good = fp8_tensors(&cfg);
     let scale = "model.layers.1.mlp.down_proj.weight_scale_inv";
     let cases: [(&str, Breaker, &[&str]); 3] = [
-        (
-            "missing scale",
-            Box::new(move |t| t.retain(|x| x.0 != scale)),
-            &[scale, "missing"],
-        ),
+        ("missing scale", Box::new(move |t| t.retain(|x| x.0 != scale)), &[scale, "missing"]),
         (
             "scale shape",
             Box::new(move |t| {
@@ -105,10 +94,7 @@ fn fp8_tensor_errors_name_the_tensor() {
         (
             "fp8 embedding",
             Box::new(|t| {
-                let x = t
-                    .iter_mut()
-                    .find(|x| x.0 == "model.embed_tokens.weight")
-                    .unwrap();
+                let x = t.iter_mut().find(|x| x.0 == "model.embed_tokens.weight").unwrap();
                 x.1 = Dtype::F8_E4M3;
                 x.3.truncate(x.3.len() / 2);
             }),
@@ -120,21 +106,18 @@ fn fp8_tensor_errors_name_the_tensor() {
         breakit(&mut t);
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), &t);
-        let err = ModelWeights::load(&cfg, dir.path())
-            .unwrap_err()
-            .to_string();
+        let err = ModelWeights::load(&cfg, dir.path()).unwrap_err().to_string();
         assert!(words.iter().all(|w| err.contains(w)), "{what}: {err}");
     }
     // bf16 scales: the values are bf16-rounded, so compare against those.
     let mut t = good.clone();
     for x in t.iter_mut().filter(|x| x.0.ends_with("_scale_inv")) {
         x.1 = Dtype::BF16;
-        x.3 =
-            x.3.chunks_exact(4)
-                .flat_map(|b| {
-                    half::bf16::from_f32(f32::from_le_bytes([b[0], b[1], b[2], b[3]])).to_le_bytes()
-                })
-                .collect();
+        x.3 = x
+            .3
+            .chunks_exact(4)
+            .flat_map(|b| half::bf16::from_f32(f32::from_le_bytes([b[0], b[1], b[2], b[3]])).to_le_bytes())
+            .collect();
     }
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), &t);
@@ -143,10 +126,7 @@ fn fp8_tensor_errors_name_the_tensor() {
     let m = &w.layers[0].up_proj;
     let f = m.fp8.as_ref().unwrap();
     assert_eq!(m.data[0], crate::fp8::decode(f.bits[0]) * f.scale_inv[0]);
-    assert_eq!(
-        f.scale_inv[0],
-        half::bf16::from_f32(f.scale_inv[0]).to_f32()
-    );
+    assert_eq!(f.scale_inv[0], half::bf16::from_f32(f.scale_inv[0]).to_f32());
 }
 
 #[test]
@@ -161,13 +141,8 @@ fn missing_tensor_is_named() {
         &dir.path().join("model.safetensors"),
     )
     .unwrap();
-    let err = ModelWeights::load(&cfg, dir.path())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("model.embed_tokens.weight") && err.contains("missing"),
-        "{err}"
-    );
+    let err = ModelWeights::load(&cfg, dir.path()).unwrap_err().to_string();
+    assert!(err.contains("model.embed_tokens.weight") && err.contains("missing"), "{err}");
 }
 
 /// An index may only name shards beside it: never a path elsewhere, never a FIFO.
@@ -183,7 +158,10 @@ fn index_shards_are_plain_files_in_the_checkpoint_folder() {
         std::fs::write(dir.path().join("model.safetensors.index.json"), index.to_string()).unwrap();
         let t = std::time::Instant::now();
         let err = ModelWeights::load(&cfg, dir.path()).unwrap_err().to_string();
-        assert!(err.contains("not a .safetensors file name") || err.contains("not a regular file"), "{shard}: {err}");
+        assert!(
+            err.contains("not a .safetensors file name") || err.contains("not a regular file"),
+            "{shard}: {err}"
+        );
         assert!(t.elapsed().as_secs() < 2, "{shard}: must not block");
     }
 }
@@ -195,9 +173,6 @@ fn has_fp8_says_whether_the_projections_are_quantized() {
     assert!(!w.has_fp8());
     w.quantize_fp8().unwrap();
     assert!(w.has_fp8());
-    let fp8 = ModelConfig {
-        quantization: Some(crate::quant_config::QuantConfig::fp8()),
-        ..cfg
-    };
+    let fp8 = ModelConfig { quantization: Some(crate::quant_config::QuantConfig::fp8()), ..cfg };
     assert!(ModelWeights::random(&fp8, 3).unwrap().has_fp8());
 }

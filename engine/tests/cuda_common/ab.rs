@@ -23,11 +23,7 @@ pub fn steps_of(
         for step in 0..6 {
             let chunks: Vec<SeqChunk> = (0..batch)
                 .map(|i| {
-                    let (from, to) = if step == 0 {
-                        (0, 10)
-                    } else {
-                        (lens[i], lens[i] + 1)
-                    };
+                    let (from, to) = if step == 0 { (0, 10) } else { (lens[i], lens[i] + 1) };
                     SeqChunk {
                         tokens: &seqs[i][from..to],
                         start_pos: from,

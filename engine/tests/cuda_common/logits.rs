@@ -16,11 +16,8 @@ pub fn close_logits(what: &str, a: &[f32], b: &[f32]) -> f32 {
     let (diff, scale) = diff_and_scale(a, b);
     assert!(diff <= 0.02 * scale, "{what}: {diff} apart (scale {scale})");
     let top = argmax(a) as usize;
-    let second = a
-        .iter()
-        .enumerate()
-        .filter(|&(j, _)| j != top)
-        .fold(f32::NEG_INFINITY, |m, (_, &v)| m.max(v));
+    let second =
+        a.iter().enumerate().filter(|&(j, _)| j != top).fold(f32::NEG_INFINITY, |m, (_, &v)| m.max(v));
     if a[top] - second > 2.0 * diff {
         assert_eq!(argmax(a), argmax(b), "{what}: argmax");
     }
@@ -40,17 +37,11 @@ pub const CPU_TOL: f32 = 0.05;
 pub fn matches_cpu(what: &str, gpu: &[f32], cpu: &[f32]) -> f32 {
     let (diff, scale) = diff_and_scale(cpu, gpu);
     let err = diff / scale;
-    assert!(
-        err <= CPU_TOL,
-        "{what}: max |gpu - cpu| = {err:.3e} x max|cpu| {scale}"
-    );
+    assert!(err <= CPU_TOL, "{what}: max |gpu - cpu| = {err:.3e} x max|cpu| {scale}");
     let (ag, ac) = (argmax(gpu), argmax(cpu));
     if ag != ac {
         let gap = cpu[ac as usize] - cpu[ag as usize];
-        assert!(
-            gap <= 2.0 * CPU_TOL * scale,
-            "{what}: argmax gpu {ag} vs cpu {ac}, gap {gap}"
-        );
+        assert!(gap <= 2.0 * CPU_TOL * scale, "{what}: argmax gpu {ag} vs cpu {ac}, gap {gap}");
         eprintln!("{what}: near-tie argmax differs (gap {gap:.3e})");
     }
     err
@@ -58,7 +49,5 @@ pub fn matches_cpu(what: &str, gpu: &[f32], cpu: &[f32]) -> f32 {
 
 /// n token ids, distinct per salt, under Qwen3's vocabulary.
 pub fn prompt(n: usize, salt: u32) -> Vec<u32> {
-    (0..n as u32)
-        .map(|i| (i * 7919 + salt * 104_729) % 151_000)
-        .collect()
+    (0..n as u32).map(|i| (i * 7919 + salt * 104_729) % 151_000).collect()
 }

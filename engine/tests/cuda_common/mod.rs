@@ -44,12 +44,7 @@ pub fn up<T: kernels::cudarc::driver::DeviceRepr>(g: &Gpu, v: &[T]) -> CudaSlice
     g.stream().clone_htod(v).unwrap()
 }
 pub fn down_bf16(g: &Gpu, s: &CudaSlice<bf16>) -> Vec<f32> {
-    g.stream()
-        .clone_dtoh(s)
-        .unwrap()
-        .iter()
-        .map(|x| x.to_f32())
-        .collect()
+    g.stream().clone_dtoh(s).unwrap().iter().map(|x| x.to_f32()).collect()
 }
 pub fn down<T: kernels::cudarc::driver::DeviceRepr>(g: &Gpu, s: &CudaSlice<T>) -> Vec<T> {
     g.stream().clone_dtoh(s).unwrap()
@@ -61,10 +56,7 @@ pub fn check(what: &str, a: &[f32], b: &[f32], floor: f32, tol: f32) {
     let (mut worst, mut abs) = (0f32, 0f32);
     for (i, (&x, &y)) in a.iter().zip(b).enumerate() {
         let e = (x - y).abs() / (y.abs() + floor);
-        assert!(
-            e <= tol,
-            "{what}[{i}]: gpu {x} vs cpu {y} (rel {e:e} > {tol:e})"
-        );
+        assert!(e <= tol, "{what}[{i}]: gpu {x} vs cpu {y} (rel {e:e} > {tol:e})");
         worst = worst.max(e);
         abs = abs.max((x - y).abs());
     }
@@ -80,8 +72,7 @@ pub fn fp8_codes_and_scales(r: &mut Rng, n: usize, k: usize) -> (Vec<u8>, Vec<f3
             c.min(0x6f) | if r.next() < 0.0 { 0x80 } else { 0 }
         })
         .collect();
-    let scales: Vec<f32> = (0..n.div_ceil(128) * k.div_ceil(128))
-        .map(|_| (r.next().abs() + 0.1) / 64.0)
-        .collect();
+    let scales: Vec<f32> =
+        (0..n.div_ceil(128) * k.div_ceil(128)).map(|_| (r.next().abs() + 0.1) / 64.0).collect();
     (codes, scales)
 }

@@ -31,23 +31,14 @@ pub fn skinny_gpus() -> Vec<Gpu> {
         },
     ]
     .into_iter()
-    .map(|tuning| {
-        Gpu::new(&GpuOptions {
-            tuning,
-            ..base.clone()
-        })
-        .expect("GPU with kernels")
-    })
+    .map(|tuning| Gpu::new(&GpuOptions { tuning, ..base.clone() }).expect("GPU with kernels"))
     .collect()
 }
 
 /// A label for `g`'s rings: the bf16 and FP8 depths on small grids.
 pub fn pipeline(g: &Gpu) -> String {
     let t = g.tuning();
-    format!(
-        "rings x{}/{}",
-        t.bulk_stages_small, t.fp8_bulk_stages_small
-    )
+    format!("rings x{}/{}", t.bulk_stages_small, t.fp8_bulk_stages_small)
 }
 
 /// e4m3fn code -> value, written out from the format (sign, 4 exponent bits with bias 7,
@@ -55,11 +46,7 @@ pub fn pipeline(g: &Gpu) -> String {
 pub fn e4m3_value(c: u8) -> f32 {
     let sign = if c & 0x80 != 0 { -1.0 } else { 1.0 };
     let (e, m) = (((c >> 3) & 0xf) as i32, (c & 7) as f32);
-    sign * if e == 0 {
-        m / 8.0 * 2f32.powi(-6)
-    } else {
-        (1.0 + m / 8.0) * 2f32.powi(e - 7)
-    }
+    sign * if e == 0 { m / 8.0 * 2f32.powi(-6) } else { (1.0 + m / 8.0) * 2f32.powi(e - 7) }
 }
 
 /// `len` random e4m3fn codes over every value but NaN (0x7f / 0xff), subnormals included.

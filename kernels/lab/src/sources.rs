@@ -29,17 +29,11 @@ pub const STREAM_CHAIN: &str = behind_bulk_pipeline!("stream_chain.cu");
 pub const WGMMA_PROBE: &str = behind_bulk_pipeline!("wgmma_probe.cu");
 /// The copy-ceiling experiment (bin/copy_ceiling.rs), with the fat-block kernels
 /// (lab/cuda/skinny_fat.cu, out of the engine) behind it, which its step-59 row times.
-pub const COPY_CEILING: &str = concat!(
-    behind_bulk_pipeline!("copy_ceiling.cu"),
-    "\n",
-    include_str!("../cuda/skinny_fat.cu")
-);
+pub const COPY_CEILING: &str =
+    concat!(behind_bulk_pipeline!("copy_ceiling.cu"), "\n", include_str!("../cuda/skinny_fat.cu"));
 /// The latency-under-load experiment (bin/latency_load.rs): common.cuh only.
-pub const LATENCY_LOAD: &str = concat!(
-    include_str!("../../cuda/common.cuh"),
-    "\n",
-    include_str!("../cuda/latency_load.cu")
-);
+pub const LATENCY_LOAD: &str =
+    concat!(include_str!("../../cuda/common.cuh"), "\n", include_str!("../cuda/latency_load.cu"));
 
 /// The fused-MLP experiment (lab/cuda/mlp_fused.cu) behind the ring it builds on, with
 /// `defines` in front: the end-of-block adds as bin/mlp_fused.rs times them (none: scalar

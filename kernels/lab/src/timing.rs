@@ -12,14 +12,11 @@ pub fn capture(g: &Gpu, reps: usize, mut f: impl FnMut()) -> CudaGraph {
     f();
     g.stream().synchronize().unwrap();
     let s = g.stream();
-    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        .unwrap();
+    s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
     for _ in 0..reps {
         f();
     }
-    s.end_capture(sys::CUgraphInstantiate_flags(0))
-        .unwrap()
-        .expect("captured")
+    s.end_capture(sys::CUgraphInstantiate_flags(0)).unwrap().expect("captured")
 }
 
 /// `f` captured `reps` times back to back in a CUDA graph (as a decode step runs it, so
@@ -31,11 +28,7 @@ pub fn time_us_reps(g: &Gpu, reps: usize, mut f: impl FnMut()) -> f32 {
     for _ in 0..3 {
         graph.launch().unwrap();
     }
-    let ev = || {
-        g.ctx()
-            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .unwrap()
-    };
+    let ev = || g.ctx().new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).unwrap();
     let mut t: Vec<f32> = (0..7)
         .map(|_| {
             let (a, b) = (ev(), ev());
@@ -68,39 +61,21 @@ pub fn launch_pdl(g: &Gpu, f: &CudaFunction, grid: u32, block: u32, smem: u32, a
         attrs: &mut attr,
         numAttrs: 1,
     };
-    let mut ptrs: Vec<*mut c_void> = args
-        .iter_mut()
-        .map(|a| a as *mut u64 as *mut c_void)
-        .collect();
+    let mut ptrs: Vec<*mut c_void> = args.iter_mut().map(|a| a as *mut u64 as *mut c_void).collect();
     // SAFETY: the callers pass the kernel's parameters in order, each buffer as large as
     // the kernel reads for its arguments.
-    unsafe {
-        sys::cuLaunchKernelEx(
-            &cfg,
-            f.cu_function(),
-            ptrs.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
-    }
-    .result()
-    .unwrap();
+    unsafe { sys::cuLaunchKernelEx(&cfg, f.cu_function(), ptrs.as_mut_ptr(), std::ptr::null_mut()) }
+        .result()
+        .unwrap();
 }
 
 /// An experiment's kernel opted in to `smem` bytes of dynamic shared memory, and the blocks
 /// of `threads` threads with that much that one SM holds at once (at least one: else it
 /// panics naming nothing fits). A persistent grid is this times the SMs.
 pub fn opt_in_blocks_per_sm(f: &CudaFunction, threads: u32, smem: u32) -> u32 {
-    f.set_attribute(
-        CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        smem as i32,
-    )
-    .unwrap();
-    let per_sm = f
-        .occupancy_max_active_blocks_per_multiprocessor(threads, smem as usize, None)
+    f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
         .unwrap();
-    assert!(
-        per_sm > 0,
-        "no block of {threads} threads and {smem} B fits an SM"
-    );
+    let per_sm = f.occupancy_max_active_blocks_per_multiprocessor(threads, smem as usize, None).unwrap();
+    assert!(per_sm > 0, "no block of {threads} threads and {smem} B fits an SM");
     per_sm
 }

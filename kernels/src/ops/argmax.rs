@@ -43,11 +43,7 @@ pub fn argmax_into(
     const FINAL: &str = "argmax_final";
     let mut b = Launch::new(gpu, FINAL)?;
     b.input(&keys.as_view()).output(out);
-    let cfg = LaunchConfig {
-        grid_dim: (rows, 1, 1),
-        block_dim: (32, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let cfg = LaunchConfig { grid_dim: (rows, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
     // SAFETY: the first kernel wrote rows x ARGMAX_PARTS keys.
     unsafe { b.launch(cfg) }?;
     Ok(())

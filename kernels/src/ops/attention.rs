@@ -19,20 +19,14 @@ pub struct AttnDims {
 
 impl AttnDims {
     pub(crate) fn check(&self, op: &'static str) -> Result<()> {
-        let AttnDims {
-            heads,
-            kv_heads,
-            head_dim,
-        } = *self;
+        let AttnDims { heads, kv_heads, head_dim } = *self;
         check(kv_heads > 0 && heads % kv_heads == 0, op, || {
             format!("{heads} heads not a multiple of {kv_heads} kv heads")
         })?;
         // 4 values per lane in the attention kernel; RoPE rotates halves.
-        check(
-            head_dim % 2 == 0 && (2..=128).contains(&head_dim),
-            op,
-            || format!("head_dim {head_dim} must be even and <= 128"),
-        )
+        check(head_dim % 2 == 0 && (2..=128).contains(&head_dim), op, || {
+            format!("head_dim {head_dim} must be even and <= 128")
+        })
     }
     pub fn q_dim(&self) -> usize {
         self.heads * self.head_dim
@@ -73,28 +67,14 @@ pub fn qk_norm_rope_kv_into(
     check(a.qkv.len() == t * (qd + 2 * kvd), OP, || {
         format!("qkv {} != {t} x ({qd} + 2 x {kvd})", a.qkv.len())
     })?;
-    check(a.slots.len() == t, OP, || {
-        format!("{} slots for {t} tokens", a.slots.len())
+    check(a.slots.len() == t, OP, || format!("{} slots for {t} tokens", a.slots.len()))?;
+    check(a.q_norm.len() == d.head_dim && a.k_norm.len() == d.head_dim, OP, || {
+        "q_norm/k_norm must have head_dim entries".into()
     })?;
-    check(
-        a.q_norm.len() == d.head_dim && a.k_norm.len() == d.head_dim,
-        OP,
-        || "q_norm/k_norm must have head_dim entries".into(),
-    )?;
-    check(q_out.len() == t * qd, OP, || {
-        format!("q_out {} != {t} x {qd}", q_out.len())
+    check(q_out.len() == t * qd, OP, || format!("q_out {} != {t} x {qd}", q_out.len()))?;
+    check(k_cache.len() == v_cache.len() && k_cache.len() % kvd == 0, OP, || {
+        format!("caches {} / {} not slots x {kvd}", k_cache.len(), v_cache.len())
     })?;
-    check(
-        k_cache.len() == v_cache.len() && k_cache.len() % kvd == 0,
-        OP,
-        || {
-            format!(
-                "caches {} / {} not slots x {kvd}",
-                k_cache.len(),
-                v_cache.len()
-            )
-        },
-    )?;
     if t == 0 {
         return Ok(());
     }
@@ -104,11 +84,7 @@ pub fn qk_norm_rope_kv_into(
         to_i32(OP, "head_dim", d.head_dim)?,
     );
     let mut b = Launch::new(gpu, OP)?;
-    b.input(a.qkv)
-        .input(a.q_norm)
-        .input(a.k_norm)
-        .input(a.positions)
-        .input(a.slots);
+    b.input(a.qkv).input(a.q_norm).input(a.k_norm).input(a.positions).input(a.slots);
     b.output(q_out).output(k_cache).output(v_cache);
     b.i32(h).i32(kv).i32(hd).f32(a.theta).f32(a.eps);
     let cfg = LaunchConfig {
@@ -152,11 +128,9 @@ impl PagedAttnArgs<'_, '_> {
         check(self.table_offs.len() == r, op, || {
             format!("{} table offsets for {r} rows", self.table_offs.len())
         })?;
-        check(
-            self.k_cache.len() == self.v_cache.len() && self.k_cache.len() % d.kv_dim() == 0,
-            op,
-            || "k/v caches differ or are not slots x kv_dim".into(),
-        )?;
+        check(self.k_cache.len() == self.v_cache.len() && self.k_cache.len() % d.kv_dim() == 0, op, || {
+            "k/v caches differ or are not slots x kv_dim".into()
+        })?;
         check(self.block_size > 0, op, || "block_size 0".into())?;
         Ok(r)
     }

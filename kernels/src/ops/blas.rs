@@ -22,27 +22,16 @@ pub fn gemm_into(
     y: &mut CudaViewMut<'_, f32>,
 ) -> Result<()> {
     const OP: &str = "cublas_gemm";
-    let blas = gpu
-        .blas()
-        .ok_or_else(|| KernelError::Blas("not available (libcublas not found)".into()))?;
-    check(k > 0 && w.len() == n * k, OP, || {
-        format!("w {} != {n} x {k}", w.len())
-    })?;
-    check(x.len() % k == 0, OP, || {
-        format!("x {} is not rows x {k}", x.len())
-    })?;
+    let blas = gpu.blas().ok_or_else(|| KernelError::Blas("not available (libcublas not found)".into()))?;
+    check(k > 0 && w.len() == n * k, OP, || format!("w {} != {n} x {k}", w.len()))?;
+    check(x.len() % k == 0, OP, || format!("x {} is not rows x {k}", x.len()))?;
     let m = x.len() / k;
-    check(y.len() == m * n, OP, || {
-        format!("y {} != {m} x {n}", y.len())
-    })?;
+    check(y.len() == m * n, OP, || format!("y {} != {m} x {n}", y.len()))?;
     if m == 0 {
         return Ok(());
     }
     let dim = |v: usize| {
-        i32::try_from(v).map_err(|_| KernelError::Shape {
-            op: OP,
-            msg: format!("{v} does not fit in i32"),
-        })
+        i32::try_from(v).map_err(|_| KernelError::Shape { op: OP, msg: format!("{v} does not fit in i32") })
     };
     let (mi, ni, ki) = (dim(m)?, dim(n)?, dim(k)?);
     let s = gpu.stream();

@@ -31,14 +31,8 @@ pub fn attention_splits(gpu: &Gpu, rows: usize, kv_heads: usize) -> usize {
 
 /// `attention_splits` for a tuning (no GPU needed).
 pub fn split_count(t: &Tuning, rows: usize, kv_heads: usize) -> usize {
-    let s = (t.attention_blocks as usize)
-        .div_ceil((rows * kv_heads).max(1))
-        .clamp(1, MAX_SPLITS);
-    if s <= 2 * MAX_CLUSTER_SPLITS {
-        s.min(MAX_CLUSTER_SPLITS)
-    } else {
-        s
-    }
+    let s = (t.attention_blocks as usize).div_ceil((rows * kv_heads).max(1)).clamp(1, MAX_SPLITS);
+    if s <= 2 * MAX_CLUSTER_SPLITS { s.min(MAX_CLUSTER_SPLITS) } else { s }
 }
 
 /// The split kernel for geometry `d`: on the tensor cores where head_dim is 128 and a KV
@@ -102,15 +96,8 @@ pub fn decode_attention_into(
     let cluster = uses_cluster(splits);
     let mut b = Launch::new(gpu, attention_kernel(d, cluster))?;
     a.push(&mut b);
-    b.output(&mut scratch.acc)
-        .output(&mut scratch.ml)
-        .output(&mut *out);
-    b.i32(h)
-        .i32(kv)
-        .i32(hd)
-        .i32(bs)
-        .f32(scale)
-        .i32(a.settled as i32);
+    b.output(&mut scratch.acc).output(&mut scratch.ml).output(&mut *out);
+    b.i32(h).i32(kv).i32(hd).i32(bs).f32(scale).i32(a.settled as i32);
     let cfg = LaunchConfig {
         grid_dim: (r as u32, d.kv_heads as u32, splits as u32),
         block_dim: (128, 1, 1),
@@ -141,24 +128,15 @@ fn check_args(
 ) -> Result<usize> {
     d.check(op)?;
     check(d.heads / d.kv_heads <= MAX_GROUP, op, || {
-        format!(
-            "{} query heads per kv head; at most {MAX_GROUP}",
-            d.heads / d.kv_heads
-        )
+        format!("{} query heads per kv head; at most {MAX_GROUP}", d.heads / d.kv_heads)
     })?;
-    check(d.head_dim <= MAX_HEAD_DIM, op, || {
-        format!("head_dim {} > {MAX_HEAD_DIM}", d.head_dim)
-    })?;
-    check((1..=MAX_SPLITS).contains(&splits), op, || {
-        format!("{splits} splits; 1..={MAX_SPLITS}")
-    })?;
+    check(d.head_dim <= MAX_HEAD_DIM, op, || format!("head_dim {} > {MAX_HEAD_DIM}", d.head_dim))?;
+    check((1..=MAX_SPLITS).contains(&splits), op, || format!("{splits} splits; 1..={MAX_SPLITS}"))?;
     let r = a.check(op, d, out_len)?;
     if splits > 1 {
         let (na, nm) = attention_partials_len(r, d, splits);
         let (sa, sm) = (scratch.acc.len(), scratch.ml.len());
-        check(sa >= na && sm >= nm, op, || {
-            format!("partials {sa} / {sm} < {na} / {nm}")
-        })?;
+        check(sa >= na && sm >= nm, op, || format!("partials {sa} / {sm} < {na} / {nm}"))?;
     }
     Ok(r)
 }
@@ -192,18 +170,12 @@ fn merge_splits(
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        AttnDims, MAX_CLUSTER_SPLITS, MAX_SPLITS, attention_kernel, split_count, uses_cluster,
-    };
+    use super::{AttnDims, MAX_CLUSTER_SPLITS, MAX_SPLITS, attention_kernel, split_count, uses_cluster};
     use crate::gpu::Tuning;
 
     #[test]
     fn each_geometry_takes_its_kernel() {
-        let dims = |heads, kv_heads, head_dim| AttnDims {
-            heads,
-            kv_heads,
-            head_dim,
-        };
+        let dims = |heads, kv_heads, head_dim| AttnDims { heads, kv_heads, head_dim };
         // Qwen3-8B (32 / 8 heads), 0.6B (16 / 8), 14B (40 / 8: 5 per KV head).
         let (q8b, q06b, q14b) = (dims(32, 8, 128), dims(16, 8, 128), dims(40, 8, 128));
         for (d, cluster, want) in [
@@ -219,10 +191,7 @@ mod tests {
         ] {
             assert_eq!(attention_kernel(d, cluster), want, "{d:?} cluster {cluster}");
         }
-        let shipped: Vec<&str> = crate::sources::ALL
-            .iter()
-            .flat_map(|s| s.kernels.iter().copied())
-            .collect();
+        let shipped: Vec<&str> = crate::sources::ALL.iter().flat_map(|s| s.kernels.iter().copied()).collect();
         for d in [q8b, q06b, q14b, dims(4, 2, 32), dims(6, 1, 8)] {
             for c in [false, true] {
                 assert!(shipped.contains(&attention_kernel(d, c)));
@@ -242,10 +211,7 @@ mod tests {
         assert!(!uses_cluster(32) && !uses_cluster(17) && !uses_cluster(1));
         assert!(uses_cluster(8) && uses_cluster(5) && uses_cluster(2));
         // 16 splits are capped at 8, 17 are not.
-        let at = |blocks| Tuning {
-            attention_blocks: blocks,
-            ..d
-        };
+        let at = |blocks| Tuning { attention_blocks: blocks, ..d };
         assert_eq!(split_count(&at(128), 1, 8), MAX_CLUSTER_SPLITS);
         assert_eq!(split_count(&at(129), 1, 8), 17);
         assert_eq!(split_count(&at(4096), 1, 8), MAX_SPLITS);

@@ -8,11 +8,7 @@ use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig};
 use half::{bf16, f16};
 
 fn rows_cfg(rows: usize, threads: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (rows as u32, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
-    }
+    LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 }
 }
 
 /// out[r, :] = table[ids[r], :] as f32. `table` is [vocab, hidden]; ids must be < vocab
@@ -27,14 +23,9 @@ pub fn embed_gather_into(
     const OP: &str = "embed_gather";
     let rows = ids.len();
     check(hidden > 0 && table.len() % hidden == 0, OP, || {
-        format!(
-            "table of {} is not a multiple of hidden {hidden}",
-            table.len()
-        )
+        format!("table of {} is not a multiple of hidden {hidden}", table.len())
     })?;
-    check(out.len() == rows * hidden, OP, || {
-        format!("out {} != {rows} x {hidden}", out.len())
-    })?;
+    check(out.len() == rows * hidden, OP, || format!("out {} != {rows} x {hidden}", out.len()))?;
     if rows == 0 {
         return Ok(());
     }
@@ -52,9 +43,7 @@ const NORM_THREADS: u32 = 256;
 const NORM_MAX_DIM: usize = NORM_THREADS as usize * 32;
 
 fn norm_checks(op: &'static str, x: usize, w: usize, out: usize) -> Result<usize> {
-    check(w > 0 && x.is_multiple_of(w), op, || {
-        format!("x of {x} is not rows x dim {w}")
-    })?;
+    check(w > 0 && x.is_multiple_of(w), op, || format!("x of {x} is not rows x dim {w}"))?;
     check(w <= NORM_MAX_DIM, op, || {
         format!("dim {w} is above the {NORM_MAX_DIM} the kernel holds in registers")
     })?;
@@ -78,10 +67,8 @@ pub fn add_rmsnorm_kernel(dim: usize) -> &'static str {
 }
 
 /// [plain, with the residual add][scalar rows, lean float4].
-const NORM_KERNELS: [[&str; 2]; 2] = [
-    ["rmsnorm_rows", "rmsnorm_vec"],
-    ["add_rmsnorm_rows", "add_rmsnorm_vec"],
-];
+const NORM_KERNELS: [[&str; 2]; 2] =
+    [["rmsnorm_rows", "rmsnorm_vec"], ["add_rmsnorm_rows", "add_rmsnorm_vec"]];
 
 /// The lean norms with f16 out (`rmsnorm_f16_into`); they have no scalar form.
 const NORM_F16_KERNELS: [&str; 2] = ["rmsnorm_vec_f16", "add_rmsnorm_vec_f16"];
@@ -101,19 +88,14 @@ fn norm_into<O>(
     let rows = norm_checks(scalar.unwrap_or(lean), x.len(), w.len(), out.len())?;
     let vec = vec_threads(w.len());
     check(scalar.is_some() || vec.is_some(), lean, || {
-        format!(
-            "dim {} needs the lean kernel (dim / 16 a multiple of 32 up to 1024)",
-            w.len()
-        )
+        format!("dim {} needs the lean kernel (dim / 16 a multiple of 32 up to 1024)", w.len())
     })?;
     let name = match (vec, scalar) {
         (None, Some(s)) => s,
         _ => lean,
     };
     if let Some(add) = add {
-        check(add.len() == x.len(), name, || {
-            format!("add {} != x {}", add.len(), x.len())
-        })?;
+        check(add.len() == x.len(), name, || format!("add {} != x {}", add.len(), x.len()))?;
     }
     if rows == 0 {
         return Ok(());
@@ -204,20 +186,11 @@ pub fn swiglu_into(
     check(inter > 0 && gu.len() % (2 * inter) == 0, OP, || {
         format!("gu of {} is not rows x 2 * {inter}", gu.len())
     })?;
-    check(
-        !tiled || inter.is_multiple_of(super::GATE_UP_GROUP),
-        OP,
-        || {
-            format!(
-                "tiled gate|up needs inter % {} == 0, got {inter}",
-                super::GATE_UP_GROUP
-            )
-        },
-    )?;
-    let total = gu.len() / 2;
-    check(out.len() == total, OP, || {
-        format!("out {} != {total}", out.len())
+    check(!tiled || inter.is_multiple_of(super::GATE_UP_GROUP), OP, || {
+        format!("tiled gate|up needs inter % {} == 0, got {inter}", super::GATE_UP_GROUP)
     })?;
+    let total = gu.len() / 2;
+    check(out.len() == total, OP, || format!("out {} != {total}", out.len()))?;
     if total == 0 {
         return Ok(());
     }

@@ -18,20 +18,18 @@ pub use argmax::{ARGMAX_PARTS, argmax_into};
 pub use attention::{AttnDims, PagedAttnArgs, RopeKvArgs, qk_norm_rope_kv_into};
 pub use blas::{blas_available, gemm_into};
 pub use decode_attention::{
-    MAX_CLUSTER_SPLITS, MAX_SPLITS, SplitScratch, attention_kernel, attention_partials_len,
-    attention_splits, decode_attention_into, split_count, uses_cluster,
+    MAX_CLUSTER_SPLITS, MAX_SPLITS, SplitScratch, attention_kernel, attention_partials_len, attention_splits,
+    decode_attention_into, split_count, uses_cluster,
 };
 pub use elementwise::{
-    add_rmsnorm_f16_into, add_rmsnorm_into, add_rmsnorm_kernel, embed_gather_into,
-    rmsnorm_f16_into, rmsnorm_into, swiglu_into,
+    add_rmsnorm_f16_into, add_rmsnorm_into, add_rmsnorm_kernel, embed_gather_into, rmsnorm_f16_into,
+    rmsnorm_into, swiglu_into,
 };
-pub use prefill_attention::{
-    PREFILL_HEAD_DIM, prefill_attention_into, prefill_attention_supported,
-};
+pub use prefill_attention::{PREFILL_HEAD_DIM, prefill_attention_into, prefill_attention_supported};
 pub use skinny::{
-    FP8_BLOCK, Fp8Matrix, GATE_UP_GROUP, SKINNY_MAX_ROWS, SkinnyX, fp8_dequant_into,
-    interleave_gate_up, skinny_gemm_fp8_into, skinny_gemm_fp8_swiglu_into, skinny_gemm_into,
-    skinny_gemm_swiglu_into, skinny_linear_norm_into, skinny_swiglu_norm_into,
+    FP8_BLOCK, Fp8Matrix, GATE_UP_GROUP, SKINNY_MAX_ROWS, SkinnyX, fp8_dequant_into, interleave_gate_up,
+    skinny_gemm_fp8_into, skinny_gemm_fp8_swiglu_into, skinny_gemm_into, skinny_gemm_swiglu_into,
+    skinny_linear_norm_into, skinny_swiglu_norm_into,
 };
 pub use skinny_norm::{NormEpi, norm_parts};
 pub use skinny_plan::{STAGED_X_ROWS, SkinnyForm, skinny_kernel};
@@ -41,8 +39,5 @@ use crate::error::{KernelError, Result};
 
 /// Sizes go to kernels as `int`: refuse anything that would not fit.
 pub(crate) fn to_i32(op: &'static str, what: &str, v: usize) -> Result<i32> {
-    i32::try_from(v).map_err(|_| KernelError::Shape {
-        op,
-        msg: format!("{what} = {v} does not fit in i32"),
-    })
+    i32::try_from(v).map_err(|_| KernelError::Shape { op, msg: format!("{what} = {v} does not fit in i32") })
 }

@@ -23,13 +23,9 @@ pub(super) const THREADS: u32 = 256;
 pub const FP8_BLOCK: usize = 128;
 
 fn rows_of(op: &'static str, x_len: usize, k: usize, y_len: usize, n: usize) -> Result<usize> {
-    check(x_len.is_multiple_of(k), op, || {
-        format!("x {x_len} is not rows x {k}")
-    })?;
+    check(x_len.is_multiple_of(k), op, || format!("x {x_len} is not rows x {k}"))?;
     let m = x_len / k;
-    check((1..=SKINNY_MAX_ROWS).contains(&m), op, || {
-        format!("{m} rows; 1..={SKINNY_MAX_ROWS} supported")
-    })?;
+    check((1..=SKINNY_MAX_ROWS).contains(&m), op, || format!("{m} rows; 1..={SKINNY_MAX_ROWS} supported"))?;
     check(y_len == m * n, op, || format!("y {y_len} != {m} x {n}"))?;
     Ok(m)
 }
@@ -37,9 +33,7 @@ fn rows_of(op: &'static str, x_len: usize, k: usize, y_len: usize, n: usize) -> 
 /// A bf16 weight matrix of w_len elements is [n, k] with k a positive multiple of 8 (the
 /// kernels' 16-byte loads).
 fn check_bf16_weights(op: &'static str, w_len: usize, n: usize, k: usize) -> Result<()> {
-    check(k > 0 && k.is_multiple_of(8), op, || {
-        format!("k = {k} must be a positive multiple of 8")
-    })?;
+    check(k > 0 && k.is_multiple_of(8), op, || format!("k = {k} must be a positive multiple of 8"))?;
     check(w_len == n * k, op, || format!("w {w_len} != {n} x {k}"))
 }
 
@@ -99,33 +93,21 @@ pub struct Fp8Matrix<'a, 'b> {
 impl Fp8Matrix<'_, '_> {
     fn check(&self, op: &'static str, k_mult: usize) -> Result<(i32, i32, i32)> {
         let (n, k, r, il) = (self.n, self.k, self.scale_rows, self.interleave);
-        check(
-            il == 0 || (n == 2 * il && il.is_multiple_of(GATE_UP_GROUP)),
-            op,
-            || {
-                format!(
-                    "interleave {il}: needs n = 2 x interleave (n = {n}), a multiple of {GATE_UP_GROUP}"
-                )
-            },
-        )?;
+        check(il == 0 || (n == 2 * il && il.is_multiple_of(GATE_UP_GROUP)), op, || {
+            format!("interleave {il}: needs n = 2 x interleave (n = {n}), a multiple of {GATE_UP_GROUP}")
+        })?;
         check(k > 0 && k.is_multiple_of(k_mult), op, || {
             format!("k = {k} must be a positive multiple of {k_mult}")
         })?;
         check(r == 1 || r.is_multiple_of(16), op, || {
             format!("scale_rows {r} must be 1 or a multiple of the 16-row tile")
         })?;
-        check(self.codes.len() == n * k, op, || {
-            format!("codes {} != {n} x {k}", self.codes.len())
-        })?;
+        check(self.codes.len() == n * k, op, || format!("codes {} != {n} x {k}", self.codes.len()))?;
         let (sr, sc) = (n.div_ceil(r), k.div_ceil(FP8_BLOCK));
         check(self.scale_inv.len() == sr * sc, op, || {
             format!("scale_inv {} != {sr} x {sc}", self.scale_inv.len())
         })?;
-        Ok((
-            to_i32(op, "n", n)?,
-            to_i32(op, "k", k)?,
-            to_i32(op, "scale_rows", r)?,
-        ))
+        Ok((to_i32(op, "n", n)?, to_i32(op, "k", k)?, to_i32(op, "scale_rows", r)?))
     }
 }
 
@@ -203,10 +185,7 @@ pub const GATE_UP_GROUP: usize = 8;
 pub fn interleave_gate_up<T: Copy + Send + Sync>(gate: &[T], up: &[T], k: usize) -> Vec<T> {
     assert!(k > 0 && gate.len() == up.len() && gate.len().is_multiple_of(k));
     let inter = gate.len() / k;
-    assert!(
-        inter.is_multiple_of(GATE_UP_GROUP),
-        "inter {inter} % {GATE_UP_GROUP} != 0"
-    );
+    assert!(inter.is_multiple_of(GATE_UP_GROUP), "inter {inter} % {GATE_UP_GROUP} != 0");
     let block = GATE_UP_GROUP * k;
     // Element by element in parallel, straight into the output (400 MB per Qwen3-8B layer
     // in bf16: one thread copying took seconds of a load).
@@ -214,11 +193,7 @@ pub fn interleave_gate_up<T: Copy + Send + Sync>(gate: &[T], up: &[T], k: usize)
         .into_par_iter()
         .map(|i| {
             let (pair, at) = (i / (2 * block), i % (2 * block));
-            if at < block {
-                gate[pair * block + at]
-            } else {
-                up[pair * block + at - block]
-            }
+            if at < block { gate[pair * block + at] } else { up[pair * block + at - block] }
         })
         .collect()
 }
@@ -254,9 +229,7 @@ pub fn skinny_gemm_fp8_swiglu_into<X: SkinnyX>(
 ) -> Result<()> {
     const OP: &str = "skinny_gemm_fp8_swiglu";
     let sizes = w.check(OP, 16)?;
-    check(w.interleave > 0, OP, || {
-        "the matrix is not interleaved gate|up".to_string()
-    })?;
+    check(w.interleave > 0, OP, || "the matrix is not interleaved gate|up".to_string())?;
     let m = rows_of(OP, x.len(), w.k, act.len(), w.interleave)?;
     launch_fp8(gpu, OP, x, w, m, sizes, act, NormEpi::None)
 }
@@ -289,40 +262,23 @@ pub fn skinny_swiglu_norm_into(
 ) -> Result<()> {
     const OP: &str = "skinny_gemm_fp8_swiglu";
     let sizes = w.check(OP, 16)?;
-    check(w.interleave > 0, OP, || {
-        "the matrix is not interleaved gate|up".to_string()
-    })?;
+    check(w.interleave > 0, OP, || "the matrix is not interleaved gate|up".to_string())?;
     let m = rows_of(OP, x.len(), w.k, act.len(), w.interleave)?;
     launch_fp8(gpu, OP, x, w, m, sizes, act, epi)
 }
 
 /// out [n, k] bf16 row-major = the FP8 matrix's values (prefill runs cuBLAS on them);
 /// k % 8 == 0.
-pub fn fp8_dequant_into(
-    gpu: &Gpu,
-    w: &Fp8Matrix<'_, '_>,
-    out: &mut CudaViewMut<'_, bf16>,
-) -> Result<()> {
+pub fn fp8_dequant_into(gpu: &Gpu, w: &Fp8Matrix<'_, '_>, out: &mut CudaViewMut<'_, bf16>) -> Result<()> {
     const OP: &str = "fp8_dequant_bf16";
     let (ni, ki, ri) = w.check(OP, 8)?;
-    check(out.len() >= w.n * w.k, OP, || {
-        format!("out {} < {} x {}", out.len(), w.n, w.k)
-    })?;
+    check(out.len() >= w.n * w.k, OP, || format!("out {} < {} x {}", out.len(), w.n, w.k))?;
     let groups = (w.n * w.k / 8) as u32;
     let mut b = Launch::new(gpu, OP)?;
     let il = to_i32(OP, "interleave", w.interleave)?;
-    b.input(w.codes)
-        .input(w.scale_inv)
-        .output(out)
-        .i32(ni)
-        .i32(ki)
-        .i32(ri)
-        .i32(il);
-    let cfg = LaunchConfig {
-        grid_dim: (groups.div_ceil(256), 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    b.input(w.codes).input(w.scale_inv).output(out).i32(ni).i32(ki).i32(ri).i32(il);
+    let cfg =
+        LaunchConfig { grid_dim: (groups.div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
     // SAFETY: shapes checked above; k % 8 == 0 keeps every 8-code group aligned.
     unsafe { b.launch(cfg) }?;
     Ok(())
@@ -335,13 +291,9 @@ mod tests {
     #[test]
     fn bf16_weight_checks_name_the_bad_dimension() {
         assert!(check_bf16_weights("op", 64 * 16, 64, 16).is_ok());
-        let e = check_bf16_weights("op", 60 * 12, 60, 12)
-            .unwrap_err()
-            .to_string();
+        let e = check_bf16_weights("op", 60 * 12, 60, 12).unwrap_err().to_string();
         assert!(e.contains("op") && e.contains("k = 12"), "{e}");
-        let e = check_bf16_weights("op", 100, 64, 16)
-            .unwrap_err()
-            .to_string();
+        let e = check_bf16_weights("op", 100, 64, 16).unwrap_err().to_string();
         assert!(e.contains("w 100 != 64 x 16"), "{e}");
     }
 

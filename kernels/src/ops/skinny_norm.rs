@@ -22,11 +22,7 @@ pub enum NormEpi<'a, 'b> {
     /// y is the f32 residual [m, n]: y += x wᵀ, then hw = bf16(y w) [m, n] with w the next
     /// norm's weights [n], and ss [m, n / 16] the sums of y² over each 16 columns (n % 16 ==
     /// 0). Not for SwiGLU outputs.
-    AddNorm {
-        w: &'a CudaView<'b, f32>,
-        hw: &'a mut CudaViewMut<'b, bf16>,
-        ss: &'a mut CudaViewMut<'b, f32>,
-    },
+    AddNorm { w: &'a CudaView<'b, f32>, hw: &'a mut CudaViewMut<'b, bf16>, ss: &'a mut CudaViewMut<'b, f32> },
 }
 
 /// Partial sums a producer of n output columns writes per row (one per 16-column tile).
@@ -52,18 +48,12 @@ impl NormEpi<'_, '_> {
                 Ok((m * parts * 4) as u32)
             }
             NormEpi::AddNorm { w, hw, ss } => {
-                check(!swiglu, op, || {
-                    "a SwiGLU output cannot join the residual".to_string()
-                })?;
+                check(!swiglu, op, || "a SwiGLU output cannot join the residual".to_string())?;
                 check(n.is_multiple_of(TILE_N), op, || {
                     format!("n = {n}: the residual's norm needs a multiple of {TILE_N}")
                 })?;
-                check(w.len() == n, op, || {
-                    format!("norm weights {} != n = {n}", w.len())
-                })?;
-                check(hw.len() == m * n, op, || {
-                    format!("hw {} != {m} x {n}", hw.len())
-                })?;
+                check(w.len() == n, op, || format!("norm weights {} != n = {n}", w.len()))?;
+                check(hw.len() == m * n, op, || format!("hw {} != {m} x {n}", hw.len()))?;
                 let parts = norm_parts(n);
                 check(ss.len() == m * parts, op, || {
                     format!("norm partial sums {} != {m} x {parts}", ss.len())

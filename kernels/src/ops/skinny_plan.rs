@@ -100,13 +100,9 @@ pub fn skinny_kernel(
         ("skinny_gemm_fp8", true, true, _) => "skinny_gemm_fp8_bulk_persistent_xs_norm",
         ("skinny_gemm_fp8_swiglu", _, _, true) => "skinny_gemm_fp8_swiglu_bulk_persistent_xh",
         ("skinny_gemm_fp8_swiglu", false, false, _) => "skinny_gemm_fp8_swiglu_bulk_persistent",
-        ("skinny_gemm_fp8_swiglu", false, true, _) => {
-            "skinny_gemm_fp8_swiglu_bulk_persistent_norm"
-        }
+        ("skinny_gemm_fp8_swiglu", false, true, _) => "skinny_gemm_fp8_swiglu_bulk_persistent_norm",
         ("skinny_gemm_fp8_swiglu", true, false, _) => "skinny_gemm_fp8_swiglu_bulk_persistent_xs",
-        ("skinny_gemm_fp8_swiglu", true, true, _) => {
-            "skinny_gemm_fp8_swiglu_bulk_persistent_xs_norm"
-        }
+        ("skinny_gemm_fp8_swiglu", true, true, _) => "skinny_gemm_fp8_swiglu_bulk_persistent_xs_norm",
         _ => unreachable!("{op} is not a skinny GEMM"),
     }
 }
@@ -127,23 +123,13 @@ pub(super) fn start<'g>(
     check(fp8 || (epi_bytes == 0 && !f16_x), op, || {
         "bf16 weights have no folded-norm or f16-x form".to_string()
     })?;
-    check(!f16_x || epi_bytes == 0, op, || {
-        "x as f16 has no folded-norm form".to_string()
-    })?;
+    check(!f16_x || epi_bytes == 0, op, || "x as f16 has no folded-norm form".to_string())?;
     let tiles = n.div_ceil(TILE_N);
     let stages = ring_stages(&gpu.tuning(), fp8, tiles < 2 * gpu.sms(), m);
-    let form = SkinnyForm {
-        norm: epi_bytes > 0,
-        f16_x,
-    };
+    let form = SkinnyForm { norm: epi_bytes > 0, f16_x };
     let name = skinny_kernel(op, (m, k), stages, form);
     // The norm epilogue's words lie between the ring and staged x (skinny_bulk.cu).
-    let extra_bytes = epi_bytes
-        + if name.contains("_xs") {
-            staged_x_bytes(m, k)
-        } else {
-            0
-        };
+    let extra_bytes = epi_bytes + if name.contains("_xs") { staged_x_bytes(m, k) } else { 0 };
     let smem = stages * BULK_STAGE_BYTES + extra_bytes;
     check(smem <= MAX_DYNAMIC_SMEM, op, || {
         format!(
@@ -151,11 +137,7 @@ pub(super) fn start<'g>(
         )
     })?;
     let per_sm = gpu.resident_blocks(name, BULK_THREADS, smem)?;
-    let pipe = Pipe {
-        stages,
-        blocks: (tiles as u32).min(per_sm * gpu.sms() as u32),
-        extra_bytes,
-    };
+    let pipe = Pipe { stages, blocks: (tiles as u32).min(per_sm * gpu.sms() as u32), extra_bytes };
     Ok((Launch::new(gpu, name)?, pipe))
 }
 
@@ -196,11 +178,7 @@ mod tests {
             (true, false, 8, 2),
             (true, true, 8, 5),
         ] {
-            assert_eq!(
-                ring_stages(&t, fp8, small, m),
-                want,
-                "fp8 {fp8} small {small} m {m}"
-            );
+            assert_eq!(ring_stages(&t, fp8, small, m), want, "fp8 {fp8} small {small} m {m}");
         }
     }
 
@@ -209,22 +187,13 @@ mod tests {
     #[test]
     fn each_launch_picks_its_kernel() {
         let plain = SkinnyForm::default();
-        let norm = SkinnyForm {
-            norm: true,
-            ..plain
-        };
-        let f16 = SkinnyForm {
-            f16_x: true,
-            ..plain
-        };
+        let norm = SkinnyForm { norm: true, ..plain };
+        let f16 = SkinnyForm { f16_x: true, ..plain };
         let pick = |op, m, k, form| skinny_kernel(op, (m, k), 2, form);
         let (fp8, sw) = ("skinny_gemm_fp8", "skinny_gemm_fp8_swiglu");
         // bf16: one kernel per op at every row count.
         for m in 1..=8 {
-            assert_eq!(
-                pick("skinny_gemm_bf16", m, 4096, plain),
-                "skinny_gemm_bf16_bulk_persistent"
-            );
+            assert_eq!(pick("skinny_gemm_bf16", m, 4096, plain), "skinny_gemm_bf16_bulk_persistent");
         }
         // FP8 stages x at one row, where it takes at most 25 KiB: 12288 (24.1 KiB), not
         // 16384, and never two rows or f16 x.
@@ -235,17 +204,10 @@ mod tests {
         assert_eq!(pick(fp8, 1, 16384, norm), "skinny_gemm_fp8_bulk_persistent_norm");
         assert_eq!(pick(sw, 1, 4096, f16), "skinny_gemm_fp8_swiglu_bulk_persistent_xh");
         assert_eq!(pick(fp8, 8, 4096, f16), "skinny_gemm_fp8_bulk_persistent_xh");
-        let skinny = crate::sources::ALL
-            .iter()
-            .find(|s| s.file == "skinny_bulk.cu")
-            .unwrap();
+        let skinny = crate::sources::ALL.iter().find(|s| s.file == "skinny_bulk.cu").unwrap();
         let mut reached = vec![];
         for op in ["skinny_gemm_bf16", "skinny_gemm_bf16_swiglu", fp8, sw] {
-            let forms: &[SkinnyForm] = if op.contains("fp8") {
-                &[plain, norm, f16]
-            } else {
-                &[plain]
-            };
+            let forms: &[SkinnyForm] = if op.contains("fp8") { &[plain, norm, f16] } else { &[plain] };
             for &form in forms {
                 for m in 1..=8 {
                     for k in [16, 4096, 16384] {

@@ -48,19 +48,17 @@ fn tile_rows<T: Copy + Send + Sync>(w: &[T], n: usize, k: usize) -> Vec<T> {
     // A parallel copy allocates the output (one thread's `to_vec` took seconds of a load).
     let mut out = Vec::with_capacity(w.len());
     out.par_extend(w.par_iter().copied());
-    out.par_chunks_mut(TILE_ROWS * k)
-        .zip(w.par_chunks(TILE_ROWS * k))
-        .for_each(|(dst, tile)| {
-            let rows = tile.len() / k;
-            let mut at = 0;
-            for c0 in (0..k).step_by(piece) {
-                let len = piece.min(k - c0);
-                for r in 0..rows {
-                    dst[at..at + len].copy_from_slice(&tile[r * k + c0..r * k + c0 + len]);
-                    at += len;
-                }
+    out.par_chunks_mut(TILE_ROWS * k).zip(w.par_chunks(TILE_ROWS * k)).for_each(|(dst, tile)| {
+        let rows = tile.len() / k;
+        let mut at = 0;
+        for c0 in (0..k).step_by(piece) {
+            let len = piece.min(k - c0);
+            for r in 0..rows {
+                dst[at..at + len].copy_from_slice(&tile[r * k + c0..r * k + c0 + len]);
+                at += len;
             }
-        });
+        }
+    });
     out
 }
 
@@ -85,14 +83,10 @@ mod tests {
         // bf16 values (as bits): 512 per piece. n = 37 leaves a 5-row last tile; k = 1288
         // a 264-element last piece.
         let (n, k) = (37usize, 1288usize);
-        let w: Vec<bf16> = (0..n * k)
-            .map(|i| bf16::from_bits((i % 65521) as u16))
-            .collect();
+        let w: Vec<bf16> = (0..n * k).map(|i| bf16::from_bits((i % 65521) as u16)).collect();
         let t = tile_weights(&w, n, k);
-        let (t, w): (Vec<u16>, Vec<u16>) = (
-            t.iter().map(|v| v.to_bits()).collect(),
-            w.iter().map(|v| v.to_bits()).collect(),
-        );
+        let (t, w): (Vec<u16>, Vec<u16>) =
+            (t.iter().map(|v| v.to_bits()).collect(), w.iter().map(|v| v.to_bits()).collect());
         assert_eq!(t.len(), w.len());
         for row in 0..n {
             for col in 0..k {

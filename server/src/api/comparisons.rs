@@ -1,20 +1,26 @@
 //! `/api/comparisons`: create a permalink for an ordered set of runs; read one back.
 
-use super::json_body::JsonBody;
 use super::ApiError;
+use super::json_body::JsonBody;
 use crate::AppState;
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::Json;
 use bench_types::{ComparisonView, NewComparison};
 
-pub async fn create(State(st): State<AppState>, JsonBody(new): JsonBody<NewComparison>) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+pub async fn create(
+    State(st): State<AppState>,
+    JsonBody(new): JsonBody<NewComparison>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
     let slug = crate::store::create_comparison(&st.pool, new).await?;
     let url = format!("/c/{slug}");
     Ok((StatusCode::CREATED, Json(serde_json::json!({ "slug": slug, "url": url }))))
 }
 
-pub async fn get_one(State(st): State<AppState>, Path(slug): Path<String>) -> Result<Json<ComparisonView>, ApiError> {
+pub async fn get_one(
+    State(st): State<AppState>,
+    Path(slug): Path<String>,
+) -> Result<Json<ComparisonView>, ApiError> {
     db::comparisons::get(&st.pool, &slug)
         .await?
         .map(Json)

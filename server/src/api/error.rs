@@ -3,9 +3,9 @@
 //! server's log.
 
 use app::store::StoreError;
+use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use bench_types::ValidationErrors;
 
 #[derive(Debug)]
@@ -55,7 +55,11 @@ impl ApiError {
             ApiError::Internal(m) => {
                 let reference = rand::random::<u32>();
                 tracing::error!(reference = format!("{reference:08x}"), error = %m, "internal error");
-                (StatusCode::INTERNAL_SERVER_ERROR, format!("internal error (reference {reference:08x} in the server's log)"), vec![])
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("internal error (reference {reference:08x} in the server's log)"),
+                    vec![],
+                )
             }
         }
     }
@@ -64,6 +68,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, message, fields) = self.into_parts();
-        (status, Json(serde_json::json!({ "error": { "message": message, "fields": fields } }))).into_response()
+        (status, Json(serde_json::json!({ "error": { "message": message, "fields": fields } })))
+            .into_response()
     }
 }

@@ -4,10 +4,10 @@
 //! `GET /c/{slug}/chart.svg?<view>` (the page's view query, same renderer as the page).
 
 use super::ApiError;
+use super::query::ApiQuery;
 use crate::AppState;
 use app::components::charts::facts::{hardware, imported, marks, stat_value};
-use app::components::charts::{render, ChartKind, ChartView, Stat};
-use super::query::ApiQuery;
+use app::components::charts::{ChartKind, ChartView, Stat, render};
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -15,14 +15,19 @@ use bench_types::{ComparisonView, MetricKind};
 use std::collections::HashMap;
 
 async fn load(st: &AppState, slug: &str) -> Result<ComparisonView, ApiError> {
-    db::comparisons::get(&st.pool, slug).await?.ok_or_else(|| ApiError::NotFound(format!("no comparison {slug:?}")))
+    db::comparisons::get(&st.pool, slug)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no comparison {slug:?}")))
 }
 
 fn attachment(name: &str) -> String {
     format!("attachment; filename=\"{}\"", name.replace(['"', '\\'], ""))
 }
 
-pub async fn json(State(st): State<AppState>, Path(slug): Path<String>) -> Result<impl IntoResponse, ApiError> {
+pub async fn json(
+    State(st): State<AppState>,
+    Path(slug): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
     let c = load(&st, &slug).await?;
     let mut v = serde_json::to_value(&c).map_err(|e| ApiError::Internal(e.to_string()))?;
     if let Some(runs) = v["runs"].as_array_mut() {
@@ -33,7 +38,13 @@ pub async fn json(State(st): State<AppState>, Path(slug): Path<String>) -> Resul
         }
     }
     let body = serde_json::to_string_pretty(&v).map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(([(header::CONTENT_TYPE, "application/json".to_string()), (header::CONTENT_DISPOSITION, attachment(&format!("latlab-{slug}.json")))], body))
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/json".to_string()),
+            (header::CONTENT_DISPOSITION, attachment(&format!("latlab-{slug}.json"))),
+        ],
+        body,
+    ))
 }
 
 /// Numbers an imported source lacked become null in the export (the stored summary holds
@@ -46,15 +57,17 @@ pub fn null_missing(summary: &mut serde_json::Value, missing: &[String]) {
     for m in missing {
         match m.split_once('.') {
             None => summary[m.as_str()] = serde_json::Value::Null,
-            Some((metric, stat)) if summary[metric].is_object() => match stat.strip_prefix('p').filter(|p| p.parse::<f64>().is_ok()) {
-                Some(p) => {
-                    let p: f64 = p.parse().unwrap_or(f64::NAN);
-                    if let Some(list) = summary[metric]["percentiles"].as_array_mut() {
-                        list.retain(|e| e[0].as_f64() != Some(p));
+            Some((metric, stat)) if summary[metric].is_object() => {
+                match stat.strip_prefix('p').filter(|p| p.parse::<f64>().is_ok()) {
+                    Some(p) => {
+                        let p: f64 = p.parse().unwrap_or(f64::NAN);
+                        if let Some(list) = summary[metric]["percentiles"].as_array_mut() {
+                            list.retain(|e| e[0].as_f64() != Some(p));
+                        }
                     }
+                    None => summary[metric][format!("{stat}_ms")] = serde_json::Value::Null,
                 }
-                None => summary[metric][format!("{stat}_ms")] = serde_json::Value::Null,
-            },
+            }
             Some(_) => {}
         }
     }
@@ -68,10 +81,26 @@ fn field(s: &str) -> String {
 pub fn to_csv(c: &ComparisonView) -> String {
     let metrics = [MetricKind::Ttft, MetricKind::Tpot, MetricKind::Itl, MetricKind::E2el];
     let stats = [Stat::Mean, Stat::Median, Stat::P(99.0)];
-    let mut head: Vec<String> = ["run_id", "label", "marks", "engine", "hardware", "model", "dataset", "max_concurrency", "status", "completed", "failed", "duration_s", "request_throughput", "output_throughput", "total_token_throughput"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut head: Vec<String> = [
+        "run_id",
+        "label",
+        "marks",
+        "engine",
+        "hardware",
+        "model",
+        "dataset",
+        "max_concurrency",
+        "status",
+        "completed",
+        "failed",
+        "duration_s",
+        "request_throughput",
+        "output_throughput",
+        "total_token_throughput",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     for m in metrics {
         for s in stats {
             // ITL is chunk-level (vLLM's definition); the column says so.
@@ -111,13 +140,25 @@ pub fn to_csv(c: &ComparisonView) -> String {
     out
 }
 
-pub async fn csv(State(st): State<AppState>, Path(slug): Path<String>) -> Result<impl IntoResponse, ApiError> {
+pub async fn csv(
+    State(st): State<AppState>,
+    Path(slug): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
     let c = load(&st, &slug).await?;
-    Ok(([(header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()), (header::CONTENT_DISPOSITION, attachment(&format!("latlab-{slug}.csv")))], to_csv(&c)))
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (header::CONTENT_DISPOSITION, attachment(&format!("latlab-{slug}.csv"))),
+        ],
+        to_csv(&c),
+    ))
 }
 
 /// Per-request records of `ids` that have any (what the CDF needs), at most 64 runs.
-pub async fn records_of(pool: &db::PgPool, ids: &[i64]) -> Result<Vec<(i64, Vec<bench_types::RequestRecord>)>, db::DbError> {
+pub async fn records_of(
+    pool: &db::PgPool,
+    ids: &[i64],
+) -> Result<Vec<(i64, Vec<bench_types::RequestRecord>)>, db::DbError> {
     let mut out = Vec::new();
     for &id in ids.iter().take(64) {
         let recs = db::requests::list(pool, id).await?;
@@ -129,7 +170,11 @@ pub async fn records_of(pool: &db::PgPool, ids: &[i64]) -> Result<Vec<(i64, Vec<
 }
 
 /// `/c/{slug}/chart.svg?chart=..&metric=..&p=..&baseline=..&log=1`.
-pub async fn chart_svg(State(st): State<AppState>, Path(slug): Path<String>, ApiQuery(q): ApiQuery<HashMap<String, String>>) -> Result<impl IntoResponse, ApiError> {
+pub async fn chart_svg(
+    State(st): State<AppState>,
+    Path(slug): Path<String>,
+    ApiQuery(q): ApiQuery<HashMap<String, String>>,
+) -> Result<impl IntoResponse, ApiError> {
     let c = load(&st, &slug).await?;
     // A parameter that means nothing is a 400 naming it, not a default chart.
     let view = ChartView::for_comparison(&c, |k| q.get(k).cloned()).map_err(ApiError::Invalid)?;
@@ -139,5 +184,11 @@ pub async fn chart_svg(State(st): State<AppState>, Path(slug): Path<String>, Api
         Vec::new()
     };
     let svg = render(&c, &view, &records).map_err(ApiError::Internal)?;
-    Ok(([(header::CONTENT_TYPE, "image/svg+xml; charset=utf-8".to_string()), (header::CONTENT_DISPOSITION, format!("inline; filename=\"latlab-{slug}.svg\""))], svg))
+    Ok((
+        [
+            (header::CONTENT_TYPE, "image/svg+xml; charset=utf-8".to_string()),
+            (header::CONTENT_DISPOSITION, format!("inline; filename=\"latlab-{slug}.svg\"")),
+        ],
+        svg,
+    ))
 }

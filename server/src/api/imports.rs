@@ -2,17 +2,20 @@
 //! "Serving Benchmark Result" blocks) with their configuration. 201 `{run_ids,
 //! comparison_slug}`; a bad file is 400 naming the problem, and nothing is stored.
 
-use super::json_body::JsonBody;
 use super::ApiError;
+use super::json_body::JsonBody;
 use crate::AppState;
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::Json;
 use bench_import::ImportRequest;
 use bench_types::CreatedRuns;
 use db::imports::NewImportedRun;
 
-pub async fn create(State(st): State<AppState>, JsonBody(req): JsonBody<ImportRequest>) -> Result<(StatusCode, Json<CreatedRuns>), ApiError> {
+pub async fn create(
+    State(st): State<AppState>,
+    JsonBody(req): JsonBody<ImportRequest>,
+) -> Result<(StatusCode, Json<CreatedRuns>), ApiError> {
     let created = store(&st.pool, &req).await?;
     Ok((StatusCode::CREATED, Json(created)))
 }
@@ -24,17 +27,31 @@ pub async fn store(pool: &sqlx::PgPool, req: &ImportRequest) -> Result<CreatedRu
     // The page's form reaches here without the JSON extractor's check: the same refusal.
     let as_json = serde_json::to_value(req).map_err(|e| ApiError::Internal(e.to_string()))?;
     if let Some((path, c)) = bench_types::text::find_in_json("", &as_json) {
-        return Err(ApiError::BadRequest(format!("import refused: {path} must not contain {}", bench_types::text::describe(c))));
+        return Err(ApiError::BadRequest(format!(
+            "import refused: {path} must not contain {}",
+            bench_types::text::describe(c)
+        )));
     }
     let runs = req.into_runs().map_err(|e| ApiError::BadRequest(format!("import refused: {e}")))?;
     let rows: Vec<NewImportedRun> = runs
         .iter()
-        .map(|r| NewImportedRun { spec: &r.spec, summary: &r.summary, requests: &r.requests, notes: &r.notes })
+        .map(|r| NewImportedRun {
+            spec: &r.spec,
+            summary: &r.summary,
+            requests: &r.requests,
+            notes: &r.notes,
+        })
         .collect();
     let mut tx = pool.begin().await.map_err(|e| ApiError::from(db::DbError::from(e)))?;
     let run_ids = db::imports::insert_runs(&mut tx, &rows).await?;
     let title = req.comparison_title.clone().filter(|t| !t.trim().is_empty()).or_else(|| {
-        (run_ids.len() > 1).then(|| format!("Imported: {} ({})", req.config.engine, req.config.source.clone().unwrap_or_else(|| "upload".into())))
+        (run_ids.len() > 1).then(|| {
+            format!(
+                "Imported: {} ({})",
+                req.config.engine,
+                req.config.source.clone().unwrap_or_else(|| "upload".into())
+            )
+        })
     });
     let comparison_slug = match title {
         Some(t) => {

@@ -14,13 +14,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let is_json = req
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
+        let is_json = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+            v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+        });
         if !is_json {
-            return Err(ApiError::UnsupportedMediaType("send the body as JSON with Content-Type: application/json".into()));
+            return Err(ApiError::UnsupportedMediaType(
+                "send the body as JSON with Content-Type: application/json".into(),
+            ));
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {
             if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
@@ -31,7 +31,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
         })?;
         // Syntax first, then characters no stored text may hold (anywhere, however deep),
         // then the shape: each error names where it is.
-        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
         if let Some((path, c)) = bench_types::text::find_in_json("", &value) {
             let mut v = ValidationErrors::default();
             v.push(&path, format!("must not contain {}", bench_types::text::describe(c)));

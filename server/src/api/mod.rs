@@ -12,8 +12,8 @@ mod runs;
 pub use error::ApiError;
 
 use crate::AppState;
-use axum::routing::get;
 use axum::Router;
+use axum::routing::get;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -29,7 +29,8 @@ pub fn routes() -> Router<AppState> {
         .route("/comparisons/{slug}/export.json", get(exports::json))
         .route(
             "/imports",
-            axum::routing::post(imports::create).layer(axum::extract::DefaultBodyLimit::max(crate::router::MAX_IMPORT_BYTES)),
+            axum::routing::post(imports::create)
+                .layer(axum::extract::DefaultBodyLimit::max(crate::router::MAX_IMPORT_BYTES)),
         )
         .fallback(|| async { ApiError::NotFound("no such API endpoint".into()) })
 }

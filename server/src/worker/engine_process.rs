@@ -4,8 +4,8 @@
 //! SIGTERM then SIGKILL.
 
 use super::LogRing;
-use crate::unix_user::{may, unreachable_ancestor, UnixUser};
-use anyhow::{bail, Context};
+use crate::unix_user::{UnixUser, may, unreachable_ancestor};
+use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -41,7 +41,11 @@ fn find_program(program: &Path, path: Option<&str>) -> anyhow::Result<PathBuf> {
     path.unwrap_or("/usr/local/bin:/usr/bin:/bin")
         .split(':')
         .map(|d| Path::new(d).join(program))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| {
+                m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
+            })
+        })
         .with_context(|| format!("{} is not installed on this worker (not found in PATH)", program.display()))
 }
 
@@ -50,7 +54,12 @@ fn find_program(program: &Path, path: Option<&str>) -> anyhow::Result<PathBuf> {
 fn check_runnable(program: &Path, user: &UnixUser) -> anyhow::Result<()> {
     let hint = "install it where that user can reach it, or set LATLAB_ENGINE_USER";
     if let Some((dir, mode)) = unreachable_ancestor(program, user.uid, user.gid) {
-        bail!("the engine user {} cannot enter {} (mode {mode:o}) to run {}: {hint}", user.name, dir.display(), program.display());
+        bail!(
+            "the engine user {} cannot enter {} (mode {mode:o}) to run {}: {hint}",
+            user.name,
+            dir.display(),
+            program.display()
+        );
     }
     let m = std::fs::metadata(program).with_context(|| format!("reading {}", program.display()))?;
     if !may(&m, user.uid, user.gid, 0o1) {
@@ -69,8 +78,15 @@ impl EngineProcess {
         }
         log.push_line(&format!("$ {} {}", program.display(), launch.args.join(" ")));
         let mut cmd = Command::new(&program);
-        cmd.args(launch.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-        cmd.env_clear().envs(launch.env.iter().map(|(k, v)| (k, v))).env("HOME", launch.home).current_dir(launch.home);
+        cmd.args(launch.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd.env_clear()
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
+            .env("HOME", launch.home)
+            .current_dir(launch.home);
         if let Some(user) = launch.user {
             // std drops supplementary groups (setgroups(0)) before setuid when root.
             cmd.uid(user.uid).gid(user.gid);
@@ -81,7 +97,9 @@ impl EngineProcess {
         // engine executes can gain privileges through setuid bits.
         unsafe {
             cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
+                    || libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
@@ -98,9 +116,10 @@ impl EngineProcess {
             let mut lines = BufReader::new(stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 if let Some(url) = line.strip_prefix("listening on ").map(str::trim)
-                    && let Some(tx) = tx.take() {
-                        let _ = tx.send(url.to_string());
-                    }
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(url.to_string());
+                }
                 out_log.push_line(&line);
             }
         });
@@ -136,9 +155,10 @@ impl EngineProcess {
                 bail!("the engine exited ({status}) before it was ready");
             }
             if let Ok(r) = client.get(format!("{url}{path}")).send().await
-                && r.status().is_success() {
-                    return Ok(());
-                }
+                && r.status().is_success()
+            {
+                return Ok(());
+            }
             if Instant::now() > deadline {
                 bail!("{url}{path} did not answer 200 within {} s", timeout.as_secs());
             }

@@ -3,9 +3,9 @@
 //! store the report in one transaction — or record why it failed, was cancelled, or
 //! (lease lost) write nothing at all.
 
+use super::outcome::Failure;
 use super::{EngineProcess, Launch, LogRing, WorkerConfig};
 use bench::{CancellationToken, Progress, RunOptions};
-use super::outcome::Failure;
 use bench_types::{BenchReport, RunProgress, RunSpec, RunStatus, Target};
 use db::queue::Lease;
 use sqlx::PgPool;
@@ -21,13 +21,27 @@ enum StopReason {
     Shutdown,
 }
 
-pub async fn execute(pool: &PgPool, cfg: &WorkerConfig, slot: u32, worker: &str, run_id: i64, shutdown: &CancellationToken) {
+pub async fn execute(
+    pool: &PgPool,
+    cfg: &WorkerConfig,
+    slot: u32,
+    worker: &str,
+    run_id: i64,
+    shutdown: &CancellationToken,
+) {
     let run = match db::runs::get(pool, run_id).await {
         Ok(Some(r)) => r,
         Ok(None) => return,
         Err(e) => {
             tracing::error!(run_id, error = %e, "reading a claimed run");
-            let _ = db::queue::finish(pool, run_id, worker, RunStatus::Failed, &format!("could not read the run: {e}")).await;
+            let _ = db::queue::finish(
+                pool,
+                run_id,
+                worker,
+                RunStatus::Failed,
+                &format!("could not read the run: {e}"),
+            )
+            .await;
             return;
         }
     };
@@ -37,7 +51,8 @@ pub async fn execute(pool: &PgPool, cfg: &WorkerConfig, slot: u32, worker: &str,
     let reason: Arc<Mutex<Option<StopReason>>> = Arc::default();
     let (progress_tx, progress_rx) = tokio::sync::watch::channel(Progress::default());
     let phase: Arc<Mutex<&'static str>> = Arc::new(Mutex::new("starting target"));
-    let limit = spec.time_limit_s.map(Duration::from_secs_f64).unwrap_or(cfg.run_time_limit).min(cfg.run_time_limit);
+    let limit =
+        spec.time_limit_s.map(Duration::from_secs_f64).unwrap_or(cfg.run_time_limit).min(cfg.run_time_limit);
     let started = Instant::now();
 
     // Heartbeats: renew the lease, publish progress and the log tail, watch for cancel,
@@ -96,9 +111,15 @@ pub async fn execute(pool: &PgPool, cfg: &WorkerConfig, slot: u32, worker: &str,
             let end = super::outcome::end_of(&report);
             (end.status, end.note.clone().unwrap_or_default(), Some(Box::new(report)), Some(end))
         }
-        (o, Some(StopReason::CancelRequested)) => (RunStatus::Cancelled, "cancelled on request".to_string(), partial(o), None),
-        (o, Some(StopReason::Shutdown)) => (RunStatus::Cancelled, "the worker shut down during the run".to_string(), partial(o), None),
-        (o, Some(StopReason::TimeLimit)) => (RunStatus::Failed, format!("time limit of {} s reached", limit.as_secs()), partial(o), None),
+        (o, Some(StopReason::CancelRequested)) => {
+            (RunStatus::Cancelled, "cancelled on request".to_string(), partial(o), None)
+        }
+        (o, Some(StopReason::Shutdown)) => {
+            (RunStatus::Cancelled, "the worker shut down during the run".to_string(), partial(o), None)
+        }
+        (o, Some(StopReason::TimeLimit)) => {
+            (RunStatus::Failed, format!("time limit of {} s reached", limit.as_secs()), partial(o), None)
+        }
         (Err(f), None) => (RunStatus::Failed, f.message, f.partial, None),
     };
     let (status, message) = match report {
@@ -188,7 +209,9 @@ async fn run_target(
             let port = free_port().map_err(|e| format!("no free port for the engine: {e}"))?;
             let dir = launch_dir(cfg, slot)?;
             // Validated again here: bad options never start anything.
-            let cmd = l.command(Some(port), &dir.to_string_lossy()).map_err(|e| format!("invalid launch options: {e}"))?;
+            let cmd = l
+                .command(Some(port), &dir.to_string_lossy())
+                .map_err(|e| format!("invalid launch options: {e}"))?;
             for (name, content) in &cmd.files {
                 let path = dir.join(name);
                 std::fs::write(&path, content).map_err(|e| format!("writing {}: {e}", path.display()))?;
@@ -215,7 +238,9 @@ async fn run_target(
             let died = p.exited();
             p.stop(Duration::from_secs(10)).await;
             match (r, died) {
-                (_, Some(status)) => Err(format!("the engine exited during the run ({status}); see its log").into()),
+                (_, Some(status)) => {
+                    Err(format!("the engine exited during the run ({status}); see its log").into())
+                }
                 (r, None) => r.map_err(Failure::from),
             }
         }
@@ -224,7 +249,13 @@ async fn run_target(
 
 /// How this host starts an engine: its environment (the host's pass-through list, the GPU
 /// of this slot, then `extra`), its user and its home.
-fn engine_launch<'a>(cfg: &'a WorkerConfig, slot: u32, program: &'a std::path::Path, args: &'a [String], extra: Vec<(String, String)>) -> Launch<'a> {
+fn engine_launch<'a>(
+    cfg: &'a WorkerConfig,
+    slot: u32,
+    program: &'a std::path::Path,
+    args: &'a [String],
+    extra: Vec<(String, String)>,
+) -> Launch<'a> {
     let mut env = cfg.host.engine_env.clone();
     if cfg.slots > 1 {
         env.retain(|(k, _)| k != "CUDA_VISIBLE_DEVICES");
@@ -241,7 +272,8 @@ fn launch_dir(cfg: &WorkerConfig, slot: u32) -> Result<std::path::PathBuf, Strin
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     if let Some(u) = &cfg.host.engine_user {
         for d in [dir.parent().expect("launch/ has a parent"), &dir] {
-            std::os::unix::fs::chown(d, Some(u.uid), Some(u.gid)).map_err(|e| format!("giving {} to {}: {e}", d.display(), u.name))?;
+            std::os::unix::fs::chown(d, Some(u.uid), Some(u.gid))
+                .map_err(|e| format!("giving {} to {}: {e}", d.display(), u.name))?;
         }
     }
     Ok(dir)
@@ -251,4 +283,3 @@ fn launch_dir(cfg: &WorkerConfig, slot: u32) -> Result<std::path::PathBuf, Strin
 fn free_port() -> std::io::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
-

@@ -36,7 +36,9 @@ impl FileRoots {
                 bail!("LATLAB_FILE_ROOTS: {p:?} is not an absolute path");
             }
             if p == "/" {
-                bail!("LATLAB_FILE_ROOTS: '/' would let runs read every file on the host; name the folders that hold data and models");
+                bail!(
+                    "LATLAB_FILE_ROOTS: '/' would let runs read every file on the host; name the folders that hold data and models"
+                );
             }
             extra.push(PathBuf::from(p));
         }
@@ -55,7 +57,12 @@ impl FileRoots {
     /// The real path `p` names, when it lies under a root and is of `kind`. Errors name
     /// `field` and never say whether something exists outside the roots.
     pub fn resolve(&self, field: &str, p: &str, kind: Kind) -> Result<PathBuf, String> {
-        let outside = || format!("{field}: {p} is outside the folders this worker reads from ({}; LATLAB_FILE_ROOTS)", self.describe());
+        let outside = || {
+            format!(
+                "{field}: {p} is outside the folders this worker reads from ({}; LATLAB_FILE_ROOTS)",
+                self.describe()
+            )
+        };
         if let Some(problem) = bench_types::validate::path_problem(p) {
             return Err(format!("{field}: {problem}"));
         }
@@ -63,7 +70,8 @@ impl FileRoots {
         if !self.roots().any(|r| joined.starts_with(r)) {
             return Err(outside());
         }
-        let real = std::fs::canonicalize(&joined).map_err(|_| format!("{field}: {p} does not exist under {}", self.describe()))?;
+        let real = std::fs::canonicalize(&joined)
+            .map_err(|_| format!("{field}: {p} does not exist under {}", self.describe()))?;
         // Symlinks may point anywhere; the real path must stay under a (real) root.
         let inside = self.roots().filter_map(|r| std::fs::canonicalize(r).ok()).any(|r| real.starts_with(&r));
         if !inside {
@@ -101,14 +109,19 @@ impl FileRoots {
         }
         match &mut out.target {
             Target::Native(n) if !n.model_source.starts_with("random:") => {
-                n.model_source = path_string(self.resolve("target.model_source", &n.model_source, Kind::Dir)?);
+                n.model_source =
+                    path_string(self.resolve("target.model_source", &n.model_source, Kind::Dir)?);
             }
             Target::Launched(l) => {
                 if l.model.starts_with('/') {
                     l.model = path_string(self.resolve("target.model", &l.model, Kind::Dir)?);
                 }
                 if let Some(s) = l.speculative.as_mut().filter(|s| s.draft_model.starts_with('/')) {
-                    s.draft_model = path_string(self.resolve("target.speculative.draft_model", &s.draft_model, Kind::Dir)?);
+                    s.draft_model = path_string(self.resolve(
+                        "target.speculative.draft_model",
+                        &s.draft_model,
+                        Kind::Dir,
+                    )?);
                 }
             }
             _ => {}
@@ -146,16 +159,27 @@ mod tests {
         symlink(d.path().join("secret"), d.path().join("assets/escape.jsonl")).unwrap();
         symlink("/dev/zero", d.path().join("assets/zero.jsonl")).unwrap();
         let fifo = d.path().join("assets/fifo.jsonl");
-        assert_eq!(unsafe { libc::mkfifo(std::ffi::CString::new(fifo.to_str().unwrap()).unwrap().as_ptr(), 0o600) }, 0);
+        assert_eq!(
+            unsafe { libc::mkfifo(std::ffi::CString::new(fifo.to_str().unwrap()).unwrap().as_ptr(), 0o600) },
+            0
+        );
 
-        assert!(r.resolve("dataset.path", "sets/a.jsonl", Kind::File).unwrap().ends_with("assets/sets/a.jsonl"));
+        assert!(
+            r.resolve("dataset.path", "sets/a.jsonl", Kind::File).unwrap().ends_with("assets/sets/a.jsonl")
+        );
         let abs = d.path().join("assets/sets/a.jsonl");
         assert!(r.resolve("dataset.path", abs.to_str().unwrap(), Kind::File).is_ok());
-        assert!(r.resolve("target.model_source", d.path().join("models/qwen").to_str().unwrap(), Kind::Dir).is_ok());
+        assert!(
+            r.resolve("target.model_source", d.path().join("models/qwen").to_str().unwrap(), Kind::Dir)
+                .is_ok()
+        );
 
         let err = |p: &str, k| r.resolve("dataset.path", p, k).unwrap_err();
         assert!(err("/etc/passwd", Kind::File).contains("outside the folders"));
-        assert!(err("/etc/no-such-file", Kind::File).contains("outside the folders"), "must not reveal what exists outside");
+        assert!(
+            err("/etc/no-such-file", Kind::File).contains("outside the folders"),
+            "must not reveal what exists outside"
+        );
         assert!(err("escape.jsonl", Kind::File).contains("outside the folders"), "a symlink out is outside");
         assert!(err("zero.jsonl", Kind::File).contains("outside the folders"));
         assert!(err("fifo.jsonl", Kind::File).contains("not a regular file"));
@@ -184,7 +208,10 @@ mod tests {
         assert!(path.starts_with('/') && path.ends_with("assets/p.jsonl"), "{path}");
         let Target::Launched(l) = &out.target else { panic!() };
         assert_eq!(l.model, "Qwen/Qwen3-8B");
-        assert_eq!(PathBuf::from(&l.speculative.as_ref().unwrap().draft_model), std::fs::canonicalize(&draft).unwrap());
+        assert_eq!(
+            PathBuf::from(&l.speculative.as_ref().unwrap().draft_model),
+            std::fs::canonicalize(&draft).unwrap()
+        );
         let mut bad = spec.clone();
         bad.tokenizer = Some("/etc".into());
         assert!(r.resolve_spec(&bad).unwrap_err().starts_with("tokenizer: /etc is outside"));

@@ -3,8 +3,8 @@
 //! files from, and the API keys runs may send. Read once from the environment at start.
 
 use super::file_roots::FileRoots;
-use crate::unix_user::{lookup_user, running_as_root, UnixUser};
-use anyhow::{bail, Context};
+use crate::unix_user::{UnixUser, lookup_user, running_as_root};
+use anyhow::{Context, bail};
 use bench_types::launched::LaunchedEngine;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -88,7 +88,11 @@ pub struct WorkerHost {
 impl WorkerHost {
     /// Reads the host's settings. `vars` is the whole environment (for the pass-through
     /// lists and the keys); `data_dir` holds the engines' home.
-    pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>, vars: &[(String, String)], data_dir: &std::path::Path) -> anyhow::Result<Self> {
+    pub fn from_lookup(
+        get: &dyn Fn(&str) -> Option<String>,
+        vars: &[(String, String)],
+        data_dir: &std::path::Path,
+    ) -> anyhow::Result<Self> {
         let set = |k: &str| get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
         let launchable = match set("LATLAB_LAUNCH_ENGINES") {
             None => vec![LaunchedEngine::Vllm, LaunchedEngine::Sglang, LaunchedEngine::TrtLlm],
@@ -99,7 +103,9 @@ impl WorkerHost {
                     "vllm" => Ok(LaunchedEngine::Vllm),
                     "sglang" => Ok(LaunchedEngine::Sglang),
                     "trtllm" => Ok(LaunchedEngine::TrtLlm),
-                    other => bail!("LATLAB_LAUNCH_ENGINES: {other:?} is not an engine (vllm, sglang, trtllm, or none)"),
+                    other => bail!(
+                        "LATLAB_LAUNCH_ENGINES: {other:?} is not an engine (vllm, sglang, trtllm, or none)"
+                    ),
                 })
                 .collect::<anyhow::Result<_>>()?,
         };
@@ -112,14 +118,20 @@ impl WorkerHost {
         };
         let root = running_as_root();
         let engine_user = match set("LATLAB_ENGINE_USER") {
-            None if root => Some(lookup_user("nobody").context("latlab runs as root and engines must not: set LATLAB_ENGINE_USER to an unprivileged user")?),
+            None if root => Some(lookup_user("nobody").context(
+                "latlab runs as root and engines must not: set LATLAB_ENGINE_USER to an unprivileged user",
+            )?),
             None => None,
             Some(name) if root && name == "root" => None,
-            Some(name) if root => Some(lookup_user(&name).with_context(|| format!("LATLAB_ENGINE_USER={name:?}"))?),
+            Some(name) if root => {
+                Some(lookup_user(&name).with_context(|| format!("LATLAB_ENGINE_USER={name:?}"))?)
+            }
             Some(name) => {
                 let me = std::env::var("USER").unwrap_or_default();
                 if name != me {
-                    bail!("LATLAB_ENGINE_USER={name:?}: only a worker running as root can start engines as another user");
+                    bail!(
+                        "LATLAB_ENGINE_USER={name:?}: only a worker running as root can start engines as another user"
+                    );
                 }
                 None
             }
@@ -128,14 +140,20 @@ impl WorkerHost {
         if let Some(extra) = set("LATLAB_ENGINE_ENV") {
             for name in extra.split(',').map(str::trim).filter(|n| !n.is_empty()) {
                 if is_secret_var(name) || name.starts_with("LATLAB_") {
-                    bail!("LATLAB_ENGINE_ENV may not pass {name}: latlab's own settings and secrets never reach an engine");
+                    bail!(
+                        "LATLAB_ENGINE_ENV may not pass {name}: latlab's own settings and secrets never reach an engine"
+                    );
                 }
                 pass.push(name.to_string());
             }
         }
-        let engine_env: Vec<(String, String)> = vars.iter().filter(|(k, _)| pass.contains(k)).cloned().collect();
-        let native_env: Vec<(String, String)> =
-            vars.iter().filter(|(k, _)| k.starts_with("LATLAB_") && !is_secret_var(k) && k != "LATLAB_ASSETS_DIR").cloned().collect();
+        let engine_env: Vec<(String, String)> =
+            vars.iter().filter(|(k, _)| pass.contains(k)).cloned().collect();
+        let native_env: Vec<(String, String)> = vars
+            .iter()
+            .filter(|(k, _)| k.starts_with("LATLAB_") && !is_secret_var(k) && k != "LATLAB_ASSETS_DIR")
+            .cloned()
+            .collect();
         let api_keys: BTreeMap<String, Secret> = vars
             .iter()
             .filter(|(k, v)| k.starts_with(bench_types::validate::API_KEY_ENV_PREFIX) && !v.is_empty())
@@ -168,7 +186,11 @@ impl WorkerHost {
             return Err(format!(
                 "this worker does not launch {} (its operator allows: {}; LATLAB_LAUNCH_ENGINES)",
                 engine.as_str(),
-                if self.launchable.is_empty() { "none".to_string() } else { self.launchable.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", ") }
+                if self.launchable.is_empty() {
+                    "none".to_string()
+                } else {
+                    self.launchable.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", ")
+                }
             ));
         }
         Ok(match engine {
@@ -199,13 +221,19 @@ mod tests {
 
     #[test]
     fn engines_and_programs_come_from_the_host() {
-        let h = host(&[("LATLAB_VLLM_BIN", "/opt/vllm/bin/vllm"), ("LATLAB_LAUNCH_ENGINES", "vllm,sglang")]).unwrap();
+        let h = host(&[("LATLAB_VLLM_BIN", "/opt/vllm/bin/vllm"), ("LATLAB_LAUNCH_ENGINES", "vllm,sglang")])
+            .unwrap();
         assert_eq!(h.program_for(LaunchedEngine::Vllm).unwrap(), PathBuf::from("/opt/vllm/bin/vllm"));
         assert_eq!(h.program_for(LaunchedEngine::Sglang).unwrap(), PathBuf::from("python3"));
         assert!(h.program_for(LaunchedEngine::TrtLlm).unwrap_err().contains("does not launch trtllm"));
         assert!(host(&[("LATLAB_LAUNCH_ENGINES", "vllm,bash")]).unwrap_err().to_string().contains("bash"));
-        assert!(host(&[("LATLAB_VLLM_BIN", "bin/vllm")]).is_err(), "relative paths would depend on the working directory");
-        assert!(host(&[("LATLAB_LAUNCH_ENGINES", "none")]).unwrap().program_for(LaunchedEngine::Vllm).is_err());
+        assert!(
+            host(&[("LATLAB_VLLM_BIN", "bin/vllm")]).is_err(),
+            "relative paths would depend on the working directory"
+        );
+        assert!(
+            host(&[("LATLAB_LAUNCH_ENGINES", "none")]).unwrap().program_for(LaunchedEngine::Vllm).is_err()
+        );
     }
 
     #[test]
@@ -226,11 +254,22 @@ mod tests {
         for want in ["PATH", "HF_HOME", "NCCL_DEBUG"] {
             assert!(names.contains(&want), "{want} missing: {names:?}");
         }
-        for never in ["LATLAB_API_TOKEN", "DATABASE_URL", "LATLAB_KEY_OPENAI", "AWS_SECRET_ACCESS_KEY", "LATLAB_BF16_FAT"] {
+        for never in [
+            "LATLAB_API_TOKEN",
+            "DATABASE_URL",
+            "LATLAB_KEY_OPENAI",
+            "AWS_SECRET_ACCESS_KEY",
+            "LATLAB_BF16_FAT",
+        ] {
             assert!(!names.contains(&never), "{never} passed: {names:?}");
         }
         let native: Vec<&str> = h.native_env.iter().map(|(k, _)| k.as_str()).collect();
-        assert!(native.contains(&"LATLAB_BF16_FAT") && !native.contains(&"LATLAB_API_TOKEN") && !native.contains(&"LATLAB_KEY_OPENAI"), "{native:?}");
+        assert!(
+            native.contains(&"LATLAB_BF16_FAT")
+                && !native.contains(&"LATLAB_API_TOKEN")
+                && !native.contains(&"LATLAB_KEY_OPENAI"),
+            "{native:?}"
+        );
         for bad in ["LATLAB_API_TOKEN", "DATABASE_URL", "LATLAB_KEY_X", "PGPASSWORD", "LATLAB_SEED"] {
             assert!(host(&[("LATLAB_ENGINE_ENV", bad)]).is_err(), "{bad} allowed");
         }

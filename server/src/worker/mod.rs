@@ -49,7 +49,9 @@ impl WorkerConfig {
 
 /// `<hostname>:<pid>`, so an interrupted run names the machine and process that vanished.
 pub fn default_id_prefix() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "host".into());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "host".into());
     format!("{host}:{}", std::process::id())
 }
 
@@ -76,7 +78,9 @@ pub async fn run_workers(pool: PgPool, cfg: WorkerConfig, shutdown: Cancellation
 async fn expire_loop(pool: PgPool, cfg: WorkerConfig, shutdown: CancellationToken) {
     while !shutdown.is_cancelled() {
         match db::queue::expire_leases(&pool).await {
-            Ok(ids) if !ids.is_empty() => tracing::warn!(runs = ?ids, "runs interrupted: their workers' leases expired"),
+            Ok(ids) if !ids.is_empty() => {
+                tracing::warn!(runs = ?ids, "runs interrupted: their workers' leases expired")
+            }
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "expiring leases"),
         }
@@ -92,11 +96,17 @@ fn prepare_engine_home(cfg: &WorkerConfig) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::os::unix::fs::PermissionsExt;
     let home = &cfg.host.engine_home;
-    std::fs::create_dir_all(home).with_context(|| format!("creating the engines' home {}", home.display()))?;
+    std::fs::create_dir_all(home)
+        .with_context(|| format!("creating the engines' home {}", home.display()))?;
     std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700))?;
     if let Some(u) = &cfg.host.engine_user {
-        std::os::unix::fs::chown(home, Some(u.uid), Some(u.gid)).with_context(|| format!("giving {} to {}", home.display(), u.name))?;
-        crate::unix_user::check_reachable(home, u, "set LATLAB_DATA_DIR to a folder that user can reach (e.g. /var/lib/latlab)")?;
+        std::os::unix::fs::chown(home, Some(u.uid), Some(u.gid))
+            .with_context(|| format!("giving {} to {}", home.display(), u.name))?;
+        crate::unix_user::check_reachable(
+            home,
+            u,
+            "set LATLAB_DATA_DIR to a folder that user can reach (e.g. /var/lib/latlab)",
+        )?;
     }
     Ok(())
 }

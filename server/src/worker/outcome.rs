@@ -52,17 +52,26 @@ pub fn end_of(report: &BenchReport) -> RunEnd {
     if s.failed > 0 && s.completed == 0 {
         return RunEnd {
             status: RunStatus::Failed,
-            note: Some(format!("every request failed ({} of {total}); first errors: {}", s.failed, first_errors(report, 3))),
+            note: Some(format!(
+                "every request failed ({} of {total}); first errors: {}",
+                s.failed,
+                first_errors(report, 3)
+            )),
         };
     }
-    let note = (s.failed > 0).then(|| format!("{} of {total} requests failed; first errors: {}", s.failed, first_errors(report, 3)));
+    let note = (s.failed > 0).then(|| {
+        format!("{} of {total} requests failed; first errors: {}", s.failed, first_errors(report, 3))
+    });
     RunEnd { status: RunStatus::Succeeded, note }
 }
 
 /// How a run stopped partway (cancel, time limit, shutdown) ends, keeping `partial`.
 pub fn end_partway(status: RunStatus, why: &str, partial: &BenchReport) -> RunEnd {
     let n = partial.requests.len();
-    RunEnd { status, note: Some(format!("{why}; partial: the {n} requests that finished before it stopped are kept")) }
+    RunEnd {
+        status,
+        note: Some(format!("{why}; partial: the {n} requests that finished before it stopped are kept")),
+    }
 }
 
 #[cfg(test)]
@@ -95,7 +104,14 @@ mod tests {
             "dataset": {"kind": "random", "input_len": 1, "output_len": 1}, "num_prompts": 3, "load": {}
         }))
         .unwrap();
-        BenchReport { spec, target_info: Default::default(), started_at: chrono::Utc::now(), summary, requests, notes: vec![] }
+        BenchReport {
+            spec,
+            target_info: Default::default(),
+            started_at: chrono::Utc::now(),
+            summary,
+            requests,
+            notes: vec![],
+        }
     }
 
     #[test]
@@ -103,7 +119,10 @@ mod tests {
         let refused = Some("Connection refused (os error 111)");
         let end = end_of(&report(&[refused, refused, Some("timeout")]));
         assert_eq!(end.status, RunStatus::Failed);
-        assert_eq!(end.note.unwrap(), "every request failed (3 of 3); first errors: Connection refused (os error 111) | timeout");
+        assert_eq!(
+            end.note.unwrap(),
+            "every request failed (3 of 3); first errors: Connection refused (os error 111) | timeout"
+        );
     }
 
     #[test]
@@ -113,6 +132,9 @@ mod tests {
         assert_eq!(end.note.unwrap(), "1 of 3 requests failed; first errors: HTTP 500");
         assert_eq!(end_of(&report(&[None, None])).note, None);
         let p = end_partway(RunStatus::Cancelled, "cancelled on request", &report(&[None]));
-        assert_eq!(p.note.unwrap(), "cancelled on request; partial: the 1 requests that finished before it stopped are kept");
+        assert_eq!(
+            p.note.unwrap(),
+            "cancelled on request; partial: the 1 requests that finished before it stopped are kept"
+        );
     }
 }

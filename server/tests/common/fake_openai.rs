@@ -22,7 +22,10 @@ pub struct Seen {
 }
 
 async fn chat(State(seen): State<Seen>, headers: HeaderMap, Json(body): Json<serde_json::Value>) -> Response {
-    seen.auth.lock().unwrap().push(headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_string());
+    seen.auth
+        .lock()
+        .unwrap()
+        .push(headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("").to_string());
     let n = seen.requests.fetch_add(1, Ordering::SeqCst);
     if body["model"] == "flaky" && n % 2 == 1 {
         return (StatusCode::INTERNAL_SERVER_ERROR, "flaky: every second request fails").into_response();
@@ -45,7 +48,10 @@ pub async fn start() -> (String, Seen) {
     let seen = Seen::default();
     let app = Router::new()
         .route("/v1/chat/completions", post(chat))
-        .route("/v1/models", get(|| async { Json(serde_json::json!({"object": "list", "data": [{"id": "fast"}]})) }))
+        .route(
+            "/v1/models",
+            get(|| async { Json(serde_json::json!({"object": "list", "data": [{"id": "fast"}]})) }),
+        )
         .with_state(seen.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -55,7 +61,8 @@ pub async fn start() -> (String, Seen) {
 
 /// `base` with its database name replaced (the part of the path before any `?`).
 pub fn with_database(base: &str, name: &str) -> String {
-    let (head, query) = base.split_once('?').map(|(h, q)| (h, format!("?{q}"))).unwrap_or((base, String::new()));
+    let (head, query) =
+        base.split_once('?').map(|(h, q)| (h, format!("?{q}"))).unwrap_or((base, String::new()));
     let cut = head.rfind('/').expect("a database URL has a path");
     format!("{}/{name}{query}", &head[..cut])
 }

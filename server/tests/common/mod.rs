@@ -7,7 +7,7 @@ pub mod fake_openai;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use server::{router, AppState};
+use server::{AppState, router};
 use sqlx::PgPool;
 use tower::ServiceExt;
 
@@ -36,7 +36,8 @@ impl TestApp {
 
     /// An app whose writes need `token` (as when it listens beyond loopback).
     pub fn with_token(pool: PgPool, token: Option<&str>) -> Self {
-        let state = AppState::new(pool.clone(), "target/site", "127.0.0.1:0".parse().unwrap()).with_api_token(token.map(str::to_string));
+        let state = AppState::new(pool.clone(), "target/site", "127.0.0.1:0".parse().unwrap())
+            .with_api_token(token.map(str::to_string));
         TestApp { pool, app: router(state) }
     }
 
@@ -44,7 +45,8 @@ impl TestApp {
         let resp = self.app.clone().oneshot(req).await.unwrap();
         let status = resp.status();
         let headers = resp.headers().clone();
-        let content_type = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let content_type =
+            headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
         let bytes = resp.into_body().collect().await.unwrap().to_bytes();
         Reply { status, content_type, headers, body: String::from_utf8_lossy(&bytes).into_owned() }
     }
@@ -54,7 +56,13 @@ impl TestApp {
     }
 
     pub async fn post_json(&self, uri: &str, body: &serde_json::Value) -> Reply {
-        self.send(Request::post(uri).header("content-type", "application/json").body(Body::from(body.to_string())).unwrap()).await
+        self.send(
+            Request::post(uri)
+                .header("content-type", "application/json")
+                .body(Body::from(body.to_string()))
+                .unwrap(),
+        )
+        .await
     }
 
     pub async fn run_count(&self) -> i64 {
@@ -85,5 +93,6 @@ pub async fn serve(state: AppState) -> String {
 
 /// An app state like `latlab serve`'s, for `serve`.
 pub fn state(pool: PgPool, token: Option<&str>) -> AppState {
-    AppState::new(pool, "target/site", "127.0.0.1:0".parse().unwrap()).with_api_token(token.map(str::to_string))
+    AppState::new(pool, "target/site", "127.0.0.1:0".parse().unwrap())
+        .with_api_token(token.map(str::to_string))
 }

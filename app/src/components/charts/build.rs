@@ -13,7 +13,11 @@ use charts::{Bar, BarChart, LineChart, Series};
 
 /// The SVG for `view` of `c`; `records` (run id, its requests) feed the CDF and may be
 /// empty for every other kind.
-pub fn render(c: &ComparisonView, view: &ChartView, records: &[(i64, Vec<RequestRecord>)]) -> Result<String, String> {
+pub fn render(
+    c: &ComparisonView,
+    view: &ChartView,
+    records: &[(i64, Vec<RequestRecord>)],
+) -> Result<String, String> {
     let svg = match view.kind {
         ChartKind::Cdf => charts::line_chart(&super::cdf::cdf(c, view, records)),
         ChartKind::Bars => charts::bar_chart(&bars(c, view)),
@@ -45,7 +49,9 @@ pub(super) fn short(metric: MetricKind) -> String {
 }
 
 pub(super) fn tooltip(c: &ComparisonView, r: &RunView, view: &ChartView, v: Option<f64>) -> String {
-    let value = v.map(|v| format!("{v} {}", view.metric.info().unit)).unwrap_or_else(|| "missing (not in the source or not measured)".into());
+    let value = v
+        .map(|v| format!("{v} {}", view.metric.info().unit))
+        .unwrap_or_else(|| "missing (not in the source or not measured)".into());
     let mut t = format!("{} - {}: {value}; {}", chart_label(c, r), view.axis_title(), r.spec.load_label());
     if let Some(i) = imported(r) {
         t.push_str(&format!("; imported from {}", source_name(&i.source)));
@@ -75,13 +81,25 @@ pub fn bars(c: &ComparisonView, view: &ChartView) -> BarChart {
             let is_base = base.is_some_and(|b| b.id == r.id);
             let note = match (is_base, v, base_v) {
                 (true, _, _) => Some("(baseline)".to_string()),
-                (false, Some(v), Some(b)) if v > 0.0 => Some(format!("({} than baseline)", change(v, b, view.metric))),
+                (false, Some(v), Some(b)) if v > 0.0 => {
+                    Some(format!("({} than baseline)", change(v, b, view.metric)))
+                }
                 _ => None,
             };
-            Bar { label: label_with_marks(c, r), value: v, tooltip: tooltip(c, r, view, v), note, highlight: is_base }
+            Bar {
+                label: label_with_marks(c, r),
+                value: v,
+                tooltip: tooltip(c, r, view, v),
+                note,
+                highlight: is_base,
+            }
         })
         .collect();
-    BarChart { title: title(c, view.axis_title()), axis: format!("{}, lower is better", view.axis_title()), bars }
+    BarChart {
+        title: title(c, view.axis_title()),
+        axis: format!("{}, lower is better", view.axis_title()),
+        bars,
+    }
 }
 
 /// Runs grouped by configuration (everything but the concurrency and the label), one line
@@ -103,14 +121,24 @@ pub fn sweep(c: &ComparisonView, view: &ChartView) -> LineChart {
             None => {
                 // The first run's label without its concurrency names the line.
                 let bs = format!(" BS={}", r.spec.load.max_concurrency.first().copied().unwrap_or_default());
-                let name = if r.spec.label.is_empty() { r.target_description.clone() } else { r.spec.label.replace(&bs, "") };
+                let name = if r.spec.label.is_empty() {
+                    r.target_description.clone()
+                } else {
+                    r.spec.label.replace(&bs, "")
+                };
                 groups.push((key, name, vec![r]));
             }
         }
     }
     let series: Vec<Series> = groups
         .into_iter()
-        .filter(|g| g.2.iter().filter_map(|r| r.spec.load.max_concurrency.first()).collect::<std::collections::BTreeSet<_>>().len() >= 2)
+        .filter(|g| {
+            g.2.iter()
+                .filter_map(|r| r.spec.load.max_concurrency.first())
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+                >= 2
+        })
         .map(|(_, name, runs)| {
             let mut pts: Vec<(f64, Option<f64>, String)> = runs
                 .iter()
@@ -131,9 +159,13 @@ pub fn sweep(c: &ComparisonView, view: &ChartView) -> LineChart {
         })
         .collect();
     let empty = if series.is_empty() {
-        "No configuration here ran at two or more concurrencies: nothing to draw against concurrency.".to_string()
+        "No configuration here ran at two or more concurrencies: nothing to draw against concurrency."
+            .to_string()
     } else {
-        format!("No run of these sweeps has {}: it is missing (not in the source or not measured).", view.axis_title())
+        format!(
+            "No run of these sweeps has {}: it is missing (not in the source or not measured).",
+            view.axis_title()
+        )
     };
     LineChart {
         title: title(c, format!("{} against concurrency", view.axis_title())),

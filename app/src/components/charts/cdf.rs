@@ -20,14 +20,18 @@ pub fn samples(records: &[RequestRecord], metric: MetricKind) -> Vec<f64> {
             .filter_map(|r| Some((r.e2el_s? - r.ttft_s?) / (r.output_tokens - 1) as f64 * 1e3))
             .collect(),
         // Chunk-level: every gap between successive streamed events, pooled (vLLM's ITL).
-        MetricKind::Itl => ok.flat_map(|r| r.chunk_offsets_s.windows(2).map(|w| (w[1] - w[0]) * 1e3)).collect(),
+        MetricKind::Itl => {
+            ok.flat_map(|r| r.chunk_offsets_s.windows(2).map(|w| (w[1] - w[0]) * 1e3)).collect()
+        }
         // Token-level: a gap spread over the tokens its chunk carried, when known.
         MetricKind::TokenItl => ok
             .filter_map(|r| r.chunk_tokens.as_ref().map(|t| (r, t)))
             .flat_map(|(r, t)| {
-                r.chunk_offsets_s.windows(2).zip(t.iter().skip(1)).filter(|(_, n)| **n > 0).flat_map(|(w, n)| {
-                    std::iter::repeat_n((w[1] - w[0]) * 1e3 / *n as f64, *n as usize)
-                })
+                r.chunk_offsets_s
+                    .windows(2)
+                    .zip(t.iter().skip(1))
+                    .filter(|(_, n)| **n > 0)
+                    .flat_map(|(w, n)| std::iter::repeat_n((w[1] - w[0]) * 1e3 / *n as f64, *n as usize))
             })
             .collect(),
     };
@@ -64,12 +68,21 @@ pub fn cdf(c: &ComparisonView, view: &ChartView, records: &[(i64, Vec<RequestRec
     let mut series = Vec::new();
     let mut without = Vec::new();
     for r in &c.runs {
-        let s = records.iter().find(|(id, _)| *id == r.id).map(|(_, recs)| samples(recs, view.metric)).unwrap_or_default();
+        let s = records
+            .iter()
+            .find(|(id, _)| *id == r.id)
+            .map(|(_, recs)| samples(recs, view.metric))
+            .unwrap_or_default();
         if s.is_empty() {
             without.push(format!("#{}", r.id));
             continue;
         }
-        series.push(Series { label: chart_label(c, r), points: cdf_points(&s, 400), tooltips: vec![], missing: vec![] });
+        series.push(Series {
+            label: chart_label(c, r),
+            points: cdf_points(&s, 400),
+            tooltips: vec![],
+            missing: vec![],
+        });
     }
     let key = match view.metric {
         MetricKind::Itl => "ITL (chunk-level)".to_string(),
@@ -78,7 +91,10 @@ pub fn cdf(c: &ComparisonView, view: &ChartView, records: &[(i64, Vec<RequestRec
     };
     let mut title = format!("{key} CDF - {}", c.title);
     if !without.is_empty() {
-        title.push_str(&format!(" (no per-request records: {})", if without.len() > 6 { format!("{} runs", without.len()) } else { without.join(", ") }));
+        title.push_str(&format!(
+            " (no per-request records: {})",
+            if without.len() > 6 { format!("{} runs", without.len()) } else { without.join(", ") }
+        ));
     }
     LineChart {
         title,
@@ -141,7 +157,19 @@ mod tests {
         let v = [10.0, 20.0, 20.0, 40.0];
         let p = cdf_points(&v, 100);
         assert!(p.windows(2).all(|w| w[0].0 == w[1].0 || w[0].1 == w[1].1), "{p:?}");
-        assert_eq!(p, [(10.0, 0.0), (10.0, 0.25), (20.0, 0.25), (20.0, 0.5), (20.0, 0.5), (20.0, 0.75), (40.0, 0.75), (40.0, 1.0)]);
+        assert_eq!(
+            p,
+            [
+                (10.0, 0.0),
+                (10.0, 0.25),
+                (20.0, 0.25),
+                (20.0, 0.5),
+                (20.0, 0.5),
+                (20.0, 0.75),
+                (40.0, 0.75),
+                (40.0, 1.0)
+            ]
+        );
     }
 
     /// The seed study has no per-request records: the CDF says so, no bare axes.

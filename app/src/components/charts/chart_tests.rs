@@ -3,9 +3,9 @@
 //! concurrency ticks, 1-2-5 log ticks, missing numbers drawn as missing, no server paths.
 
 use super::facts::source_name;
+use super::render;
 use super::seed_fixture::seed;
 use super::view_state::{ChartKind, ChartView, Stat};
-use super::render;
 use bench_types::MetricKind;
 
 fn view(kind: ChartKind, metric: MetricKind, stat: Stat) -> ChartView {
@@ -23,17 +23,36 @@ fn titles(svg: &str) -> Vec<&str> {
 
 #[test]
 fn ladder_text_is_ascii_english_and_fits() {
-    for (m, s) in [(MetricKind::Tpot, Stat::P(99.0)), (MetricKind::Ttft, Stat::Mean), (MetricKind::Itl, Stat::Median)] {
+    for (m, s) in
+        [(MetricKind::Tpot, Stat::P(99.0)), (MetricKind::Ttft, Stat::Mean), (MetricKind::Itl, Stat::Median)]
+    {
         let svg = svg(ChartKind::Ladder, m, s);
         let texts = charts::texts(&svg);
-        assert!(texts.iter().all(|t| t.3.is_ascii()), "{:?}", texts.iter().filter(|t| !t.3.is_ascii()).collect::<Vec<_>>());
+        assert!(
+            texts.iter().all(|t| t.3.is_ascii()),
+            "{:?}",
+            texts.iter().filter(|t| !t.3.is_ascii()).collect::<Vec<_>>()
+        );
         assert_eq!(charts::texts_outside(&svg), Vec::<String>::new(), "text past the edge");
         assert!(svg.contains("viewBox=\"0 0 "));
-        for step in ["Baseline: #1 vLLM", "Engine choice: #2 SGLang", "Quantization: #5 SGLang FP8", "Speculative decoding: #8 SGLang FP8 EAGLE3"] {
-            assert!(texts.iter().any(|t| t.3.starts_with(step)), "{step} in {:?}", texts.iter().map(|t| &t.3).collect::<Vec<_>>());
+        for step in [
+            "Baseline: #1 vLLM",
+            "Engine choice: #2 SGLang",
+            "Quantization: #5 SGLang FP8",
+            "Speculative decoding: #8 SGLang FP8 EAGLE3",
+        ] {
+            assert!(
+                texts.iter().any(|t| t.3.starts_with(step)),
+                "{step} in {:?}",
+                texts.iter().map(|t| &t.3).collect::<Vec<_>>()
+            );
         }
         // The source's own name stays in the hover title.
-        assert!(titles(&svg).iter().any(|t| t.starts_with("Quantization (3. 量子化): #5 SGLang FP8")), "{:?}", titles(&svg));
+        assert!(
+            titles(&svg).iter().any(|t| t.starts_with("Quantization (3. 量子化): #5 SGLang FP8")),
+            "{:?}",
+            titles(&svg)
+        );
     }
 }
 
@@ -43,7 +62,9 @@ fn ladder_notes_read_the_right_way_round() {
     let svg = svg(ChartKind::Ladder, MetricKind::Tpot, Stat::Mean);
     // TPOT mean: vLLM 7.38 ms, SGLang 7.19, FP8 5.65, EAGLE3 3.75 (the study's blocks).
     let texts: Vec<String> = charts::texts(&svg).into_iter().map(|t| t.3).collect();
-    let note = |v: &str| texts.iter().find(|t| t.starts_with(v)).cloned().unwrap_or_else(|| panic!("{v} in {texts:?}"));
+    let note = |v: &str| {
+        texts.iter().find(|t| t.starts_with(v)).cloned().unwrap_or_else(|| panic!("{v} in {texts:?}"))
+    };
     assert_eq!(note("5.65"), "5.65 (-21.4% TPOT, 1.27x faster; study: +25.8% speed-up)");
     assert!(!texts.iter().any(|t| t.contains("vs previous")));
     for t in texts.iter().filter(|t| t.contains(" faster")) {
@@ -71,14 +92,20 @@ fn sweep_ticks_are_the_concurrencies() {
         let v = ChartView { log, ..view(ChartKind::Sweep, MetricKind::Ttft, Stat::P(99.0)) };
         let svg = render(&seed(), &v, &[]).unwrap();
         let nums: Vec<f64> = charts::texts(&svg).into_iter().filter_map(|t| t.3.parse().ok()).collect();
-        assert!(!nums.iter().any(|n| [0.5, 1.5, 2.5, 3.5].contains(n)), "fractional concurrency tick: {nums:?}");
+        assert!(
+            !nums.iter().any(|n| [0.5, 1.5, 2.5, 3.5].contains(n)),
+            "fractional concurrency tick: {nums:?}"
+        );
         assert!([1.0, 2.0, 4.0, 8.0].iter().all(|c| nums.contains(c)), "{nums:?}");
         if log {
             // y ticks of a log axis are 1-2-5 values.
-            assert!(nums.iter().filter(|n| ![1.0, 2.0, 4.0, 8.0].contains(*n)).all(|n| {
-                let m = n / 10f64.powf(n.log10().floor());
-                [1.0, 2.0, 5.0].iter().any(|x| (m - x).abs() < 1e-6)
-            }), "{nums:?}");
+            assert!(
+                nums.iter().filter(|n| ![1.0, 2.0, 4.0, 8.0].contains(*n)).all(|n| {
+                    let m = n / 10f64.powf(n.log10().floor());
+                    [1.0, 2.0, 5.0].iter().any(|x| (m - x).abs() < 1e-6)
+                }),
+                "{nums:?}"
+            );
         }
         assert_eq!(charts::texts_outside(&svg), Vec::<String>::new());
     }
@@ -90,7 +117,8 @@ fn log_does_not_apply_to_bars() {
     let c = seed();
     for kind in [ChartKind::Bars, ChartKind::Ladder] {
         let lin = render(&c, &view(kind, MetricKind::Ttft, Stat::Mean), &[]).unwrap();
-        let log = render(&c, &ChartView { log: true, ..view(kind, MetricKind::Ttft, Stat::Mean) }, &[]).unwrap();
+        let log =
+            render(&c, &ChartView { log: true, ..view(kind, MetricKind::Ttft, Stat::Mean) }, &[]).unwrap();
         assert_eq!(lin, log);
     }
 }
@@ -129,7 +157,12 @@ fn missing_numbers_are_drawn_as_missing() {
 fn dump_for_a_look() {
     let Some(dir) = std::env::var_os("LATLAB_CHART_DUMP") else { return };
     let dir = std::path::PathBuf::from(dir);
-    for (name, kind, m, s) in [("bars", ChartKind::Bars, MetricKind::Ttft, Stat::P(99.0)), ("ladder", ChartKind::Ladder, MetricKind::Tpot, Stat::P(99.0)), ("sweep", ChartKind::Sweep, MetricKind::Ttft, Stat::Mean), ("cdf", ChartKind::Cdf, MetricKind::Ttft, Stat::Mean)] {
+    for (name, kind, m, s) in [
+        ("bars", ChartKind::Bars, MetricKind::Ttft, Stat::P(99.0)),
+        ("ladder", ChartKind::Ladder, MetricKind::Tpot, Stat::P(99.0)),
+        ("sweep", ChartKind::Sweep, MetricKind::Ttft, Stat::Mean),
+        ("cdf", ChartKind::Cdf, MetricKind::Ttft, Stat::Mean),
+    ] {
         std::fs::write(dir.join(format!("{name}.svg")), svg(kind, m, s)).unwrap();
     }
     std::fs::write(dir.join("sweep-missing.svg"), svg_of_sweep_missing()).unwrap();

@@ -8,7 +8,9 @@ use serde_json::Value;
 
 fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
     match v {
-        Value::Object(m) => m.iter().for_each(|(k, x)| flatten(&if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") }, x, out)),
+        Value::Object(m) => m.iter().for_each(|(k, x)| {
+            flatten(&if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") }, x, out)
+        }),
         Value::Null => {}
         Value::String(s) => out.push((prefix.to_string(), s.clone())),
         other => out.push((prefix.to_string(), other.to_string())),
@@ -23,7 +25,9 @@ pub fn diff(a: &RunView, b: &RunView) -> Vec<(String, String, String)> {
     let mut keys: Vec<&String> = fa.iter().chain(&fb).map(|(k, _)| k).collect();
     keys.sort();
     keys.dedup();
-    let get = |f: &[(String, String)], k: &str| f.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone()).unwrap_or_else(|| "—".into());
+    let get = |f: &[(String, String)], k: &str| {
+        f.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone()).unwrap_or_else(|| "—".into())
+    };
     keys.into_iter()
         .filter(|k| !k.ends_with("source") && *k != "label")
         .map(|k| (k.clone(), get(&fa, k), get(&fb, k)))

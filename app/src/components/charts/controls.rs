@@ -5,10 +5,10 @@
 
 use super::facts::{percentiles, run_label};
 use super::view_state::{ChartKind, ChartView, Stat};
-use bench_types::{ComparisonView, MetricKind, METRICS};
+use bench_types::{ComparisonView, METRICS, MetricKind};
 use leptos::prelude::*;
-use leptos_router::hooks::use_navigate;
 use leptos_router::NavigateOptions;
+use leptos_router::hooks::use_navigate;
 
 /// The URL of `view` on the comparison `slug`.
 pub fn view_url(slug: &str, view: &ChartView) -> String {
@@ -41,7 +41,8 @@ pub fn ChartControls(c: std::sync::Arc<ComparisonView>, view: Memo<ChartView>) -
             view! { <option value=m.key selected=move || view.get().metric == kind>{text}</option> }
         })
         .collect_view();
-    let stats: Vec<Stat> = [Stat::Mean, Stat::Median].into_iter().chain(percentiles(&c).into_iter().map(Stat::P)).collect();
+    let stats: Vec<Stat> =
+        [Stat::Mean, Stat::Median].into_iter().chain(percentiles(&c).into_iter().map(Stat::P)).collect();
     let stat_opts = stats
         .into_iter()
         .map(|s| view! { <option value=s.key() selected=move || view.get().stat == s>{s.label()}</option> })

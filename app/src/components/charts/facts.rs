@@ -23,7 +23,9 @@ pub fn run_label(r: &RunView) -> String {
 /// another run of the set has the same label under another load (a sweep's runs share
 /// one) and the label does not say it already.
 pub fn chart_label(c: &ComparisonView, r: &RunView) -> String {
-    let name = |r: &RunView| if r.spec.label.is_empty() { r.target_description.clone() } else { r.spec.label.clone() };
+    let name = |r: &RunView| {
+        if r.spec.label.is_empty() { r.target_description.clone() } else { r.spec.label.clone() }
+    };
     let (mine, load) = (name(r), r.spec.load_label());
     let shared = c.runs.iter().any(|o| o.id != r.id && name(o) == mine && o.spec.load_label() != load);
     if shared && !mine.contains(&load) { format!("{} {load}", run_label(r)) } else { run_label(r) }
@@ -109,7 +111,13 @@ pub fn warnings(c: &ComparisonView) -> Vec<String> {
         v.dedup();
         v
     };
-    let datasets = distinct(&|r| format!("{} ({} prompts)", serde_json::to_string(&r.spec.dataset).unwrap_or_default(), r.spec.num_prompts));
+    let datasets = distinct(&|r| {
+        format!(
+            "{} ({} prompts)",
+            serde_json::to_string(&r.spec.dataset).unwrap_or_default(),
+            r.spec.num_prompts
+        )
+    });
     if datasets.len() > 1 {
         w.push(format!("These runs used {} different datasets or prompt counts: their latencies are not directly comparable.", datasets.len()));
     }

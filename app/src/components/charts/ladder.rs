@@ -35,12 +35,22 @@ pub fn ladder_steps(c: &ComparisonView) -> Vec<Step<'_>> {
     let find = |id: Option<i64>| id.and_then(|id| c.runs.iter().find(|r| r.id == id));
     let l = &c.view["ladder"];
     if let Some(base) = find(l["baseline"].as_i64()) {
-        let mut steps = vec![Step { item: "Baseline".into(), original: None, run: base, published_gain: None }];
+        let mut steps =
+            vec![Step { item: "Baseline".into(), original: None, run: base, published_gain: None }];
         for s in l["steps"].as_array().into_iter().flatten() {
             if let Some(run) = find(s["run"].as_i64()) {
                 let item = s["item"].as_str().unwrap_or_default().to_string();
-                let original = s["original"].as_str().or(s["section"].as_str()).filter(|o| *o != item).map(str::to_string);
-                steps.push(Step { item, original, run, published_gain: s["published_gain"].as_str().map(str::to_string) });
+                let original = s["original"]
+                    .as_str()
+                    .or(s["section"].as_str())
+                    .filter(|o| *o != item)
+                    .map(str::to_string);
+                steps.push(Step {
+                    item,
+                    original,
+                    run,
+                    published_gain: s["published_gain"].as_str().map(str::to_string),
+                });
             }
         }
         return steps;

@@ -14,7 +14,7 @@ mod seed_fixture;
 pub mod view_state;
 
 pub use build::render;
+pub use config_diff::ConfigDiff;
+pub use controls::{ChartControls, view_url};
 pub use ladder::LadderTable;
 pub use view_state::{ChartKind, ChartView, Stat};
-pub use config_diff::ConfigDiff;
-pub use controls::{view_url, ChartControls};

@@ -30,6 +30,13 @@ pub fn seed() -> ComparisonView {
         .iter()
         .filter_map(|s| Some(serde_json::json!({ "item": s.item, "published_gain": s.published_gain, "run": s.run? as i64 + 1, "section": s.section })))
         .collect();
-    let view = serde_json::json!({ "ladder": { "baseline": study.ladder_baseline as i64 + 1, "steps": steps } });
-    ComparisonView { slug: "qwen3-8b-h100-gpustack".into(), title: study.title, created_at: Default::default(), view, runs }
+    let view =
+        serde_json::json!({ "ladder": { "baseline": study.ladder_baseline as i64 + 1, "steps": steps } });
+    ComparisonView {
+        slug: "qwen3-8b-h100-gpustack".into(),
+        title: study.title,
+        created_at: Default::default(),
+        view,
+        runs,
+    }
 }

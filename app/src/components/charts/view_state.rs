@@ -66,7 +66,13 @@ impl Stat {
         match s {
             "mean" => Some(Stat::Mean),
             "median" | "50" | "p50" => Some(Stat::Median),
-            p => p.strip_prefix('p').unwrap_or(p).parse::<f64>().ok().filter(|p| *p > 0.0 && *p < 100.0).map(Stat::P),
+            p => p
+                .strip_prefix('p')
+                .unwrap_or(p)
+                .parse::<f64>()
+                .ok()
+                .filter(|p| *p > 0.0 && *p < 100.0)
+                .map(Stat::P),
         }
     }
 }
@@ -85,7 +91,14 @@ pub struct ChartView {
 
 impl Default for ChartView {
     fn default() -> Self {
-        ChartView { kind: ChartKind::Bars, metric: MetricKind::Ttft, stat: Stat::Mean, baseline: None, other: None, log: false }
+        ChartView {
+            kind: ChartKind::Bars,
+            metric: MetricKind::Ttft,
+            stat: Stat::Mean,
+            baseline: None,
+            other: None,
+            log: false,
+        }
     }
 }
 
@@ -99,21 +112,40 @@ impl ChartView {
         let kind = match given("chart") {
             None => d.kind,
             Some(k) => ChartKind::ALL.into_iter().find(|c| c.key() == k).unwrap_or_else(|| {
-                errs.push("chart", format!("unknown chart {k:?}; one of {}", keys(&mut ChartKind::ALL.iter().map(|c| c.key()))));
+                errs.push(
+                    "chart",
+                    format!(
+                        "unknown chart {k:?}; one of {}",
+                        keys(&mut ChartKind::ALL.iter().map(|c| c.key()))
+                    ),
+                );
                 d.kind
             }),
         };
         let metric = match given("metric") {
             None => d.metric,
-            Some(m) => bench_types::METRICS.iter().find(|i| i.key == m).map(|i| i.kind).unwrap_or_else(|| {
-                errs.push("metric", format!("unknown metric {m:?}; one of {}", keys(&mut bench_types::METRICS.iter().map(|i| i.key))));
-                d.metric
-            }),
+            Some(m) => {
+                bench_types::METRICS.iter().find(|i| i.key == m).map(|i| i.kind).unwrap_or_else(|| {
+                    errs.push(
+                        "metric",
+                        format!(
+                            "unknown metric {m:?}; one of {}",
+                            keys(&mut bench_types::METRICS.iter().map(|i| i.key))
+                        ),
+                    );
+                    d.metric
+                })
+            }
         };
         let stat = match given("p") {
             None => d.stat,
             Some(p) => Stat::parse(&p).unwrap_or_else(|| {
-                errs.push("p", format!("{p:?} is not a statistic; mean, median or a percentile between 0 and 100 (99, 99.9)"));
+                errs.push(
+                    "p",
+                    format!(
+                        "{p:?} is not a statistic; mean, median or a percentile between 0 and 100 (99, 99.9)"
+                    ),
+                );
                 d.stat
             }),
         };
@@ -146,7 +178,14 @@ impl ChartView {
             let have = super::facts::percentiles(c);
             if !have.iter().any(|q| (q - p).abs() < 1e-9) {
                 let list: Vec<String> = have.iter().map(|q| Stat::P(*q).label()).collect();
-                errs.push("p", format!("no run of this comparison has {}; choose mean, median or {}", self.stat.label(), list.join(", ")));
+                errs.push(
+                    "p",
+                    format!(
+                        "no run of this comparison has {}; choose mean, median or {}",
+                        self.stat.label(),
+                        list.join(", ")
+                    ),
+                );
             }
         }
         for (name, id) in [("baseline", self.baseline), ("other", self.other)] {
@@ -158,7 +197,10 @@ impl ChartView {
     }
 
     /// `parse`, then `check` against `c`: what the page and `chart.svg` accept.
-    pub fn for_comparison(c: &ComparisonView, get: impl Fn(&str) -> Option<String>) -> Result<ChartView, ValidationErrors> {
+    pub fn for_comparison(
+        c: &ComparisonView,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<ChartView, ValidationErrors> {
         let v = ChartView::parse(get)?;
         v.check(c)?;
         Ok(v)
@@ -211,8 +253,11 @@ mod tests {
     use super::*;
 
     fn q(s: &str) -> Result<ChartView, ValidationErrors> {
-        let pairs: Vec<(String, String)> =
-            s.split('&').filter(|p| !p.is_empty()).map(|p| p.split_once('=').map(|(a, b)| (a.into(), b.into())).unwrap()).collect();
+        let pairs: Vec<(String, String)> = s
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|p| p.split_once('=').map(|(a, b)| (a.into(), b.into())).unwrap())
+            .collect();
         ChartView::parse(|k| pairs.iter().find(|(a, _)| a == k).map(|(_, b)| b.clone()))
     }
 
@@ -240,7 +285,10 @@ mod tests {
         assert_eq!(fields(q("metric=bogus").unwrap_err()), ["metric"]);
         assert_eq!(fields(q("chart=pie").unwrap_err()), ["chart"]);
         assert_eq!(fields(q("p=200").unwrap_err()), ["p"]);
-        assert_eq!(fields(q("metric=speed&p=200&chart=pie&baseline=x&log=maybe").unwrap_err()), ["chart", "metric", "p", "baseline", "log"]);
+        assert_eq!(
+            fields(q("metric=speed&p=200&chart=pie&baseline=x&log=maybe").unwrap_err()),
+            ["chart", "metric", "p", "baseline", "log"]
+        );
         let e = q("metric=bogus").unwrap_err().to_string();
         assert!(e.starts_with("metric: unknown metric \"bogus\"") && e.contains("ttft"), "{e}");
     }
@@ -256,7 +304,10 @@ mod tests {
         let v = q("p=42&baseline=7").unwrap();
         let e = v.check(&c).unwrap_err();
         assert_eq!(fields(e.clone()), ["p", "baseline"]);
-        assert!(e.to_string().contains("no run of this comparison has p42; choose mean, median or p99"), "{e}");
+        assert!(
+            e.to_string().contains("no run of this comparison has p42; choose mean, median or p99"),
+            "{e}"
+        );
         assert!(q("p=99").unwrap().check(&c).is_ok());
     }
 }

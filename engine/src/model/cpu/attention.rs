@@ -26,32 +26,30 @@ pub fn attend(
     let scale = 1.0 / (s.head_dim as f32).sqrt();
     let mut out = vec![0f32; n * qd];
     // One task per (token, head): independent and equal-sized enough for rayon.
-    out.par_chunks_mut(s.head_dim)
-        .enumerate()
-        .for_each(|(idx, o)| {
-            let (t, h) = (idx / s.heads, idx % s.heads);
-            let kvh = h / group;
-            let qv = &q[t * qd + h * s.head_dim..][..s.head_dim];
-            let ctx = start_pos + t + 1; // causal: positions 0..=start_pos + t
-            let mut scores: Vec<f32> = (0..ctx)
-                .map(|p| {
-                    let (k, _) = cache.read(layer, cache.slot(block_table, p));
-                    dot(qv, &k[kvh * s.head_dim..][..s.head_dim]) * scale
-                })
-                .collect();
-            let max = scores.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
-            let mut sum = 0f32;
-            for x in scores.iter_mut() {
-                *x = (*x - max).exp();
-                sum += *x;
+    out.par_chunks_mut(s.head_dim).enumerate().for_each(|(idx, o)| {
+        let (t, h) = (idx / s.heads, idx % s.heads);
+        let kvh = h / group;
+        let qv = &q[t * qd + h * s.head_dim..][..s.head_dim];
+        let ctx = start_pos + t + 1; // causal: positions 0..=start_pos + t
+        let mut scores: Vec<f32> = (0..ctx)
+            .map(|p| {
+                let (k, _) = cache.read(layer, cache.slot(block_table, p));
+                dot(qv, &k[kvh * s.head_dim..][..s.head_dim]) * scale
+            })
+            .collect();
+        let max = scores.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        let mut sum = 0f32;
+        for x in scores.iter_mut() {
+            *x = (*x - max).exp();
+            sum += *x;
+        }
+        for (p, w) in scores.iter().enumerate() {
+            let (_, v) = cache.read(layer, cache.slot(block_table, p));
+            let w = w / sum;
+            for (oi, vi) in o.iter_mut().zip(&v[kvh * s.head_dim..][..s.head_dim]) {
+                *oi += w * vi;
             }
-            for (p, w) in scores.iter().enumerate() {
-                let (_, v) = cache.read(layer, cache.slot(block_table, p));
-                let w = w / sum;
-                for (oi, vi) in o.iter_mut().zip(&v[kvh * s.head_dim..][..s.head_dim]) {
-                    *oi += w * vi;
-                }
-            }
-        });
+        }
+    });
     out
 }

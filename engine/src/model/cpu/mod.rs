@@ -25,12 +25,7 @@ pub struct CpuBackend {
 impl CpuBackend {
     pub fn new(cfg: ModelConfig, w: ModelWeights, num_pages: usize, block_size: usize) -> Self {
         let cache = KvCache::new(cfg.num_hidden_layers, num_pages, block_size, cfg.kv_dim());
-        CpuBackend {
-            cfg,
-            w,
-            cache,
-            fp8_activations: false,
-        }
+        CpuBackend { cfg, w, cache, fp8_activations: false }
     }
 
     /// This backend with every layer projection's input (q/k/v, o, gate/up, down; not
@@ -38,10 +33,7 @@ impl CpuBackend {
     /// block-FP8 checkpoints: a reference for what FP8 activations would cost in accuracy
     /// (tests/fp8_accuracy.rs). The serving backends never do this.
     pub fn with_fp8_activations(self) -> Self {
-        CpuBackend {
-            fp8_activations: true,
-            ..self
-        }
+        CpuBackend { fp8_activations: true, ..self }
     }
 
     /// Logits at every position of `tokens` run from position 0 on pages 0.. (tests and
@@ -49,18 +41,10 @@ impl CpuBackend {
     pub fn logits_all_positions(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
         let pages = tokens.len().div_ceil(self.cache.block_size);
         if pages > self.cache.num_pages {
-            return Err(EngineError::BadRequest(format!(
-                "{} tokens need {pages} KV pages",
-                tokens.len()
-            )));
+            return Err(EngineError::BadRequest(format!("{} tokens need {pages} KV pages", tokens.len())));
         }
         let table: Vec<u32> = (0..pages as u32).collect();
-        let chunk = SeqChunk {
-            tokens,
-            start_pos: 0,
-            block_table: &table,
-            want_logits: true,
-        };
+        let chunk = SeqChunk { tokens, start_pos: 0, block_table: &table, want_logits: true };
         let rows: Vec<usize> = (0..tokens.len()).collect();
         self.run(&[chunk], &rows)
     }
@@ -92,10 +76,7 @@ impl CpuBackend {
         }
         rms_norm(&mut last, &self.w.final_norm, self.cfg.rms_norm_eps as f32);
         let logits = linear(&last, rows.len(), self.w.lm_head());
-        Ok(logits
-            .chunks_exact(self.cfg.vocab_size)
-            .map(|r| r.to_vec())
-            .collect())
+        Ok(logits.chunks_exact(self.cfg.vocab_size).map(|r| r.to_vec()).collect())
     }
 
     /// A bad id or a short block table is a caller bug that must fail the step before it
@@ -104,20 +85,13 @@ impl CpuBackend {
         let vocab = self.cfg.vocab_size;
         for ch in chunks {
             if let Some(&bad) = ch.tokens.iter().find(|&&t| t as usize >= vocab) {
-                return Err(EngineError::BadRequest(format!(
-                    "token id {bad} >= vocab_size {vocab}"
-                )));
+                return Err(EngineError::BadRequest(format!("token id {bad} >= vocab_size {vocab}")));
             }
             let end = ch.start_pos + ch.tokens.len();
             if ch.block_table.len() * self.cache.block_size < end
-                || ch
-                    .block_table
-                    .iter()
-                    .any(|&p| p as usize >= self.cache.num_pages)
+                || ch.block_table.iter().any(|&p| p as usize >= self.cache.num_pages)
             {
-                return Err(EngineError::BadRequest(format!(
-                    "block table does not cover {end} positions"
-                )));
+                return Err(EngineError::BadRequest(format!("block table does not cover {end} positions")));
             }
         }
         Ok(())
@@ -136,11 +110,8 @@ impl CpuBackend {
     fn attention(&mut self, li: usize, chunks: &[SeqChunk<'_>], x: &[f32]) -> Vec<f32> {
         let c = &self.cfg;
         let (hd, qd, kvd, eps) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.rms_norm_eps as f32);
-        let shape = AttnShape {
-            heads: c.num_attention_heads,
-            kv_heads: c.num_key_value_heads,
-            head_dim: c.head_dim,
-        };
+        let shape =
+            AttnShape { heads: c.num_attention_heads, kv_heads: c.num_key_value_heads, head_dim: c.head_dim };
         let lw = &self.w.layers[li];
         let t_total = x.len() / hd;
         let mut h = x.to_vec();

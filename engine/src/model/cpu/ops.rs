@@ -16,16 +16,14 @@ pub fn linear(x: &[f32], rows: usize, w: &Mat) -> Vec<f32> {
     if rows <= 4 {
         // Output-major layout while computing, so each task owns a contiguous slice.
         let mut yt = vec![0f32; n * rows];
-        yt.par_chunks_mut(rows * 256)
-            .enumerate()
-            .for_each(|(chunk, out)| {
-                for (jj, o) in out.chunks_mut(rows).enumerate() {
-                    let wrow = &w.data[(chunk * 256 + jj) * k..][..k];
-                    for (t, dst) in o.iter_mut().enumerate() {
-                        *dst = dot(wrow, &x[t * k..(t + 1) * k]);
-                    }
+        yt.par_chunks_mut(rows * 256).enumerate().for_each(|(chunk, out)| {
+            for (jj, o) in out.chunks_mut(rows).enumerate() {
+                let wrow = &w.data[(chunk * 256 + jj) * k..][..k];
+                for (t, dst) in o.iter_mut().enumerate() {
+                    *dst = dot(wrow, &x[t * k..(t + 1) * k]);
                 }
-            });
+            }
+        });
         for j in 0..n {
             for t in 0..rows {
                 y[t * n + j] = yt[j * rows + t];
@@ -128,15 +126,11 @@ mod tests {
         let w = Mat {
             rows: 300,
             cols: 37,
-            data: (0..300 * 37)
-                .map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0)
-                .collect(),
+            data: (0..300 * 37).map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0).collect(),
             fp8: None,
         };
         for rows in [0, 1, 3, 4, 5, 9] {
-            let x: Vec<f32> = (0..rows * 37)
-                .map(|i| ((i * 31) % 17) as f32 / 8.0 - 1.0)
-                .collect();
+            let x: Vec<f32> = (0..rows * 37).map(|i| ((i * 31) % 17) as f32 / 8.0 - 1.0).collect();
             let (a, b) = (linear(&x, rows, &w), naive(&x, rows, &w));
             for (p, q) in a.iter().zip(&b) {
                 assert!((p - q).abs() < 1e-4, "rows {rows}: {p} vs {q}");

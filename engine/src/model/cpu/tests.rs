@@ -11,10 +11,7 @@ fn backend(name: &str) -> CpuBackend {
 }
 
 fn max_diff(a: &[f32], b: &[f32]) -> f32 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
 
 /// Chunked prefill on scattered pages, then decode, batched with another sequence, must
@@ -32,18 +29,8 @@ fn chunked_paged_batched_equals_single_pass() {
         let toks_b: Vec<u32> = (100..113).collect();
         let out = b
             .forward(&[
-                SeqChunk {
-                    tokens: &toks[..5],
-                    start_pos: 0,
-                    block_table: &table_a,
-                    want_logits: false,
-                },
-                SeqChunk {
-                    tokens: &toks_b,
-                    start_pos: 0,
-                    block_table: &table_b,
-                    want_logits: true,
-                },
+                SeqChunk { tokens: &toks[..5], start_pos: 0, block_table: &table_a, want_logits: false },
+                SeqChunk { tokens: &toks_b, start_pos: 0, block_table: &table_b, want_logits: true },
             ])
             .unwrap();
         assert_eq!(out.len(), 1);
@@ -88,11 +75,7 @@ fn bad_inputs_fail_the_step_cleanly() {
         want_logits: true,
     }]);
     assert!(err.is_err());
-    let err = b.forward(&[SeqChunk {
-        tokens: &[999_999],
-        start_pos: 0,
-        block_table: &[0],
-        want_logits: true,
-    }]);
+    let err =
+        b.forward(&[SeqChunk { tokens: &[999_999], start_pos: 0, block_table: &[0], want_logits: true }]);
     assert!(err.unwrap_err().to_string().contains("vocab_size"));
 }

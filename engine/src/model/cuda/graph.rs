@@ -46,10 +46,7 @@ pub(super) struct DecodeGraph {
 
 /// The graph slot and padded batch size for `n` rows (1..=8).
 fn graph_slot(n: usize) -> (usize, usize) {
-    let slot = GRAPH_BATCHES
-        .iter()
-        .position(|&b| b >= n)
-        .expect("a decode batch has at most 8 rows");
+    let slot = GRAPH_BATCHES.iter().position(|&b| b >= n).expect("a decode batch has at most 8 rows");
     (slot, GRAPH_BATCHES[slot])
 }
 
@@ -74,9 +71,7 @@ impl DecodeGraph {
             tokens_landed,
             meta,
             sc: Scratch::new(gpu, cfg, b)?,
-            logits: s
-                .alloc_zeros(b * cfg.vocab_size)
-                .map_err(driver_err("alloc graph logits"))?,
+            logits: s.alloc_zeros(b * cfg.vocab_size).map_err(driver_err("alloc graph logits"))?,
             tokens: s.alloc_zeros(b).map_err(driver_err("alloc graph tokens"))?,
             argmax_keys: s
                 .alloc_zeros(b * ops::ARGMAX_PARTS)
@@ -123,12 +118,7 @@ impl DecodeGraph {
 
     /// Replay the captured step on its stream (`what` names the launch in an error).
     pub(super) fn replay(&self, what: &'static str) -> Result<()> {
-        self.graph
-            .as_ref()
-            .expect("captured before any replay")
-            .0
-            .launch()
-            .map_err(driver_err(what))
+        self.graph.as_ref().expect("captured before any replay").0.launch().map_err(driver_err(what))
     }
 
     /// The step's metadata into the graph's buffers: through page-locked staging when
@@ -148,31 +138,20 @@ impl DecodeGraph {
     fn results(&self, gpu: &Gpu, n: usize, vocab: usize, greedy: bool) -> Result<Vec<Next>> {
         let s = gpu.stream();
         if greedy {
-            let out = s
-                .clone_dtoh(&self.tokens.slice(..n))
-                .map_err(driver_err("download tokens"))?;
+            let out = s.clone_dtoh(&self.tokens.slice(..n)).map_err(driver_err("download tokens"))?;
             gpu.sync().map_err(kernel_err)?;
             return Ok(out.into_iter().map(Next::Token).collect());
         }
-        let out = s
-            .clone_dtoh(&self.logits.slice(..n * vocab))
-            .map_err(driver_err("download logits"))?;
+        let out = s.clone_dtoh(&self.logits.slice(..n * vocab)).map_err(driver_err("download logits"))?;
         gpu.sync().map_err(kernel_err)?;
-        Ok(out
-            .chunks_exact(vocab)
-            .map(|r| Next::Logits(r.to_vec()))
-            .collect())
+        Ok(out.chunks_exact(vocab).map(|r| Next::Logits(r.to_vec())).collect())
     }
 }
 
 impl CudaBackend {
     /// One decode step of `host.ids.len()` rows; `all.greedy`: return tokens, not logits;
     /// with run-ahead on and `all.may_continue`, queue the next step too (run_ahead.rs).
-    pub(super) fn decode_with_graph(
-        &mut self,
-        mut host: HostMeta,
-        all: RowHint,
-    ) -> Result<Vec<Next>> {
+    pub(super) fn decode_with_graph(&mut self, mut host: HostMeta, all: RowHint) -> Result<Vec<Next>> {
         // Not with the step timing, which brackets each replay (and replays it again).
         let ahead_on = self.run_ahead && all.greedy && self.step_timing.is_none();
         if let Some(t) = &mut self.step_timing {
@@ -184,15 +163,7 @@ impl CudaBackend {
             self.graphs[slot] = Some(DecodeGraph::new(&self.gpu, &self.cfg, &self.cache, b)?);
         }
         let pending = self.ahead.take();
-        let CudaBackend {
-            gpu,
-            cfg,
-            w,
-            cache,
-            graphs,
-            step_timing,
-            ..
-        } = self;
+        let CudaBackend { gpu, cfg, w, cache, graphs, step_timing, .. } = self;
         let g = graphs[slot].as_mut().expect("created above");
         host.pad(g.rows, cache.num_pages, cache.block_size);
         // The step queued ahead is this one: nothing to write or launch.

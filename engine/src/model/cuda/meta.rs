@@ -29,26 +29,16 @@ pub(super) struct HostMeta {
 impl HostMeta {
     /// Check the step as the CPU backend does (a bad id or short table is a caller bug that
     /// must fail the step, not read out of bounds on the GPU) and lay out its metadata.
-    pub fn build(
-        chunks: &[SeqChunk<'_>],
-        vocab: usize,
-        block_size: usize,
-        pages: usize,
-    ) -> Result<Self> {
+    pub fn build(chunks: &[SeqChunk<'_>], vocab: usize, block_size: usize, pages: usize) -> Result<Self> {
         let mut m = HostMeta::default();
         for ch in chunks {
             if let Some(&bad) = ch.tokens.iter().find(|&&t| t as usize >= vocab) {
-                return Err(EngineError::BadRequest(format!(
-                    "token id {bad} >= vocab_size {vocab}"
-                )));
+                return Err(EngineError::BadRequest(format!("token id {bad} >= vocab_size {vocab}")));
             }
             let end = ch.start_pos + ch.tokens.len();
-            if ch.block_table.len() * block_size < end
-                || ch.block_table.iter().any(|&p| p as usize >= pages)
+            if ch.block_table.len() * block_size < end || ch.block_table.iter().any(|&p| p as usize >= pages)
             {
-                return Err(EngineError::BadRequest(format!(
-                    "block table does not cover {end} positions"
-                )));
+                return Err(EngineError::BadRequest(format!("block table does not cover {end} positions")));
             }
             let off = m.tables.len() as i32;
             m.tables.extend(ch.block_table.iter().map(|&p| p as i32));
@@ -56,10 +46,8 @@ impl HostMeta {
                 let pos = ch.start_pos + i;
                 m.ids.push(t);
                 m.positions.push(pos as i32);
-                m.slots.push(
-                    (ch.block_table[pos / block_size] as usize * block_size + pos % block_size)
-                        as i32,
-                );
+                m.slots
+                    .push((ch.block_table[pos / block_size] as usize * block_size + pos % block_size) as i32);
                 m.table_offs.push(off);
                 m.ctx_lens.push(pos as i32 + 1);
                 m.covered.push(ch.block_table.len() * block_size);
@@ -112,12 +100,7 @@ impl HostMeta {
     pub fn packed(&self) -> Vec<i32> {
         let mut v = Vec::with_capacity(5 * self.ids.len() + self.tables.len().max(1));
         v.extend(self.ids.iter().map(|&t| t as i32));
-        for f in [
-            &self.positions,
-            &self.slots,
-            &self.table_offs,
-            &self.ctx_lens,
-        ] {
+        for f in [&self.positions, &self.slots, &self.table_offs, &self.ctx_lens] {
             v.extend_from_slice(f);
         }
         v.extend_from_slice(&self.tables);
@@ -172,9 +155,7 @@ impl StepMeta {
 
     pub fn upload(s: &Arc<CudaStream>, h: &HostMeta) -> Result<Self> {
         Ok(StepMeta {
-            buf: s
-                .clone_htod(&h.packed())
-                .map_err(driver_err("upload step metadata"))?,
+            buf: s.clone_htod(&h.packed()).map_err(driver_err("upload step metadata"))?,
             rows: h.ids.len(),
         })
     }
@@ -182,9 +163,7 @@ impl StepMeta {
     /// Fixed buffers for `rows` tokens and `table_cap` table entries (a graph's inputs).
     pub fn alloc(s: &Arc<CudaStream>, rows: usize, table_cap: usize) -> Result<Self> {
         Ok(StepMeta {
-            buf: s
-                .alloc_zeros(5 * rows + table_cap.max(1))
-                .map_err(driver_err("alloc step metadata"))?,
+            buf: s.alloc_zeros(5 * rows + table_cap.max(1)).map_err(driver_err("alloc step metadata"))?,
             rows,
         })
     }
@@ -211,12 +190,7 @@ impl StepMeta {
     /// staged, which would wait for the graph before it. Only the packed length goes up
     /// (the tables' capacity is rows x KV pages, far more than a step uses), and `staging`
     /// is not rewritten before its last copy has run (its event).
-    pub fn write_staged(
-        &mut self,
-        s: &Arc<CudaStream>,
-        h: &HostMeta,
-        staging: &mut Staging,
-    ) -> Result<()> {
+    pub fn write_staged(&mut self, s: &Arc<CudaStream>, h: &HostMeta, staging: &mut Staging) -> Result<()> {
         let packed = h.packed();
         let n = packed.len();
         if h.ids.len() != self.rows || n > self.buf.len() {
@@ -227,31 +201,18 @@ impl StepMeta {
                 self.buf.len()
             )));
         }
-        staging
-            .copied
-            .synchronize()
-            .map_err(driver_err("wait for metadata staging"))?;
-        let host = staging
-            .host
-            .as_mut_slice()
-            .map_err(driver_err("metadata staging"))?;
+        staging.copied.synchronize().map_err(driver_err("wait for metadata staging"))?;
+        let host = staging.host.as_mut_slice().map_err(driver_err("metadata staging"))?;
         host[..n].copy_from_slice(&packed);
-        s.memcpy_htod(&host[..n], &mut self.buf.slice_mut(..n))
-            .map_err(driver_err("write step metadata"))?;
-        staging
-            .copied
-            .record(s)
-            .map_err(driver_err("record metadata staging"))
+        s.memcpy_htod(&host[..n], &mut self.buf.slice_mut(..n)).map_err(driver_err("write step metadata"))?;
+        staging.copied.record(s).map_err(driver_err("record metadata staging"))
     }
 
     /// Staging for `write_staged`.
     pub fn staging(&self, s: &Arc<CudaStream>) -> Result<Staging> {
         // SAFETY: i32 is valid for any bits; write_staged fills what it copies.
-        let host = unsafe {
-            s.context()
-                .alloc_pinned_with_flags::<i32>(self.buf.len(), 0)
-        }
-        .map_err(driver_err("alloc metadata staging"))?;
+        let host = unsafe { s.context().alloc_pinned_with_flags::<i32>(self.buf.len(), 0) }
+            .map_err(driver_err("alloc metadata staging"))?;
         let copied = s
             .context()
             .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
@@ -277,18 +238,8 @@ mod tests {
     fn packed_metadata_lies_in_step_meta_order() {
         let (t0, t1) = ([3u32, 9], [7u32]);
         let chunks = [
-            SeqChunk {
-                tokens: &t0,
-                start_pos: 4,
-                block_table: &[2, 5],
-                want_logits: true,
-            },
-            SeqChunk {
-                tokens: &t1,
-                start_pos: 0,
-                block_table: &[1],
-                want_logits: true,
-            },
+            SeqChunk { tokens: &t0, start_pos: 4, block_table: &[2, 5], want_logits: true },
+            SeqChunk { tokens: &t1, start_pos: 0, block_table: &[1], want_logits: true },
         ];
         let mut h = HostMeta::build(&chunks, 100, 4, 8).unwrap();
         h.pad(4, 8, 4);
@@ -329,9 +280,7 @@ mod tests {
         let tables: [&[u32]; 2] = [&[3, 7], &[9, 2, 5]];
         // Row 0 crosses from its first page into its second (position 3 -> 4).
         let now = step([3, 9], [11, 12], tables);
-        let mut next = now
-            .advanced(2, bs)
-            .expect("both tables cover the next position");
+        let mut next = now.advanced(2, bs).expect("both tables cover the next position");
         assert_eq!(&next.ids, &[0, 0, 0, 0], "ids wait for this step's tokens");
         next.ids[..2].copy_from_slice(&[21, 22]);
         assert_eq!(next, step([4, 10], [21, 22], tables));

@@ -36,11 +36,7 @@ impl GpuKvCache {
     /// page more than the block manager knows of: decode graphs park padding rows there.
     fn new(gpu: &Gpu, cfg: &ModelConfig, num_pages: usize, block_size: usize) -> Result<Self> {
         let slots = (num_pages + 1) * block_size * cfg.kv_dim();
-        let alloc = |what| {
-            gpu.stream()
-                .alloc_zeros::<bf16>(slots)
-                .map_err(driver_err(what))
-        };
+        let alloc = |what| gpu.stream().alloc_zeros::<bf16>(slots).map_err(driver_err(what));
         let mut cache = GpuKvCache {
             k: Vec::with_capacity(cfg.num_hidden_layers),
             v: Vec::with_capacity(cfg.num_hidden_layers),
@@ -79,9 +75,7 @@ pub struct CudaBackend {
     arrivals: Arrivals,
 }
 
-pub(crate) fn driver_err(
-    what: &'static str,
-) -> impl Fn(kernels::cudarc::driver::DriverError) -> EngineError {
+pub(crate) fn driver_err(what: &'static str) -> impl Fn(kernels::cudarc::driver::DriverError) -> EngineError {
     move |e| EngineError::Backend(format!("{what}: {e}"))
 }
 
@@ -104,11 +98,7 @@ impl CudaBackend {
         let weights = GpuWeights::upload(&gpu, w)?;
         let deq = match weights.fp8_dequant_len() {
             0 => None,
-            n => Some(
-                gpu.stream()
-                    .alloc_zeros(n)
-                    .map_err(driver_err("alloc FP8 prefill buffer"))?,
-            ),
+            n => Some(gpu.stream().alloc_zeros(n).map_err(driver_err("alloc FP8 prefill buffer"))?),
         };
         let cache = GpuKvCache::new(&gpu, &cfg, num_pages, block_size)?;
         gpu.sync().map_err(kernel_err)?;
@@ -184,10 +174,7 @@ impl CudaBackend {
     pub fn decode_path(&self, rows: usize) -> DecodePath {
         let hd = self.cfg.hidden_size;
         let folds = step::folds_norms(&self.w, rows, hd);
-        DecodePath {
-            folds_norms: folds,
-            f16_x: step::uses_f16_x(&self.w, rows, hd, folds),
-        }
+        DecodePath { folds_norms: folds, f16_x: step::uses_f16_x(&self.w, rows, hd, folds) }
     }
 
     /// The device's name, e.g. "NVIDIA H200" (for /v1/engine/info).
@@ -198,23 +185,14 @@ impl CudaBackend {
     /// What this backend runs with (for /v1/engine/info): the tuning it was built with,
     /// graphs and run-ahead as they are now.
     pub fn tuning(&self) -> kernels::Tuning {
-        kernels::Tuning {
-            graphs: self.graphs_enabled,
-            run_ahead: self.run_ahead,
-            ..self.gpu.tuning()
-        }
+        kernels::Tuning { graphs: self.graphs_enabled, run_ahead: self.run_ahead, ..self.gpu.tuning() }
     }
 
     /// Logits at every position of `tokens` run from position 0 on pages 0.. (tests).
     pub fn logits_all_positions(&mut self, tokens: &[u32]) -> Result<Vec<Vec<f32>>> {
         let pages = tokens.len().div_ceil(self.cache.block_size);
         let table: Vec<u32> = (0..pages as u32).collect();
-        let chunk = SeqChunk {
-            tokens,
-            start_pos: 0,
-            block_table: &table,
-            want_logits: true,
-        };
+        let chunk = SeqChunk { tokens, start_pos: 0, block_table: &table, want_logits: true };
         let rows: Vec<usize> = (0..tokens.len()).collect();
         logits_only(self.run(&[chunk], &rows, RowHint::default())?)
     }
@@ -222,15 +200,8 @@ impl CudaBackend {
     /// The flat token index of each chunk that wants logits, and whether all of them are
     /// greedy and may continue (`RowHint`; a missing hint is neither).
     fn wanted_rows(chunks: &[SeqChunk<'_>], hints: &[RowHint]) -> (Vec<usize>, RowHint) {
-        let (mut rows, mut all, mut offset) = (
-            Vec::new(),
-            RowHint {
-                greedy: true,
-                may_continue: true,
-                only_length_ends: true,
-            },
-            0,
-        );
+        let (mut rows, mut all, mut offset) =
+            (Vec::new(), RowHint { greedy: true, may_continue: true, only_length_ends: true }, 0);
         for (i, ch) in chunks.iter().enumerate() {
             if ch.want_logits && !ch.tokens.is_empty() {
                 rows.push(offset + ch.tokens.len() - 1);

@@ -14,12 +14,7 @@ use kernels::{Gpu, bf16, ops};
 /// Give every FP8 projection its bf16 prefill copy (the same `fp8_dequant_into` prefill
 /// ran, so the same bits); returns the bytes allocated.
 pub(super) fn make_copies(gpu: &Gpu, cfg: &ModelConfig, w: &mut GpuWeights) -> Result<usize> {
-    let (hd, qd, kvd, inter) = (
-        cfg.hidden_size,
-        cfg.q_dim(),
-        cfg.kv_dim(),
-        cfg.intermediate_size,
-    );
+    let (hd, qd, kvd, inter) = (cfg.hidden_size, cfg.q_dim(), cfg.kv_dim(), cfg.intermediate_size);
     let mut bytes = 0;
     for l in &mut w.layers {
         let shapes = [
@@ -29,23 +24,14 @@ pub(super) fn make_copies(gpu: &Gpu, cfg: &ModelConfig, w: &mut GpuWeights) -> R
             (&mut l.wdown, hd, inter),
         ];
         for (lin, n, k) in shapes {
-            let GpuLinear::Fp8 {
-                codes,
-                scale_inv,
-                scale_rows,
-                interleave,
-                prefill,
-            } = lin
-            else {
+            let GpuLinear::Fp8 { codes, scale_inv, scale_rows, interleave, prefill } = lin else {
                 continue;
             };
             if prefill.is_some() {
                 continue;
             }
-            let mut copy = gpu
-                .stream()
-                .alloc_zeros::<bf16>(n * k)
-                .map_err(driver_err("alloc FP8 prefill copy"))?;
+            let mut copy =
+                gpu.stream().alloc_zeros::<bf16>(n * k).map_err(driver_err("alloc FP8 prefill copy"))?;
             let m8 = ops::Fp8Matrix {
                 codes: &codes.as_view(),
                 scale_inv: &scale_inv.as_view(),

@@ -57,30 +57,20 @@ impl CudaBackend {
         let block_size = self.cache.block_size;
         let s = self.gpu.stream().clone();
         let g = self.graphs[slot].as_mut().expect("the step ran on it");
-        s.memcpy_dtoh(&g.tokens.slice(..n), &mut g.tokens_host)
-            .map_err(driver_err("download tokens"))?;
-        g.tokens_landed
-            .record(&s)
-            .map_err(driver_err("record token event"))?;
+        s.memcpy_dtoh(&g.tokens.slice(..n), &mut g.tokens_host).map_err(driver_err("download tokens"))?;
+        g.tokens_landed.record(&s).map_err(driver_err("record token event"))?;
         let mut prepared = None;
         if may_continue && let Some(next) = host.advanced(n, block_size) {
             // Harmless if no launch follows: the next call writes its own metadata, and
             // these copies run after this step has read its own.
-            g.meta
-                .write_staged(&s, &next, &mut g.staging[g.next_staging])?;
+            g.meta.write_staged(&s, &next, &mut g.staging[g.next_staging])?;
             g.next_staging ^= 1;
             s.memcpy_dtod(&g.tokens.slice(..n), &mut g.meta.ids_mut().slice_mut(..n))
                 .map_err(driver_err("feed tokens ahead"))?;
             prepared = Some(next);
         }
-        g.tokens_landed
-            .synchronize()
-            .map_err(driver_err("wait for tokens"))?;
-        let out = g
-            .tokens_host
-            .as_slice()
-            .map_err(driver_err("read tokens"))?[..n]
-            .to_vec();
+        g.tokens_landed.synchronize().map_err(driver_err("wait for tokens"))?;
+        let out = g.tokens_host.as_slice().map_err(driver_err("read tokens"))?[..n].to_vec();
         if let Some(mut meta) = prepared
             && !self.arrivals.pending()
         {
@@ -102,11 +92,7 @@ mod tests {
     use super::*;
 
     fn hint(greedy: bool, may_continue: bool, only_length_ends: bool) -> RowHint {
-        RowHint {
-            greedy,
-            may_continue,
-            only_length_ends,
-        }
+        RowHint { greedy, may_continue, only_length_ends }
     }
 
     #[test]

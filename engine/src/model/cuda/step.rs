@@ -20,8 +20,8 @@ mod half_x;
 mod linear;
 mod scratch;
 
-use linear::{gate_up_act, linear_w};
 pub(super) use linear::lm_head_into;
+use linear::{gate_up_act, linear_w};
 pub(super) use scratch::Scratch;
 
 pub(super) use fold::folds_norms;
@@ -37,11 +37,7 @@ pub struct DecodePath {
 }
 
 pub(super) fn attn_dims(c: &ModelConfig) -> AttnDims {
-    AttnDims {
-        heads: c.num_attention_heads,
-        kv_heads: c.num_key_value_heads,
-        head_dim: c.head_dim,
-    }
+    AttnDims { heads: c.num_attention_heads, kv_heads: c.num_key_value_heads, head_dim: c.head_dim }
 }
 
 /// Attention of the step's rows into `out`: the tensor-core prefill kernel for more rows
@@ -113,13 +109,7 @@ struct Forward<'a> {
 }
 
 impl<'a> Forward<'a> {
-    fn new(
-        gpu: &'a Gpu,
-        c: &ModelConfig,
-        w: &'a GpuWeights,
-        meta: &'a StepMeta,
-        settled: bool,
-    ) -> Self {
+    fn new(gpu: &'a Gpu, c: &ModelConfig, w: &'a GpuWeights, meta: &'a StepMeta, settled: bool) -> Self {
         let (rows, hd) = (meta.ids().len(), c.hidden_size);
         let fold = fold::folds_norms(w, rows, hd);
         Forward {
@@ -194,10 +184,7 @@ impl<'a> Forward<'a> {
             block_size: cache.block_size,
             settled: self.settled,
         };
-        let mut split = ops::SplitScratch {
-            acc: sc.part_acc.as_view_mut(),
-            ml: sc.part_ml.as_view_mut(),
-        };
+        let mut split = ops::SplitScratch { acc: sc.part_acc.as_view_mut(), ml: sc.part_ml.as_view_mut() };
         attention(gpu, dims, &pa, sc.attn_splits, &mut split, &mut sc.attn).map_err(kernel_err)
     }
 
@@ -221,8 +208,7 @@ impl<'a> Forward<'a> {
         }
         {
             let (mut x, o, nw) = (sc.x.as_view_mut(), sc.o.as_view(), lw.post_norm.as_view());
-            ops::add_rmsnorm_into(gpu, &mut x, &o, &nw, eps, &mut sc.h.as_view_mut())
-                .map_err(kernel_err)?;
+            ops::add_rmsnorm_into(gpu, &mut x, &o, &nw, eps, &mut sc.h.as_view_mut()).map_err(kernel_err)?;
         }
         gate_up_act(gpu, lw, inter, hd, sc, deq.as_deref_mut())?;
         linear_w(gpu, &sc.act, &lw.wdown, hd, inter, &mut sc.o, deq)
@@ -232,12 +218,7 @@ impl<'a> Forward<'a> {
 impl CudaBackend {
     /// Forward all chunks' tokens; return logits for the flat token indices in `rows`, or
     /// their greedy tokens when `all.greedy` (a graph step may queue the next: graph.rs).
-    pub(super) fn run(
-        &mut self,
-        chunks: &[SeqChunk<'_>],
-        rows: &[usize],
-        all: RowHint,
-    ) -> Result<Vec<Next>> {
+    pub(super) fn run(&mut self, chunks: &[SeqChunk<'_>], rows: &[usize], all: RowHint) -> Result<Vec<Next>> {
         let (vocab, pages) = (self.cfg.vocab_size, self.cache.num_pages);
         let host = HostMeta::build(chunks, vocab, self.cache.block_size, pages)?;
         let t = host.ids.len();
@@ -270,11 +251,8 @@ impl CudaBackend {
         let a = driver_err("alloc logits");
         let mut hsel = s.alloc_zeros::<bf16>(rows.len() * hd).map_err(&a)?;
         for (i, &r) in rows.iter().enumerate() {
-            s.memcpy_dtod(
-                &h.slice(r * hd..(r + 1) * hd),
-                &mut hsel.slice_mut(i * hd..(i + 1) * hd),
-            )
-            .map_err(driver_err("gather rows"))?;
+            s.memcpy_dtod(&h.slice(r * hd..(r + 1) * hd), &mut hsel.slice_mut(i * hd..(i + 1) * hd))
+                .map_err(driver_err("gather rows"))?;
         }
         let mut logits = s.alloc_zeros::<f32>(rows.len() * vocab).map_err(&a)?;
         lm_head_into(&self.gpu, &hsel, &self.w, (vocab, hd), &mut logits)?;
@@ -291,19 +269,12 @@ impl CudaBackend {
             let mut keys = s.alloc_zeros::<u64>(n * ops::ARGMAX_PARTS).map_err(&a)?;
             let (lv, mut kv, mut tv) = (logits.as_view(), keys.as_view_mut(), tokens.as_view_mut());
             ops::argmax_into(&self.gpu, &lv, vocab, &mut kv, &mut tv).map_err(kernel_err)?;
-            let host = s
-                .clone_dtoh(&tokens)
-                .map_err(driver_err("download tokens"))?;
+            let host = s.clone_dtoh(&tokens).map_err(driver_err("download tokens"))?;
             self.gpu.sync().map_err(kernel_err)?;
             return Ok(host.into_iter().map(Next::Token).collect());
         }
-        let host = s
-            .clone_dtoh(logits)
-            .map_err(driver_err("download logits"))?;
+        let host = s.clone_dtoh(logits).map_err(driver_err("download logits"))?;
         self.gpu.sync().map_err(kernel_err)?;
-        Ok(host
-            .chunks_exact(vocab)
-            .map(|r| Next::Logits(r.to_vec()))
-            .collect())
+        Ok(host.chunks_exact(vocab).map(|r| Next::Logits(r.to_vec())).collect())
     }
 }

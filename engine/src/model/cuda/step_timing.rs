@@ -78,15 +78,11 @@ impl StepTiming {
     /// Just before and after the graph's launch, on its stream.
     pub fn replay_begins(&mut self, gpu: &Gpu) -> Result<()> {
         self.replay_began = Some(Instant::now());
-        self.start
-            .record(gpu.stream())
-            .map_err(driver_err("record step timing event"))
+        self.start.record(gpu.stream()).map_err(driver_err("record step timing event"))
     }
     pub fn replay_ends(&mut self, gpu: &Gpu) -> Result<()> {
         self.launched = Some(Instant::now());
-        self.end
-            .record(gpu.stream())
-            .map_err(driver_err("record step timing event"))
+        self.end.record(gpu.stream()).map_err(driver_err("record step timing event"))
     }
 
     /// The call has its results (the stream is synchronized, so both events are done).
@@ -98,10 +94,7 @@ impl StepTiming {
             self.last_return = Some(now);
             return Ok(());
         }
-        let ms = self
-            .start
-            .elapsed_ms(&self.end)
-            .map_err(driver_err("read step timing events"))?;
+        let ms = self.start.elapsed_ms(&self.end).map_err(driver_err("read step timing events"))?;
         self.gpu += Duration::from_secs_f64(ms as f64 / 1e3);
         if let Some(t) = self.call_began.take() {
             self.call += now - t;
@@ -152,10 +145,7 @@ impl StepTiming {
         }
         self.end.record(gpu.stream()).map_err(&rec)?;
         gpu.sync().map_err(super::kernel_err)?;
-        let ms = self
-            .start
-            .elapsed_ms(&self.end)
-            .map_err(driver_err("read step timing events"))?;
+        let ms = self.start.elapsed_ms(&self.end).map_err(driver_err("read step timing events"))?;
         tracing::info!(
             replays = BURST,
             burst_us = ms as f64 * 1e3 / BURST as f64,

@@ -21,10 +21,7 @@ use rayon::prelude::*;
 pub enum GpuLinear {
     /// Row-major (prefill's cuBLAS GEMMs; decode too when `tiled` is None), and the same
     /// matrix tiled for the decode GEMMs (`Tuning::tiled_weights`, `ops::tile_weights`).
-    Bf16 {
-        rows: CudaSlice<bf16>,
-        tiled: Option<CudaSlice<bf16>>,
-    },
+    Bf16 { rows: CudaSlice<bf16>, tiled: Option<CudaSlice<bf16>> },
     /// Codes [n, k] row-major and scale_inv [ceil(n / scale_rows), ceil(k / 128)];
     /// `interleave` as `ops::Fp8Matrix` (gate|up interleaved: the intermediate size, else 0).
     Fp8 {
@@ -127,9 +124,7 @@ fn to_bf16(mats: &[&Mat]) -> Vec<bf16> {
 }
 
 fn upload_mats(gpu: &Gpu, what: &str, mats: &[&Mat]) -> Result<CudaSlice<bf16>> {
-    gpu.stream()
-        .clone_htod(&to_bf16(mats))
-        .map_err(gpu_err(what))
+    gpu.stream().clone_htod(&to_bf16(mats)).map_err(gpu_err(what))
 }
 
 /// FP8 codes and scales of projections fused along rows, before upload.
@@ -147,9 +142,7 @@ fn fp8_parts(what: &str, mats: &[&Mat]) -> Result<Option<Fp8Parts>> {
         return Ok(None);
     }
     if fp8.len() != mats.len() {
-        return Err(EngineError::Weights(format!(
-            "{what}: some fused projections are FP8 and some are not"
-        )));
+        return Err(EngineError::Weights(format!("{what}: some fused projections are FP8 and some are not")));
     }
     let cols = mats[0].cols;
     if let Some(bad) = fp8.iter().find(|w| w.block != (FP8_BLOCK, FP8_BLOCK)) {
@@ -172,11 +165,7 @@ fn fp8_parts(what: &str, mats: &[&Mat]) -> Result<Option<Fp8Parts>> {
             }
         }
     }
-    Ok(Some(Fp8Parts {
-        codes,
-        scales,
-        scale_rows: if aligned { FP8_BLOCK } else { 1 },
-    }))
+    Ok(Some(Fp8Parts { codes, scales, scale_rows: if aligned { FP8_BLOCK } else { 1 } }))
 }
 
 /// FP8 codes [n, k] and their scales, row-major.
@@ -196,17 +185,11 @@ fn upload_fp8(gpu: &Gpu, what: &str, p: Fp8Parts, interleave: usize) -> Result<G
 fn upload_bf16(gpu: &Gpu, what: &str, w: Vec<bf16>, (n, k): (usize, usize)) -> Result<GpuLinear> {
     let s = gpu.stream();
     let tiled = if gpu.tuning().tiled_weights {
-        Some(
-            s.clone_htod(&tile_weights(&w, n, k))
-                .map_err(gpu_err(what))?,
-        )
+        Some(s.clone_htod(&tile_weights(&w, n, k)).map_err(gpu_err(what))?)
     } else {
         None
     };
-    Ok(GpuLinear::Bf16 {
-        rows: s.clone_htod(&w).map_err(gpu_err(what))?,
-        tiled,
-    })
+    Ok(GpuLinear::Bf16 { rows: s.clone_htod(&w).map_err(gpu_err(what))?, tiled })
 }
 
 /// Upload `mats` fused along rows, as FP8 when they all carry codes, else as bf16.

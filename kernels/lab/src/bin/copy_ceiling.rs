@@ -36,12 +36,7 @@ const LAYERS: usize = 36;
 const RING_THREADS: u32 = 9 * 32;
 
 /// The (N, K) of one layer's linears, in step order.
-const SHAPES: [(usize, usize); 4] = [
-    (QKV, HIDDEN),
-    (HIDDEN, HIDDEN),
-    (2 * INTER, HIDDEN),
-    (HIDDEN, INTER),
-];
+const SHAPES: [(usize, usize); 4] = [(QKV, HIDDEN), (HIDDEN, HIDDEN), (2 * INTER, HIDDEN), (HIDDEN, INTER)];
 
 /// One matrix of the step: its byte offset in the buffer, rows, bytes per row, and bytes
 /// from one row's start to the next (row_bytes + a pad).
@@ -61,13 +56,7 @@ fn step_mats(elem: usize, pad: usize) -> Vec<Mat> {
         for (n, k) in SHAPES {
             let row_bytes = k * elem;
             let pitch = row_bytes + pad;
-            v.push(Mat {
-                off,
-                n,
-                k,
-                row_bytes,
-                pitch,
-            });
+            v.push(Mat { off, n, k, row_bytes, pitch });
             off += n * pitch;
         }
     }
@@ -105,8 +94,7 @@ const ALL_PARTS: u64 = 7;
 impl Kernels {
     /// copy_ceiling.cu compiled and loaded on `g`.
     fn load(g: &Gpu, opts: &GpuOptions) -> Self {
-        let module =
-            kernels_lab::module(g, opts, "copy_ceiling.cu", sources::COPY_CEILING);
+        let module = kernels_lab::module(g, opts, "copy_ceiling.cu", sources::COPY_CEILING);
         Kernels {
             ring: module.load_function("copy_ceiling_ring").unwrap(),
             loads: module.load_function("copy_ceiling_loads").unwrap(),
@@ -147,25 +135,11 @@ impl Kernels {
     fn gemm(&self, g: &Gpu, w: u64, x: u64, y: u64, m: &Mat, tiled: bool, parts: u64) {
         let small = m.n.div_ceil(16) < 2 * g.sms();
         let t = g.tuning();
-        let stages = if small {
-            t.bulk_stages_small
-        } else {
-            t.bulk_stages
-        } as usize;
+        let stages = if small { t.bulk_stages_small } else { t.bulk_stages } as usize;
         // Parts bit 3 reads x from 2 KB behind the ring (copy_ceiling.cu).
         let smem = (stages * 16 * (1024 + 16)) as u32 + if parts & 8 != 0 { 2048 } else { 0 };
         let grid = persistent_grid(g, &self.gemm, smem, m.n);
-        let mut a = [
-            x,
-            w,
-            y,
-            1,
-            m.n as u64,
-            m.k as u64,
-            stages as u64,
-            tiled as u64,
-            parts,
-        ];
+        let mut a = [x, w, y, 1, m.n as u64, m.k as u64, stages as u64, tiled as u64, parts];
         launch_pdl(g, &self.gemm, grid, RING_THREADS, smem, &mut a);
     }
 
@@ -180,17 +154,7 @@ impl Kernels {
         let per_sm = timing::opt_in_blocks_per_sm(&self.fat, groups * RING_THREADS, smem);
         assert_eq!(per_sm, 1, "one fat block per SM");
         let grid = (m.n.div_ceil(16).div_ceil(groups as usize)).min(g.sms()) as u32;
-        let mut a = [
-            x,
-            w,
-            y,
-            1,
-            m.n as u64,
-            m.k as u64,
-            stages as u64,
-            tiled as u64,
-            groups as u64,
-        ];
+        let mut a = [x, w, y, 1, m.n as u64, m.k as u64, stages as u64, tiled as u64, groups as u64];
         launch_pdl(g, &self.fat, grid, groups * RING_THREADS, smem, &mut a);
     }
 
@@ -223,10 +187,7 @@ fn how_fast_the_step_weights_stream_by_each_way_of_moving_them() {
         let l = mats.last().unwrap();
         let bytes = l.off + l.n * l.row_bytes;
         let row = |label: &str, us: f32| {
-            println!(
-                "| {name} | {label} | {us:.0} ({:.2}) |",
-                bytes as f64 / (us as f64 * 1e-6) / 1e12
-            );
+            println!("| {name} | {label} | {us:.0} ({:.2}) |", bytes as f64 / (us as f64 * 1e-6) / 1e12);
         };
         let us = time_us_reps(&g, 1, || {
             for m in &mats {
@@ -236,11 +197,7 @@ fn how_fast_the_step_weights_stream_by_each_way_of_moving_them() {
         row("16-byte loads, 4 in flight, 4 x 256 threads per SM", us);
         for (main, small) in [(4usize, 6usize), (3, 6)] {
             let stages = |m: &Mat, piece: usize| {
-                let s = if m.n.div_ceil(16) < 2 * g.sms() {
-                    small
-                } else {
-                    main
-                };
+                let s = if m.n.div_ceil(16) < 2 * g.sms() { small } else { main };
                 // 2 KB pieces: stages twice as large, half as many.
                 (s * 1024 / piece).max(2)
             };
@@ -251,10 +208,7 @@ fn how_fast_the_step_weights_stream_by_each_way_of_moving_them() {
                         k.ring(&g, base, outp, m, feed, stages(m, 1024));
                     }
                 });
-                row(
-                    &format!("ring {main}/{small}, tiled layout, {copies} copies per 16 KB stage"),
-                    us,
-                );
+                row(&format!("ring {main}/{small}, tiled layout, {copies} copies per 16 KB stage"), us);
             }
             for piece in [1024usize, 2048] {
                 for pad in PADS {
@@ -289,10 +243,7 @@ fn how_fast_the_step_weights_stream_by_each_way_of_moving_them() {
                         ops::skinny_gemm_into(&g, &xv, &w, layout, m.n, m.k, &mut yv).unwrap();
                     }
                 });
-                row(
-                    &format!("the engine's GEMMs, batch 1 (no SwiGLU), {layout:?} layout"),
-                    us,
-                );
+                row(&format!("the engine's GEMMs, batch 1 (no SwiGLU), {layout:?} layout"), us);
             }
         }
     }
@@ -318,13 +269,7 @@ fn what_in_the_gemm_consumers_costs() {
     for (n, kk) in [(1000usize, 4096usize), (4096, 12288)] {
         let wv: Vec<bf16> = (0..n * kk).map(|_| rnd()).collect();
         let xv: Vec<bf16> = (0..kk).map(|_| rnd()).collect();
-        let m = Mat {
-            off: 0,
-            n,
-            k: kk,
-            row_bytes: kk * 2,
-            pitch: kk * 2,
-        };
+        let m = Mat { off: 0, n, k: kk, row_bytes: kk * 2, pitch: kk * 2 };
         let x = st.clone_htod(&xv).unwrap();
         let mut want = st.alloc_zeros::<f32>(n).unwrap();
         let w_rows = st.clone_htod(&wv).unwrap();
@@ -333,14 +278,10 @@ fn what_in_the_gemm_consumers_costs() {
         ops::skinny_gemm_into(&g, &x.as_view(), &w_rows.as_view(), layout, n, kk, &mut yv).unwrap();
         let want = st.clone_dtoh(&want).unwrap();
         for tiled in [false, true] {
-            let w = if tiled {
-                st.clone_htod(&ops::tile_weights(&wv, n, kk)).unwrap()
-            } else {
-                w_rows.clone()
-            };
+            let w =
+                if tiled { st.clone_htod(&ops::tile_weights(&wv, n, kk)).unwrap() } else { w_rows.clone() };
             let y = st.alloc_zeros::<f32>(n).unwrap();
-            let ((wp, _a), (xp, _b), (yp, _c)) =
-                (w.device_ptr(st), x.device_ptr(st), y.device_ptr(st));
+            let ((wp, _a), (xp, _b), (yp, _c)) = (w.device_ptr(st), x.device_ptr(st), y.device_ptr(st));
             for fat in [false, true] {
                 if fat {
                     k.gemm_fat(&g, wp, xp, yp, &m, tiled);
@@ -348,14 +289,8 @@ fn what_in_the_gemm_consumers_costs() {
                     k.gemm(&g, wp, xp, yp, &m, tiled, ALL_PARTS);
                 }
                 let got = st.clone_dtoh(&y).unwrap();
-                let same = got
-                    .iter()
-                    .zip(&want)
-                    .all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(
-                    same,
-                    "{n}x{kk} tiled {tiled} fat {fat}: the rebuilt GEMM != the engine's op"
-                );
+                let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{n}x{kk} tiled {tiled} fat {fat}: the rebuilt GEMM != the engine's op");
             }
         }
     }
@@ -378,22 +313,12 @@ fn what_in_the_gemm_consumers_costs() {
     println!("| bf16 linears, 144 launches, PDL | row-major: us (TB/s) | tiled: us (TB/s) |");
     let row = |label: &str, f: &dyn Fn(bool)| {
         let [a, b] = [false, true].map(|tiled| time_us_reps(&g, 1, || f(tiled)));
-        println!(
-            "| {label} | {a:.0} ({:.2}) | {b:.0} ({:.2}) |",
-            tbs(a),
-            tbs(b)
-        );
+        println!("| {label} | {a:.0} ({:.2}) | {b:.0} ({:.2}) |", tbs(a), tbs(b));
     };
     // LATLAB_CONSUMER_ONLY=7,6: only those parts (and no ring), for a profiler
     // (scripts/gpu/ncu_gemm.sh) to see a few variants' launches.
     let only: Option<Vec<u64>> = std::env::var("LATLAB_CONSUMER_ONLY").ok().map(|v| {
-        v.split(',')
-            .map(|p| {
-                p.trim()
-                    .parse()
-                    .expect("LATLAB_CONSUMER_ONLY: parts numbers")
-            })
-            .collect()
+        v.split(',').map(|p| p.trim().parse().expect("LATLAB_CONSUMER_ONLY: parts numbers")).collect()
     });
     for (parts, label) in [
         (7u64, "GEMM, all parts (the engine's kernel)"),
@@ -422,11 +347,7 @@ fn what_in_the_gemm_consumers_costs() {
         return;
     }
     row("the ring alone (4 / 6 stages)", &|tiled| {
-        let feed = if tiled {
-            Feed::Tiled { copies: 1 }
-        } else {
-            Feed::Rows { piece: 1024 }
-        };
+        let feed = if tiled { Feed::Tiled { copies: 1 } } else { Feed::Rows { piece: 1024 } };
         for m in &mats {
             let stages = if m.n.div_ceil(16) < 2 * g.sms() { 6 } else { 4 };
             k.ring(&g, base, yp, m, feed, stages);

@@ -12,7 +12,6 @@
 //! first launch, what L2 kept of it), bf16, row-major and tiled (the same bytes read as
 //! either layout: only the timing matters here).
 
-
 use kernels::cudarc::driver::CudaSlice;
 use kernels::ops::{self, WeightLayout};
 use kernels::{Gpu, GpuOptions, bf16};
@@ -26,15 +25,10 @@ fn bulk_gemm_reads_from_l2() {
     let s = g.stream().clone();
     println!("| matrix | MB | m | layout | distinct, us (TB/s) | one matrix, us (TB/s) |");
     // o_proj; half of it; qkv (50 MB, about L2's size).
-    for (name, n, k) in [
-        ("o_proj", 4096, 4096),
-        ("half o_proj", 2048, 4096),
-        ("qkv", 6144, 4096),
-    ] {
+    for (name, n, k) in [("o_proj", 4096, 4096), ("half o_proj", 2048, 4096), ("qkv", 6144, 4096)] {
         // Random-ish bits: zero pages could be served by compression.
-        let host: Vec<bf16> = (0..n * k)
-            .map(|i| bf16::from_f32(((i * 2_654_435_761) % 1000) as f32 * 1e-3 - 0.5))
-            .collect();
+        let host: Vec<bf16> =
+            (0..n * k).map(|i| bf16::from_f32(((i * 2_654_435_761) % 1000) as f32 * 1e-3 - 0.5)).collect();
         let ws: Vec<CudaSlice<bf16>> = (0..LAYERS).map(|_| s.clone_htod(&host).unwrap()).collect();
         let mb = (n * k * 2) as f32 / 1e6;
         for m in [1usize, 8] {

@@ -17,12 +17,10 @@
 
 use kernels_lab::sources;
 
-use kernels::cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
-};
+use kernels::cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 use kernels::{Gpu, GpuOptions};
-use std::sync::Arc;
 use kernels_lab::timing::{launch_pdl, time_us_reps};
+use std::sync::Arc;
 
 const LINE_WORDS: usize = 32; // 128-byte lines of u32
 const HOPS: i32 = 20_000;
@@ -32,9 +30,7 @@ fn chase_buffer(lines: usize, seed: u64) -> Vec<u32> {
     let mut order: Vec<usize> = (0..lines).collect();
     let mut s = seed;
     for i in (1..lines).rev() {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         order.swap(i, (s >> 33) as usize % (i + 1));
     }
     let mut next = vec![0u32; lines * LINE_WORDS];
@@ -50,11 +46,7 @@ fn chase(s: &Arc<CudaStream>, f: &CudaFunction, next: &CudaSlice<u32>, start: us
     let start = (start * LINE_WORDS) as u32;
     let mut b = s.launch_builder(f);
     b.arg(next).arg(&start).arg(&HOPS).arg(&mut out);
-    let cfg = LaunchConfig {
-        grid_dim: (1, 1, 1),
-        block_dim: (1, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
     // SAFETY: next holds a cycle of in-range indices; out has two words.
     unsafe { b.launch(cfg) }.unwrap();
     let v = s.clone_dtoh(&out).unwrap();
@@ -97,11 +89,8 @@ fn one_round_trip_at_rest_and_under_a_weight_stream() {
     let sink = other.alloc_zeros::<u32>(1).unwrap();
     let n16 = (bytes / 16) as u64;
     // One block of 1024 threads per SM: the chase's one thread still finds room beside it.
-    let stream_cfg = LaunchConfig {
-        grid_dim: (g.sms() as u32, 1, 1),
-        block_dim: (1024, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let stream_cfg =
+        LaunchConfig { grid_dim: (g.sms() as u32, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
     let launch_stream = |passes: i32| {
         let mut b = other.launch_builder(&stream_f);
         b.arg(&weights).arg(&n16).arg(&passes).arg(&sink);
@@ -135,44 +124,25 @@ fn one_round_trip_at_rest_and_under_a_weight_stream() {
             "{name}: ns per dependent load at rest {:.0} / {:.0} / {:.0}, under the stream {:.0} / {:.0} / {:.0}",
             rest[0], rest[1], rest[2], loaded[0], loaded[1], loaded[2]
         );
-        assert!(
-            rest.iter()
-                .chain(&loaded)
-                .all(|&v| v > 50.0 && v < 10_000.0),
-            "{name}"
-        );
+        assert!(rest.iter().chain(&loaded).all(|&v| v > 50.0 && v < 10_000.0), "{name}");
     }
     // A kernel boundary plus one round trip: a chain of dependent PDL kernels, at rest and
     // beside the stream (its 40 passes outlast the graph's 10 replays of 200 kernels).
     // Two words each: the code hops may write a second (never, in practice).
-    let (ha, hb) = (
-        s.alloc_zeros::<u32>(2).unwrap(),
-        s.alloc_zeros::<u32>(2).unwrap(),
-    );
+    let (ha, hb) = (s.alloc_zeros::<u32>(2).unwrap(), s.alloc_zeros::<u32>(2).unwrap());
     // Then the same with ~43 KB of straight code per kernel, four kernels taking turns,
     // so that each is fetched again (what a layer's ~9 kernels between GEMMs may pay).
-    let code_fs: Vec<CudaFunction> = (0..4)
-        .map(|v| m.load_function(&format!("latency_hop_code{v}")).unwrap())
-        .collect();
-    let tiny_fs: Vec<CudaFunction> = (1..4)
-        .map(|v| m.load_function(&format!("latency_hop_t{v}")).unwrap())
-        .collect();
+    let code_fs: Vec<CudaFunction> =
+        (0..4).map(|v| m.load_function(&format!("latency_hop_code{v}")).unwrap()).collect();
+    let tiny_fs: Vec<CudaFunction> =
+        (1..4).map(|v| m.load_function(&format!("latency_hop_t{v}")).unwrap()).collect();
     // How many ~43 KB kernels an SM keeps: where taking turns starts to cost.
     let chains: [(&str, Vec<&CudaFunction>); 6] = [
         ("tiny kernels", vec![&hop_f]),
-        (
-            "four tiny kernels taking turns",
-            std::iter::once(&hop_f).chain(&tiny_fs).collect(),
-        ),
+        ("four tiny kernels taking turns", std::iter::once(&hop_f).chain(&tiny_fs).collect()),
         ("one ~43 KB kernel", vec![&code_fs[0]]),
-        (
-            "two ~43 KB kernels taking turns",
-            code_fs[..2].iter().collect(),
-        ),
-        (
-            "three ~43 KB kernels taking turns",
-            code_fs[..3].iter().collect(),
-        ),
+        ("two ~43 KB kernels taking turns", code_fs[..2].iter().collect()),
+        ("three ~43 KB kernels taking turns", code_fs[..3].iter().collect()),
         ("four ~43 KB kernels taking turns", code_fs.iter().collect()),
     ];
     for (name, fs) in &chains {
@@ -184,10 +154,7 @@ fn one_round_trip_at_rest_and_under_a_weight_stream() {
         println!(
             "dependent PDL kernels, {name}: us per kernel at rest {rest:.2}, under the stream {loaded:.2}"
         );
-        assert!(
-            rest > 0.2 && loaded > 0.2 && rest < 50.0 && loaded < 50.0,
-            "{name}"
-        );
+        assert!(rest > 0.2 && loaded > 0.2 && rest < 50.0 && loaded < 50.0, "{name}");
     }
     // Every replay ran every kernel: the value counts the kernels (per chain and state: the
     // eager run, the capture does not run, 10 replays).

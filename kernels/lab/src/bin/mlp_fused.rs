@@ -17,8 +17,8 @@ use kernels_lab::timing;
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr};
 use kernels::ops::{self, WeightLayout};
 use kernels::{Gpu, GpuOptions, bf16};
-use rayon::prelude::*;
 use kernels_lab::timing::{launch_pdl, time_us_reps};
+use rayon::prelude::*;
 
 /// A step's layers.
 const LAYERS: usize = 36;
@@ -89,25 +89,12 @@ impl Fused {
             self.stages as u64,
             1,
         ];
-        launch_pdl(
-            g,
-            &self.f,
-            self.grid,
-            THREADS,
-            self.stages * STAGE_BYTES,
-            &mut args,
-        );
+        launch_pdl(g, &self.f, self.grid, THREADS, self.stages * STAGE_BYTES, &mut args);
     }
 }
 
 /// The two GEMMs: act = SwiGLU(x · gate|up), o = down · act.
-fn gemms(
-    g: &Gpu,
-    l: &Layer,
-    x: &CudaSlice<bf16>,
-    act: &mut CudaSlice<bf16>,
-    o: &mut CudaSlice<f32>,
-) {
+fn gemms(g: &Gpu, l: &Layer, x: &CudaSlice<bf16>, act: &mut CudaSlice<bf16>, o: &mut CudaSlice<f32>) {
     ops::skinny_gemm_swiglu_into(
         g,
         &x.as_view(),
@@ -164,25 +151,15 @@ fn fused_mlp_against_two_gemms() {
     gemms(&g, &layers[0], &h, &mut act, &mut o);
     let want = s.clone_dtoh(&o).unwrap();
     let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
-    assert!(
-        scale > 1.0,
-        "the check needs outputs that are not ~0 ({scale})"
-    );
+    assert!(scale > 1.0, "the check needs outputs that are not ~0 ({scale})");
     for (name, src) in &forms[..2] {
         for stages in [6u32, 3] {
             let fused = Fused::new(&g, &opts, name, src, stages);
             let mut y: CudaSlice<f32> = s.alloc_zeros(HIDDEN).unwrap();
             fused.launch(&g, &layers[0], &h, &mut y);
             let got = s.clone_dtoh(&y).unwrap();
-            let worst = got
-                .iter()
-                .zip(&want)
-                .map(|(a, b)| (a - b).abs() / scale)
-                .fold(0f32, f32::max);
-            assert!(
-                worst < 1e-4,
-                "{name}, {stages} stages: max |fused - GEMMs| / max |y| = {worst:e}"
-            );
+            let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs() / scale).fold(0f32, f32::max);
+            assert!(worst < 1e-4, "{name}, {stages} stages: max |fused - GEMMs| / max |y| = {worst:e}");
             eprintln!("{name}, {stages} stages: max |fused - GEMMs| / max |y| = {worst:.2e}");
         }
     }
@@ -212,14 +189,8 @@ fn fused_mlp_against_two_gemms() {
             let us = time_us_reps(&g, LAYERS, || {
                 fused.launch(&g, &layers[i % LAYERS], &h, &mut resid);
                 i += 1;
-                ops::rmsnorm_into(
-                    &g,
-                    &mut resid.as_view_mut(),
-                    &nw.as_view(),
-                    eps,
-                    &mut h.as_view_mut(),
-                )
-                .unwrap();
+                ops::rmsnorm_into(&g, &mut resid.as_view_mut(), &nw.as_view(), eps, &mut h.as_view_mut())
+                    .unwrap();
             });
             row(&format!("fused, {name}, {stages} stages, rmsnorm"), us);
         }

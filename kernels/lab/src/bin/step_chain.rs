@@ -10,7 +10,6 @@
 //!
 //! `LATLAB_CHAIN_WEIGHTS` and `LATLAB_CHAIN_BATCHES` pick the cases (kernels_lab::step::cases).
 
-
 use kernels::cudarc::driver::CudaSlice;
 use kernels::{Gpu, GpuOptions, bf16};
 use kernels_lab::step::*;
@@ -21,35 +20,12 @@ fn decode_step_marginal_costs() {
     let (weights, batches) = cases();
     let variants: [(&str, Omit); 5] = [
         ("whole step", Omit::default()),
-        (
-            "without norms",
-            Omit {
-                norms: true,
-                ..Omit::default()
-            },
-        ),
-        (
-            "without qk-norm/rope/kv write",
-            Omit {
-                rope: true,
-                ..Omit::default()
-            },
-        ),
-        (
-            "without attention",
-            Omit {
-                attention: true,
-                ..Omit::default()
-            },
-        ),
+        ("without norms", Omit { norms: true, ..Omit::default() }),
+        ("without qk-norm/rope/kv write", Omit { rope: true, ..Omit::default() }),
+        ("without attention", Omit { attention: true, ..Omit::default() }),
         (
             "linears, embedding, argmax only",
-            Omit {
-                norms: true,
-                rope: true,
-                attention: true,
-                ..Omit::default()
-            },
+            Omit { norms: true, rope: true, attention: true, ..Omit::default() },
         ),
     ];
     println!("| weights | m | step | us | minus whole step |");
@@ -62,9 +38,7 @@ fn decode_step_marginal_costs() {
             let mut b = Buffers::new(&g, m);
             let mut whole = 0f32;
             for (name, omit) in variants {
-                let us = time_us_reps(&g, 1, || {
-                    step(&g, m, &mut layers, &head, &meta, &mut b, omit)
-                });
+                let us = time_us_reps(&g, 1, || step(&g, m, &mut layers, &head, &meta, &mut b, omit));
                 if matches!(name, "whole step") {
                     whole = us;
                 }

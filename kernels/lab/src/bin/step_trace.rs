@@ -11,7 +11,6 @@
 //! `LATLAB_CHAIN_WEIGHTS` and `LATLAB_CHAIN_BATCHES` pick the cases (kernels_lab::step::cases);
 //! `LATLAB_TRACE_SLOWEST` the kernels whose slowest blocks it lists.
 
-
 use kernels::cudarc::driver::CudaSlice;
 use kernels::trace::{EventKind, LaunchTimes, TraceEvent, launches};
 use kernels::{Gpu, GpuOptions, bf16};
@@ -43,8 +42,7 @@ fn slowest_blocks(events: &[TraceEvent], timeline: &[LaunchTimes], i: usize, n: 
     let l = &timeline[i];
     let (from, to) = (l.first_start, timeline[i + 1].first_wait.unwrap());
     let release = l.first_wait.unwrap() as i64;
-    let mut blocks: std::collections::BTreeMap<u32, (u32, Vec<(EventKind, u64)>)> =
-        Default::default();
+    let mut blocks: std::collections::BTreeMap<u32, (u32, Vec<(EventKind, u64)>)> = Default::default();
     for e in events {
         if e.grid == l.grid && e.warps == l.warps && e.t_ns >= from && e.t_ns <= to {
             let b = blocks.entry(e.block).or_insert((e.sm, vec![]));
@@ -54,10 +52,8 @@ fn slowest_blocks(events: &[TraceEvent], timeline: &[LaunchTimes], i: usize, n: 
     let mut v: Vec<_> = blocks.into_iter().collect();
     v.sort_by_key(|(_, (_, ev))| std::cmp::Reverse(ev.iter().map(|e| e.1).max()));
     for (block, (sm, ev)) in v.iter().take(n) {
-        let list: Vec<String> = ev
-            .iter()
-            .map(|(k, t)| format!("{k:?} {:+.2}", (*t as i64 - release) as f64 / 1e3))
-            .collect();
+        let list: Vec<String> =
+            ev.iter().map(|(k, t)| format!("{k:?} {:+.2}", (*t as i64 - release) as f64 / 1e3)).collect();
         println!("  block {block} (SM {sm}): {}", list.join(", "));
     }
 }
@@ -89,11 +85,7 @@ fn decode_step_block_timeline() {
     for fp8 in weights {
         let base = env.clone();
         let plain = Gpu::new(&base).unwrap();
-        let traced = Gpu::new(&GpuOptions {
-            trace_events: BLOCKS,
-            ..base.clone()
-        })
-        .unwrap();
+        let traced = Gpu::new(&GpuOptions { trace_events: BLOCKS, ..base.clone() }).unwrap();
         for &m in &batches {
             let mut times = vec![];
             let mut timeline = vec![];
@@ -103,10 +95,7 @@ fn decode_step_block_timeline() {
                 let mut layers = Layer::all_zeros(g, fp8);
                 let meta = Meta::new(g, m);
                 let mut b = Buffers::new(g, m);
-                let omit = Omit {
-                    attention_twice: twice,
-                    ..Omit::default()
-                };
+                let omit = Omit { attention_twice: twice, ..Omit::default() };
                 let mut run = || step(g, m, &mut layers, &head, &meta, &mut b, omit);
                 times.push(time_us_reps(g, 1, &mut run));
                 if g.trace().is_some() {

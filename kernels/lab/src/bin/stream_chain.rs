@@ -15,11 +15,11 @@
 
 use kernels_lab::timing;
 
-use kernels_lab::sources;
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use kernels::cudarc::nvrtc::Ptx;
 use kernels::ops;
 use kernels::{Gpu, GpuOptions, bf16};
+use kernels_lab::sources;
 use kernels_lab::timing::time_us_reps;
 
 const HIDDEN: usize = 4096;
@@ -33,12 +33,7 @@ const STAGE_BYTES: u32 = 16 * (1024 + 16);
 const HOWS: [(i32, i32); 3] = [(0, 0), (1, 0), (0, 100)];
 
 /// The (N, K) of one layer's linears, in step order.
-const SHAPES: [(usize, usize); 4] = [
-    (QKV, HIDDEN),
-    (HIDDEN, HIDDEN),
-    (2 * INTER, HIDDEN),
-    (HIDDEN, INTER),
-];
+const SHAPES: [(usize, usize); 4] = [(QKV, HIDDEN), (HIDDEN, HIDDEN), (2 * INTER, HIDDEN), (HIDDEN, INTER)];
 
 enum W {
     Bf16(CudaSlice<bf16>),
@@ -50,9 +45,7 @@ impl W {
         let s = g.stream();
         let mut r = fill.unwrap_or(0);
         let mut next = move || {
-            r = r
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            r = r.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             ((r >> 40) as f32 / (1u64 << 24) as f32) - 0.5
         };
         if fp8 {
@@ -68,10 +61,7 @@ impl W {
                         })
                         .collect();
                     let scales: Vec<f32> = (0..sc).map(|_| (next() + 0.6) / 64.0).collect();
-                    W::Fp8(
-                        s.clone_htod(&codes).unwrap(),
-                        s.clone_htod(&scales).unwrap(),
-                    )
+                    W::Fp8(s.clone_htod(&codes).unwrap(), s.clone_htod(&scales).unwrap())
                 }
             }
         } else {
@@ -86,31 +76,14 @@ impl W {
     }
 
     /// y = x w^T through the ops (the engine's path).
-    fn run(
-        &self,
-        g: &Gpu,
-        x: &CudaSlice<bf16>,
-        m: usize,
-        n: usize,
-        k: usize,
-        y: &mut CudaSlice<f32>,
-    ) {
+    fn run(&self, g: &Gpu, x: &CudaSlice<bf16>, m: usize, n: usize, k: usize, y: &mut CudaSlice<f32>) {
         let xv = x.slice(..m * k);
         let mut yv = y.slice_mut(..m * n);
         match self {
-            W::Bf16(w) => {
-                ops::skinny_gemm_into(g, &xv, &w.as_view(), ops::WeightLayout::Rows, n, k, &mut yv)
-            }
+            W::Bf16(w) => ops::skinny_gemm_into(g, &xv, &w.as_view(), ops::WeightLayout::Rows, n, k, &mut yv),
             W::Fp8(c, s) => {
                 let (cv, sv) = (c.as_view(), s.as_view());
-                let m8 = ops::Fp8Matrix {
-                    codes: &cv,
-                    scale_inv: &sv,
-                    scale_rows: 128,
-                    n,
-                    k,
-                    interleave: 0,
-                };
+                let m8 = ops::Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows: 128, n, k, interleave: 0 };
                 ops::skinny_gemm_fp8_into(g, &xv, &m8, &mut yv)
             }
         }
@@ -118,14 +91,7 @@ impl W {
     }
 
     /// The chain kernel's descriptor (ChainGemm, 6 u64).
-    fn desc(
-        &self,
-        g: &Gpu,
-        x: &CudaSlice<bf16>,
-        y: &CudaSlice<f32>,
-        n: usize,
-        k: usize,
-    ) -> [u64; 6] {
+    fn desc(&self, g: &Gpu, x: &CudaSlice<bf16>, y: &CudaSlice<f32>, n: usize, k: usize) -> [u64; 6] {
         let s = g.stream();
         let (w, sc) = match self {
             W::Bf16(w) => (w.device_ptr(s).0, 0),
@@ -144,23 +110,12 @@ struct Chain {
 
 impl Chain {
     fn new(g: &Gpu, cubin: &[u8], fp8: bool, stages: u32) -> Self {
-        let module = g
-            .ctx()
-            .load_module(Ptx::from_binary(cubin.to_vec()))
-            .unwrap();
-        let name = if fp8 {
-            "stream_chain_fp8"
-        } else {
-            "stream_chain_bf16"
-        };
+        let module = g.ctx().load_module(Ptx::from_binary(cubin.to_vec())).unwrap();
+        let name = if fp8 { "stream_chain_fp8" } else { "stream_chain_bf16" };
         let func = module.load_function(name).unwrap();
         let smem = stages * STAGE_BYTES;
         let per_sm = timing::opt_in_blocks_per_sm(&func, THREADS, smem);
-        Chain {
-            func,
-            grid: per_sm * g.sms() as u32,
-            smem,
-        }
+        Chain { func, grid: per_sm * g.sms() as u32, smem }
     }
 
     fn launch(
@@ -177,13 +132,7 @@ impl Chain {
         let n = (descs.len() / 6) as i32;
         let (mi, st) = (m as i32, stages as i32);
         let mut b = s.launch_builder(&self.func);
-        b.arg(descs)
-            .arg(&n)
-            .arg(&mi)
-            .arg(bar)
-            .arg(&st)
-            .arg(&rotate)
-            .arg(&backoff);
+        b.arg(descs).arg(&n).arg(&mi).arg(bar).arg(&st).arg(&rotate).arg(&backoff);
         let cfg = LaunchConfig {
             grid_dim: (self.grid, 1, 1),
             block_dim: (THREADS, 1, 1),
@@ -201,24 +150,16 @@ fn check_bits(g: &Gpu, cubin: &[u8], fp8: bool, stages: u32) {
     let chain = Chain::new(g, cubin, fp8, stages);
     let s = g.stream();
     let shapes = [(QKV, HIDDEN), (2 * INTER, HIDDEN), (HIDDEN, INTER)];
-    let ws: Vec<W> = shapes
-        .iter()
-        .enumerate()
-        .map(|(i, &(n, k))| W::new(g, n, k, fp8, Some(i as u64 + 1)))
-        .collect();
+    let ws: Vec<W> =
+        shapes.iter().enumerate().map(|(i, &(n, k))| W::new(g, n, k, fp8, Some(i as u64 + 1))).collect();
     for m in [1usize, 5, 8] {
-        let xs: Vec<bf16> = (0..m * INTER)
-            .map(|i| bf16::from_f32(((i * 7919) % 1000) as f32 / 1000.0 - 0.5))
-            .collect();
+        let xs: Vec<bf16> =
+            (0..m * INTER).map(|i| bf16::from_f32(((i * 7919) % 1000) as f32 / 1000.0 - 0.5)).collect();
         let x = s.clone_htod(&xs).unwrap();
-        let mut want: Vec<CudaSlice<f32>> = shapes
-            .iter()
-            .map(|&(n, _)| s.alloc_zeros(m * n).unwrap())
-            .collect();
-        let mut got: Vec<CudaSlice<f32>> = shapes
-            .iter()
-            .map(|&(n, _)| s.alloc_zeros(m * n).unwrap())
-            .collect();
+        let mut want: Vec<CudaSlice<f32>> =
+            shapes.iter().map(|&(n, _)| s.alloc_zeros(m * n).unwrap()).collect();
+        let mut got: Vec<CudaSlice<f32>> =
+            shapes.iter().map(|&(n, _)| s.alloc_zeros(m * n).unwrap()).collect();
         let mut descs = vec![];
         for (i, &(n, k)) in shapes.iter().enumerate() {
             ws[i].run(g, &x, m, n, k, &mut want[i]);
@@ -232,15 +173,9 @@ fn check_bits(g: &Gpu, cubin: &[u8], fp8: bool, stages: u32) {
             }
             chain.launch(g, &d, m, &mut bar, stages, how);
             for i in 0..shapes.len() {
-                let (a, b) = (
-                    s.clone_dtoh(&want[i]).unwrap(),
-                    s.clone_dtoh(&got[i]).unwrap(),
-                );
+                let (a, b) = (s.clone_dtoh(&want[i]).unwrap(), s.clone_dtoh(&got[i]).unwrap());
                 assert!(a.iter().any(|v| *v != 0.0), "gemm {i}: all zeros");
-                assert_eq!(
-                    a, b,
-                    "fp8 {fp8} stages {stages} m {m} gemm {i} {how:?}: chain != ops"
-                );
+                assert_eq!(a, b, "fp8 {fp8} stages {stages} m {m} gemm {i} {how:?}: chain != ops");
             }
         }
     }
@@ -260,14 +195,8 @@ fn linears_as_launches_against_one_streaming_kernel() {
         for stages in [2u32, 3, 4, 6] {
             check_bits(&g, &cubin, fp8, stages);
         }
-        let layers: Vec<Vec<W>> = (0..LAYERS)
-            .map(|_| {
-                SHAPES
-                    .iter()
-                    .map(|&(n, k)| W::new(&g, n, k, fp8, None))
-                    .collect()
-            })
-            .collect();
+        let layers: Vec<Vec<W>> =
+            (0..LAYERS).map(|_| SHAPES.iter().map(|&(n, k)| W::new(&g, n, k, fp8, None)).collect()).collect();
         let x = s.alloc_zeros::<bf16>(8 * INTER).unwrap();
         let mut y = s.alloc_zeros::<f32>(8 * 2 * INTER).unwrap();
         let tb = |us: f32| bytes_per_step(fp8) as f64 / (us as f64 * 1e-6) / 1e12;
@@ -280,10 +209,7 @@ fn linears_as_launches_against_one_streaming_kernel() {
                     }
                 }
             });
-            println!(
-                "| {tag} | {m} | 144 launches (ops, defaults) | {us:.0} | {:.2} |",
-                tb(us)
-            );
+            println!("| {tag} | {m} | 144 launches (ops, defaults) | {us:.0} | {:.2} |", tb(us));
             let mut descs = vec![];
             for l in &layers {
                 for (w, &(n, k)) in l.iter().zip(&SHAPES) {

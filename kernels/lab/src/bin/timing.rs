@@ -5,7 +5,6 @@
 //! replayed 3 times to warm up, then 7 times timed with CUDA events: the median / 20.
 //! Inputs are zeros: timing does not depend on values here.
 
-
 use kernels::cudarc::driver::CudaSlice;
 use kernels::ops::{self, AttnDims, PagedAttnArgs};
 use kernels::{Gpu, GpuOptions, Tuning, bf16};
@@ -27,10 +26,7 @@ const SHAPES: [(&str, usize, usize); 5] = [
 ];
 
 fn row(what: &str, m: usize, us: f32, bytes: usize) {
-    println!(
-        "| {what} | {m} | {us:.1} | {:.0} |",
-        bytes as f32 / us / 1e3
-    );
+    println!("| {what} | {m} | {us:.1} | {:.0} |", bytes as f32 / us / 1e3);
 }
 
 fn qwen3_8b_step_kernel_times() {
@@ -104,11 +100,7 @@ fn qwen3_8b_step_kernel_times() {
         }
         println!("| cublas, 36 layers | {m} | {:.0} | |", layer_us * 36.0);
     }
-    let d = AttnDims {
-        heads: 32,
-        kv_heads: 8,
-        head_dim: 128,
-    };
+    let d = AttnDims { heads: 32, kv_heads: 8, head_dim: 128 };
     let bs = 16usize;
     for (r, ctx) in [(1usize, 452usize), (8, 452), (1, 2048), (232, 232)] {
         let per_row = ctx.div_ceil(bs);
@@ -119,16 +111,10 @@ fn qwen3_8b_step_kernel_times() {
         let tables: Vec<i32> = (0..pages as i32).collect();
         let offs: Vec<i32> = (0..r as i32).map(|i| i * per_row as i32).collect();
         // 232 rows of one prompt: causal lengths 1..=232 in one table, as prefill sends.
-        let (offs, ctxs): (Vec<i32>, Vec<i32>) = if r == 232 {
-            (vec![0; r], (1..=r as i32).collect())
-        } else {
-            (offs, vec![ctx as i32; r])
-        };
-        let (t, o, c) = (
-            s.clone_htod(&tables).unwrap(),
-            s.clone_htod(&offs).unwrap(),
-            s.clone_htod(&ctxs).unwrap(),
-        );
+        let (offs, ctxs): (Vec<i32>, Vec<i32>) =
+            if r == 232 { (vec![0; r], (1..=r as i32).collect()) } else { (offs, vec![ctx as i32; r]) };
+        let (t, o, c) =
+            (s.clone_htod(&tables).unwrap(), s.clone_htod(&offs).unwrap(), s.clone_htod(&ctxs).unwrap());
         let mut out: CudaSlice<bf16> = s.alloc_zeros(r * d.q_dim()).unwrap();
         let a = PagedAttnArgs {
             q: &q.as_view(),
@@ -156,10 +142,7 @@ fn qwen3_8b_step_kernel_times() {
                     d,
                     &a,
                     splits,
-                    &mut ops::SplitScratch {
-                        acc: pa.as_view_mut(),
-                        ml: pm.as_view_mut(),
-                    },
+                    &mut ops::SplitScratch { acc: pa.as_view_mut(), ml: pm.as_view_mut() },
                     &mut out.as_view_mut(),
                 )
                 .unwrap()
@@ -171,9 +154,7 @@ fn qwen3_8b_step_kernel_times() {
             );
         }
         if r > 8 && ops::prefill_attention_supported(d) {
-            let us = time_us(&g, || {
-                ops::prefill_attention_into(&g, d, &a, &mut out.as_view_mut()).unwrap()
-            });
+            let us = time_us(&g, || ops::prefill_attention_into(&g, d, &a, &mut out.as_view_mut()).unwrap());
             println!(
                 "| attention ctx {ctx}, prefill kernel (tensor cores) | {r} | {us:.1} | x36 = {:.0} us |",
                 us * 36.0
@@ -199,22 +180,15 @@ fn qwen3_8b_step_kernel_times() {
         println!("| add_rmsnorm 4096 | {r} | {us:.1} | |");
         let gu: CudaSlice<f32> = s.alloc_zeros(r * 24576).unwrap();
         let mut act: CudaSlice<bf16> = s.alloc_zeros(r * 12288).unwrap();
-        let us = time_us(&g, || {
-            ops::swiglu_into(&g, &gu.as_view(), 12288, true, &mut act.as_view_mut()).unwrap()
-        });
+        let us =
+            time_us(&g, || ops::swiglu_into(&g, &gu.as_view(), 12288, true, &mut act.as_view_mut()).unwrap());
         println!("| swiglu 12288 | {r} | {us:.1} | |");
         let logits: CudaSlice<f32> = s.alloc_zeros(r * 151_936).unwrap();
         let mut ids: CudaSlice<u32> = s.alloc_zeros(r).unwrap();
         let mut keys: CudaSlice<u64> = s.alloc_zeros(r * ops::ARGMAX_PARTS).unwrap();
         let us = time_us(&g, || {
-            ops::argmax_into(
-                &g,
-                &logits.as_view(),
-                151_936,
-                &mut keys.as_view_mut(),
-                &mut ids.as_view_mut(),
-            )
-            .unwrap()
+            ops::argmax_into(&g, &logits.as_view(), 151_936, &mut keys.as_view_mut(), &mut ids.as_view_mut())
+                .unwrap()
         });
         println!("| argmax 151936 | {r} | {us:.1} | |");
     }
@@ -233,10 +207,7 @@ fn tuning_variants() -> Vec<(String, Gpu)> {
             tunings.push(t);
         }
     };
-    match std::env::var("LATLAB_TIMING_SWEEP")
-        .unwrap_or_default()
-        .as_str()
-    {
+    match std::env::var("LATLAB_TIMING_SWEEP").unwrap_or_default().as_str() {
         "0" => {}
         "pdl" => {
             for pdl in [false, true] {
@@ -258,17 +229,10 @@ fn tuning_variants() -> Vec<(String, Gpu)> {
     tunings
         .into_iter()
         .map(|t| {
-            let opts = GpuOptions {
-                tuning: t,
-                ..base.clone()
-            };
+            let opts = GpuOptions { tuning: t, ..base.clone() };
             let label = format!(
                 "bf16 rings x{}/{}, fp8 x{}/{}, pdl {}",
-                t.bulk_stages,
-                t.bulk_stages_small,
-                t.fp8_bulk_stages,
-                t.fp8_bulk_stages_small,
-                t.pdl as u8
+                t.bulk_stages, t.bulk_stages_small, t.fp8_bulk_stages, t.fp8_bulk_stages_small, t.pdl as u8
             );
             (label, Gpu::new(&opts).unwrap())
         })
@@ -281,23 +245,14 @@ fn tuning_variants() -> Vec<(String, Gpu)> {
 fn whole_model_linears(g: &Gpu, tunings: &[(String, Gpu)], quick: bool) {
     let s = g.stream().clone();
     let layer: Vec<(usize, usize)> = SHAPES[..4].iter().map(|&(_, n, k)| (n, k)).collect();
-    let bf: Vec<Vec<CudaSlice<bf16>>> = (0..36)
-        .map(|_| {
-            layer
-                .iter()
-                .map(|&(n, k)| s.alloc_zeros(n * k).unwrap())
-                .collect()
-        })
-        .collect();
+    let bf: Vec<Vec<CudaSlice<bf16>>> =
+        (0..36).map(|_| layer.iter().map(|&(n, k)| s.alloc_zeros(n * k).unwrap()).collect()).collect();
     let f8: Vec<Vec<(CudaSlice<u8>, CudaSlice<f32>)>> = (0..36)
         .map(|_| {
             layer
                 .iter()
                 .map(|&(n, k)| {
-                    (
-                        s.alloc_zeros(n * k).unwrap(),
-                        s.alloc_zeros(n.div_ceil(128) * k.div_ceil(128)).unwrap(),
-                    )
+                    (s.alloc_zeros(n * k).unwrap(), s.alloc_zeros(n.div_ceil(128) * k.div_ceil(128)).unwrap())
                 })
                 .collect()
         })
@@ -313,11 +268,8 @@ fn whole_model_linears(g: &Gpu, tunings: &[(String, Gpu)], quick: bool) {
     };
     for m in [1usize, 2, 4, 8] {
         let mut variants: Vec<(String, bool, f32)> = vec![];
-        let kinds: &[&str] = if quick {
-            &["skinny bf16", "skinny fp8"]
-        } else {
-            &["skinny bf16", "cublas", "skinny fp8"]
-        };
+        let kinds: &[&str] =
+            if quick { &["skinny bf16", "skinny fp8"] } else { &["skinny bf16", "cublas", "skinny fp8"] };
         // cuBLAS once (on the default Gpu); our kernels under every tuning.
         let mut runs: Vec<(&str, &str, &Gpu)> = vec![];
         for &kind in kinds {
@@ -379,11 +331,7 @@ fn whole_model_linears(g: &Gpu, tunings: &[(String, Gpu)], quick: bool) {
                 }
                 .unwrap();
             });
-            let name = if label.is_empty() {
-                kind.to_string()
-            } else {
-                format!("{kind}, {label}")
-            };
+            let name = if label.is_empty() { kind.to_string() } else { format!("{kind}, {label}") };
             variants.push((name, kind.ends_with("fp8"), us));
         }
         for (kind, fp8, us) in variants {

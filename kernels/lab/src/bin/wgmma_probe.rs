@@ -16,9 +16,7 @@
 use kernels_lab::sources;
 
 use kernels::cudarc::driver::sys::{self, CUfunction_attribute};
-use kernels::cudarc::driver::{
-    CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
-};
+use kernels::cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 use kernels::ops;
 use kernels::{Gpu, GpuOptions, bf16};
 use kernels_lab::timing::time_us_reps;
@@ -70,11 +68,7 @@ fn tensor_map(g: &Gpu, w: &CudaSlice<u8>, n: usize, k: usize) -> TensorMap {
 fn e4m3(c: u8) -> f64 {
     let sign = if c & 0x80 != 0 { -1.0 } else { 1.0 };
     let (e, m) = (((c >> 3) & 0xf) as i32, (c & 7) as f64);
-    sign * if e == 0 {
-        m / 8.0 * 2f64.powi(-6)
-    } else {
-        (1.0 + m / 8.0) * 2f64.powi(e - 7)
-    }
+    sign * if e == 0 { m / 8.0 * 2f64.powi(-6) } else { (1.0 + m / 8.0) * 2f64.powi(e - 7) }
 }
 
 struct Rng(u64);
@@ -136,33 +130,19 @@ impl Probe {
     ) {
         let smem = self.smem(stages, k) as u32;
         self.func
-            .set_attribute(
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                smem as i32,
-            )
+            .set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
             .unwrap();
         // Split-K units add into y: zero it first (part of the timed work).
         g.stream().memset_zeros(y).unwrap();
         let units = n / ROWS * (k / unit_k);
-        let per_sm = self
-            .func
-            .occupancy_max_active_blocks_per_multiprocessor(THREADS, smem as usize, None)
-            .unwrap() as usize;
+        let per_sm =
+            self.func.occupancy_max_active_blocks_per_multiprocessor(THREADS, smem as usize, None).unwrap()
+                as usize;
         let grid = units.min(per_sm * g.sms());
         let (mi, ni, ki, st, uk) = (m as i32, n as i32, k as i32, stages as i32, unit_k as i32);
         let so = stream_only as i32;
         let mut b = g.stream().launch_builder(&self.func);
-        b.arg(w)
-            .arg(s)
-            .arg(xq)
-            .arg(xs)
-            .arg(y)
-            .arg(&mi)
-            .arg(&ni)
-            .arg(&ki)
-            .arg(&st)
-            .arg(&uk)
-            .arg(&so);
+        b.arg(w).arg(s).arg(xq).arg(xs).arg(y).arg(&mi).arg(&ni).arg(&ki).arg(&st).arg(&uk).arg(&so);
         let cfg = LaunchConfig {
             grid_dim: (grid as u32, 1, 1),
             block_dim: (THREADS, 1, 1),
@@ -178,24 +158,16 @@ fn fp8_decode_gemm_on_the_warpgroup_mma() {
     let g = Gpu::new(&opts).unwrap();
     let st = g.stream();
     let module = kernels_lab::module(&g, &opts, "wgmma_probe.cu", sources::WGMMA_PROBE);
-    let probe = Probe {
-        func: module.load_function("fp8_wgmma_probe").unwrap(),
-    };
+    let probe = Probe { func: module.load_function("fp8_wgmma_probe").unwrap() };
     println!("| shape | m | kernel | us | TB/s | max err / sum|xw| |");
     let mut r = Rng(5);
     // Four copies of each matrix, run in turn, so that no run finds its weights in L2.
     const COPIES: usize = 4;
-    for (name, n, k) in [
-        ("gate|up", 24576usize, 4096usize),
-        ("qkv", 6144, 4096),
-        ("down", 4096, 12288),
-    ] {
+    for (name, n, k) in [("gate|up", 24576usize, 4096usize), ("qkv", 6144, 4096), ("down", 4096, 12288)] {
         let sc = k / 128;
         let codes: Vec<u8> = (0..n * k).map(|_| r.code()).collect();
         let scales: Vec<f32> = (0..n / 128 * sc).map(|_| r.scale()).collect();
-        let w: Vec<CudaSlice<u8>> = (0..COPIES)
-            .map(|_| st.clone_htod(&codes).unwrap())
-            .collect();
+        let w: Vec<CudaSlice<u8>> = (0..COPIES).map(|_| st.clone_htod(&codes).unwrap()).collect();
         let maps: Vec<TensorMap> = w.iter().map(|c| tensor_map(&g, c, n, k)).collect();
         let s = st.clone_htod(&scales).unwrap();
         for m in [1usize, 8] {
@@ -218,17 +190,7 @@ fn fp8_decode_gemm_on_the_warpgroup_mma() {
             // showed at some only).
             let mut worst = 0f64;
             for (unit_k, stages) in [(k, 4), (1024, 3), (2048, 6), (2048, 4)] {
-                probe.run(
-                    &g,
-                    &maps[0],
-                    &s,
-                    &xq,
-                    &xs,
-                    &mut y,
-                    (m, n, k),
-                    (stages, unit_k),
-                    false,
-                );
+                probe.run(&g, &maps[0], &s, &xq, &xs, &mut y, (m, n, k), (stages, unit_k), false);
                 let got = st.clone_dtoh(&y).unwrap();
                 let mut err = 0f64;
                 for t in 0..m {
@@ -274,11 +236,7 @@ fn fp8_decode_gemm_on_the_warpgroup_mma() {
                                 );
                             }
                         }) / COPIES as f32;
-                        let what = if stream_only {
-                            "ring alone (timing only)"
-                        } else {
-                            "wgmma"
-                        };
+                        let what = if stream_only { "ring alone (timing only)" } else { "wgmma" };
                         println!(
                             "| {name} {n}x{k} | {m} | {what}, {stages} stages, {} units of k {unit_k} | {us:.1} | {:.2} | {worst:.1e} |",
                             n / ROWS * (k / unit_k),
@@ -299,8 +257,7 @@ fn fp8_decode_gemm_on_the_warpgroup_mma() {
                         k,
                         interleave: 0,
                     };
-                    ops::skinny_gemm_fp8_into(&g, &xb.as_view(), &m8, &mut y.as_view_mut())
-                        .unwrap();
+                    ops::skinny_gemm_fp8_into(&g, &xb.as_view(), &m8, &mut y.as_view_mut()).unwrap();
                 }
             }) / COPIES as f32;
             println!(

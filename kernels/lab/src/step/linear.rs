@@ -29,9 +29,7 @@ fn fill_from<T: kernels::cudarc::driver::DeviceRepr>(
     while off < buf.len() {
         let len = block.len().min(buf.len() - off);
         let mut dst = buf.slice_mut(off..off + len);
-        g.stream()
-            .memcpy_dtod(&block.slice(..len), &mut dst)
-            .unwrap();
+        g.stream().memcpy_dtod(&block.slice(..len), &mut dst).unwrap();
         off += len;
     }
 }
@@ -42,9 +40,7 @@ pub(super) fn random_block(g: &Gpu, fp8: bool) -> CudaSlice<u8> {
     let mut r = 0x9e37_79b9_7f4a_7c15u64;
     let bytes: Vec<u8> = (0..16 << 20)
         .map(|i| {
-            r = r
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            r = r.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let b = (r >> 56) as u8;
             match (fp8, i % 2) {
                 (true, _) => b & 0xf7 & !0x78 | (b & 0x30),
@@ -65,10 +61,7 @@ impl Linear {
             if let Some(b) = random {
                 fill_from(g, &mut codes, &b.as_view());
             }
-            Linear::Fp8(
-                codes,
-                s.alloc_zeros(n.div_ceil(128) * k.div_ceil(128)).unwrap(),
-            )
+            Linear::Fp8(codes, s.alloc_zeros(n.div_ceil(128) * k.div_ceil(128)).unwrap())
         } else {
             let mut w = s.alloc_zeros::<bf16>(n * k).unwrap();
             if let Some(b) = random {
@@ -83,11 +76,7 @@ impl Linear {
     /// The layout the engine would upload bf16 weights in (`Tuning::tiled_weights`); the
     /// weights are zeros or a repeated block, so only the kernels' addressing follows it.
     fn layout(g: &Gpu) -> ops::WeightLayout {
-        if g.tuning().tiled_weights {
-            ops::WeightLayout::Tiled
-        } else {
-            ops::WeightLayout::Rows
-        }
+        if g.tuning().tiled_weights { ops::WeightLayout::Tiled } else { ops::WeightLayout::Rows }
     }
 
     fn fp8<'a, 'b>(
@@ -97,23 +86,14 @@ impl Linear {
         k: usize,
         interleave: usize,
     ) -> ops::Fp8Matrix<'a, 'b> {
-        ops::Fp8Matrix {
-            codes,
-            scale_inv: scales,
-            scale_rows: 128,
-            n,
-            k,
-            interleave,
-        }
+        ops::Fp8Matrix { codes, scale_inv: scales, scale_rows: 128, n, k, interleave }
     }
 
     /// y = x w^T, f32 out.
     pub fn run(&self, g: &Gpu, x: &CudaSlice<bf16>, n: usize, k: usize, y: &mut CudaSlice<f32>) {
         let (xv, mut yv) = (x.as_view(), y.as_view_mut());
         match self {
-            Linear::Bf16(w) => {
-                ops::skinny_gemm_into(g, &xv, &w.as_view(), Self::layout(g), n, k, &mut yv)
-            }
+            Linear::Bf16(w) => ops::skinny_gemm_into(g, &xv, &w.as_view(), Self::layout(g), n, k, &mut yv),
             Linear::Fp8(c, s) => {
                 let (cv, sv) = (c.as_view(), s.as_view());
                 ops::skinny_gemm_fp8_into(g, &xv, &Self::fp8(&cv, &sv, n, k, 0), &mut yv)
@@ -128,9 +108,7 @@ impl Linear {
 
     /// `run` on f16 x (the engine's FP8 decode at 2-8 rows); FP8 weights only.
     pub fn run_f16(&self, g: &Gpu, x: &CudaSlice<f16>, n: usize, k: usize, y: &mut CudaSlice<f32>) {
-        let Linear::Fp8(c, s) = self else {
-            panic!("f16 x runs FP8 projections only")
-        };
+        let Linear::Fp8(c, s) = self else { panic!("f16 x runs FP8 projections only") };
         let (cv, sv) = (c.as_view(), s.as_view());
         let m8 = Self::fp8(&cv, &sv, n, k, 0);
         ops::skinny_gemm_fp8_into(g, &x.as_view(), &m8, &mut y.as_view_mut()).unwrap()
@@ -138,9 +116,7 @@ impl Linear {
 
     /// `run_swiglu` on f16 x with an f16 act; FP8 weights only.
     pub fn run_swiglu_f16(&self, g: &Gpu, x: &CudaSlice<f16>, act: &mut CudaSlice<f16>) {
-        let Linear::Fp8(c, s) = self else {
-            panic!("f16 x runs FP8 projections only")
-        };
+        let Linear::Fp8(c, s) = self else { panic!("f16 x runs FP8 projections only") };
         let (cv, sv) = (c.as_view(), s.as_view());
         let m8 = Self::fp8(&cv, &sv, 2 * INTER, HIDDEN, INTER);
         ops::skinny_gemm_fp8_swiglu_into(g, &x.as_view(), &m8, &mut act.as_view_mut()).unwrap()
@@ -156,9 +132,7 @@ impl Linear {
         y: &mut CudaSlice<f32>,
         epi: ops::NormEpi<'_, '_>,
     ) {
-        let Linear::Fp8(c, s) = self else {
-            panic!("folded norms run FP8 projections only")
-        };
+        let Linear::Fp8(c, s) = self else { panic!("folded norms run FP8 projections only") };
         let (cv, sv) = (c.as_view(), s.as_view());
         let m8 = Self::fp8(&cv, &sv, n, k, 0);
         ops::skinny_linear_norm_into(g, &x.as_view(), &m8, &mut y.as_view_mut(), epi).unwrap()
@@ -174,9 +148,7 @@ impl Linear {
     ) {
         let (xv, mut av, sv) = (x.as_view(), act.as_view_mut(), ss.as_view());
         let epi = ops::NormEpi::Scale { ss: &sv, eps: 1e-6 };
-        let Linear::Fp8(c, s) = self else {
-            panic!("folded norms run FP8 projections only")
-        };
+        let Linear::Fp8(c, s) = self else { panic!("folded norms run FP8 projections only") };
         let (cv, scv) = (c.as_view(), s.as_view());
         let m8 = Self::fp8(&cv, &scv, 2 * INTER, HIDDEN, INTER);
         ops::skinny_swiglu_norm_into(g, &xv, &m8, &mut av, epi).unwrap()
@@ -186,15 +158,9 @@ impl Linear {
     pub fn run_swiglu(&self, g: &Gpu, x: &CudaSlice<bf16>, act: &mut CudaSlice<bf16>) {
         let (xv, mut av) = (x.as_view(), act.as_view_mut());
         match self {
-            Linear::Bf16(w) => ops::skinny_gemm_swiglu_into(
-                g,
-                &xv,
-                &w.as_view(),
-                Self::layout(g),
-                INTER,
-                HIDDEN,
-                &mut av,
-            ),
+            Linear::Bf16(w) => {
+                ops::skinny_gemm_swiglu_into(g, &xv, &w.as_view(), Self::layout(g), INTER, HIDDEN, &mut av)
+            }
             Linear::Fp8(c, s) => {
                 let (cv, sv) = (c.as_view(), s.as_view());
                 let m8 = Self::fp8(&cv, &sv, 2 * INTER, HIDDEN, INTER);

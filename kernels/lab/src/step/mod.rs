@@ -98,14 +98,7 @@ pub fn step(
 ) {
     let d = dims();
     let (qd, kvd) = (d.q_dim(), d.kv_dim());
-    ops::embed_gather_into(
-        g,
-        &meta.ids.as_view(),
-        &head.as_view(),
-        HIDDEN,
-        &mut b.x.as_view_mut(),
-    )
-    .unwrap();
+    ops::embed_gather_into(g, &meta.ids.as_view(), &head.as_view(), HIDDEN, &mut b.x.as_view_mut()).unwrap();
     let norm = |b: &mut Buffers, first: bool| {
         if omit.norms {
             return;
@@ -139,34 +132,19 @@ pub fn step(
     // A producer's epilogue: y joins the residual x, the next norm's hw and sums go to h, ss;
     // x_in: attn (o_proj) or act (down).
     let add_norm = |l: &Linear, from_act: bool, b: &mut Buffers| {
-        let Buffers {
-            x,
-            h,
-            ss,
-            norm_w,
-            attn,
-            act,
-            ..
-        } = b;
+        let Buffers { x, h, ss, norm_w, attn, act, .. } = b;
         let epi = ops::NormEpi::AddNorm {
             w: &norm_w.as_view(),
             hw: &mut h.as_view_mut(),
             ss: &mut ss.as_view_mut(),
         };
-        let (x_in, k) = if from_act {
-            (&*act, INTER)
-        } else {
-            (&*attn, qd)
-        };
+        let (x_in, k) = if from_act { (&*act, INTER) } else { (&*attn, qd) };
         l.run_epi(g, x_in, (HIDDEN, k), x, epi);
     };
     for (li, l) in layers.iter_mut().enumerate() {
         if fold && li > 0 {
             let Buffers { h, ss, qkv, .. } = &mut *b;
-            let epi = ops::NormEpi::Scale {
-                ss: &ss.as_view(),
-                eps: 1e-6,
-            };
+            let epi = ops::NormEpi::Scale { ss: &ss.as_view(), eps: 1e-6 };
             l.qkv.run_epi(g, h, (qd + 2 * kvd, HIDDEN), qkv, epi);
         } else if half {
             norm16(b, li == 0);
@@ -216,10 +194,7 @@ pub fn step(
                 d,
                 &pa,
                 ops::attention_splits(g, m, d.kv_heads),
-                &mut ops::SplitScratch {
-                    acc: b.part_acc.as_view_mut(),
-                    ml: b.part_ml.as_view_mut(),
-                },
+                &mut ops::SplitScratch { acc: b.part_acc.as_view_mut(), ml: b.part_ml.as_view_mut() },
                 &mut b.attn.as_view_mut(),
             )
             .unwrap();
@@ -268,11 +243,7 @@ pub fn step(
 }
 
 pub fn dims() -> AttnDims {
-    AttnDims {
-        heads: 32,
-        kv_heads: 8,
-        head_dim: 128,
-    }
+    AttnDims { heads: 32, kv_heads: 8, head_dim: 128 }
 }
 
 /// The step's per-row inputs: token ids, positions, KV slots and page tables, for m rows
@@ -296,9 +267,8 @@ impl Meta {
         let per_row = pages_per_row();
         let tables: Vec<i32> = (0..(m * per_row) as i32).collect();
         let offs: Vec<i32> = (0..m as i32).map(|r| r * per_row as i32).collect();
-        let slots: Vec<i32> = (0..m)
-            .map(|r| ((r * per_row + (CTX - 1) / PAGE) * PAGE + (CTX - 1) % PAGE) as i32)
-            .collect();
+        let slots: Vec<i32> =
+            (0..m).map(|r| ((r * per_row + (CTX - 1) / PAGE) * PAGE + (CTX - 1) % PAGE) as i32).collect();
         Meta {
             ids: s.alloc_zeros(m).unwrap(),
             positions: s.clone_htod(&vec![CTX as i32 - 1; m]).unwrap(),

@@ -27,9 +27,7 @@ pub(in crate::model::cuda) fn folds_norms(w: &GpuWeights, rows: usize, hidden: u
     let fp8 = |l: &GpuLinear| matches!(l, GpuLinear::Fp8 { .. });
     rows <= FOLD_ROWS
         && ops::norm_parts(hidden).is_multiple_of(4)
-        && w.layers
-            .iter()
-            .all(|l| l.gu_tiled && fp8(&l.wqkv) && fp8(&l.wo) && fp8(&l.wgu) && fp8(&l.wdown))
+        && w.layers.iter().all(|l| l.gu_tiled && fp8(&l.wqkv) && fp8(&l.wo) && fp8(&l.wgu) && fp8(&l.wdown))
 }
 
 /// Run `f` on an FP8 projection of `n` x `k` as the skinny GEMM takes it (`interleave`: the
@@ -40,20 +38,14 @@ pub(super) fn with_fp8(
     f: impl FnOnce(&ops::Fp8Matrix<'_, '_>) -> kernels::Result<()>,
 ) -> Result<()> {
     match w {
-        GpuLinear::Fp8 {
-            codes,
-            scale_inv,
-            scale_rows,
-            interleave,
-            ..
-        } => {
+        GpuLinear::Fp8 { codes, scale_inv, scale_rows, interleave, .. } => {
             let (cv, sv) = (codes.as_view(), scale_inv.as_view());
             f(&fp8_matrix(&cv, &sv, (*scale_rows, *interleave), n, k)).map_err(kernel_err)
         }
         // `folds_norms` and `uses_f16_x` admit FP8 layers only.
-        GpuLinear::Bf16 { .. } => Err(EngineError::Backend(
-            "folded norms and f16 x run FP8 projections only".into(),
-        )),
+        GpuLinear::Bf16 { .. } => {
+            Err(EngineError::Backend("folded norms and f16 x run FP8 projections only".into()))
+        }
     }
 }
 
@@ -66,9 +58,7 @@ fn linear_folded(
     y: &mut CudaSlice<f32>,
     epi: ops::NormEpi<'_, '_>,
 ) -> Result<()> {
-    with_fp8(w, (n, k), |m8| {
-        ops::skinny_linear_norm_into(gpu, &x.as_view(), m8, &mut y.as_view_mut(), epi)
-    })
+    with_fp8(w, (n, k), |m8| ops::skinny_linear_norm_into(gpu, &x.as_view(), m8, &mut y.as_view_mut(), epi))
 }
 
 /// qkv as the input norm's consumer: x is the previous down's hw in `sc.h`, the row scales
@@ -81,10 +71,7 @@ pub(super) fn qkv(
     sc: &mut Scratch,
 ) -> Result<()> {
     let Scratch { h, qkv, ss, .. } = sc;
-    let epi = ops::NormEpi::Scale {
-        ss: &ss.as_view(),
-        eps,
-    };
+    let epi = ops::NormEpi::Scale { ss: &ss.as_view(), eps };
     linear_folded(gpu, h, &lw.wqkv, (n, hd), qkv, epi)
 }
 
@@ -108,16 +95,11 @@ pub(super) fn after_attention(
     };
     linear_folded(gpu, attn, &lw.wo, (hd, qd), x, epi)?;
     let Scratch { h, act, ss, .. } = &mut *sc;
-    let epi = ops::NormEpi::Scale {
-        ss: &ss.as_view(),
-        eps,
-    };
+    let epi = ops::NormEpi::Scale { ss: &ss.as_view(), eps };
     with_fp8(&lw.wgu, (2 * inter, hd), |m8| {
         ops::skinny_swiglu_norm_into(gpu, &h.as_view(), m8, &mut act.as_view_mut(), epi)
     })?;
-    let Scratch {
-        x, h, ss, act, o, ..
-    } = &mut *sc;
+    let Scratch { x, h, ss, act, o, .. } = &mut *sc;
     match w.layers.get(li + 1) {
         Some(next) => {
             let epi = ops::NormEpi::AddNorm {

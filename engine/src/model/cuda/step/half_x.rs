@@ -19,30 +19,17 @@ use kernels::{Gpu, f16};
 /// whose norms do not fold (`folds`), a hidden size the lean norm kernels take (the f16
 /// norms have no scalar form), and every layer's qkv, gate|up (fused with SwiGLU) and down
 /// FP8.
-pub(in crate::model::cuda) fn uses_f16_x(
-    w: &GpuWeights,
-    rows: usize,
-    hidden: usize,
-    folds: bool,
-) -> bool {
+pub(in crate::model::cuda) fn uses_f16_x(w: &GpuWeights, rows: usize, hidden: usize, folds: bool) -> bool {
     let fp8 = |l: &GpuLinear| matches!(l, GpuLinear::Fp8 { .. });
     !folds
         && rows <= SKINNY_MAX_ROWS
         && ops::add_rmsnorm_kernel(hidden) == "add_rmsnorm_vec"
-        && w.layers
-            .iter()
-            .all(|l| l.gu_tiled && fp8(&l.wqkv) && fp8(&l.wgu) && fp8(&l.wdown))
+        && w.layers.iter().all(|l| l.gu_tiled && fp8(&l.wqkv) && fp8(&l.wgu) && fp8(&l.wdown))
 }
 
 /// The norm into `sc.h16`: layer 0's input norm (`add` false), or the residual add of
 /// `sc.o` fused with it.
-pub(super) fn norm(
-    gpu: &Gpu,
-    sc: &mut Scratch,
-    add: bool,
-    weight: &CudaSlice<f32>,
-    eps: f32,
-) -> Result<()> {
+pub(super) fn norm(gpu: &Gpu, sc: &mut Scratch, add: bool, weight: &CudaSlice<f32>, eps: f32) -> Result<()> {
     let Scratch { x, o, h16, .. } = sc;
     let (mut xv, wv, mut hv) = (x.as_view_mut(), weight.as_view(), h16.as_view_mut());
     if add {
@@ -61,18 +48,11 @@ fn linear(
     (n, k): (usize, usize),
     y: &mut CudaSlice<f32>,
 ) -> Result<()> {
-    with_fp8(w, (n, k), |m8| {
-        ops::skinny_gemm_fp8_into(gpu, &x.as_view(), m8, &mut y.as_view_mut())
-    })
+    with_fp8(w, (n, k), |m8| ops::skinny_gemm_fp8_into(gpu, &x.as_view(), m8, &mut y.as_view_mut()))
 }
 
 /// qkv from `sc.h16` (the input norm's f16) into `sc.qkv`. `(n, hd)`: qkv's shape.
-pub(super) fn qkv(
-    gpu: &Gpu,
-    lw: &GpuLayer,
-    (n, hd): (usize, usize),
-    sc: &mut Scratch,
-) -> Result<()> {
+pub(super) fn qkv(gpu: &Gpu, lw: &GpuLayer, (n, hd): (usize, usize), sc: &mut Scratch) -> Result<()> {
     let Scratch { h16, qkv, .. } = sc;
     linear(gpu, h16, &lw.wqkv, (n, hd), qkv)
 }

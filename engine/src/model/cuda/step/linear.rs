@@ -3,8 +3,8 @@
 //! ~1.9 TB/s on the small decode shapes) and on cuBLAS for prefill; lm_head; the MLP's
 //! gate|up with SwiGLU.
 
-use super::fold;
 use super::Scratch;
+use super::fold;
 use crate::error::Result;
 use crate::model::cuda::kernel_err;
 use crate::model::cuda::weights::{GpuLayer, GpuLinear, GpuWeights};
@@ -48,20 +48,11 @@ fn linear_bf16(
 ) -> Result<()> {
     let rows = x.len() / k;
     if rows > SKINNY_MAX_ROWS && ops::blas_available(gpu) {
-        return ops::gemm_into(
-            gpu,
-            &x.as_view(),
-            &rows_w.as_view(),
-            n,
-            k,
-            &mut y.as_view_mut(),
-        )
-        .map_err(kernel_err);
+        return ops::gemm_into(gpu, &x.as_view(), &rows_w.as_view(), n, k, &mut y.as_view_mut())
+            .map_err(kernel_err);
     }
     let (w, layout) = decode_bf16(rows_w, tiled);
-    in_row_chunks(x, y, n, k, |xs, ys| {
-        ops::skinny_gemm_into(gpu, xs, &w.as_view(), layout, n, k, ys)
-    })
+    in_row_chunks(x, y, n, k, |xs, ys| ops::skinny_gemm_into(gpu, xs, &w.as_view(), layout, n, k, ys))
 }
 
 /// The matrix the skinny GEMM reads: the tiled copy where there is one.
@@ -103,14 +94,7 @@ pub(super) fn fp8_matrix<'a, 'b>(
     n: usize,
     k: usize,
 ) -> ops::Fp8Matrix<'a, 'b> {
-    ops::Fp8Matrix {
-        codes,
-        scale_inv,
-        scale_rows,
-        n,
-        k,
-        interleave,
-    }
+    ops::Fp8Matrix { codes, scale_inv, scale_rows, n, k, interleave }
 }
 
 /// `linear` for a layer projection, bf16 or FP8. FP8 runs the dequantizing skinny GEMM up
@@ -131,13 +115,9 @@ pub(super) fn linear_w(
         GpuLinear::Bf16 { rows, tiled } => {
             return linear_bf16(gpu, x, (rows, tiled.as_ref()), n, k, y);
         }
-        GpuLinear::Fp8 {
-            codes,
-            scale_inv,
-            scale_rows,
-            interleave,
-            prefill,
-        } => (codes, scale_inv, (*scale_rows, *interleave), prefill),
+        GpuLinear::Fp8 { codes, scale_inv, scale_rows, interleave, prefill } => {
+            (codes, scale_inv, (*scale_rows, *interleave), prefill)
+        }
     };
     let (cv, sv) = (codes.as_view(), scale_inv.as_view());
     let m8 = fp8_matrix(&cv, &sv, how, n, k);
@@ -150,13 +130,10 @@ pub(super) fn linear_w(
         if let Some(buf) = deq {
             ops::fp8_dequant_into(gpu, &m8, &mut buf.slice_mut(..n * k)).map_err(kernel_err)?;
             let wv = buf.slice(..n * k);
-            return ops::gemm_into(gpu, &x.as_view(), &wv, n, k, &mut y.as_view_mut())
-                .map_err(kernel_err);
+            return ops::gemm_into(gpu, &x.as_view(), &wv, n, k, &mut y.as_view_mut()).map_err(kernel_err);
         }
     }
-    in_row_chunks(x, y, n, k, |xs, ys| {
-        ops::skinny_gemm_fp8_into(gpu, xs, &m8, ys)
-    })
+    in_row_chunks(x, y, n, k, |xs, ys| ops::skinny_gemm_fp8_into(gpu, xs, &m8, ys))
 }
 
 /// The MLP's first half: act = SwiGLU(x · gate|up). Decode (up to 8 rows) over interleaved
@@ -171,25 +148,13 @@ pub(super) fn gate_up_act(
     sc: &mut Scratch,
     deq: Option<&mut CudaSlice<bf16>>,
 ) -> Result<()> {
-    let Scratch {
-        h: x,
-        gu: sc_gu,
-        act,
-        ..
-    } = sc;
+    let Scratch { h: x, gu: sc_gu, act, .. } = sc;
     let rows = x.len() / k;
     if lw.gu_tiled && rows <= SKINNY_MAX_ROWS {
         return swiglu_decode(gpu, &lw.wgu, (inter, k), (x, act));
     }
     linear_w(gpu, x, &lw.wgu, 2 * inter, k, sc_gu, deq)?;
-    ops::swiglu_into(
-        gpu,
-        &sc_gu.as_view(),
-        inter,
-        lw.gu_tiled,
-        &mut act.as_view_mut(),
-    )
-    .map_err(kernel_err)
+    ops::swiglu_into(gpu, &sc_gu.as_view(), inter, lw.gu_tiled, &mut act.as_view_mut()).map_err(kernel_err)
 }
 
 /// The decode MLP's first half in one kernel over interleaved gate|up weights: act =
@@ -207,9 +172,8 @@ fn swiglu_decode(
             ops::skinny_gemm_swiglu_into(gpu, &xv, &m.as_view(), layout, inter, k, &mut av)
                 .map_err(kernel_err)
         }
-        GpuLinear::Fp8 { .. } => fold::with_fp8(w, (2 * inter, k), |m8| {
-            ops::skinny_gemm_fp8_swiglu_into(gpu, &xv, m8, &mut av)
-        }),
+        GpuLinear::Fp8 { .. } => {
+            fold::with_fp8(w, (2 * inter, k), |m8| ops::skinny_gemm_fp8_swiglu_into(gpu, &xv, m8, &mut av))
+        }
     }
 }
-

@@ -55,9 +55,7 @@ impl Scratch {
             o: s.alloc_zeros(rows * hd).map_err(&a)?,
             gu: s.alloc_zeros(rows * 2 * i).map_err(&a)?,
             act: s.alloc_zeros(rows * i).map_err(&a)?,
-            ss: s
-                .alloc_zeros(decode(rows * ops::norm_parts(hd)))
-                .map_err(&a)?,
+            ss: s.alloc_zeros(decode(rows * ops::norm_parts(hd))).map_err(&a)?,
             h16: s.alloc_zeros(decode(rows * hd)).map_err(&a)?,
             act16: s.alloc_zeros(decode(rows * i)).map_err(&a)?,
         })
