@@ -277,107 +277,19 @@ impl RunForm {
 
     pub fn to_spec(&self) -> Result<RunSpec, ValidationErrors> {
         let mut p = Parser { errors: ValidationErrors::default() };
-        let target = match self.target_kind.as_str() {
-            "external" => Target::External {
-                base_url: self.base_url.trim().to_string(),
-                api_key_env: opt_text(&self.api_key_env),
-            },
-            "native" => Target::Native(NativeTarget {
-                model_source: self.model_source.trim().to_string(),
-                device: match self.device.as_str() {
-                    "cpu" => Device::Cpu,
-                    "cuda" => Device::Cuda,
-                    _ => Device::Auto,
-                },
-                quantization: match self.quantization.trim() {
-                    "" | "none" => Quantization::None,
-                    "fp8" => Quantization::Fp8,
-                    other => {
-                        p.errors.push(
-                            "target.quantization",
-                            format!("unknown weights {other:?}; choose none or fp8"),
-                        );
-                        Quantization::None
-                    }
-                },
-                max_batch: p.num("target.max_batch", &self.max_batch, WHOLE, 8),
-                cuda_graphs: true,
-            }),
-            "launched" => match self.launched_targets() {
-                Ok(mut targets) => Target::Launched(targets.remove(0).1),
-                Err(msg) => {
-                    p.errors.push("target.presets", msg);
-                    Target::External { base_url: "http://127.0.0.1".into(), api_key_env: None }
-                }
-            },
-            other => {
-                p.errors.push(
-                    "target.kind",
-                    format!("unknown target {other:?}; choose external, native or launched"),
-                );
-                Target::External { base_url: "http://127.0.0.1".into(), api_key_env: None }
-            }
-        };
-        let backend = match self.backend.as_str() {
-            "" | "openai-chat" => Backend::OpenaiChat,
-            "openai" => Backend::Openai,
-            other => {
-                p.errors.push("backend", format!("unknown backend {other:?}"));
-                Backend::OpenaiChat
-            }
-        };
-        let dataset = match self.dataset_kind.as_str() {
-            "sharegpt" => Dataset::Sharegpt {
-                path: opt_text(&self.dataset_path),
-                output_len: p.opt_num("dataset.output_len", &self.output_len, WHOLE),
-            },
-            "random" => Dataset::Random {
-                input_len: p.num("dataset.input_len", &self.input_len, WHOLE, 1),
-                output_len: p.num("dataset.output_len", &self.output_len, WHOLE, 1),
-                range_ratio: 0.0,
-                prefix_len: p.opt_num("dataset.prefix_len", &self.prefix_len, WHOLE).unwrap_or(0),
-            },
-            "jsonl" => Dataset::Jsonl { path: self.dataset_path.trim().to_string() },
-            other => {
-                p.errors.push("dataset.kind", format!("unknown dataset {other:?}"));
-                Dataset::Sharegpt { path: None, output_len: None }
-            }
-        };
-        // Every bad value is named at once, not only the first.
-        let mut max_concurrency = Vec::new();
-        let mut bad = Vec::new();
-        for part in self.max_concurrency.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            match part.parse::<u32>() {
-                Ok(v) if v == 0 || v > bench_types::validate::limits::MAX_CONCURRENCY => bad.push(format!(
-                    "{v} is out of range (1 to {})",
-                    bench_types::validate::limits::MAX_CONCURRENCY
-                )),
-                Ok(v) => max_concurrency.push(v),
-                Err(_) => bad.push(not_a(part, WHOLE)),
-            }
-        }
-        if !bad.is_empty() {
-            p.errors.push("load.max_concurrency", format!("{}; use e.g. 1,2,4,8", bad.join("; ")));
-            max_concurrency.clear();
-        }
+        // Parsed in the order the form lists them, so errors come in that order too.
+        let target = self.target(&mut p);
+        let backend = self.backend(&mut p);
+        let dataset = self.dataset(&mut p);
+        let max_concurrency = self.max_concurrency(&mut p);
         let request_rate = match self.request_rate.trim() {
             "" | "inf" => None,
             _ => p.opt_num("load.request_rate", &self.request_rate, NUMBER),
         };
-        // The native engine serves whatever name requests use; left at the form's default
-        // (a real checkpoint's id), it is named after what it serves instead.
-        let model = match &target {
-            Target::Native(n)
-                if self.model.trim().is_empty() || self.model.trim() == RunForm::default().model =>
-            {
-                n.model_source.trim_end_matches('/').rsplit('/').next().unwrap_or(&n.model_source).to_string()
-            }
-            _ => self.model.trim().to_string(),
-        };
         let spec = RunSpec {
             label: self.label.trim().to_string(),
+            model: self.served_model(&target),
             target,
-            model,
             tokenizer: opt_text(&self.tokenizer),
             backend,
             dataset,
@@ -391,23 +303,7 @@ impl RunForm {
                     p.num("load.burstiness", &self.burstiness, NUMBER, 1.0)
                 },
             },
-            sampling: Sampling {
-                // vLLM always sends ignore_eos with the random dataset; the spec says so.
-                ignore_eos: self.ignore_eos.as_deref().is_some_and(|v| v == "on" || v == "true")
-                    || self.dataset_kind == "random",
-                temperature: p.opt_num("sampling.temperature", &self.temperature, NUMBER),
-                extra_body: None,
-                top_p: p.opt_num("sampling.top_p", &self.top_p, NUMBER),
-                top_k: p.opt_num("sampling.top_k", &self.top_k, WHOLE),
-                min_p: p.opt_num("sampling.min_p", &self.min_p, NUMBER),
-                frequency_penalty: p.opt_num("sampling.frequency_penalty", &self.frequency_penalty, NUMBER),
-                presence_penalty: p.opt_num("sampling.presence_penalty", &self.presence_penalty, NUMBER),
-                repetition_penalty: p.opt_num(
-                    "sampling.repetition_penalty",
-                    &self.repetition_penalty,
-                    NUMBER,
-                ),
-            },
+            sampling: self.sampling(&mut p),
             seed: if self.seed.trim().is_empty() { 0 } else { p.num("seed", &self.seed, WHOLE, 0) },
             warmup_requests: if self.warmup_requests.trim().is_empty() {
                 0
@@ -435,6 +331,136 @@ impl RunForm {
             }
         }
         errors.into_result().map(|()| spec)
+    }
+
+    fn target(&self, p: &mut Parser) -> Target {
+        let placeholder = || Target::External { base_url: "http://127.0.0.1".into(), api_key_env: None };
+        match self.target_kind.as_str() {
+            "external" => Target::External {
+                base_url: self.base_url.trim().to_string(),
+                api_key_env: opt_text(&self.api_key_env),
+            },
+            "native" => Target::Native(self.native_target(p)),
+            "launched" => match self.launched_targets() {
+                Ok(mut targets) => Target::Launched(targets.remove(0).1),
+                Err(msg) => {
+                    p.errors.push("target.presets", msg);
+                    placeholder()
+                }
+            },
+            other => {
+                p.errors.push(
+                    "target.kind",
+                    format!("unknown target {other:?}; choose external, native or launched"),
+                );
+                placeholder()
+            }
+        }
+    }
+
+    fn native_target(&self, p: &mut Parser) -> NativeTarget {
+        NativeTarget {
+            model_source: self.model_source.trim().to_string(),
+            device: match self.device.as_str() {
+                "cpu" => Device::Cpu,
+                "cuda" => Device::Cuda,
+                _ => Device::Auto,
+            },
+            quantization: match self.quantization.trim() {
+                "" | "none" => Quantization::None,
+                "fp8" => Quantization::Fp8,
+                other => {
+                    p.errors.push(
+                        "target.quantization",
+                        format!("unknown weights {other:?}; choose none or fp8"),
+                    );
+                    Quantization::None
+                }
+            },
+            max_batch: p.num("target.max_batch", &self.max_batch, WHOLE, 8),
+            cuda_graphs: true,
+        }
+    }
+
+    /// The native engine serves whatever name requests use; left at the form's default
+    /// (a real checkpoint's id), it is named after what it serves instead.
+    fn served_model(&self, target: &Target) -> String {
+        match target {
+            Target::Native(n)
+                if self.model.trim().is_empty() || self.model.trim() == RunForm::default().model =>
+            {
+                n.model_source.trim_end_matches('/').rsplit('/').next().unwrap_or(&n.model_source).to_string()
+            }
+            _ => self.model.trim().to_string(),
+        }
+    }
+
+    fn backend(&self, p: &mut Parser) -> Backend {
+        match self.backend.as_str() {
+            "" | "openai-chat" => Backend::OpenaiChat,
+            "openai" => Backend::Openai,
+            other => {
+                p.errors.push("backend", format!("unknown backend {other:?}"));
+                Backend::OpenaiChat
+            }
+        }
+    }
+
+    fn dataset(&self, p: &mut Parser) -> Dataset {
+        match self.dataset_kind.as_str() {
+            "sharegpt" => Dataset::Sharegpt {
+                path: opt_text(&self.dataset_path),
+                output_len: p.opt_num("dataset.output_len", &self.output_len, WHOLE),
+            },
+            "random" => Dataset::Random {
+                input_len: p.num("dataset.input_len", &self.input_len, WHOLE, 1),
+                output_len: p.num("dataset.output_len", &self.output_len, WHOLE, 1),
+                range_ratio: 0.0,
+                prefix_len: p.opt_num("dataset.prefix_len", &self.prefix_len, WHOLE).unwrap_or(0),
+            },
+            "jsonl" => Dataset::Jsonl { path: self.dataset_path.trim().to_string() },
+            other => {
+                p.errors.push("dataset.kind", format!("unknown dataset {other:?}"));
+                Dataset::Sharegpt { path: None, output_len: None }
+            }
+        }
+    }
+
+    /// The sweep's values; every bad value is named at once, not only the first.
+    fn max_concurrency(&self, p: &mut Parser) -> Vec<u32> {
+        use bench_types::validate::limits::MAX_CONCURRENCY;
+        let mut values = Vec::new();
+        let mut bad = Vec::new();
+        for part in self.max_concurrency.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match part.parse::<u32>() {
+                Ok(v) if v == 0 || v > MAX_CONCURRENCY => {
+                    bad.push(format!("{v} is out of range (1 to {MAX_CONCURRENCY})"))
+                }
+                Ok(v) => values.push(v),
+                Err(_) => bad.push(not_a(part, WHOLE)),
+            }
+        }
+        if !bad.is_empty() {
+            p.errors.push("load.max_concurrency", format!("{}; use e.g. 1,2,4,8", bad.join("; ")));
+            values.clear();
+        }
+        values
+    }
+
+    fn sampling(&self, p: &mut Parser) -> Sampling {
+        Sampling {
+            // vLLM always sends ignore_eos with the random dataset; the spec says so.
+            ignore_eos: self.ignore_eos.as_deref().is_some_and(|v| v == "on" || v == "true")
+                || self.dataset_kind == "random",
+            temperature: p.opt_num("sampling.temperature", &self.temperature, NUMBER),
+            extra_body: None,
+            top_p: p.opt_num("sampling.top_p", &self.top_p, NUMBER),
+            top_k: p.opt_num("sampling.top_k", &self.top_k, WHOLE),
+            min_p: p.opt_num("sampling.min_p", &self.min_p, NUMBER),
+            frequency_penalty: p.opt_num("sampling.frequency_penalty", &self.frequency_penalty, NUMBER),
+            presence_penalty: p.opt_num("sampling.presence_penalty", &self.presence_penalty, NUMBER),
+            repetition_penalty: p.opt_num("sampling.repetition_penalty", &self.repetition_penalty, NUMBER),
+        }
     }
 }
 

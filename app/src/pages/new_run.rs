@@ -131,25 +131,9 @@ pub fn NewRunPage() -> impl IntoView {
     // form is complete without JavaScript); after it, only the chosen target's fields.
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
-    let is = move |kind: &'static str| move || !hydrated.get() || form.with(|f| f.target_kind == kind);
-    let ds = move |kind: &'static [&'static str]| {
-        move || !hydrated.get() || form.with(|f| kind.contains(&f.dataset_kind.as_str()))
-    };
 
     let action = ServerAction::<CreateRuns>::new();
-    let navigate = leptos_router::hooks::use_navigate();
-    Effect::new(move |_| match action.value().get() {
-        Some(Ok(Ok(created))) => {
-            let to = match (created.comparison_slug, created.run_ids.first()) {
-                (Some(slug), _) => format!("/c/{slug}"),
-                (None, Some(id)) => format!("/runs/{id}"),
-                _ => "/runs".to_string(),
-            };
-            navigate(&to, Default::default());
-        }
-        Some(Ok(Err(server_errors))) => ctx.server_errors.set(server_errors),
-        _ => {}
-    });
+    follow_created_runs(action, ctx);
     let failure = move || match action.value().get() {
         Some(Err(e)) => Some(format!("The server could not create the run: {e}")),
         _ => None,
@@ -170,139 +154,202 @@ pub fn NewRunPage() -> impl IntoView {
     view! {
         <h1>"New run"</h1>
         <form class="run-form" method="post" action=CreateRuns::url() on:submit=on_submit novalidate>
-            <fieldset>
-                <legend>"Target"</legend>
-                <Choice ctx label="Engine" name="target_kind" path="target.kind"
-                    options=&[("external", "External OpenAI-compatible URL"), ("native", "latlab native engine"), ("launched", "vLLM / SGLang / TensorRT-LLM (latlab starts it)")]
-                    get=|f| f.target_kind.clone() set=|f, v| f.target_kind = v/>
-                <div class="group" class:hidden=move || !is("external")()>
-                    <Field ctx label="Base URL" name="base_url" path="target.base_url"
-                        get=|f| f.base_url.clone() set=|f, v| f.base_url = v placeholder="http://127.0.0.1:8000"/>
-                    <Field ctx label="API key variable" name="api_key_env" path="target.api_key_env"
-                        get=|f| f.api_key_env.clone() set=|f, v| f.api_key_env = v
-                        hint="A LATLAB_KEY_* variable the worker's operator set (e.g. LATLAB_KEY_OPENAI); the key itself is never stored."/>
-                </div>
-                <div class="group" class:hidden=move || !is("native")()>
-                    <Field ctx label="Model source" name="model_source" path="target.model_source"
-                        get=|f| f.model_source.clone() set=|f, v| f.model_source = v
-                        hint="A checkpoint folder under the worker's file roots, or random:<preset> (tiny, qwen3-0.6b, qwen3-8b): random weights, marked as such."/>
-                    <Choice ctx label="Device" name="device" path="target.device"
-                        options=&[("auto", "auto (CUDA if present)"), ("cpu", "CPU"), ("cuda", "CUDA")]
-                        get=|f| f.device.clone() set=|f, v| f.device = v/>
-                    <Choice ctx label="Weights" name="quantization" path="target.quantization"
-                        options=&[("none", "as stored (bf16 on CUDA; the CPU engine computes in f32)"), ("fp8", "FP8 (128x128 block scales, quantized at load)")]
-                        get=|f| f.quantization.clone() set=|f, v| f.quantization = v
-                        hint="FP8 is for the CUDA device; on CPU it runs by reference dequantization, slowly."/>
-                    <Field ctx label="Max batch" name="max_batch" path="target.max_batch"
-                        get=|f| f.max_batch.clone() set=|f, v| f.max_batch = v/>
-                </div>
-                <div class="group" class:hidden=move || !is("launched")()>
-                    <Field ctx label="Engine presets" name="presets" path="target.presets"
-                        get=|f| f.presets.clone() set=|f, v| f.presets = v
-                        hint="Comma-separated; one run per preset. The seed study's: vllm-bf16, sglang-bf16, trtllm-bf16, sglang-fp8, sglang-fp8-eagle3, recommended, ..."/>
-                    <ul class="launch-preview mono" data-testid="launch-preview">
-                        {move || form.with(RunForm::launch_preview).into_iter().map(|c| view! { <li>{c}</li> }).collect_view()}
-                    </ul>
-                </div>
-                <Field ctx label="Model name" name="model" path="model"
-                    get=|f| f.model.clone() set=|f, v| f.model = v hint="Sent as \"model\" in every request (launched presets use the model they serve; the native engine, left at the default, is named after its model source, e.g. tiny)."/>
-                <Choice ctx label="Backend" name="backend" path="backend"
-                    options=&[("openai-chat", "openai-chat (/v1/chat/completions)"), ("openai", "openai (/v1/completions)")]
-                    get=|f| f.backend.clone() set=|f, v| f.backend = v/>
-            </fieldset>
-            <fieldset>
-                <legend>"Dataset"</legend>
-                <Choice ctx label="Dataset" name="dataset_kind" path="dataset.kind"
-                    options=&[("sharegpt", "ShareGPT (vLLM sampling)"), ("random", "Random tokens"), ("jsonl", "JSONL file")]
-                    get=|f| f.dataset_kind.clone() set=|f, v| f.dataset_kind = v/>
-                <div class="group" class:hidden=move || !ds(&["sharegpt", "jsonl"])()>
-                    <Field ctx label="Dataset path" name="dataset_path" path="dataset.path"
-                        get=|f| f.dataset_path.clone() set=|f, v| f.dataset_path = v
-                        hint="Empty for ShareGPT means the copy setup fetched."/>
-                </div>
-                <div class="group" class:hidden=move || !ds(&["random"])()>
-                    <Field ctx label="Input length" name="input_len" path="dataset.input_len"
-                        get=|f| f.input_len.clone() set=|f, v| f.input_len = v/>
-                    <details class="advanced" open=move || form.with(|f| !f.prefix_len.trim().is_empty()) || ctx.error("dataset.prefix_len").is_some()>
-                        <summary>"Shared prefix"</summary>
-                        <Field ctx label="Prefix length (tokens)" name="prefix_len" path="dataset.prefix_len"
-                            get=|f| f.prefix_len.clone() set=|f, v| f.prefix_len = v placeholder="0"
-                            hint="Random tokens put before every prompt, the same for all (vLLM's --random-prefix-len): a prefix the server can cache. The input length counts the part after it."/>
-                    </details>
-                </div>
-                <Field ctx label="Output length" name="output_len" path="dataset.output_len"
-                    get=|f| f.output_len.clone() set=|f, v| f.output_len = v
-                    hint="Required for random; for ShareGPT it overrides each conversation's length."/>
-                <Field ctx label="Number of prompts" name="num_prompts" path="num_prompts"
-                    get=|f| f.num_prompts.clone() set=|f, v| f.num_prompts = v/>
-                <Field ctx label="Seed" name="seed" path="seed" get=|f| f.seed.clone() set=|f, v| f.seed = v/>
-            </fieldset>
-            <fieldset>
-                <legend>"Load"</legend>
-                <Field ctx label="Max concurrency" name="max_concurrency" path="load.max_concurrency"
-                    get=|f| f.max_concurrency.clone() set=|f, v| f.max_concurrency = v
-                    hint="Comma-separated values sweep: 1,2,4,8 makes four runs and a comparison."/>
-                <Field ctx label="Request rate (req/s)" name="request_rate" path="load.request_rate"
-                    get=|f| f.request_rate.clone() set=|f, v| f.request_rate = v placeholder="inf"/>
-                <Field ctx label="Burstiness" name="burstiness" path="load.burstiness"
-                    get=|f| f.burstiness.clone() set=|f, v| f.burstiness = v hint="1 = Poisson arrivals."/>
-                <details class="advanced"
-                    open=move || form.with(|f| !f.ramp_up_strategy.is_empty()) || ["ramp_up.start_rps", "ramp_up.end_rps"].iter().any(|p| ctx.error(p).is_some())>
-                    <summary>"Ramp-up"</summary>
-                    <Choice ctx label="Ramp-up" name="ramp_up_strategy" path="ramp_up.strategy"
-                        options=&[("", "none: a fixed rate"), ("linear", "linear"), ("exponential", "exponential")]
-                        get=|f| f.ramp_up_strategy.clone() set=|f, v| f.ramp_up_strategy = v
-                        hint="The request rate climbs from the start rate (first request) to the end rate (last), as vLLM's --ramp-up-strategy; leave the request rate empty."/>
-                    <Field ctx label="Start rate (req/s)" name="ramp_up_start_rps" path="ramp_up.start_rps"
-                        get=|f| f.ramp_up_start_rps.clone() set=|f, v| f.ramp_up_start_rps = v/>
-                    <Field ctx label="End rate (req/s)" name="ramp_up_end_rps" path="ramp_up.end_rps"
-                        get=|f| f.ramp_up_end_rps.clone() set=|f, v| f.ramp_up_end_rps = v/>
-                </details>
-                <Field ctx label="Warm-up requests" name="warmup_requests" path="warmup_requests"
-                    get=|f| f.warmup_requests.clone() set=|f, v| f.warmup_requests = v/>
-                <Field ctx label="Request timeout (s)" name="request_timeout_s" path="request_timeout_s"
-                    get=|f| f.request_timeout_s.clone() set=|f, v| f.request_timeout_s = v/>
-            </fieldset>
-            <fieldset>
-                <legend>"Sampling"</legend>
-                <Field ctx label="Temperature" name="temperature" path="sampling.temperature"
-                    get=|f| f.temperature.clone() set=|f, v| f.temperature = v hint="vLLM v0.11 sent 0."/>
-                <div class="field checkbox">
-                    <label>
-                        <input type="checkbox" name="form[ignore_eos]" id="f-ignore_eos"
-                            prop:checked=move || form.with(|f| f.ignore_eos.is_some())
-                            on:change=move |ev| {
-                                let on = event_target_checked(&ev);
-                                form.update(|f| f.ignore_eos = on.then(|| "on".to_string()));
-                            }/>
-                        " ignore_eos: generate exactly the output length"
-                    </label>
-                    <small class="hint">"Always sent with the random dataset, as vLLM does."</small>
-                </div>
-                <details class="advanced"
-                    open=move || form.with(RunForm::has_sampling_parameters) || SAMPLING_PATHS.iter().any(|p| ctx.error(p).is_some())>
-                    <summary>"More sampling parameters"</summary>
-                    <Field ctx label="top_p" name="top_p" path="sampling.top_p"
-                        get=|f| f.top_p.clone() set=|f, v| f.top_p = v hint="Each is sent only when filled in; empty leaves the server's default."/>
-                    <Field ctx label="top_k" name="top_k" path="sampling.top_k"
-                        get=|f| f.top_k.clone() set=|f, v| f.top_k = v hint="-1 or 0: no limit."/>
-                    <Field ctx label="min_p" name="min_p" path="sampling.min_p"
-                        get=|f| f.min_p.clone() set=|f, v| f.min_p = v/>
-                    <Field ctx label="frequency_penalty" name="frequency_penalty" path="sampling.frequency_penalty"
-                        get=|f| f.frequency_penalty.clone() set=|f, v| f.frequency_penalty = v/>
-                    <Field ctx label="presence_penalty" name="presence_penalty" path="sampling.presence_penalty"
-                        get=|f| f.presence_penalty.clone() set=|f, v| f.presence_penalty = v/>
-                    <Field ctx label="repetition_penalty" name="repetition_penalty" path="sampling.repetition_penalty"
-                        get=|f| f.repetition_penalty.clone() set=|f, v| f.repetition_penalty = v hint="1 = no penalty."/>
-                </details>
-                <Field ctx label="Label" name="label" path="label" get=|f| f.label.clone() set=|f, v| f.label = v
-                    hint="Optional; shown in lists and charts."/>
-            </fieldset>
+            <TargetFields ctx hydrated/>
+            <DatasetFields ctx hydrated/>
+            <LoadFields ctx/>
+            <SamplingFields ctx/>
             <p class="error" role="alert">{error_count}</p>
             <p class="error" role="alert">{failure}</p>
             <button type="submit" id="submit-run" disabled=move || action.pending().get()>
                 {move || if action.pending().get() { "Creating…" } else { "Create run" }}
             </button>
         </form>
+    }
+}
+
+/// Once the server created the runs, goes to the comparison (several runs) or the run;
+/// field errors from the server land beside their inputs.
+fn follow_created_runs(action: ServerAction<CreateRuns>, ctx: FormCtx) {
+    let navigate = leptos_router::hooks::use_navigate();
+    Effect::new(move |_| match action.value().get() {
+        Some(Ok(Ok(created))) => {
+            let to = match (created.comparison_slug, created.run_ids.first()) {
+                (Some(slug), _) => format!("/c/{slug}"),
+                (None, Some(id)) => format!("/runs/{id}"),
+                _ => "/runs".to_string(),
+            };
+            navigate(&to, Default::default());
+        }
+        Some(Ok(Err(server_errors))) => ctx.server_errors.set(server_errors),
+        _ => {}
+    });
+}
+
+/// Shows a group while the chosen option is one of `kinds` (always before hydration).
+fn shown(
+    hydrated: RwSignal<bool>,
+    form: RwSignal<RunForm>,
+    pick: fn(&RunForm) -> &str,
+    kinds: &'static [&'static str],
+) -> impl Fn() -> bool + Copy {
+    move || !hydrated.get() || form.with(|f| kinds.contains(&pick(f)))
+}
+
+#[component]
+fn TargetFields(ctx: FormCtx, hydrated: RwSignal<bool>) -> impl IntoView {
+    let form = ctx.form;
+    let is = move |kind: &'static [&'static str]| shown(hydrated, form, |f| f.target_kind.as_str(), kind);
+    view! {
+        <fieldset>
+            <legend>"Target"</legend>
+            <Choice ctx label="Engine" name="target_kind" path="target.kind"
+                options=&[("external", "External OpenAI-compatible URL"), ("native", "latlab native engine"), ("launched", "vLLM / SGLang / TensorRT-LLM (latlab starts it)")]
+                get=|f| f.target_kind.clone() set=|f, v| f.target_kind = v/>
+            <div class="group" class:hidden=move || !is(&["external"])()>
+                <Field ctx label="Base URL" name="base_url" path="target.base_url"
+                    get=|f| f.base_url.clone() set=|f, v| f.base_url = v placeholder="http://127.0.0.1:8000"/>
+                <Field ctx label="API key variable" name="api_key_env" path="target.api_key_env"
+                    get=|f| f.api_key_env.clone() set=|f, v| f.api_key_env = v
+                    hint="A LATLAB_KEY_* variable the worker's operator set (e.g. LATLAB_KEY_OPENAI); the key itself is never stored."/>
+            </div>
+            <div class="group" class:hidden=move || !is(&["native"])()>
+                <Field ctx label="Model source" name="model_source" path="target.model_source"
+                    get=|f| f.model_source.clone() set=|f, v| f.model_source = v
+                    hint="A checkpoint folder under the worker's file roots, or random:<preset> (tiny, qwen3-0.6b, qwen3-8b): random weights, marked as such."/>
+                <Choice ctx label="Device" name="device" path="target.device"
+                    options=&[("auto", "auto (CUDA if present)"), ("cpu", "CPU"), ("cuda", "CUDA")]
+                    get=|f| f.device.clone() set=|f, v| f.device = v/>
+                <Choice ctx label="Weights" name="quantization" path="target.quantization"
+                    options=&[("none", "as stored (bf16 on CUDA; the CPU engine computes in f32)"), ("fp8", "FP8 (128x128 block scales, quantized at load)")]
+                    get=|f| f.quantization.clone() set=|f, v| f.quantization = v
+                    hint="FP8 is for the CUDA device; on CPU it runs by reference dequantization, slowly."/>
+                <Field ctx label="Max batch" name="max_batch" path="target.max_batch"
+                    get=|f| f.max_batch.clone() set=|f, v| f.max_batch = v/>
+            </div>
+            <div class="group" class:hidden=move || !is(&["launched"])()>
+                <Field ctx label="Engine presets" name="presets" path="target.presets"
+                    get=|f| f.presets.clone() set=|f, v| f.presets = v
+                    hint="Comma-separated; one run per preset. The seed study's: vllm-bf16, sglang-bf16, trtllm-bf16, sglang-fp8, sglang-fp8-eagle3, recommended, ..."/>
+                <ul class="launch-preview mono" data-testid="launch-preview">
+                    {move || form.with(RunForm::launch_preview).into_iter().map(|c| view! { <li>{c}</li> }).collect_view()}
+                </ul>
+            </div>
+            <Field ctx label="Model name" name="model" path="model"
+                get=|f| f.model.clone() set=|f, v| f.model = v hint="Sent as \"model\" in every request (launched presets use the model they serve; the native engine, left at the default, is named after its model source, e.g. tiny)."/>
+            <Choice ctx label="Backend" name="backend" path="backend"
+                options=&[("openai-chat", "openai-chat (/v1/chat/completions)"), ("openai", "openai (/v1/completions)")]
+                get=|f| f.backend.clone() set=|f, v| f.backend = v/>
+        </fieldset>
+    }
+}
+
+#[component]
+fn DatasetFields(ctx: FormCtx, hydrated: RwSignal<bool>) -> impl IntoView {
+    let ds =
+        move |kind: &'static [&'static str]| shown(hydrated, ctx.form, |f| f.dataset_kind.as_str(), kind);
+    let form = ctx.form;
+    view! {
+        <fieldset>
+            <legend>"Dataset"</legend>
+            <Choice ctx label="Dataset" name="dataset_kind" path="dataset.kind"
+                options=&[("sharegpt", "ShareGPT (vLLM sampling)"), ("random", "Random tokens"), ("jsonl", "JSONL file")]
+                get=|f| f.dataset_kind.clone() set=|f, v| f.dataset_kind = v/>
+            <div class="group" class:hidden=move || !ds(&["sharegpt", "jsonl"])()>
+                <Field ctx label="Dataset path" name="dataset_path" path="dataset.path"
+                    get=|f| f.dataset_path.clone() set=|f, v| f.dataset_path = v
+                    hint="Empty for ShareGPT means the copy setup fetched."/>
+            </div>
+            <div class="group" class:hidden=move || !ds(&["random"])()>
+                <Field ctx label="Input length" name="input_len" path="dataset.input_len"
+                    get=|f| f.input_len.clone() set=|f, v| f.input_len = v/>
+                <details class="advanced" open=move || form.with(|f| !f.prefix_len.trim().is_empty()) || ctx.error("dataset.prefix_len").is_some()>
+                    <summary>"Shared prefix"</summary>
+                    <Field ctx label="Prefix length (tokens)" name="prefix_len" path="dataset.prefix_len"
+                        get=|f| f.prefix_len.clone() set=|f, v| f.prefix_len = v placeholder="0"
+                        hint="Random tokens put before every prompt, the same for all (vLLM's --random-prefix-len): a prefix the server can cache. The input length counts the part after it."/>
+                </details>
+            </div>
+            <Field ctx label="Output length" name="output_len" path="dataset.output_len"
+                get=|f| f.output_len.clone() set=|f, v| f.output_len = v
+                hint="Required for random; for ShareGPT it overrides each conversation's length."/>
+            <Field ctx label="Number of prompts" name="num_prompts" path="num_prompts"
+                get=|f| f.num_prompts.clone() set=|f, v| f.num_prompts = v/>
+            <Field ctx label="Seed" name="seed" path="seed" get=|f| f.seed.clone() set=|f, v| f.seed = v/>
+        </fieldset>
+    }
+}
+
+#[component]
+fn LoadFields(ctx: FormCtx) -> impl IntoView {
+    let form = ctx.form;
+    view! {
+        <fieldset>
+            <legend>"Load"</legend>
+            <Field ctx label="Max concurrency" name="max_concurrency" path="load.max_concurrency"
+                get=|f| f.max_concurrency.clone() set=|f, v| f.max_concurrency = v
+                hint="Comma-separated values sweep: 1,2,4,8 makes four runs and a comparison."/>
+            <Field ctx label="Request rate (req/s)" name="request_rate" path="load.request_rate"
+                get=|f| f.request_rate.clone() set=|f, v| f.request_rate = v placeholder="inf"/>
+            <Field ctx label="Burstiness" name="burstiness" path="load.burstiness"
+                get=|f| f.burstiness.clone() set=|f, v| f.burstiness = v hint="1 = Poisson arrivals."/>
+            <details class="advanced"
+                open=move || form.with(|f| !f.ramp_up_strategy.is_empty()) || ["ramp_up.start_rps", "ramp_up.end_rps"].iter().any(|p| ctx.error(p).is_some())>
+                <summary>"Ramp-up"</summary>
+                <Choice ctx label="Ramp-up" name="ramp_up_strategy" path="ramp_up.strategy"
+                    options=&[("", "none: a fixed rate"), ("linear", "linear"), ("exponential", "exponential")]
+                    get=|f| f.ramp_up_strategy.clone() set=|f, v| f.ramp_up_strategy = v
+                    hint="The request rate climbs from the start rate (first request) to the end rate (last), as vLLM's --ramp-up-strategy; leave the request rate empty."/>
+                <Field ctx label="Start rate (req/s)" name="ramp_up_start_rps" path="ramp_up.start_rps"
+                    get=|f| f.ramp_up_start_rps.clone() set=|f, v| f.ramp_up_start_rps = v/>
+                <Field ctx label="End rate (req/s)" name="ramp_up_end_rps" path="ramp_up.end_rps"
+                    get=|f| f.ramp_up_end_rps.clone() set=|f, v| f.ramp_up_end_rps = v/>
+            </details>
+            <Field ctx label="Warm-up requests" name="warmup_requests" path="warmup_requests"
+                get=|f| f.warmup_requests.clone() set=|f, v| f.warmup_requests = v/>
+            <Field ctx label="Request timeout (s)" name="request_timeout_s" path="request_timeout_s"
+                get=|f| f.request_timeout_s.clone() set=|f, v| f.request_timeout_s = v/>
+        </fieldset>
+    }
+}
+
+#[component]
+fn SamplingFields(ctx: FormCtx) -> impl IntoView {
+    let form = ctx.form;
+    view! {
+        <fieldset>
+            <legend>"Sampling"</legend>
+            <Field ctx label="Temperature" name="temperature" path="sampling.temperature"
+                get=|f| f.temperature.clone() set=|f, v| f.temperature = v hint="vLLM v0.11 sent 0."/>
+            <div class="field checkbox">
+                <label>
+                    <input type="checkbox" name="form[ignore_eos]" id="f-ignore_eos"
+                        prop:checked=move || form.with(|f| f.ignore_eos.is_some())
+                        on:change=move |ev| {
+                            let on = event_target_checked(&ev);
+                            form.update(|f| f.ignore_eos = on.then(|| "on".to_string()));
+                        }/>
+                    " ignore_eos: generate exactly the output length"
+                </label>
+                <small class="hint">"Always sent with the random dataset, as vLLM does."</small>
+            </div>
+            <details class="advanced"
+                open=move || form.with(RunForm::has_sampling_parameters) || SAMPLING_PATHS.iter().any(|p| ctx.error(p).is_some())>
+                <summary>"More sampling parameters"</summary>
+                <Field ctx label="top_p" name="top_p" path="sampling.top_p"
+                    get=|f| f.top_p.clone() set=|f, v| f.top_p = v hint="Each is sent only when filled in; empty leaves the server's default."/>
+                <Field ctx label="top_k" name="top_k" path="sampling.top_k"
+                    get=|f| f.top_k.clone() set=|f, v| f.top_k = v hint="-1 or 0: no limit."/>
+                <Field ctx label="min_p" name="min_p" path="sampling.min_p"
+                    get=|f| f.min_p.clone() set=|f, v| f.min_p = v/>
+                <Field ctx label="frequency_penalty" name="frequency_penalty" path="sampling.frequency_penalty"
+                    get=|f| f.frequency_penalty.clone() set=|f, v| f.frequency_penalty = v/>
+                <Field ctx label="presence_penalty" name="presence_penalty" path="sampling.presence_penalty"
+                    get=|f| f.presence_penalty.clone() set=|f, v| f.presence_penalty = v/>
+                <Field ctx label="repetition_penalty" name="repetition_penalty" path="sampling.repetition_penalty"
+                    get=|f| f.repetition_penalty.clone() set=|f, v| f.repetition_penalty = v hint="1 = no penalty."/>
+            </details>
+            <Field ctx label="Label" name="label" path="label" get=|f| f.label.clone() set=|f, v| f.label = v
+                hint="Optional; shown in lists and charts."/>
+        </fieldset>
     }
 }
