@@ -379,6 +379,7 @@ impl RunForm {
             },
             max_batch: p.num("target.max_batch", &self.max_batch, WHOLE, 8),
             cuda_graphs: true,
+            speculative: None,
         }
     }
 

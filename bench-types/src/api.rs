@@ -25,6 +25,10 @@ pub struct RunView {
     /// A cancel was asked for and the worker has not yet stopped.
     #[serde(default)]
     pub cancel_requested: bool,
+    /// Speculative decoding's numbers, for a run whose engine speculated (stored with its
+    /// result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<crate::spec_decode::SpecDecodeResult>,
 }
 
 /// What a worker publishes about a running benchmark, about once a second.

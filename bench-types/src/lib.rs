@@ -7,9 +7,12 @@ pub mod api;
 pub mod imported;
 pub mod launched;
 pub mod metrics;
+pub mod native_ladder;
+pub mod native_speculative;
 pub mod report;
 pub mod result_block;
 pub mod spec;
+pub mod spec_decode;
 pub mod status;
 pub mod text;
 pub mod validate;
@@ -23,5 +26,6 @@ pub use spec::{
     Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RampUp, RampUpStrategy,
     RunSpec, Sampling, Target,
 };
+pub use spec_decode::SpecDecodeResult;
 pub use status::RunStatus;
 pub use validate::{FieldError, ValidationErrors};

@@ -18,6 +18,10 @@ pub struct BenchReport {
     /// Free-form notes about the data, e.g. "ShareGPT: kept 17,671 entries (file cut off)".
     #[serde(default)]
     pub notes: Vec<String>,
+    /// What a speculating engine reported about the measured part (native targets with
+    /// `speculative`); the load generator leaves it empty, the worker fills it in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<crate::spec_decode::SpecDecodeResult>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

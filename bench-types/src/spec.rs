@@ -110,6 +110,10 @@ pub struct NativeTarget {
     pub max_batch: u32,
     #[serde(default = "default_true")]
     pub cuda_graphs: bool,
+    /// EAGLE-3 speculative decoding, with SGLang's options (`native_speculative` checks
+    /// them); `None` decodes one token per step. Absent in specs stored before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<crate::launched::Speculative>,
 }
 
 fn default_max_batch() -> u32 {
@@ -366,14 +370,18 @@ impl RunSpec {
     }
 
     /// Short description of the target for lists ("external http://...", "native random:tiny",
-    /// "native random:qwen3-8b FP8").
+    /// "native random:qwen3-8b FP8", "native random:qwen3-8b FP8 + EAGLE-3").
     pub fn target_description(&self) -> String {
         match &self.target {
             Target::External { base_url, .. } => format!("external {base_url}"),
-            Target::Native(n) => match n.quantization {
-                Quantization::None => format!("native {}", n.model_source),
-                Quantization::Fp8 => format!("native {} FP8", n.model_source),
-            },
+            Target::Native(n) => {
+                let weights = match n.quantization {
+                    Quantization::None => "",
+                    Quantization::Fp8 => " FP8",
+                };
+                let spec = if n.speculative.is_some() { " + EAGLE-3" } else { "" };
+                format!("native {}{weights}{spec}", n.model_source)
+            }
             Target::Launched(l) => format!("{} {}", l.engine.as_str(), l.model),
             Target::Imported(i) => format!("imported {}", i.engine),
         }

@@ -79,6 +79,9 @@ impl RunSpec {
                 if n.max_batch == 0 || n.max_batch > MAX_MAX_BATCH {
                     e.push("target.max_batch", format!("must be between 1 and {MAX_MAX_BATCH}"));
                 }
+                if let Some(s) = &n.speculative {
+                    crate::native_speculative::validate_into(s, &n.model_source, &mut e);
+                }
             }
             Target::Launched(l) => l.validate_into(&mut e),
             Target::Imported(i) => i.validate_into(&mut e),

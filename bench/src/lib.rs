@@ -35,7 +35,8 @@ pub use metrics::{SummaryOptions, compute_summary};
 pub use progress::{Phase, Progress, ProgressTx};
 pub use report_text::render_text;
 pub use runner::{
-    Prepared, RunOptions, prepare, run_benchmark, run_prepared, run_prepared_with, run_sweep, run_sweep_with,
+    BeforeMeasuring, Prepared, RunOptions, prepare, run_benchmark, run_prepared, run_prepared_with,
+    run_sweep, run_sweep_with,
 };
 pub use save_result::vllm_result_json;
 pub use tokio_util::sync::CancellationToken;

@@ -28,7 +28,15 @@ pub struct RunOptions {
     pub progress: Option<ProgressTx>,
     /// Cancel it to abort in-flight requests; the run returns `BenchError::Cancelled`.
     pub cancel: CancellationToken,
+    /// Awaited once after the ready check and the warm-up, just before the measured
+    /// requests go out: a caller snapshots the target's own counters there, so that their
+    /// difference at the end covers the timed part only.
+    pub before_measuring: Option<BeforeMeasuring>,
 }
+
+/// A hook `run_prepared` awaits before measuring (see `RunOptions::before_measuring`).
+pub type BeforeMeasuring =
+    Arc<dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + Sync>;
 
 /// A sampled dataset and the tokenizer that counted it; reusable across a sweep.
 pub struct Prepared {
@@ -201,6 +209,9 @@ pub async fn run_prepared_with(
         ));
     }
 
+    if let Some(hook) = &opts.before_measuring {
+        hook().await;
+    }
     let offsets = crate::schedule::offsets_for(reqs.len(), spec);
     let started_at = chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now());
     let bench_start = Instant::now();
@@ -269,8 +280,15 @@ pub async fn run_prepared_with(
         rolling_ttft_ms: Some(summary.ttft.mean_ms),
         rolling_tpot_ms: Some(summary.tpot.mean_ms),
     });
-    let report =
-        BenchReport { spec: spec.clone(), target_info, started_at, summary, requests: records, notes };
+    let report = BenchReport {
+        spec: spec.clone(),
+        target_info,
+        started_at,
+        summary,
+        requests: records,
+        notes,
+        speculative: None,
+    };
     if cancelled {
         return Err(BenchError::CancelledPartway(Box::new(report)));
     }

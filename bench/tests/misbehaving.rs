@@ -110,3 +110,35 @@ async fn progress_reaches_finished_with_every_request_counted() {
     assert_eq!((last.completed, last.failed, last.total), (2, 1, 3));
     assert_eq!(r.summary.failed, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_before_measuring_hook_runs_after_the_warm_up_and_before_any_measured_request() {
+    let log = common::request_log();
+    let srv = start(Script {
+        ttft: Duration::from_millis(1),
+        gap: Duration::from_millis(1),
+        request_log: Some(log.clone()),
+        ..Script::default()
+    })
+    .await;
+    let mut s =
+        spec(&srv.base_url, jsonl("hook.jsonl", &[("ok a", 2), ("ok b", 2), ("ok c", 2)]), 3, Some(1));
+    s.warmup_requests = 2;
+    let seen_at_hook = std::sync::Arc::new(std::sync::Mutex::new(Vec::<usize>::new()));
+    let hook: bench::BeforeMeasuring = {
+        let (log, seen) = (log.clone(), seen_at_hook.clone());
+        std::sync::Arc::new(move || {
+            let (log, seen) = (log.clone(), seen.clone());
+            Box::pin(async move {
+                // A slow hook (a scrape) holds the measured requests back until it is done.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                seen.lock().unwrap().push(log.lock().unwrap().len());
+            })
+        })
+    };
+    let opts = RunOptions { before_measuring: Some(hook), ..Default::default() };
+    let r = run_benchmark(&s, &srv.base_url, opts).await.unwrap();
+    assert_eq!(r.summary.completed, 3);
+    assert_eq!(*seen_at_hook.lock().unwrap(), [2], "once, with only the two warm-up requests sent");
+    assert_eq!(log.lock().unwrap().len(), 5);
+}

@@ -55,6 +55,7 @@ impl RunRow {
             summary: self.summary.map(|s| s.0),
             progress: self.progress.map(|p| p.0),
             cancel_requested: self.cancel_requested,
+            speculative: None,
         })
     }
 }

@@ -61,5 +61,6 @@ pub fn report(spec: RunSpec, requests: Vec<RequestRecord>) -> BenchReport {
         summary,
         requests,
         notes: vec!["weights: random".into()],
+        speculative: None,
     }
 }

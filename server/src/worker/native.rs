@@ -47,6 +47,7 @@ mod tests {
             quantization: Quantization::None,
             max_batch: 4,
             cuda_graphs: true,
+            speculative: None,
         };
         let args = engine_args(&t, "Qwen/Qwen3-8B; rm -rf /");
         assert_eq!(

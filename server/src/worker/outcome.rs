@@ -111,6 +111,7 @@ mod tests {
             summary,
             requests,
             notes: vec![],
+            speculative: None,
         }
     }
 

@@ -23,6 +23,7 @@ pub fn seed() -> ComparisonView {
             summary: Some(r.summary.clone()),
             progress: None,
             cancel_requested: false,
+            speculative: None,
         })
         .collect();
     let steps: Vec<serde_json::Value> = study
