@@ -219,13 +219,13 @@ impl ModelWeights {
 }
 
 /// The memory-mapped safetensors files of one checkpoint and which file holds each tensor.
-struct CheckpointFiles {
+pub(crate) struct CheckpointFiles {
     maps: Vec<(PathBuf, memmap2::Mmap)>,
     location: HashMap<String, usize>,
 }
 
 impl CheckpointFiles {
-    fn open(dir: &Path) -> Result<Self> {
+    pub(crate) fn open(dir: &Path) -> Result<Self> {
         let index = dir.join("model.safetensors.index.json");
         let file_names: Vec<String> = if index.exists() {
             let text = std::fs::read_to_string(&index).map_err(|e| EngineError::io(&index, e))?;
@@ -274,7 +274,7 @@ impl CheckpointFiles {
     }
 
     /// The safetensors view of one tensor, by name.
-    fn view(&self, name: &str) -> Result<(SafeTensors<'_>, &Path)> {
+    pub(crate) fn view(&self, name: &str) -> Result<(SafeTensors<'_>, &Path)> {
         let &i = self
             .location
             .get(name)
@@ -288,7 +288,7 @@ impl CheckpointFiles {
     /// One tensor as a Mat (vectors as [len, 1]) and the dtypes it was stored in.
     /// `fp8_projections`: the config has a quantization_config, so every projection must be
     /// F8_E4M3 with its scales, and nothing else may be.
-    fn read(&self, spec: &TensorSpec, fp8_projections: bool) -> Result<(Mat, Vec<String>)> {
+    pub(crate) fn read(&self, spec: &TensorSpec, fp8_projections: bool) -> Result<(Mat, Vec<String>)> {
         let (st, _) = self.view(&spec.name)?;
         let t = st.tensor(&spec.name).map_err(|e| EngineError::Weights(format!("{}: {e}", spec.name)))?;
         check_shape(&spec.name, t.shape(), &spec.shape)?;
