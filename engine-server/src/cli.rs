@@ -136,6 +136,15 @@ pub struct MakeModelArgs {
     /// quantization of the same random model.
     #[arg(long, value_enum, default_value_t = QuantArg::None)]
     pub quantization: QuantArg,
+    /// Write a random EAGLE-3 draft for the `--preset` target instead of the target (the
+    /// published drafts' layout: config.json and bf16 model.safetensors with `d2t`/`t2d`);
+    /// with the default seed it is the draft `random:<preset>-eagle3` builds.
+    #[arg(long)]
+    pub eagle3: bool,
+    /// With `--eagle3`: the draft vocabulary (default 32000 for the real shapes, 1024 for
+    /// the tiny ones).
+    #[arg(long, requires = "eagle3")]
+    pub draft_vocab: Option<usize>,
 }
 
 #[derive(clap::Args, Debug)]

@@ -32,6 +32,9 @@ fn make_model(a: MakeModelArgs) -> anyhow::Result<()> {
     let cfg = engine::presets::preset(&a.preset).with_context(|| {
         format!("unknown preset `{}`; known: {}", a.preset, engine::presets::PRESET_NAMES.join(", "))
     })?;
+    if a.eagle3 {
+        return make_eagle3_draft(&a, &cfg);
+    }
     let cfg = match a.quantization {
         cli::QuantArg::None => cfg,
         cli::QuantArg::Fp8 => engine::config::ModelConfig {
@@ -47,6 +50,23 @@ fn make_model(a: MakeModelArgs) -> anyhow::Result<()> {
         a.preset,
         a.seed,
         a.quantization,
+        a.out.display()
+    );
+    Ok(())
+}
+
+fn make_eagle3_draft(a: &MakeModelArgs, target: &engine::config::ModelConfig) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        matches!(a.quantization, cli::QuantArg::None),
+        "--eagle3 writes a bf16 draft; --quantization does not apply to it"
+    );
+    let vocab = a.draft_vocab.unwrap_or_else(|| engine::spec::draft::default_draft_vocab(target));
+    engine::spec::draft::writer::write_random_draft(target, vocab, a.seed, &a.out)
+        .with_context(|| format!("writing {}", a.out.display()))?;
+    println!(
+        "wrote a random EAGLE-3 draft for {} (seed {}, draft vocab {vocab}) to {}",
+        a.preset,
+        a.seed,
         a.out.display()
     );
     Ok(())
