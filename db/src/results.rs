@@ -35,8 +35,9 @@ pub async fn store_report(
     let s = &report.summary;
     sqlx::query!(
         r#"INSERT INTO run_results (run_id, summary, target_info, notes, bench_started_at, completed, failed,
-                                    duration_s, output_throughput, mean_ttft_ms, mean_tpot_ms)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"#,
+                                    duration_s, output_throughput, mean_ttft_ms, mean_tpot_ms,
+                                    speculative, mean_accepted_length)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"#,
         run_id,
         Json(s) as _,
         Json(&report.target_info) as _,
@@ -48,6 +49,8 @@ pub async fn store_report(
         s.output_throughput,
         s.ttft.mean_ms,
         s.tpot.mean_ms,
+        report.speculative.as_ref().map(Json) as _,
+        report.speculative.as_ref().and_then(|x| x.mean_accepted_length),
     )
     .execute(&mut *tx)
     .await?;

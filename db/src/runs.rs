@@ -1,7 +1,7 @@
 //! The `runs` table: what was asked for and where it is in its life.
 
 use crate::DbError;
-use bench_types::{RunProgress, RunSpec, RunStatus, RunView, Summary};
+use bench_types::{RunProgress, RunSpec, RunStatus, RunView, SpecDecodeResult, Summary};
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use sqlx::{PgPool, Postgres, Transaction};
@@ -35,6 +35,7 @@ struct RunRow {
     summary: Option<Json<Summary>>,
     progress: Option<Json<RunProgress>>,
     cancel_requested: bool,
+    speculative: Option<Json<SpecDecodeResult>>,
 }
 
 impl RunRow {
@@ -55,7 +56,7 @@ impl RunRow {
             summary: self.summary.map(|s| s.0),
             progress: self.progress.map(|p| p.0),
             cancel_requested: self.cancel_requested,
-            speculative: None,
+            speculative: self.speculative.map(|s| s.0),
         })
     }
 }
@@ -65,7 +66,8 @@ pub async fn get(pool: &PgPool, id: i64) -> Result<Option<RunView>, DbError> {
         RunRow,
         r#"SELECT r.id, r.spec AS "spec: Json<RunSpec>", r.status, r.target_description, r.created_at,
                   r.started_at, r.finished_at, r.error, res.summary AS "summary?: Json<Summary>",
-                  r.progress AS "progress: Json<RunProgress>", r.cancel_requested
+                  r.progress AS "progress: Json<RunProgress>", r.cancel_requested,
+                  res.speculative AS "speculative?: Json<SpecDecodeResult>"
            FROM runs r LEFT JOIN run_results res ON res.run_id = r.id
            WHERE r.id = $1"#,
         id
@@ -81,7 +83,8 @@ pub async fn list(pool: &PgPool, limit: i64, before_id: Option<i64>) -> Result<V
         RunRow,
         r#"SELECT r.id, r.spec AS "spec: Json<RunSpec>", r.status, r.target_description, r.created_at,
                   r.started_at, r.finished_at, r.error, res.summary AS "summary?: Json<Summary>",
-                  r.progress AS "progress: Json<RunProgress>", r.cancel_requested
+                  r.progress AS "progress: Json<RunProgress>", r.cancel_requested,
+                  res.speculative AS "speculative?: Json<SpecDecodeResult>"
            FROM runs r LEFT JOIN run_results res ON res.run_id = r.id
            WHERE $2::BIGINT IS NULL OR r.id < $2
            ORDER BY r.id DESC
@@ -100,7 +103,8 @@ pub async fn get_many(pool: &PgPool, ids: &[i64]) -> Result<Vec<RunView>, DbErro
         RunRow,
         r#"SELECT r.id, r.spec AS "spec: Json<RunSpec>", r.status, r.target_description, r.created_at,
                   r.started_at, r.finished_at, r.error, res.summary AS "summary?: Json<Summary>",
-                  r.progress AS "progress: Json<RunProgress>", r.cancel_requested
+                  r.progress AS "progress: Json<RunProgress>", r.cancel_requested,
+                  res.speculative AS "speculative?: Json<SpecDecodeResult>"
            FROM UNNEST($1::BIGINT[]) WITH ORDINALITY AS wanted(id, ord)
            JOIN runs r ON r.id = wanted.id
            LEFT JOIN run_results res ON res.run_id = r.id

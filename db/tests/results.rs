@@ -76,3 +76,45 @@ async fn many_records_cross_the_batch_boundary(pool: PgPool) {
     assert_eq!(back.len(), 12_001);
     assert_eq!(back[12_000].index, 12_000);
 }
+
+#[sqlx::test(migrator = "db::MIGRATOR")]
+async fn a_speculating_runs_accepted_length_is_stored_beside_its_latency(pool: PgPool) {
+    use bench_types::native_speculative::Tree;
+    use bench_types::spec_decode::{PositionAcceptance, RANDOM_DRAFT_CAVEAT, SpecDecodeResult};
+    let spec_decode = |mean: Option<f64>| SpecDecodeResult {
+        algorithm: "EAGLE3".into(),
+        tree: Tree { num_steps: 3, topk: 1, num_draft_tokens: 4 },
+        tree_reported: true,
+        draft_source: "random:tiny-eagle3".into(),
+        random_weights: true,
+        mean_accepted_length: mean,
+        verify_steps: mean.map(|_| 200.0),
+        emitted_tokens: mean.map(|m| 200.0 * m),
+        by_position: vec![PositionAcceptance { position: 1, accepted: 1.0 / 3.0, proposed: 200.0 }],
+        draft_seconds: Some(0.25),
+        verify_seconds: None,
+        caveat: Some(RANDOM_DRAFT_CAVEAT.into()),
+        notes: if mean.is_none() { vec!["accepted length missing: no counters".into()] } else { vec![] },
+    };
+    for mean in [Some(1.0 + 1.0 / 7.0), None] {
+        let id = running_run(&pool).await;
+        let mut report = common::report(common::spec(&[2]), vec![common::record(0, vec![0.5], None)]);
+        report.speculative = Some(spec_decode(mean));
+        results::store_report(&pool, id, &report, &ok_end()).await.unwrap();
+        let run = runs::get(&pool, id).await.unwrap().unwrap();
+        assert_eq!(run.speculative, report.speculative, "read back exactly");
+        let listed = runs::get_many(&pool, &[id]).await.unwrap();
+        assert_eq!(listed[0].speculative, report.speculative);
+        let column: Option<f64> =
+            sqlx::query_scalar("SELECT mean_accepted_length FROM run_results WHERE run_id = $1")
+                .bind(id)
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        assert_eq!(column, mean, "the headline copy is NULL when the length is missing");
+    }
+    // Runs without speculation read as before.
+    let id = running_run(&pool).await;
+    results::store_report(&pool, id, &common::report(common::spec(&[2]), vec![]), &ok_end()).await.unwrap();
+    assert_eq!(runs::get(&pool, id).await.unwrap().unwrap().speculative, None);
+}
