@@ -4,6 +4,7 @@
 //! (lease lost) write nothing at all.
 
 use super::outcome::Failure;
+use super::spec_scrape::SpecScrape;
 use super::{EngineProcess, Launch, LogRing, WorkerConfig};
 use bench::{CancellationToken, Progress, RunOptions};
 use bench_types::{BenchReport, RunProgress, RunSpec, RunStatus, Target};
@@ -228,8 +229,21 @@ async fn run_target(
         Target::Imported(_) => return Err(Failure::from("imported results are not run".to_string())),
     };
     *phase.lock().unwrap() = "benchmarking";
-    let opts = RunOptions { api_key, progress: Some(progress), cancel: cancel.clone() };
-    let outcome = bench::run_benchmark(spec, &base_url, opts).await;
+    // A speculating native engine's counters are read around the measured part.
+    let scrape = match &spec.target {
+        Target::Native(n) => n.speculative.as_ref().map(|s| (s, SpecScrape::new(&base_url))),
+        _ => None,
+    };
+    let opts = RunOptions {
+        api_key,
+        progress: Some(progress),
+        cancel: cancel.clone(),
+        before_measuring: scrape.as_ref().map(|(_, s)| s.hook()),
+    };
+    let mut outcome = bench::run_benchmark(spec, &base_url, opts).await;
+    if let (Ok(report), Some((requested, s))) = (&mut outcome, &scrape) {
+        report.speculative = Some(s.finish(requested, report.target_info.engine_info.as_ref()).await);
+    }
     match (outcome, engine) {
         (r, None) => r.map_err(Failure::from),
         (r, Some(mut p)) => {

@@ -108,9 +108,19 @@ impl FileRoots {
             Dataset::Sharegpt { path: None, .. } | Dataset::Random { .. } => {}
         }
         match &mut out.target {
-            Target::Native(n) if !n.model_source.starts_with("random:") => {
-                n.model_source =
-                    path_string(self.resolve("target.model_source", &n.model_source, Kind::Dir)?);
+            Target::Native(n) => {
+                if !n.model_source.starts_with("random:") {
+                    n.model_source =
+                        path_string(self.resolve("target.model_source", &n.model_source, Kind::Dir)?);
+                }
+                // A draft checkpoint follows the model source's rules.
+                if let Some(s) = n.speculative.as_mut().filter(|s| !s.draft_model.starts_with("random:")) {
+                    s.draft_model = path_string(self.resolve(
+                        "target.speculative.draft_model",
+                        &s.draft_model,
+                        Kind::Dir,
+                    )?);
+                }
             }
             Target::Launched(l) => {
                 if l.model.starts_with('/') {
@@ -215,5 +225,30 @@ mod tests {
         let mut bad = spec.clone();
         bad.tokenizer = Some("/etc".into());
         assert!(r.resolve_spec(&bad).unwrap_err().starts_with("tokenizer: /etc is outside"));
+    }
+
+    #[test]
+    fn a_native_draft_checkpoint_resolves_like_its_model_and_random_drafts_stay() {
+        let d = tempfile::tempdir().unwrap();
+        let r = roots(d.path());
+        std::fs::create_dir_all(d.path().join("models/eagle3")).unwrap();
+        let native = |draft: &str| -> RunSpec {
+            serde_json::from_value(serde_json::json!({
+                "target": {"kind": "native", "model_source": "random:tiny",
+                           "speculative": {"algorithm": "eagle3", "draft_model": draft}},
+                "model": "m", "dataset": {"kind": "random", "input_len": 4, "output_len": 4}, "num_prompts": 1, "load": {}
+            }))
+            .unwrap()
+        };
+        let draft_of = |s: &RunSpec| match &s.target {
+            Target::Native(n) => n.speculative.as_ref().unwrap().draft_model.clone(),
+            _ => unreachable!(),
+        };
+        let draft = d.path().join("models/eagle3");
+        let out = r.resolve_spec(&native(draft.to_str().unwrap())).unwrap();
+        assert_eq!(PathBuf::from(draft_of(&out)), std::fs::canonicalize(&draft).unwrap());
+        assert_eq!(draft_of(&r.resolve_spec(&native("random:tiny-eagle3")).unwrap()), "random:tiny-eagle3");
+        let err = r.resolve_spec(&native("/etc")).unwrap_err();
+        assert!(err.starts_with("target.speculative.draft_model: /etc is outside"), "{err}");
     }
 }

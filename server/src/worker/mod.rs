@@ -9,6 +9,7 @@ pub mod host;
 mod log_ring;
 mod native;
 mod outcome;
+pub mod spec_scrape;
 
 pub use engine_process::{EngineProcess, Launch};
 pub use host::WorkerHost;

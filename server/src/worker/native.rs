@@ -1,5 +1,6 @@
 //! `latlab-engine serve` flags for a native target: structured options in, argv out.
 
+use bench_types::native_speculative::Tree;
 use bench_types::spec::{Device, NativeTarget, Quantization};
 
 /// The argv (after the program) that serves `target` under the name `served_model` on a
@@ -32,6 +33,23 @@ pub fn engine_args(target: &NativeTarget, served_model: &str) -> Vec<String> {
         Quantization::None => {}
         Quantization::Fp8 => args.extend(["--quantization".into(), "fp8".into()]),
     }
+    // SGLang's flag names; every number spelled out (the defaults filled in) so the engine's
+    // log says exactly which tree ran.
+    if let Some(s) = &target.speculative {
+        let t = Tree::of(s);
+        args.extend([
+            "--speculative-algorithm".into(),
+            "EAGLE3".into(),
+            "--speculative-draft-model-path".into(),
+            s.draft_model.clone(),
+            "--speculative-num-steps".into(),
+            t.num_steps.to_string(),
+            "--speculative-eagle-topk".into(),
+            t.topk.to_string(),
+            "--speculative-num-draft-tokens".into(),
+            t.num_draft_tokens.to_string(),
+        ]);
+    }
     args
 }
 
@@ -59,5 +77,32 @@ mod tests {
         let fp8 = NativeTarget { quantization: Quantization::Fp8, ..t };
         let args = engine_args(&fp8, "m");
         assert_eq!(args[args.len() - 2..], ["--quantization", "fp8"]);
+    }
+
+    #[test]
+    fn speculation_passes_sglangs_flags_with_the_defaults_spelled_out() {
+        use bench_types::launched::{Speculative, SpeculativeAlgorithm};
+        let t = NativeTarget {
+            model_source: "random:tiny".into(),
+            device: Device::Cpu,
+            quantization: Quantization::Fp8,
+            max_batch: 4,
+            cuda_graphs: true,
+            speculative: Some(Speculative {
+                algorithm: SpeculativeAlgorithm::Eagle3,
+                draft_model: "random:tiny-eagle3".into(),
+                num_steps: None,
+                topk: None,
+                num_draft_tokens: None,
+            }),
+        };
+        let args = engine_args(&t, "tiny").join(" ");
+        assert!(
+            args.ends_with(
+                "--quantization fp8 --speculative-algorithm EAGLE3 --speculative-draft-model-path random:tiny-eagle3 \
+                 --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4"
+            ),
+            "{args}"
+        );
     }
 }
