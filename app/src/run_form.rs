@@ -3,10 +3,12 @@
 //! under the spec's field paths, so each message lands beside its input, in the browser
 //! while typing and on the server after submitting.
 
-use bench_types::launched::{LaunchedTarget, seed_presets};
+use bench_types::launched::{LaunchedTarget, Speculative, SpeculativeAlgorithm, seed_presets};
+use bench_types::native_ladder::native_ladder;
+use bench_types::native_speculative::random_draft_for;
 use bench_types::{
-    Backend, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RampUp, RampUpStrategy,
-    RunSpec, Sampling, Target, ValidationErrors,
+    Backend, CreatedRuns, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RampUp,
+    RampUpStrategy, RunSpec, Sampling, Target, ValidationErrors,
 };
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +32,23 @@ pub struct RunForm {
     /// (an older client) means `none`.
     #[serde(default)]
     pub quantization: String,
+    /// Native engine, a checkbox: EAGLE-3 speculative decoding with the fields below.
+    #[serde(default)]
+    pub speculative: Option<String>,
+    /// The EAGLE-3 draft; empty takes `random:<preset>-eagle3` for a random model source.
+    #[serde(default)]
+    pub draft_model: String,
+    /// Empty numbers take the engine's defaults (a chain: 3 steps, topk 1, 4 draft tokens).
+    #[serde(default)]
+    pub spec_num_steps: String,
+    #[serde(default)]
+    pub spec_topk: String,
+    #[serde(default)]
+    pub spec_num_draft_tokens: String,
+    /// Native engine, a checkbox: the native ladder (bf16, FP8, FP8 + EAGLE-3 tree, FP8 +
+    /// EAGLE-3 chain), one run per rung, as one comparison.
+    #[serde(default)]
+    pub native_ladder: Option<String>,
     /// Launched engines: comma-separated preset names (see `launched::seed_presets`); one
     /// run per preset (and per concurrency value).
     #[serde(default)]
@@ -103,6 +122,12 @@ impl Default for RunForm {
             device: "auto".into(),
             max_batch: "8".into(),
             quantization: "none".into(),
+            speculative: None,
+            draft_model: String::new(),
+            spec_num_steps: String::new(),
+            spec_topk: String::new(),
+            spec_num_draft_tokens: String::new(),
+            native_ladder: None,
             presets: "vllm-bf16, sglang-bf16".into(),
             model: "Qwen/Qwen3-8B".into(),
             tokenizer: String::new(),
@@ -181,6 +206,11 @@ fn not_a(raw: &str, what: &str) -> String {
 const WHOLE: &str = "a whole number";
 const NUMBER: &str = "a number";
 
+/// A ticked checkbox posts "on" (the browser) or "true" (a client sending JSON).
+fn ticked(v: &Option<String>) -> bool {
+    v.as_deref().is_some_and(|v| v == "on" || v == "true")
+}
+
 fn opt_text(s: &str) -> Option<String> {
     let t = s.trim();
     (!t.is_empty()).then(|| t.to_string())
@@ -220,6 +250,9 @@ impl RunForm {
     /// its own model name, which requests must use).
     pub fn to_specs(&self) -> Result<Vec<RunSpec>, ValidationErrors> {
         let base = self.to_spec()?;
+        if self.is_native_ladder() {
+            return self.ladder_specs(&base);
+        }
         if self.target_kind != "launched" {
             return Ok(vec![base]);
         }
@@ -239,6 +272,76 @@ impl RunForm {
                 spec.validate().map(|()| spec)
             })
             .collect()
+    }
+
+    /// Where the browser goes once the runs exist: the comparison of several (a native
+    /// ladder opens on its ladder chart of TPOT, the latency FP8 and speculation act on),
+    /// else the run.
+    pub fn created_url(&self, created: &CreatedRuns) -> String {
+        match (&created.comparison_slug, created.run_ids.first()) {
+            (Some(slug), _) if self.is_native_ladder() => format!("/c/{slug}?chart=ladder&metric=tpot"),
+            (Some(slug), _) => format!("/c/{slug}"),
+            (None, Some(id)) => format!("/runs/{id}"),
+            (None, None) => "/runs".to_string(),
+        }
+    }
+
+    /// Whether the form asks for the native ladder rather than one native target.
+    pub fn is_native_ladder(&self) -> bool {
+        self.target_kind == "native" && ticked(&self.native_ladder)
+    }
+
+    /// One spec per rung of the native ladder, from the form's model, device and batch (its
+    /// weights and speculation fields are the rungs' to set).
+    fn ladder_specs(&self, base: &RunSpec) -> Result<Vec<RunSpec>, ValidationErrors> {
+        let mut e = ValidationErrors::default();
+        let Target::Native(n) = &base.target else { unreachable!("a native form") };
+        if base.load.max_concurrency.len() > 1 {
+            // The ladder chart compares rung with rung; a sweep would interleave loads.
+            e.push(
+                "load.max_concurrency",
+                "the native ladder compares its rungs at one concurrency; start one ladder per value",
+            );
+            return Err(e);
+        }
+        let rungs = native_ladder(n, Some(&self.draft_model)).map_err(|m| {
+            e.push("target.speculative.draft_model", m);
+            e
+        })?;
+        rungs
+            .into_iter()
+            .map(|r| {
+                let mut spec = base.clone();
+                spec.target = Target::Native(r.target);
+                spec.label = match base.label.is_empty() {
+                    true => format!("native ladder · {}", r.name),
+                    false => format!("{} · {}", base.label, r.name),
+                };
+                spec.validate().map(|()| spec)
+            })
+            .collect()
+    }
+
+    /// EAGLE-3 options when the box is ticked; the draft defaults to the random model's own.
+    fn speculative(&self, p: &mut Parser) -> Option<Speculative> {
+        if !ticked(&self.speculative) {
+            return None;
+        }
+        let draft_model = match self.draft_model.trim() {
+            "" => random_draft_for(self.model_source.trim()).unwrap_or_default(),
+            d => d.to_string(),
+        };
+        Some(Speculative {
+            algorithm: SpeculativeAlgorithm::Eagle3,
+            draft_model,
+            num_steps: p.opt_num("target.speculative.num_steps", &self.spec_num_steps, WHOLE),
+            topk: p.opt_num("target.speculative.topk", &self.spec_topk, WHOLE),
+            num_draft_tokens: p.opt_num(
+                "target.speculative.num_draft_tokens",
+                &self.spec_num_draft_tokens,
+                WHOLE,
+            ),
+        })
     }
 
     fn ramp_up(&self, p: &mut Parser) -> Option<RampUp> {
@@ -379,7 +482,7 @@ impl RunForm {
             },
             max_batch: p.num("target.max_batch", &self.max_batch, WHOLE, 8),
             cuda_graphs: true,
-            speculative: None,
+            speculative: self.speculative(p),
         }
     }
 
@@ -451,8 +554,7 @@ impl RunForm {
     fn sampling(&self, p: &mut Parser) -> Sampling {
         Sampling {
             // vLLM always sends ignore_eos with the random dataset; the spec says so.
-            ignore_eos: self.ignore_eos.as_deref().is_some_and(|v| v == "on" || v == "true")
-                || self.dataset_kind == "random",
+            ignore_eos: ticked(&self.ignore_eos) || self.dataset_kind == "random",
             temperature: p.opt_num("sampling.temperature", &self.temperature, NUMBER),
             extra_body: None,
             top_p: p.opt_num("sampling.top_p", &self.top_p, NUMBER),

@@ -3,8 +3,10 @@
 pub mod charts;
 mod result_block;
 mod runs_table;
+pub mod spec_decode;
 mod status_badge;
 
 pub use result_block::ResultBlock;
 pub use runs_table::RunsTable;
+pub use spec_decode::SpecDecodePanel;
 pub use status_badge::StatusBadge;

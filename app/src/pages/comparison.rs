@@ -5,6 +5,7 @@
 use crate::components::StatusBadge;
 use crate::components::charts::facts::{hardware, imported, marks, run_label, stat_value, warnings};
 use crate::components::charts::{ChartControls, ChartKind, ChartView, ConfigDiff, LadderTable, Stat, render};
+use crate::components::spec_decode::accepted_length_cell;
 use crate::format::f2;
 use crate::pages::NotFound;
 use crate::server_fns::{get_comparison, get_run_requests};
@@ -225,6 +226,7 @@ fn ComparisonTable(c: Arc<ComparisonView>) -> impl IntoView {
                     <td><StatusBadge status=r.status/>{progress_of(r)}</td>
                     {cells}
                     <td class="num">{tput}</td>
+                    {accepted_length_cell(r)}
                 </tr>
             }
         })
@@ -239,6 +241,7 @@ fn ComparisonTable(c: Arc<ComparisonView>) -> impl IntoView {
                     <th colspan="3" title="gaps between streamed chunks, as vLLM reports it; with speculative decoding a chunk carries several tokens">"ITL (ms, chunk-level)"</th>
                     <th colspan="3">"E2EL (ms)"</th>
                     <th rowspan="2">"Output tok/s"</th>
+                    <th rowspan="2" title="EAGLE-3: tokens emitted per verify step over the measured part, the bonus token included (1.00 = no drafted token accepted), and the tree (steps/topk/draft tokens)">"Accepted length"</th>
                 </tr>
                 <tr>
                     <th>"mean"</th><th>"median"</th><th>"p99"</th>

@@ -119,7 +119,8 @@ fn Choice(
 #[component]
 pub fn NewRunPage() -> impl IntoView {
     let form = RwSignal::new(RunForm::default());
-    let errors = Memo::new(move |_| form.with(|f| f.to_spec().err().unwrap_or_default()));
+    // Every spec the form makes (a ladder's rungs, each preset) is checked, not only the first.
+    let errors = Memo::new(move |_| form.with(|f| f.to_specs().err().unwrap_or_default()));
     let ctx = FormCtx {
         form,
         touched: RwSignal::new(HashSet::new()),
@@ -173,16 +174,84 @@ fn follow_created_runs(action: ServerAction<CreateRuns>, ctx: FormCtx) {
     let navigate = leptos_router::hooks::use_navigate();
     Effect::new(move |_| match action.value().get() {
         Some(Ok(Ok(created))) => {
-            let to = match (created.comparison_slug, created.run_ids.first()) {
-                (Some(slug), _) => format!("/c/{slug}"),
-                (None, Some(id)) => format!("/runs/{id}"),
-                _ => "/runs".to_string(),
-            };
+            let to = ctx.form.with_untracked(|f| f.created_url(&created));
             navigate(&to, Default::default());
         }
         Some(Ok(Err(server_errors))) => ctx.server_errors.set(server_errors),
         _ => {}
     });
+}
+
+/// A checkbox's value in the form: "on" when ticked, as a browser posts it.
+fn on(ticked: bool) -> Option<String> {
+    ticked.then(|| "on".to_string())
+}
+
+/// Fields of the speculative section: it opens when one of them has an error.
+const SPECULATIVE_PATHS: [&str; 4] = [
+    "target.speculative.draft_model",
+    "target.speculative.num_steps",
+    "target.speculative.topk",
+    "target.speculative.num_draft_tokens",
+];
+
+/// A checkbox posting "on" when ticked (the form's booleans).
+#[component]
+fn Tick(
+    ctx: FormCtx,
+    name: &'static str,
+    text: &'static str,
+    get: fn(&RunForm) -> bool,
+    set: fn(&mut RunForm, bool),
+) -> impl IntoView {
+    view! {
+        <label>
+            <input type="checkbox" name=format!("form[{name}]") id=format!("f-{name}")
+                prop:checked=move || ctx.form.with(get)
+                on:change=move |ev| {
+                    let on = event_target_checked(&ev);
+                    ctx.form.update(|f| set(f, on));
+                }/>
+            {text}
+        </label>
+    }
+}
+
+// Each group is type-erased (`AnyView`): the whole form as one nested type is deeper than
+// the compiler's query limit allows.
+
+/// The native engine's EAGLE-3 options and the native ladder.
+#[component]
+fn SpeculativeFields(ctx: FormCtx) -> AnyView {
+    let form = ctx.form;
+    view! {
+        <details class="advanced" data-testid="speculative-fields"
+            open=move || form.with(|f| f.speculative.is_some() || f.native_ladder.is_some()) || SPECULATIVE_PATHS.iter().any(|p| ctx.error(p).is_some())>
+            <summary>"Speculative decoding (EAGLE-3)"</summary>
+            <div class="field checkbox">
+                <Tick ctx name="speculative" text=" EAGLE-3 speculative decoding (the only algorithm latlab's engine runs)"
+                    get=|f| f.speculative.is_some() set=|f, v| f.speculative = on(v)/>
+            </div>
+            <Field ctx label="Draft model" name="draft_model" path="target.speculative.draft_model"
+                get=|f| f.draft_model.clone() set=|f, v| f.draft_model = v placeholder="random:<preset>-eagle3"
+                hint="random:<preset>-eagle3 (random weights shaped for the model's preset; empty takes the model's own, e.g. random:tiny-eagle3), or a draft checkpoint folder under the worker's file roots."/>
+            <Field ctx label="Draft steps" name="spec_num_steps" path="target.speculative.num_steps"
+                get=|f| f.spec_num_steps.clone() set=|f, v| f.spec_num_steps = v placeholder="3"
+                hint="--speculative-num-steps: draft levels per step."/>
+            <Field ctx label="Top-k" name="spec_topk" path="target.speculative.topk"
+                get=|f| f.spec_topk.clone() set=|f, v| f.spec_topk = v placeholder="1"
+                hint="--speculative-eagle-topk: branches kept per level; 1 drafts a chain."/>
+            <Field ctx label="Draft tokens" name="spec_num_draft_tokens" path="target.speculative.num_draft_tokens"
+                get=|f| f.spec_num_draft_tokens.clone() set=|f, v| f.spec_num_draft_tokens = v placeholder="4"
+                hint="--speculative-num-draft-tokens: nodes verified per step, the root included; at least 2, at most 1 + topk + (steps − 1) × topk²."/>
+            <div class="field checkbox">
+                <Tick ctx name="native_ladder" text=" Run the native ladder instead: bf16 → FP8 → FP8 + EAGLE-3 tree (4 steps, topk 4, 16 draft tokens) → FP8 + EAGLE-3 chain (3, 1, 4), one comparison"
+                    get=|f| f.native_ladder.is_some() set=|f, v| f.native_ladder = on(v)/>
+                <small class="hint">"The rungs set their own weights and speculation; the draft model above names their draft (empty for random models). One concurrency value."</small>
+            </div>
+        </details>
+    }
+    .into_any()
 }
 
 /// Shows a group while the chosen option is one of `kinds` (always before hydration).
@@ -196,7 +265,7 @@ fn shown(
 }
 
 #[component]
-fn TargetFields(ctx: FormCtx, hydrated: RwSignal<bool>) -> impl IntoView {
+fn TargetFields(ctx: FormCtx, hydrated: RwSignal<bool>) -> AnyView {
     let form = ctx.form;
     let is = move |kind: &'static [&'static str]| shown(hydrated, form, |f| f.target_kind.as_str(), kind);
     view! {
@@ -225,6 +294,7 @@ fn TargetFields(ctx: FormCtx, hydrated: RwSignal<bool>) -> impl IntoView {
                     hint="FP8 is for the CUDA device; on CPU it runs by reference dequantization, slowly."/>
                 <Field ctx label="Max batch" name="max_batch" path="target.max_batch"
                     get=|f| f.max_batch.clone() set=|f, v| f.max_batch = v/>
+                <SpeculativeFields ctx/>
             </div>
             <div class="group" class:hidden=move || !is(&["launched"])()>
                 <Field ctx label="Engine presets" name="presets" path="target.presets"
@@ -241,10 +311,11 @@ fn TargetFields(ctx: FormCtx, hydrated: RwSignal<bool>) -> impl IntoView {
                 get=|f| f.backend.clone() set=|f, v| f.backend = v/>
         </fieldset>
     }
+    .into_any()
 }
 
 #[component]
-fn DatasetFields(ctx: FormCtx, hydrated: RwSignal<bool>) -> impl IntoView {
+fn DatasetFields(ctx: FormCtx, hydrated: RwSignal<bool>) -> AnyView {
     let ds =
         move |kind: &'static [&'static str]| shown(hydrated, ctx.form, |f| f.dataset_kind.as_str(), kind);
     let form = ctx.form;
@@ -277,10 +348,11 @@ fn DatasetFields(ctx: FormCtx, hydrated: RwSignal<bool>) -> impl IntoView {
             <Field ctx label="Seed" name="seed" path="seed" get=|f| f.seed.clone() set=|f, v| f.seed = v/>
         </fieldset>
     }
+    .into_any()
 }
 
 #[component]
-fn LoadFields(ctx: FormCtx) -> impl IntoView {
+fn LoadFields(ctx: FormCtx) -> AnyView {
     let form = ctx.form;
     view! {
         <fieldset>
@@ -310,10 +382,11 @@ fn LoadFields(ctx: FormCtx) -> impl IntoView {
                 get=|f| f.request_timeout_s.clone() set=|f, v| f.request_timeout_s = v/>
         </fieldset>
     }
+    .into_any()
 }
 
 #[component]
-fn SamplingFields(ctx: FormCtx) -> impl IntoView {
+fn SamplingFields(ctx: FormCtx) -> AnyView {
     let form = ctx.form;
     view! {
         <fieldset>
@@ -352,4 +425,5 @@ fn SamplingFields(ctx: FormCtx) -> impl IntoView {
                 hint="Optional; shown in lists and charts."/>
         </fieldset>
     }
+    .into_any()
 }

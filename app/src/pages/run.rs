@@ -1,7 +1,8 @@
 //! One run: its settings, live progress while it goes (polled once a second), cancel,
 //! the engine's log, and vLLM's result block once it finished.
 
-use crate::components::{ResultBlock, StatusBadge};
+use crate::components::spec_decode::{describe_request, requested};
+use crate::components::{ResultBlock, SpecDecodePanel, StatusBadge};
 use crate::format::{derived_mean_latency_s, elapsed, f2, strip_ansi, when};
 use crate::pages::NotFound;
 use crate::server_fns::{CancelRun, get_run, get_run_comparisons, get_run_log};
@@ -92,6 +93,10 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
             (bench_types::Quantization::Fp8, _) => "FP8 (128x128 block scales, quantized at load)",
         };
         rows.push(("Weights", weights.to_string()));
+    }
+    let speculative = requested(&run).cloned();
+    if let Some(s) = &speculative {
+        rows.push(("Speculative decoding", describe_request(s)));
     }
     rows.extend([
         ("Model", s.model.clone()),
@@ -217,6 +222,9 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
                     None => view! { <p class="muted">"No result yet."</p> }.into_any(),
                 }}
                 {counts}
+                {speculative.filter(|_| run.summary.is_some()).map(|requested| view! {
+                    <SpecDecodePanel requested result=run.speculative.clone()/>
+                })}
                 {derived.map(|d| view! {
                     <p class="derived" data-testid="derived-latency">"Mean request latency: "<strong>{d}</strong>
                     " "<span class="badge mark" title="not measured: benchmark duration × concurrency ÷ requests, as the source publishes no end-to-end latency">"derived"</span></p>

@@ -176,3 +176,69 @@ fn native_weights_choose_the_quantization() {
     let bad = RunForm { quantization: "int4".into(), ..native };
     assert!(bad.to_spec().unwrap_err().for_field("target.quantization").unwrap().contains("\"int4\""));
 }
+
+#[test]
+fn native_speculation_fills_in_the_random_draft_and_names_bad_fields() {
+    let f = RunForm { target_kind: "native".into(), speculative: Some("on".into()), ..RunForm::default() };
+    let Target::Native(n) = f.to_spec().unwrap().target else { panic!("not native") };
+    let s = n.speculative.unwrap();
+    assert_eq!(s.draft_model, "random:tiny-eagle3");
+    assert_eq!(
+        (s.num_steps, s.topk, s.num_draft_tokens),
+        (None, None, None),
+        "empty = the engine's defaults"
+    );
+    let bad = RunForm {
+        spec_num_steps: "x".into(),
+        spec_topk: "2".into(),
+        spec_num_draft_tokens: "9".into(),
+        draft_model: "random:qwen3-8b-eagle3".into(),
+        ..f.clone()
+    };
+    let e = bad.to_spec().unwrap_err();
+    assert_eq!(e.for_field("target.speculative.num_steps"), Some("\"x\" is not a whole number"));
+    assert!(e.for_field("target.speculative.draft_model").unwrap().contains("random:tiny-eagle3"), "{e}");
+    // With the default 3 steps, topk 2 holds 1 + 2 + 2 * 4 = 11 nodes: 9 fits.
+    assert!(e.for_field("target.speculative.num_draft_tokens").is_none(), "{e}");
+    let over = RunForm { spec_topk: "2".into(), spec_num_draft_tokens: "12".into(), ..f.clone() };
+    assert!(
+        over.to_spec()
+            .unwrap_err()
+            .for_field("target.speculative.num_draft_tokens")
+            .unwrap()
+            .contains("(11,")
+    );
+    let unticked = RunForm { speculative: None, spec_topk: "99".into(), ..f };
+    assert!(matches!(unticked.to_spec().unwrap().target, Target::Native(n) if n.speculative.is_none()));
+}
+
+#[test]
+fn the_native_ladder_makes_one_labelled_run_per_rung_at_one_concurrency() {
+    let f = RunForm {
+        target_kind: "native".into(),
+        model_source: "random:qwen3-8b".into(),
+        native_ladder: Some("on".into()),
+        ..RunForm::default()
+    };
+    assert!(f.is_native_ladder());
+    let specs = f.to_specs().unwrap();
+    let labels: Vec<&str> = specs.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "native ladder · bf16",
+            "native ladder · FP8",
+            "native ladder · FP8 + EAGLE-3 tree 4/4/16",
+            "native ladder · FP8 + EAGLE-3 chain 3/1/4"
+        ]
+    );
+    let Target::Native(n) = &specs[2].target else { panic!() };
+    assert_eq!(n.speculative.as_ref().unwrap().draft_model, "random:qwen3-8b-eagle3");
+    assert!(specs.iter().all(|s| s.model == "random:qwen3-8b"), "one served name for every rung");
+    let sweep = RunForm { max_concurrency: "1,4".into(), ..f.clone() };
+    assert!(
+        sweep.to_specs().unwrap_err().for_field("load.max_concurrency").unwrap().contains("one concurrency")
+    );
+    let ckpt = RunForm { model_source: "/srv/models/Qwen3-8B".into(), ..f };
+    assert!(ckpt.to_specs().unwrap_err().for_field("target.speculative.draft_model").is_some());
+}

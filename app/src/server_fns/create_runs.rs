@@ -14,12 +14,7 @@ pub async fn create_runs(form: RunForm) -> Result<Result<CreatedRuns, Validation
     };
     match super::store()?.create_runs(specs).await {
         Ok(created) => {
-            let to = match (&created.comparison_slug, created.run_ids.first()) {
-                (Some(slug), _) => format!("/c/{slug}"),
-                (None, Some(id)) => format!("/runs/{id}"),
-                (None, None) => "/runs".to_string(),
-            };
-            leptos_axum::redirect(&to);
+            leptos_axum::redirect(&form.created_url(&created));
             Ok(Ok(created))
         }
         Err(StoreError::Invalid(errors)) => Ok(Err(errors)),
