@@ -2,13 +2,17 @@
 //! a bounded command channel, runs scheduler steps, samples, and sends token events to each
 //! request's own bounded channel. A closed event channel (client gone) cancels the request.
 
+mod speculate;
+
 use crate::arrivals::Arrivals;
 use crate::block_manager::BlockManager;
+use crate::error::Result;
 use crate::model::{Backend, Next, RowHint, SeqChunk};
 use crate::plan::Plan;
 use crate::request::{FinishReason, Finished, GenerateRequest, TokenEvent};
 use crate::sampling::{Rng, SamplingParams, sample};
-use crate::scheduler::{Scheduler, SchedulerConfig, Seq, SeqId};
+use crate::scheduler::{Chunk, Scheduler, SchedulerConfig, Seq, SeqId};
+use crate::spec::{DraftTree, SpecConfig};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, mpsc};
@@ -48,6 +52,40 @@ pub struct EngineStats {
     pub generated_tokens: AtomicU64,
     pub preemptions: AtomicU64,
     pub cancelled: AtomicU64,
+    pub spec: SpecStats,
+}
+
+/// Speculative decoding's counters, cumulative over the engine's life (/metrics).
+#[derive(Debug)]
+pub struct SpecStats {
+    /// Row-steps verified: one per speculating row per step.
+    pub verify_steps: AtomicU64,
+    /// Tokens those row-steps emitted, the bonus included (the stream may stop earlier).
+    pub emitted_tokens: AtomicU64,
+    /// `accept_length[n]`: row-steps that accepted n - 1 drafted tokens (n emitted, bonus
+    /// included), for n up to `spec::MAX_STEPS + 1`.
+    pub accept_length: Vec<AtomicU64>,
+    /// Per draft depth d (index d - 1): row-steps whose tree reached depth d, and those
+    /// that accepted a token at depth d.
+    pub proposed_at: Vec<AtomicU64>,
+    pub accepted_at: Vec<AtomicU64>,
+    pub draft_nanos: AtomicU64,
+    pub verify_nanos: AtomicU64,
+}
+
+impl Default for SpecStats {
+    fn default() -> Self {
+        let zeros = |n| (0..n).map(|_| AtomicU64::new(0)).collect();
+        SpecStats {
+            verify_steps: AtomicU64::new(0),
+            emitted_tokens: AtomicU64::new(0),
+            accept_length: zeros(crate::spec::MAX_STEPS + 2),
+            proposed_at: zeros(crate::spec::MAX_STEPS),
+            accepted_at: zeros(crate::spec::MAX_STEPS),
+            draft_nanos: AtomicU64::new(0),
+            verify_nanos: AtomicU64::new(0),
+        }
+    }
 }
 
 struct Active {
@@ -55,6 +93,18 @@ struct Active {
     rng: Rng,
     events: tmpsc::Sender<TokenEvent>,
     prompt_len: usize,
+    /// Speculating rows: the tree drafted for the next step (None before the first pick,
+    /// or after a preemption until the row picks again).
+    draft: Option<DraftTree>,
+    /// The first draft position the draft has not run (spec/mod.rs).
+    draft_from: usize,
+}
+
+/// Runs `f`, turning a panic inside the backend (a bug) into an error for this step's
+/// requests instead of the end of the server.
+fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|_| Err(crate::error::EngineError::Backend("panicked during forward".into())))
 }
 
 pub(crate) struct EngineLoop {
@@ -63,6 +113,8 @@ pub(crate) struct EngineLoop {
     active: HashMap<SeqId, Active>,
     eos: Vec<u32>,
     max_model_len: usize,
+    /// The backend's speculative tree shape, when it runs a draft.
+    spec: Option<SpecConfig>,
     /// Commands sent and not yet accepted (arrivals.rs); `accept` takes each.
     arrivals: Arrivals,
     pub seed: u64,
@@ -79,8 +131,13 @@ impl EngineLoop {
         arrivals: Arrivals,
     ) -> Self {
         backend.watch_arrivals(arrivals.clone());
+        let spec = backend.spec();
         let sched = Scheduler::new(
-            SchedulerConfig { max_batch: plan.max_batch, max_batched_tokens: plan.max_batched_tokens },
+            SchedulerConfig {
+                max_batch: plan.max_batch,
+                max_batched_tokens: plan.max_batched_tokens,
+                lookahead: spec.map_or(0, |s| s.lookahead()),
+            },
             BlockManager::new(plan.kv_pages, plan.block_size),
         );
         stats.kv_pages_total.store(plan.kv_pages as u64, Relaxed);
@@ -90,6 +147,7 @@ impl EngineLoop {
             active: HashMap::new(),
             eos,
             max_model_len: plan.max_model_len,
+            spec,
             arrivals,
             seed,
             stats,
@@ -123,7 +181,14 @@ impl EngineLoop {
         let prompt_len = cmd.req.prompt.len();
         self.active.insert(
             cmd.id,
-            Active { params: cmd.req.params, rng: Rng::new(seed), events: cmd.events, prompt_len },
+            Active {
+                params: cmd.req.params,
+                rng: Rng::new(seed),
+                events: cmd.events,
+                prompt_len,
+                draft: None,
+                draft_from: 0,
+            },
         );
         self.sched.add(Seq::new(cmd.id, cmd.req.prompt));
     }
@@ -145,39 +210,23 @@ impl EngineLoop {
             std::thread::sleep(std::time::Duration::from_millis(1));
             return;
         }
-        let result = {
-            let inputs: Vec<SeqChunk<'_>> = chunks
-                .iter()
-                .map(|c| {
-                    let s = self.sched.get(c.seq_id).expect("scheduled sequences exist");
-                    SeqChunk {
-                        tokens: &s.tokens[c.start..c.start + c.len],
-                        start_pos: c.start,
-                        block_table: &s.block_table,
-                        want_logits: c.sample,
-                    }
-                })
-                .collect();
-            let hints: Vec<RowHint> = chunks
-                .iter()
-                .map(|c| {
-                    let Some(a) = self.active.get(&c.seq_id) else {
-                        return RowHint::default();
-                    };
-                    // The sequence holds this step's tokens; the one it picks comes next.
-                    let total = self.sched.get(c.seq_id).map_or(0, |s| s.tokens.len()) + 1;
-                    row_hint(&a.params, total, a.prompt_len, self.max_model_len)
-                })
-                .collect();
-            // A panic inside the backend (a bug) fails this step's requests, not the server.
-            let backend = &mut self.backend;
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.forward_next(&inputs, &hints)))
-                .unwrap_or_else(|_| Err(crate::error::EngineError::Backend("panicked during forward".into())))
-        };
+        // A chunk from position 0 is a (re)prefill: a preempted row's draft state is gone.
+        for c in chunks.iter().filter(|c| c.start == 0) {
+            if let Some(a) = self.active.get_mut(&c.seq_id) {
+                a.draft = None;
+                a.draft_from = 0;
+            }
+        }
+        // Decode rows with a drafted tree verify it; every other chunk runs as usual.
+        let (verify, plain): (Vec<Chunk>, Vec<Chunk>) = chunks.iter().cloned().partition(|c| {
+            c.sample && c.len == 1 && self.active.get(&c.seq_id).is_some_and(|a| a.draft.is_some())
+        });
+        let plain_out = if plain.is_empty() { Ok(vec![]) } else { self.run_plain(&plain) };
+        let verify_out = if verify.is_empty() { Ok(vec![]) } else { self.run_verify(&verify) };
         self.stats.steps.fetch_add(1, Relaxed);
-        let logits = match result {
-            Ok(l) => l,
-            Err(e) => {
+        let (plain_out, verify_out) = match (plain_out, verify_out) {
+            (Ok(p), Ok(v)) => (p, v),
+            (Err(e), _) | (_, Err(e)) => {
                 // The step failed: end the requests in it, keep serving the others.
                 tracing::error!("forward failed: {e}");
                 for c in &chunks {
@@ -189,43 +238,102 @@ impl EngineLoop {
         self.sched.commit(&chunks);
         let prefill: usize = chunks.iter().filter(|c| !c.sample || c.len > 1).map(|c| c.len).sum();
         self.stats.prefill_tokens.fetch_add(prefill as u64, Relaxed);
-        for (c, next) in chunks.iter().filter(|c| c.sample).zip(logits) {
-            self.on_token(c.seq_id, next);
+        let mut drafting = vec![];
+        for (c, next) in plain.iter().filter(|c| c.sample).zip(plain_out) {
+            let tok = self.pick(c.seq_id, next);
+            if self.emit(c.seq_id, &[tok]) && self.spec.is_some() {
+                drafting.push(c.seq_id);
+            }
+        }
+        for (c, logits) in verify.iter().zip(verify_out) {
+            if let Some(id) = self.accept_tree(c, &logits) {
+                drafting.push(id);
+            }
+        }
+        if !drafting.is_empty() {
+            self.draft(&drafting);
         }
     }
 
-    fn on_token(&mut self, id: SeqId, next: Next) {
+    /// The backend's forward over ordinary chunks; a panic inside it (a bug) fails this
+    /// step's requests, not the server.
+    fn run_plain(&mut self, chunks: &[Chunk]) -> Result<Vec<Next>> {
+        let inputs: Vec<SeqChunk<'_>> = chunks
+            .iter()
+            .map(|c| {
+                let s = self.sched.get(c.seq_id).expect("scheduled sequences exist");
+                SeqChunk {
+                    tokens: &s.tokens[c.start..c.start + c.len],
+                    start_pos: c.start,
+                    block_table: &s.block_table,
+                    want_logits: c.sample,
+                }
+            })
+            .collect();
+        let hints: Vec<RowHint> = chunks
+            .iter()
+            .map(|c| {
+                let Some(a) = self.active.get(&c.seq_id) else {
+                    return RowHint::default();
+                };
+                // The sequence holds this step's tokens; the one it picks comes next.
+                let total = self.sched.get(c.seq_id).map_or(0, |s| s.tokens.len()) + 1;
+                row_hint(&a.params, total, a.prompt_len, self.max_model_len)
+            })
+            .collect();
+        let backend = &mut self.backend;
+        guarded(|| backend.forward_next(&inputs, &hints))
+    }
+
+    fn pick(&mut self, id: SeqId, next: Next) -> u32 {
         let a = self.active.get_mut(&id).expect("active while scheduled");
-        let tok = match next {
+        match next {
             Next::Token(t) => t,
             Next::Logits(l) => sample(&l, &a.params, &mut a.rng),
-        };
+        }
+    }
+
+    /// Appends `toks` to the sequence up to the first that ends it, and sends them as one
+    /// event. Returns whether the request goes on.
+    fn emit(&mut self, id: SeqId, toks: &[u32]) -> bool {
+        let a = self.active.get_mut(&id).expect("active while scheduled");
         let seq = self.sched.get_mut(id).expect("scheduled");
-        seq.tokens.push(tok);
-        let (total, generated) = (seq.tokens.len(), seq.tokens.len() - a.prompt_len);
-        self.stats.generated_tokens.fetch_add(1, Relaxed);
-        let reason =
-            if (!a.params.ignore_eos && self.eos.contains(&tok)) || a.params.stop_token_ids.contains(&tok) {
+        let mut reason = None;
+        let mut sent = vec![];
+        for &tok in toks {
+            seq.tokens.push(tok);
+            sent.push(tok);
+            let total = seq.tokens.len();
+            reason = if (!a.params.ignore_eos && self.eos.contains(&tok))
+                || a.params.stop_token_ids.contains(&tok)
+            {
                 Some(FinishReason::Stop)
             } else if ends_by_length(&a.params, total, a.prompt_len, self.max_model_len) {
                 Some(FinishReason::Length)
             } else {
                 None
             };
+            if reason.is_some() {
+                break;
+            }
+        }
+        self.stats.generated_tokens.fetch_add(sent.len() as u64, Relaxed);
         let finished = reason.map(|reason| Finished {
             reason,
             prompt_tokens: a.prompt_len,
-            completion_tokens: generated,
+            completion_tokens: seq.tokens.len() - a.prompt_len,
         });
         // Capacity is max_tokens + 2, so try_send only fails when the receiver is gone.
-        let gone = a.events.try_send(TokenEvent::Token { id: tok, finished }).is_err();
+        let gone = a.events.try_send(TokenEvent::Tokens { ids: sent, finished }).is_err();
         if gone {
             self.stats.cancelled.fetch_add(1, Relaxed);
         }
         if gone || finished.is_some() {
             self.sched.remove(id);
             self.active.remove(&id);
+            return false;
         }
+        true
     }
 
     fn finish_with(&mut self, id: SeqId, ev: TokenEvent) {
@@ -334,8 +442,8 @@ mod tests {
         engine.run(rx);
         for mut erx in events {
             let mut n = 0;
-            while let Ok(TokenEvent::Token { id, .. }) = erx.try_recv() {
-                assert_eq!(id, 1);
+            while let Ok(TokenEvent::Tokens { ids, .. }) = erx.try_recv() {
+                assert_eq!(ids, [1]);
                 n += 1;
             }
             assert_eq!(n, 3, "every request got its tokens");

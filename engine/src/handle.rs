@@ -26,6 +26,8 @@ pub struct EngineShared {
     pub origin: WeightsOrigin,
     pub tokenizer: Tokenizer,
     pub stats: Arc<EngineStats>,
+    /// The draft and tree when the engine speculates.
+    pub speculative: Option<crate::spec::SpecInfo>,
     alive: Arc<AtomicBool>,
     next_id: AtomicU64,
 }
@@ -69,6 +71,13 @@ impl EngineHandle {
             ));
         }
         let mut plan = plan;
+        if args.speculative.is_some() && plan.backend == "cuda" {
+            return Err(EngineError::BadRequest(
+                "speculative decoding runs on the CPU backend (--device cpu) for now; the CUDA backend has no \
+                 draft yet"
+                    .into(),
+            ));
+        }
         let backend: Box<dyn crate::model::Backend> = if plan.backend == "cuda" {
             let mut b = crate::model::cuda::CudaBackend::new(
                 loaded.config.clone(),
@@ -86,7 +95,28 @@ impl EngineHandle {
             drop(loaded.weights); // the host copy is not needed once on the GPU
             Box::new(b)
         } else {
-            Box::new(CpuBackend::new(loaded.config.clone(), loaded.weights, plan.kv_pages, plan.block_size))
+            // The draft is built first: a test draft may copy the target's weights.
+            let draft = match &args.speculative {
+                None => None,
+                Some(spec) => {
+                    let ctx = crate::spec::DraftContext {
+                        target: &loaded.config,
+                        weights: &loaded.weights,
+                        num_pages: plan.kv_pages,
+                        block_size: plan.block_size,
+                    };
+                    Some((crate::spec::build_draft(&spec.draft, &ctx)?, spec.cfg))
+                }
+            };
+            let cpu = CpuBackend::new(loaded.config.clone(), loaded.weights, plan.kv_pages, plan.block_size);
+            match draft {
+                None => Box::new(cpu),
+                Some((d, cfg)) => Box::new(cpu.with_draft(d, cfg)?),
+            }
+        };
+        let speculative = match (&args.speculative, backend.draft_info()) {
+            (Some(s), Some(info)) => Some(crate::spec::SpecInfo::new(s.cfg, info)),
+            _ => None,
         };
         let stats = Arc::new(EngineStats::default());
         let arrivals = Arrivals::default();
@@ -117,6 +147,7 @@ impl EngineHandle {
             origin: loaded.origin,
             tokenizer: tok,
             stats,
+            speculative,
             next_id: AtomicU64::new(1),
             alive: alive_flag,
         };

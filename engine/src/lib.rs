@@ -25,6 +25,7 @@ pub mod plan;
 pub mod request;
 pub mod sampling;
 pub mod scheduler;
+pub mod spec;
 pub mod tokenizer;
 
 pub use handle::EngineHandle;

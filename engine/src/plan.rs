@@ -28,6 +28,8 @@ pub struct EngineArgs {
     pub quantization: Option<crate::model_source::Quantization>,
     /// `--fp8-prefill-weights`: how FP8 projections reach prefill's GEMMs on CUDA.
     pub fp8_prefill: Fp8Prefill,
+    /// `--speculative-*`: decode with a draft model (CPU backend).
+    pub speculative: Option<crate::spec::SpeculativeArgs>,
 }
 
 /// How an FP8 model's projections reach prefill's bf16 cuBLAS GEMMs on CUDA (decode reads
@@ -55,6 +57,7 @@ impl Default for EngineArgs {
             seed: 0,
             quantization: None,
             fp8_prefill: Fp8Prefill::Bf16Copy,
+            speculative: None,
         }
     }
 }
@@ -131,7 +134,9 @@ impl Plan {
         let kv_elem_bytes = if cuda { 2 } else { 4 };
         let kv_bytes_per_token = cfg.num_hidden_layers * 2 * cfg.kv_dim() * kv_elem_bytes;
         let kv_budget = if cuda { CUDA_KV_BUDGET_BYTES } else { CPU_KV_BUDGET_BYTES };
-        let one_seq_pages = max_model_len.div_ceil(a.block_size);
+        // A speculating row's verify writes its tree past the sequence's last position.
+        let lookahead = a.speculative.as_ref().map_or(0, |s| s.cfg.lookahead());
+        let one_seq_pages = (max_model_len + lookahead).div_ceil(a.block_size);
         let kv_pages = match a.kv_pages {
             Some(n) => n,
             None => {
@@ -145,7 +150,8 @@ impl Plan {
             return Err(EngineError::config(
                 "kv_pages",
                 format!(
-                    "{kv_pages} pages of {} tokens cannot hold one max_model_len ({max_model_len}) sequence; need {one_seq_pages}",
+                    "{kv_pages} pages of {} tokens cannot hold one max_model_len ({max_model_len}) sequence and its \
+                     speculative lookahead ({lookahead}); need {one_seq_pages}",
                     a.block_size
                 ),
             ));

@@ -36,10 +36,12 @@ pub struct Finished {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum TokenEvent {
-    /// One generated token (EOS included when it ends the sequence). The last token carries
-    /// `finished` in the same event, so a server can put `finish_reason` on the chunk of the
-    /// last token without waiting or racing for a second event.
-    Token { id: u32, finished: Option<Finished> },
+    /// The tokens one step generated for the request, in order: one, or with speculative
+    /// decoding every accepted token and the bonus (EOS included when it ends the
+    /// sequence; nothing past a stop). The last event carries `finished`, so a server can
+    /// put `finish_reason` on the chunk of the last tokens without waiting or racing for a
+    /// second event.
+    Tokens { ids: Vec<u32>, finished: Option<Finished> },
     /// The step running this request failed; the request is over.
     Error(String),
 }

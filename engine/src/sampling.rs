@@ -89,45 +89,85 @@ pub fn argmax(logits: &[f32]) -> u32 {
     best as u32
 }
 
+/// The distribution a sampled row draws from: temperature, then top-k, then top-p, as
+/// candidates in descending probability. `probs` are softmax weights over the top-k
+/// candidates, cut to the top-p prefix and not renormalised: `mass` is their sum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Distribution {
+    pub ids: Vec<u32>,
+    pub probs: Vec<f64>,
+    pub mass: f64,
+}
+
+impl Distribution {
+    /// Of a sampled (not greedy) row's logits.
+    pub fn new(logits: &[f32], p: &SamplingParams) -> Self {
+        let t = p.temperature as f64;
+        let mut cand: Vec<(u32, f64)> =
+            logits.iter().enumerate().map(|(i, &l)| (i as u32, l as f64 / t)).collect();
+        let by_logit_desc = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if p.top_k > 0 && p.top_k < cand.len() {
+            cand.select_nth_unstable_by(p.top_k - 1, by_logit_desc);
+            cand.truncate(p.top_k);
+        }
+        cand.sort_unstable_by(by_logit_desc);
+        let max = cand[0].1;
+        let mut probs: Vec<f64> = cand.iter().map(|c| (c.1 - max).exp()).collect();
+        let sum: f64 = probs.iter().sum();
+        probs.iter_mut().for_each(|x| *x /= sum);
+        // top-p: the smallest prefix of the sorted distribution whose mass reaches top_p.
+        let mut keep = probs.len();
+        if p.top_p < 1.0 {
+            let mut acc = 0.0;
+            for (i, q) in probs.iter().enumerate() {
+                acc += q;
+                if acc >= p.top_p as f64 {
+                    keep = i + 1;
+                    break;
+                }
+            }
+        }
+        probs.truncate(keep);
+        let ids = cand[..keep].iter().map(|c| c.0).collect();
+        let mass = probs.iter().sum();
+        Distribution { ids, probs, mass }
+    }
+
+    /// One draw: a uniform point in [0, mass) walked along the candidates.
+    pub fn draw(&self, rng: &mut Rng) -> u32 {
+        let mut r = rng.next_f64() * self.mass;
+        for (id, q) in self.ids.iter().zip(&self.probs) {
+            r -= q;
+            if r < 0.0 {
+                return *id;
+            }
+        }
+        // Rounding left r at or above the last weight: the last candidate with any weight.
+        let last = self.probs.iter().rposition(|&q| q > 0.0).unwrap_or(self.ids.len() - 1);
+        self.ids[last]
+    }
+
+    /// The weight of `id` (0 outside the kept candidates).
+    pub fn weight(&self, id: u32) -> f64 {
+        self.ids.iter().position(|&i| i == id).map_or(0.0, |i| self.probs[i])
+    }
+
+    /// The distribution with `id` taken out (its weight moved off the mass): what is left
+    /// to draw from once a proposal of `id` was rejected.
+    pub fn without(&mut self, id: u32) {
+        if let Some(i) = self.ids.iter().position(|&i| i == id) {
+            self.mass -= self.probs[i];
+            self.probs[i] = 0.0;
+        }
+    }
+}
+
 /// Pick the next token from one row of logits.
 pub fn sample(logits: &[f32], p: &SamplingParams, rng: &mut Rng) -> u32 {
     if p.is_greedy() {
         return argmax(logits);
     }
-    let t = p.temperature as f64;
-    let mut cand: Vec<(u32, f64)> =
-        logits.iter().enumerate().map(|(i, &l)| (i as u32, l as f64 / t)).collect();
-    let by_logit_desc = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-    if p.top_k > 0 && p.top_k < cand.len() {
-        cand.select_nth_unstable_by(p.top_k - 1, by_logit_desc);
-        cand.truncate(p.top_k);
-    }
-    cand.sort_unstable_by(by_logit_desc);
-    let max = cand[0].1;
-    let mut probs: Vec<f64> = cand.iter().map(|c| (c.1 - max).exp()).collect();
-    let sum: f64 = probs.iter().sum();
-    probs.iter_mut().for_each(|x| *x /= sum);
-    // top-p: the smallest prefix of the sorted distribution whose mass reaches top_p.
-    let mut keep = probs.len();
-    if p.top_p < 1.0 {
-        let mut acc = 0.0;
-        for (i, q) in probs.iter().enumerate() {
-            acc += q;
-            if acc >= p.top_p as f64 {
-                keep = i + 1;
-                break;
-            }
-        }
-    }
-    let mass: f64 = probs[..keep].iter().sum();
-    let mut r = rng.next_f64() * mass;
-    for i in 0..keep {
-        r -= probs[i];
-        if r < 0.0 {
-            return cand[i].0;
-        }
-    }
-    cand[keep - 1].0
+    Distribution::new(logits, p).draw(rng)
 }
 
 #[cfg(test)]

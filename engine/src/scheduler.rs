@@ -17,6 +17,9 @@ pub struct SchedulerConfig {
     pub max_batch: usize,
     /// Token budget of one step (bounds prefill chunk size and step latency).
     pub max_batched_tokens: usize,
+    /// KV positions a decode writes from its token on (speculative decoding verifies a
+    /// tree of this many nodes, vLLM's "lookahead slots"); 0 means the one token.
+    pub lookahead: usize,
 }
 
 #[derive(Debug)]
@@ -114,11 +117,15 @@ impl Scheduler {
                     continue;
                 }
                 let len = s.pending().min(budget);
-                if !self.make_room(i, s.num_computed + len, &chunks) {
+                let room = if decode_pass { len.max(self.cfg.lookahead) } else { len };
+                if !self.make_room(i, s.num_computed + room, &chunks) {
                     continue; // sequence i itself was preempted; i now names the next one
                 }
                 let s = &mut self.running[i];
-                assert!(self.bm.grow(&mut s.block_table, s.num_computed + len), "make_room guaranteed pages");
+                assert!(
+                    self.bm.grow(&mut s.block_table, s.num_computed + room),
+                    "make_room guaranteed pages"
+                );
                 chunks.push(Chunk { seq_id: s.id, start: s.num_computed, len, sample: len == s.pending() });
                 budget -= len;
                 i += 1;
@@ -158,6 +165,14 @@ impl Scheduler {
             }
         }
         true
+    }
+
+    /// Speculative decoding: `n` more of the sequence's tokens have KV in cache (the
+    /// accepted nodes, moved after the verified root).
+    pub fn advance(&mut self, id: SeqId, n: usize) {
+        if let Some(s) = self.running.iter_mut().find(|s| s.id == id) {
+            s.num_computed += n;
+        }
     }
 
     /// After the backend ran `chunks`: their tokens now have KV in cache.

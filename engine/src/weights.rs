@@ -53,7 +53,7 @@ impl Mat {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct LayerWeights {
     pub input_norm: Vec<f32>,
     pub q_proj: Mat,
@@ -97,7 +97,7 @@ impl LayerWeights {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ModelWeights {
     pub embed: Mat,
     pub layers: Vec<LayerWeights>,

@@ -23,8 +23,8 @@ fn collect(mut rx: tokio::sync::mpsc::Receiver<TokenEvent>) -> (Vec<u32>, Finish
     let mut toks = vec![];
     loop {
         match rx.blocking_recv().expect("engine ends every stream with a finished token") {
-            TokenEvent::Token { id, finished } => {
-                toks.push(id);
+            TokenEvent::Tokens { ids, finished } => {
+                toks.extend(ids);
                 if let Some(f) = finished {
                     return (toks, f);
                 }

@@ -6,7 +6,8 @@ pub mod cpu;
 pub mod cuda;
 
 use crate::arrivals::Arrivals;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
+use crate::spec::{DraftInfo, DraftTree, SpecConfig};
 
 /// New tokens of one sequence to run through the model.
 #[derive(Debug, Clone)]
@@ -61,4 +62,62 @@ pub trait Backend: Send {
     /// The engine's count of requests on their way in, for a backend that starts steps
     /// before it is asked for them (CUDA run-ahead); others ignore it.
     fn watch_arrivals(&mut self, _arrivals: Arrivals) {}
+
+    /// The tree shape this backend speculates with, None when it runs no draft. The
+    /// speculative calls below are made only when this is Some (spec/mod.rs has the order).
+    fn spec(&self) -> Option<SpecConfig> {
+        None
+    }
+    /// What /v1/engine/info says of the draft.
+    fn draft_info(&self) -> Option<DraftInfo> {
+        None
+    }
+    /// One target forward over each row's verify tree: logits at every node, in chunk order.
+    /// Writes every node's KV (node i at position `start_pos + i`) and aux hidden states.
+    fn verify(&mut self, _rows: &[VerifyRow<'_>]) -> Result<Vec<Vec<Vec<f32>>>> {
+        Err(no_draft(self.name()))
+    }
+    /// Moves the accepted nodes' KV and aux states to their sequential positions.
+    fn keep_path(&mut self, _rows: &[KeepRow<'_>]) -> Result<()> {
+        Err(no_draft(self.name()))
+    }
+    /// The draft's next tree per row (`spec::Draft::propose`, fed this backend's aux states).
+    fn propose(&mut self, _rows: &[ProposeRow<'_>]) -> Result<Vec<DraftTree>> {
+        Err(no_draft(self.name()))
+    }
+}
+
+fn no_draft(backend: &str) -> EngineError {
+    EngineError::Backend(format!("the {backend} backend runs no speculative draft"))
+}
+
+/// A verify tree: `tokens[0]` is the row's last token (the root, no KV yet, at
+/// `start_pos`), then the drafted nodes; `parents[i]` is node i's parent chunk index
+/// (`parents[0]` unused). Node i's RoPE position is `start_pos + depth(i)`; it sees the
+/// sequence's KV before `start_pos` and its own ancestors.
+#[derive(Debug, Clone)]
+pub struct VerifyRow<'a> {
+    pub tokens: &'a [u32],
+    pub parents: &'a [usize],
+    pub start_pos: usize,
+    /// Pages covering positions `0..start_pos + tokens.len()`.
+    pub block_table: &'a [u32],
+}
+
+/// After a verify: `path` holds the accepted nodes' chunk indices in path order; node
+/// `path[d]` moves from position `start_pos + path[d]` to `start_pos + 1 + d`.
+#[derive(Debug, Clone)]
+pub struct KeepRow<'a> {
+    pub path: &'a [usize],
+    pub start_pos: usize,
+    pub block_table: &'a [u32],
+}
+
+/// For `Backend::propose`: the row's tokens (the last one just picked, without KV) and
+/// the first draft position the draft has not run.
+#[derive(Debug, Clone)]
+pub struct ProposeRow<'a> {
+    pub tokens: &'a [u32],
+    pub draft_from: usize,
+    pub block_table: &'a [u32],
 }

@@ -3,7 +3,10 @@
 use super::*;
 
 fn sched(max_batch: usize, budget: usize, pages: usize, block: usize) -> Scheduler {
-    Scheduler::new(SchedulerConfig { max_batch, max_batched_tokens: budget }, BlockManager::new(pages, block))
+    Scheduler::new(
+        SchedulerConfig { max_batch, max_batched_tokens: budget, lookahead: 0 },
+        BlockManager::new(pages, block),
+    )
 }
 
 /// One step: schedule, commit, append a token to every sampled sequence.

@@ -40,3 +40,15 @@ impl KvCache {
         (&self.k[layer][r.clone()], &self.v[layer][r])
     }
 }
+
+impl KvCache {
+    /// Copies every layer's K and V from slot `from` to slot `to` (speculative decoding's
+    /// accepted nodes moving to their sequential positions).
+    pub fn copy_slot(&mut self, from: usize, to: usize) {
+        let d = self.kv_dim;
+        for layer in 0..self.k.len() {
+            self.k[layer].copy_within(from * d..(from + 1) * d, to * d);
+            self.v[layer].copy_within(from * d..(from + 1) * d, to * d);
+        }
+    }
+}

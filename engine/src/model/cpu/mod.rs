@@ -4,8 +4,10 @@
 mod attention;
 mod kv_cache;
 pub mod ops;
+mod span;
+mod spec;
 
-use super::{Backend, SeqChunk};
+use super::{Backend, KeepRow, ProposeRow, SeqChunk, VerifyRow};
 use crate::config::ModelConfig;
 use crate::error::{EngineError, Result};
 use crate::fp8;
@@ -13,6 +15,8 @@ use crate::weights::ModelWeights;
 use attention::{AttnShape, attend};
 use kv_cache::KvCache;
 use ops::{linear, rms_norm, rope, silu_mul};
+use span::Span;
+use spec::CpuSpec;
 
 pub struct CpuBackend {
     cfg: ModelConfig,
@@ -20,12 +24,14 @@ pub struct CpuBackend {
     cache: KvCache,
     /// Round each layer projection's input through e4m3 (`fp8::round_activations`).
     fp8_activations: bool,
+    /// The speculative draft and the target's aux hidden states it reads.
+    spec: Option<CpuSpec>,
 }
 
 impl CpuBackend {
     pub fn new(cfg: ModelConfig, w: ModelWeights, num_pages: usize, block_size: usize) -> Self {
         let cache = KvCache::new(cfg.num_hidden_layers, num_pages, block_size, cfg.kv_dim());
-        CpuBackend { cfg, w, cache, fp8_activations: false }
+        CpuBackend { cfg, w, cache, fp8_activations: false, spec: None }
     }
 
     /// This backend with every layer projection's input (q/k/v, o, gate/up, down; not
@@ -46,28 +52,34 @@ impl CpuBackend {
         let table: Vec<u32> = (0..pages as u32).collect();
         let chunk = SeqChunk { tokens, start_pos: 0, block_table: &table, want_logits: true };
         let rows: Vec<usize> = (0..tokens.len()).collect();
-        self.run(&[chunk], &rows)
+        self.run(&[Span::chunk(&chunk)], &rows)
     }
 
-    /// Forward all chunks' tokens; return logits for the flat token indices in `rows`.
-    fn run(&mut self, chunks: &[SeqChunk<'_>], rows: &[usize]) -> Result<Vec<Vec<f32>>> {
-        self.validate(chunks)?;
+    /// Forward all spans' tokens; return logits for the flat token indices in `rows`.
+    fn run(&mut self, spans: &[Span<'_>], rows: &[usize]) -> Result<Vec<Vec<f32>>> {
+        self.validate(spans)?;
         let hd = self.cfg.hidden_size;
         // 1. The embedding rows start the residual stream.
         let mut x = Vec::new();
-        for ch in chunks {
-            for &t in ch.tokens {
+        for sp in spans {
+            for &t in sp.tokens {
                 x.extend_from_slice(&self.w.embed.data[t as usize * hd..][..hd]);
             }
         }
         // 2. The layers, each adding attention and MLP to the residual.
         for li in 0..self.w.layers.len() {
-            let attn = self.attention(li, chunks, &x);
+            if let Some(spec) = &mut self.spec {
+                spec.capture(li, spans, &x, &self.cache);
+            }
+            let attn = self.attention(li, spans, &x);
             let lw = &self.w.layers[li];
             let o = linear(&attn, attn.len() / self.cfg.q_dim(), &lw.o_proj);
             x.iter_mut().zip(&o).for_each(|(a, b)| *a += b);
             let down = self.mlp(li, &x);
             x.iter_mut().zip(&down).for_each(|(a, b)| *a += b);
+        }
+        if let Some(spec) = &mut self.spec {
+            spec.capture(self.w.layers.len(), spans, &x, &self.cache);
         }
         // 3. The final norm and lm_head for the rows that want logits.
         let mut last = Vec::with_capacity(rows.len() * hd);
@@ -81,18 +93,22 @@ impl CpuBackend {
 
     /// A bad id or a short block table is a caller bug that must fail the step before it
     /// touches the cache, not index out of bounds.
-    fn validate(&self, chunks: &[SeqChunk<'_>]) -> Result<()> {
+    fn validate(&self, spans: &[Span<'_>]) -> Result<()> {
         let vocab = self.cfg.vocab_size;
-        for ch in chunks {
-            if let Some(&bad) = ch.tokens.iter().find(|&&t| t as usize >= vocab) {
+        for sp in spans {
+            if let Some(&bad) = sp.tokens.iter().find(|&&t| t as usize >= vocab) {
                 return Err(EngineError::BadRequest(format!("token id {bad} >= vocab_size {vocab}")));
             }
-            let end = ch.start_pos + ch.tokens.len();
-            if ch.block_table.len() * self.cache.block_size < end
-                || ch.block_table.iter().any(|&p| p as usize >= self.cache.num_pages)
-            {
-                return Err(EngineError::BadRequest(format!("block table does not cover {end} positions")));
-            }
+            self.check_table(sp.block_table, sp.start_pos + sp.tokens.len())?;
+        }
+        Ok(())
+    }
+
+    fn check_table(&self, block_table: &[u32], end: usize) -> Result<()> {
+        if block_table.len() * self.cache.block_size < end
+            || block_table.iter().any(|&p| p as usize >= self.cache.num_pages)
+        {
+            return Err(EngineError::BadRequest(format!("block table does not cover {end} positions")));
         }
         Ok(())
     }
@@ -106,8 +122,8 @@ impl CpuBackend {
 
     /// Layer `li`'s attention of the chunks' tokens over residual x: the input norm,
     /// q|k|v, Qwen3's per-head q/k norm and RoPE, the K/V write into the pages, and each
-    /// chunk's causal attention over its sequence. Returns [tokens, q_dim].
-    fn attention(&mut self, li: usize, chunks: &[SeqChunk<'_>], x: &[f32]) -> Vec<f32> {
+    /// span's attention over its sequence. Returns [tokens, q_dim].
+    fn attention(&mut self, li: usize, spans: &[Span<'_>], x: &[f32]) -> Vec<f32> {
         let c = &self.cfg;
         let (hd, qd, kvd, eps) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.rms_norm_eps as f32);
         let shape =
@@ -123,22 +139,23 @@ impl CpuBackend {
         rms_norm(&mut k, &lw.k_norm, eps);
         let mut attn = Vec::with_capacity(t_total * qd);
         let mut row = 0;
-        for ch in chunks {
-            for i in 0..ch.tokens.len() {
-                let (r, pos) = (row + i, ch.start_pos + i);
+        for sp in spans {
+            for i in 0..sp.tokens.len() {
+                let (r, pos) = (row + i, sp.rope_pos(i));
                 for head in q[r * qd..(r + 1) * qd].chunks_exact_mut(c.head_dim) {
                     rope(head, pos, c.rope_theta as f32);
                 }
                 for head in k[r * kvd..(r + 1) * kvd].chunks_exact_mut(c.head_dim) {
                     rope(head, pos, c.rope_theta as f32);
                 }
-                let slot = self.cache.slot(ch.block_table, pos);
+                let slot = self.cache.slot(sp.block_table, sp.kv_pos(i));
                 let (kr, vr) = (&k[r * kvd..(r + 1) * kvd], &v[r * kvd..(r + 1) * kvd]);
                 self.cache.write(li, slot, kr, vr);
             }
-            let n = ch.tokens.len();
+            let n = sp.tokens.len();
             let qs = &q[row * qd..(row + n) * qd];
-            attn.extend(attend(qs, n, ch.start_pos, ch.block_table, &self.cache, li, &shape));
+            let visible: Vec<Vec<usize>> = (0..n).map(|i| sp.visible(i, &self.cache)).collect();
+            attn.extend(attend(qs, &visible, &self.cache, li, &shape));
             row += n;
         }
         self.round(&mut attn, qd);
@@ -175,7 +192,28 @@ impl Backend for CpuBackend {
             }
             offset += ch.tokens.len();
         }
-        self.run(chunks, &rows)
+        let spans: Vec<Span<'_>> = chunks.iter().map(Span::chunk).collect();
+        self.run(&spans, &rows)
+    }
+
+    fn spec(&self) -> Option<crate::spec::SpecConfig> {
+        self.spec.as_ref().map(|s| s.cfg)
+    }
+
+    fn draft_info(&self) -> Option<crate::spec::DraftInfo> {
+        self.spec.as_ref().map(|s| s.draft.describe())
+    }
+
+    fn verify(&mut self, rows: &[VerifyRow<'_>]) -> Result<Vec<Vec<Vec<f32>>>> {
+        self.verify_trees(rows)
+    }
+
+    fn keep_path(&mut self, rows: &[KeepRow<'_>]) -> Result<()> {
+        self.keep_paths(rows)
+    }
+
+    fn propose(&mut self, rows: &[ProposeRow<'_>]) -> Result<Vec<crate::spec::DraftTree>> {
+        self.propose_trees(rows)
     }
 }
 
