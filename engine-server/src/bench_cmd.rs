@@ -27,9 +27,9 @@ fn drain(mut rx: Receiver<TokenEvent>) -> anyhow::Result<Arrivals> {
     let mut tokens = 0usize;
     while let Some(ev) = rx.blocking_recv() {
         match ev {
-            TokenEvent::Token { finished, .. } => {
+            TokenEvent::Tokens { ids, finished } => {
                 let now = Instant::now();
-                tokens += 1;
+                tokens += ids.len();
                 let first = *first.get_or_insert(now);
                 if finished.is_some() {
                     return Ok(Arrivals { first, last: now, tokens });

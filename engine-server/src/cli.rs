@@ -115,6 +115,8 @@ pub struct ServeArgs {
     /// FP8 models on CUDA: how prefill's GEMMs get bf16 weights (decode reads FP8 either way).
     #[arg(long, value_enum, default_value_t = Fp8PrefillArg::Bf16Copy)]
     pub fp8_prefill_weights: Fp8PrefillArg,
+    #[command(flatten)]
+    pub speculative: crate::speculative_flags::SpeculativeFlags,
 }
 
 #[derive(clap::Args, Debug)]
@@ -177,4 +179,6 @@ pub struct BenchArgs {
     /// FP8 models on CUDA: how prefill's GEMMs get bf16 weights (decode reads FP8 either way).
     #[arg(long, value_enum, default_value_t = Fp8PrefillArg::Bf16Copy)]
     pub fp8_prefill_weights: Fp8PrefillArg,
+    #[command(flatten)]
+    pub speculative: crate::speculative_flags::SpeculativeFlags,
 }

@@ -21,9 +21,9 @@ pub struct Usage {
 
 #[derive(Debug)]
 pub enum Piece {
-    /// Text of one token (may be empty while a character is partial); `first` on the first
-    /// generated token, which must produce an event even when its text is empty; `finish`
-    /// on the last token.
+    /// Text of one engine step's tokens (may be empty while a character is partial);
+    /// `first` on the first, which must produce an event even when its text is empty;
+    /// `finish` on the last.
     Delta {
         text: String,
         first: bool,
@@ -78,20 +78,27 @@ impl Generation {
         let tok = &self.state.engine.shared().tokenizer;
         let ev = self.rx.recv().await;
         match ev {
-            Some(TokenEvent::Token { id, finished }) => {
-                self.completion_tokens += 1;
+            Some(TokenEvent::Tokens { ids, finished }) => {
                 let first = self.first_at.is_none();
                 if first {
                     self.first_at = Some(Instant::now());
                 }
-                let (mut text, stopped) = match self.text.push(tok, id) {
-                    Ok(x) => x,
-                    Err(e) => return Some(self.fail(e.to_string())),
-                };
-                if stopped {
-                    // A stop string ends the request here; dropping rx then cancels it.
-                    self.finish();
-                    return Some(Piece::Delta { text, first, finish: Some("stop") });
+                // A step's tokens (several with speculative decoding) make one piece, so
+                // a stream sends them as one chunk, as SGLang does.
+                let mut text = String::new();
+                for id in ids {
+                    self.completion_tokens += 1;
+                    let (piece, stopped) = match self.text.push(tok, id) {
+                        Ok(x) => x,
+                        Err(e) => return Some(self.fail(e.to_string())),
+                    };
+                    text.push_str(&piece);
+                    if stopped {
+                        // A stop string ends the request here (the step's later tokens are
+                        // dropped); dropping rx then cancels it.
+                        self.finish();
+                        return Some(Piece::Delta { text, first, finish: Some("stop") });
+                    }
                 }
                 let Some(f) = finished else {
                     return Some(Piece::Delta { text, first, finish: None });

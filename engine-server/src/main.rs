@@ -6,6 +6,8 @@ mod cli;
 mod generation;
 mod metrics;
 mod routes;
+mod spec_metrics;
+mod speculative_flags;
 mod sse;
 mod state;
 
@@ -73,6 +75,7 @@ fn make_eagle3_draft(a: &MakeModelArgs, target: &engine::config::ModelConfig) ->
 }
 
 fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    let (model, speculative) = speculative_flags::resolve(&a.model, &a.speculative)?;
     let most = a.batch.iter().copied().max().unwrap_or(1) as usize;
     let args = EngineArgs {
         max_batch: most,
@@ -88,10 +91,11 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
         },
         quantization: a.quantization.map(cli::QuantArg::engine),
         fp8_prefill: a.fp8_prefill_weights.engine(),
+        speculative,
         ..Default::default()
     };
     let t = std::time::Instant::now();
-    let handle = engine::EngineHandle::start(&a.model, a.tokenizer.as_deref(), &args)
+    let handle = engine::EngineHandle::start(&model, a.tokenizer.as_deref(), &args)
         .with_context(|| format!("starting the engine for --model {}", a.model))?;
     println!("loaded {} in {:.1} s; plan {:?}", a.model, t.elapsed().as_secs_f64(), handle.shared().plan);
     bench_cmd::run(a, &handle)?;
@@ -100,6 +104,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
 }
 
 fn serve(a: ServeArgs) -> anyhow::Result<()> {
+    let (model, speculative) = speculative_flags::resolve(&a.model, &a.speculative)?;
     let args = EngineArgs {
         max_batch: a.max_batch,
         max_model_len: a.max_model_len,
@@ -114,8 +119,9 @@ fn serve(a: ServeArgs) -> anyhow::Result<()> {
         seed: a.seed,
         quantization: a.quantization.map(cli::QuantArg::engine),
         fp8_prefill: a.fp8_prefill_weights.engine(),
+        speculative,
     };
-    let handle = engine::EngineHandle::start(&a.model, a.tokenizer.as_deref(), &args)
+    let handle = engine::EngineHandle::start(&model, a.tokenizer.as_deref(), &args)
         .with_context(|| format!("starting the engine for --model {}", a.model))?;
     let name = a.served_model_name.unwrap_or_else(|| a.model.clone());
     // Kept to join the engine thread after the server stops (EngineHandle::shutdown).

@@ -20,5 +20,9 @@ pub async fn handle(State(s): State<AppState>) -> Json<serde_json::Value> {
         "config": shared.config,
         "plan": shared.plan,
         "tokenizer_dir": shared.tokenizer.dir,
+        // The draft and tree, or null; a random draft's acceptance is labelled as such.
+        "speculative": shared.speculative,
+        "speculative_note": shared.speculative.as_ref().filter(|s| s.draft.random_weights)
+            .map(|_| "random draft weights: acceptance means nothing"),
     }))
 }

@@ -6,6 +6,10 @@ use axum::http::header;
 use axum::response::IntoResponse;
 
 pub async fn handle(State(s): State<AppState>) -> impl IntoResponse {
-    let body = s.metrics.render(&s.engine.shared().stats);
+    let shared = s.engine.shared();
+    let mut body = s.metrics.render(&shared.stats);
+    if let Some(spec) = &shared.speculative {
+        crate::spec_metrics::render(&mut body, &shared.stats.spec, spec.num_steps);
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body)
 }
