@@ -67,7 +67,7 @@ async fn the_shorthand_streams_counts_and_labels_a_random_draft() {
         (value("latlab_spec_verify_steps_total "), value("latlab_spec_emitted_tokens_total "));
     // The first token comes from the prefill; the other 11 from verified trees (the last
     // step may emit past what the stream kept).
-    assert!(steps >= 1.0 && emitted >= 11.0 && emitted <= 11.0 + 3.0, "steps {steps}, emitted {emitted}");
+    assert!(steps >= 1.0 && (11.0..=14.0).contains(&emitted), "steps {steps}, emitted {emitted}");
     assert_eq!(value("latlab_spec_accept_length_count "), steps);
     assert!(metrics.contains("latlab_spec_accepted_total{position=\"3\"}"), "{metrics}");
 }
