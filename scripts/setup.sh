@@ -48,6 +48,12 @@ if ! have_pkg "lld-$LLVM_MAJOR"; then
 fi
 [ -x "/usr/lib/llvm-$LLVM_MAJOR/bin/wasm-ld" ] || { log "no wasm-ld at /usr/lib/llvm-$LLVM_MAJOR/bin"; exit 1; }
 
+# ---- rustfmt and clippy: scripts/test.sh gates on them ----------------------------------
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  rustup component add rustfmt clippy || { echo "setup: rustfmt and clippy are needed (rustup component add rustfmt clippy)" >&2; exit 1; }
+  log "installed rustfmt and clippy"
+fi
+
 # ---- rustup name for Debian's wasm-capable compiler --------------------------------
 if ! rustup toolchain list | grep -q '^debian-web'; then
   rustup toolchain link debian-web /usr

@@ -11,6 +11,9 @@ T0=$(date +%s)
 bash scripts/setup.sh
 T1=$(date +%s)
 bash scripts/build.sh
+# ---- format and lints gate every change (rustfmt.toml; warnings are errors) ----
+cargo fmt --all -- --check
+SQLX_OFFLINE=true cargo clippy --workspace --all-targets -- -D warnings
 T2=$(date +%s)
 
 # ---- a throw-away Postgres cluster for #[sqlx::test] (each test makes its own database) ----

@@ -116,7 +116,7 @@ fn runs_carry_engine_command_concurrency_and_the_ladder() {
 
 /// The study's optimization table is reproducible from the imported numbers: its gains
 /// compare mean request latency estimated as mean TTFT + mean TPOT x (mean output tokens
-/// - 1), rounded to 0.01 s, and its speculative-decoding gain is measured against the
+/// minus 1), rounded to 0.01 s, and its speculative-decoding gain is measured against the
 /// final sweep's BS=4 run (what the comparison page's ladder note says).
 #[test]
 fn the_published_ladder_gains_follow_from_the_imported_numbers() {

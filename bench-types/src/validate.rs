@@ -267,7 +267,7 @@ pub fn path_problem(p: &str) -> Option<String> {
 
 fn check_model_source(e: &mut ValidationErrors, field: &str, s: &str) {
     match s.strip_prefix("random:") {
-        Some(preset) if preset.is_empty() => e.push(field, "random: needs a preset name, e.g. random:tiny"),
+        Some("") => e.push(field, "random: needs a preset name, e.g. random:tiny"),
         Some(preset)
             if !preset.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_') =>
         {

@@ -1,4 +1,5 @@
-//! Fixtures shared by the db tests.
+//! Fixtures shared by the db tests; each test binary uses part of them.
+#![allow(dead_code)]
 
 use bench_types::*;
 

@@ -131,11 +131,11 @@ mod tests {
     #[test]
     fn samples_follow_vllm_definitions() {
         let r = rec(0.010, vec![0.010, 0.020, 0.050], Some(vec![1, 1, 3]));
-        assert_eq!(samples(&[r.clone()], MetricKind::Ttft), vec![10.0]);
-        let itl = samples(&[r.clone()], MetricKind::Itl);
+        assert_eq!(samples(std::slice::from_ref(&r), MetricKind::Ttft), vec![10.0]);
+        let itl = samples(std::slice::from_ref(&r), MetricKind::Itl);
         assert!((itl[0] - 10.0).abs() < 1e-9 && (itl[1] - 30.0).abs() < 1e-9);
         // 5 tokens: (50 - 10) / 4 = 10 ms per output token after the first.
-        assert!((samples(&[r.clone()], MetricKind::Tpot)[0] - 10.0).abs() < 1e-9);
+        assert!((samples(std::slice::from_ref(&r), MetricKind::Tpot)[0] - 10.0).abs() < 1e-9);
         // The 30 ms gap carried 3 tokens: three 10 ms token gaps, plus the 10 ms one.
         assert_eq!(samples(&[r], MetricKind::TokenItl).len(), 4);
     }
