@@ -6,11 +6,12 @@ use crate::arrivals::Arrivals;
 use crate::config::ModelConfig;
 use crate::engine_loop::{Command, EngineLoop, EngineStats};
 use crate::error::{EngineError, Result};
+use crate::model::Backend;
 use crate::model::cpu::CpuBackend;
 use crate::plan::{EngineArgs, Plan};
 use crate::request::{GenerateRequest, TokenEvent};
 use crate::tokenizer::Tokenizer;
-use crate::weights::WeightsOrigin;
+use crate::weights::{ModelWeights, WeightsOrigin};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, mpsc};
@@ -78,41 +79,10 @@ impl EngineHandle {
                     .into(),
             ));
         }
-        let backend: Box<dyn crate::model::Backend> = if plan.backend == "cuda" {
-            let mut b = crate::model::cuda::CudaBackend::new(
-                loaded.config.clone(),
-                &loaded.weights,
-                plan.kv_pages,
-                plan.block_size,
-                &kernels::GpuOptions::from_env().map_err(|e| EngineError::Backend(e.to_string()))?,
-            )?;
-            if plan.fp8_prefill == Some(crate::plan::Fp8Prefill::Bf16Copy) {
-                let bytes = b.keep_fp8_prefill_copies()?;
-                tracing::info!(bytes, "FP8 projections: bf16 copies kept for prefill");
-            }
-            plan.gpu = Some(b.gpu_name().to_string());
-            plan.cuda = Some(b.tuning());
-            drop(loaded.weights); // the host copy is not needed once on the GPU
-            Box::new(b)
+        let backend = if plan.backend == "cuda" {
+            cuda_backend(&loaded.config, loaded.weights, &mut plan)?
         } else {
-            // The draft is built first: a test draft may copy the target's weights.
-            let draft = match &args.speculative {
-                None => None,
-                Some(spec) => {
-                    let ctx = crate::spec::DraftContext {
-                        target: &loaded.config,
-                        weights: &loaded.weights,
-                        num_pages: plan.kv_pages,
-                        block_size: plan.block_size,
-                    };
-                    Some((crate::spec::build_draft(&spec.draft, &ctx)?, spec.cfg))
-                }
-            };
-            let cpu = CpuBackend::new(loaded.config.clone(), loaded.weights, plan.kv_pages, plan.block_size);
-            match draft {
-                None => Box::new(cpu),
-                Some((d, cfg)) => Box::new(cpu.with_draft(d, cfg)?),
-            }
+            cpu_backend(&loaded.config, loaded.weights, &plan, args.speculative.as_ref())?
         };
         let speculative = match (&args.speculative, backend.draft_info()) {
             (Some(s), Some(info)) => Some(crate::spec::SpecInfo::new(s.cfg, info)),
@@ -223,6 +193,48 @@ impl EngineHandle {
         })?;
         Ok(erx)
     }
+}
+
+/// The CUDA backend over `weights` (dropped once on the GPU); the plan learns the card
+/// and the tuning it runs with.
+fn cuda_backend(cfg: &ModelConfig, weights: ModelWeights, plan: &mut Plan) -> Result<Box<dyn Backend>> {
+    let opts = kernels::GpuOptions::from_env().map_err(|e| EngineError::Backend(e.to_string()))?;
+    let mut b =
+        crate::model::cuda::CudaBackend::new(cfg.clone(), &weights, plan.kv_pages, plan.block_size, &opts)?;
+    if plan.fp8_prefill == Some(crate::plan::Fp8Prefill::Bf16Copy) {
+        let bytes = b.keep_fp8_prefill_copies()?;
+        tracing::info!(bytes, "FP8 projections: bf16 copies kept for prefill");
+    }
+    plan.gpu = Some(b.gpu_name().to_string());
+    plan.cuda = Some(b.tuning());
+    Ok(Box::new(b))
+}
+
+/// The CPU reference backend, speculating when `spec` asks for a draft.
+fn cpu_backend(
+    cfg: &ModelConfig,
+    weights: ModelWeights,
+    plan: &Plan,
+    spec: Option<&crate::spec::SpeculativeArgs>,
+) -> Result<Box<dyn Backend>> {
+    // The draft is built first: a test draft may copy the target's weights.
+    let draft = match spec {
+        None => None,
+        Some(spec) => {
+            let ctx = crate::spec::DraftContext {
+                target: cfg,
+                weights: &weights,
+                num_pages: plan.kv_pages,
+                block_size: plan.block_size,
+            };
+            Some((crate::spec::build_draft(&spec.draft, &ctx)?, spec.cfg))
+        }
+    };
+    let cpu = CpuBackend::new(cfg.clone(), weights, plan.kv_pages, plan.block_size);
+    Ok(match draft {
+        None => Box::new(cpu),
+        Some((d, tree)) => Box::new(cpu.with_draft(d, tree)?),
+    })
 }
 
 struct AliveGuard(Arc<AtomicBool>);
