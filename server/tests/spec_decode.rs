@@ -175,6 +175,15 @@ async fn the_measured_parts_accepted_length_is_stored_and_labelled_where_it_is_s
     assert!(page.contains(RANDOM_DRAFT_CAVEAT), "{page}");
     let api = app.get(&format!("/api/comparisons/{slug}")).await.json();
     assert_eq!(api["runs"][0]["speculative"]["caveat"], RANDOM_DRAFT_CAVEAT);
+    // The exports carry it too: the CSV's last three columns, empty where it is missing.
+    let csv = app.get(&format!("/api/comparisons/{slug}/export.csv")).await.body;
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].ends_with(",spec_tree,mean_accepted_length,spec_note"), "{}", lines[0]);
+    let row = |id: i64| *lines.iter().find(|l| l.starts_with(&format!("{id},"))).expect("a row per run");
+    assert!(row(id).ends_with(&format!(",3/1/4,2.5,{RANDOM_DRAFT_CAVEAT}")), "{}", row(id));
+    assert!(row(missing).contains(",3/1/4,,"), "missing stays empty: {}", row(missing));
+    let json = app.get(&format!("/api/comparisons/{slug}/export.json")).await.json();
+    assert_eq!(json["runs"][0]["speculative"]["mean_accepted_length"], 2.5);
 }
 
 #[sqlx::test(migrator = "db::MIGRATOR")]

@@ -108,6 +108,9 @@ pub fn to_csv(c: &ComparisonView) -> String {
             head.push(format!("{key}_{}_ms", s.label()));
         }
     }
+    // Speculative decoding: the tree, the mean accepted length (empty when it could not be
+    // read or the run did not speculate) and what it is worth.
+    head.extend(["spec_tree", "mean_accepted_length", "spec_note"].map(String::from));
     let mut out = head.join(",") + "\n";
     for r in &c.runs {
         let s = r.summary.as_ref();
@@ -134,6 +137,13 @@ pub fn to_csv(c: &ComparisonView) -> String {
                 row.push(stat_value(r, m, st).map(|v| v.to_string()).unwrap_or_default());
             }
         }
+        let spec = r.speculative.as_ref();
+        row.push(
+            spec.map(|s| format!("{}/{}/{}", s.tree.num_steps, s.tree.topk, s.tree.num_draft_tokens))
+                .unwrap_or_default(),
+        );
+        row.push(spec.and_then(|s| s.mean_accepted_length).map(|v| v.to_string()).unwrap_or_default());
+        row.push(field(&spec.and_then(|s| s.caveat.clone()).unwrap_or_default()));
         out.push_str(&row.join(","));
         out.push('\n');
     }
