@@ -13,6 +13,7 @@ pub mod report;
 pub mod result_block;
 pub mod spec;
 pub mod spec_decode;
+pub mod stats;
 pub mod status;
 pub mod text;
 pub mod validate;
