@@ -15,6 +15,7 @@ pub mod spec;
 pub mod spec_decode;
 pub mod stats;
 pub mod status;
+pub mod telemetry;
 pub mod text;
 pub mod validate;
 

@@ -9,6 +9,7 @@ pub mod requests;
 pub mod results;
 pub mod runs;
 pub mod sessions;
+pub mod telemetry;
 
 pub use error::DbError;
 pub use sqlx::PgPool;
