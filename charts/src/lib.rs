@@ -10,11 +10,15 @@
 //! room for their text from `text_px`, so no label runs past the edge.
 
 mod bars;
+mod histogram;
 mod lines;
 pub mod ticks;
+mod timeline;
 
 pub use bars::{Bar, BarChart, bar_chart};
+pub use histogram::{Bin, Histogram, bins, histogram};
 pub use lines::{LineChart, Series, line_chart};
+pub use timeline::{RateBin, Timeline, TimelineBar, timeline};
 
 /// Default size of every chart, in CSS pixels.
 pub const WIDTH: u32 = 860;

@@ -15,6 +15,11 @@ fn step_125(v: f64, up: bool) -> f64 {
     }
 }
 
+/// The smallest 1-2-5 value at or above `v` (> 0): a round step or bin width.
+pub fn step_up(v: f64) -> f64 {
+    if v > 0.0 && v.is_finite() { step_125(v, true) } else { 1.0 }
+}
+
 /// A log axis over positive values `min..=max`: its ends (1-2-5 values around the data) and
 /// ticks in data units: every 1-2-5 value when it spans up to three decades, else the
 /// powers of ten.
