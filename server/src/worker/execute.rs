@@ -92,7 +92,8 @@ pub async fn execute(
         })
     };
 
-    let outcome = run_target(&spec, cfg, slot, &log, &cancel, progress_tx, &phase).await;
+    let mut telemetry = None;
+    let outcome = run_target(&spec, cfg, slot, &log, &cancel, progress_tx, &phase, &mut telemetry).await;
     cancel.cancel();
     let _ = hb.await;
     let stop = *reason.lock().unwrap();
@@ -123,6 +124,12 @@ pub async fn execute(
         }
         (Err(f), None) => (RunStatus::Failed, f.message, f.partial, None),
     };
+    // Before the result, so that a finished run's page has its telemetry from the start.
+    if let Some(t) = telemetry
+        && let Err(e) = db::telemetry::store(pool, run_id, &t.samples, &t.notes).await
+    {
+        tracing::warn!(run_id, error = %e, "storing the run's telemetry; the result is stored without it");
+    }
     let (status, message) = match report {
         Some(report) => {
             *phase.lock().unwrap() = "storing";
@@ -167,8 +174,10 @@ fn to_run_progress(p: &Progress, phase: &str, worker: &str) -> RunProgress {
     }
 }
 
-/// Reaches or starts the target and benchmarks it. A failure's message is what the run
-/// page shows; it may carry the requests that finished before the run stopped.
+/// Reaches or starts the target and benchmarks it, sampling its telemetry meanwhile (into
+/// `telemetry`). A failure's message is what the run page shows; it may carry the
+/// requests that finished before the run stopped.
+#[allow(clippy::too_many_arguments)]
 async fn run_target(
     spec: &RunSpec,
     cfg: &WorkerConfig,
@@ -177,6 +186,7 @@ async fn run_target(
     cancel: &CancellationToken,
     progress: bench::ProgressTx,
     phase: &Mutex<&'static str>,
+    telemetry: &mut Option<super::telemetry::Collected>,
 ) -> Result<BenchReport, Failure> {
     // Files the spec names are read only under this host's roots, by their real paths.
     let spec = &cfg.host.roots.resolve_spec(spec)?;
@@ -240,7 +250,13 @@ async fn run_target(
         cancel: cancel.clone(),
         before_measuring: scrape.as_ref().map(|(_, s)| s.hook()),
     };
+    // This host's GPUs belong to the run only when this worker started the engine on them.
+    let devices = engine.as_ref().map(|_| {
+        if cfg.slots > 1 { super::telemetry::Devices::Only(slot) } else { super::telemetry::Devices::All }
+    });
+    let sampling = super::telemetry::start(&base_url, devices, cfg.telemetry_every);
     let mut outcome = bench::run_benchmark(spec, &base_url, opts).await;
+    *telemetry = Some(sampling.finish().await);
     if let (Ok(report), Some((requested, s))) = (&mut outcome, &scrape) {
         report.speculative = Some(s.finish(requested, report.target_info.engine_info.as_ref()).await);
     }

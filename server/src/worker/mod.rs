@@ -10,6 +10,7 @@ mod log_ring;
 mod native;
 mod outcome;
 pub mod spec_scrape;
+pub mod telemetry;
 
 pub use engine_process::{EngineProcess, Launch};
 pub use host::WorkerHost;
@@ -38,6 +39,8 @@ pub struct WorkerConfig {
     pub engine_start_timeout: Duration,
     /// Default wall-clock limit of one run (a spec may ask for less).
     pub run_time_limit: Duration,
+    /// How often a run's target (`/metrics`) and GPUs (NVML) are sampled while it goes.
+    pub telemetry_every: Duration,
     /// What the host decides: engines, their user and environment, file roots, API keys.
     pub host: WorkerHost,
 }
