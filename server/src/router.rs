@@ -46,6 +46,7 @@ pub fn router(state: AppState) -> Router {
                 .layer(axum::extract::DefaultBodyLimit::max(MAX_IMPORT_BYTES)),
         )
         .route("/c/{slug}/chart.svg", get(crate::api::exports::chart_svg))
+        .route("/runs/{id}/chart.svg", get(crate::api::run_chart::chart_svg))
         .route(app::pages::COMPARE_PATH, axum::routing::post(crate::compare_form::submit))
         .leptos_routes_with_context(
             &state,

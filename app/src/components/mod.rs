@@ -2,6 +2,7 @@
 
 pub mod charts;
 mod result_block;
+pub mod run_charts;
 mod runs_table;
 pub mod spec_decode;
 mod status_badge;

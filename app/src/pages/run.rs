@@ -231,6 +231,7 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
                 })}
             </section>
         </div>
+        {run.summary.is_some().then(|| view! { <crate::components::run_charts::RunCharts id=run.id/> })}
         {has_engine.then(|| view! {
             <details class="engine-log">
                 <summary>"Engine log"</summary>

@@ -7,6 +7,7 @@ pub mod exports;
 pub mod imports;
 mod json_body;
 mod query;
+pub mod run_chart;
 mod runs;
 
 pub use error::ApiError;

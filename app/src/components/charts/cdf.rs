@@ -11,18 +11,22 @@ use charts::{LineChart, Series};
 
 /// Every sample of `metric` in `records`, in milliseconds, sorted.
 pub fn samples(records: &[RequestRecord], metric: MetricKind) -> Vec<f64> {
+    samples_s(records, metric).into_iter().map(|v| v * 1e3).collect()
+}
+
+/// Every sample of `metric` in `records`, in seconds (the statistics convert after
+/// computing, as vLLM does), sorted.
+pub fn samples_s(records: &[RequestRecord], metric: MetricKind) -> Vec<f64> {
     let ok = records.iter().filter(|r| r.success);
     let mut v: Vec<f64> = match metric {
-        MetricKind::Ttft => ok.filter_map(|r| r.ttft_s).map(|t| t * 1e3).collect(),
-        MetricKind::E2el => ok.filter_map(|r| r.e2el_s).map(|t| t * 1e3).collect(),
+        MetricKind::Ttft => ok.filter_map(|r| r.ttft_s).collect(),
+        MetricKind::E2el => ok.filter_map(|r| r.e2el_s).collect(),
         MetricKind::Tpot => ok
             .filter(|r| r.output_tokens > 1)
-            .filter_map(|r| Some((r.e2el_s? - r.ttft_s?) / (r.output_tokens - 1) as f64 * 1e3))
+            .filter_map(|r| Some((r.e2el_s? - r.ttft_s?) / (r.output_tokens - 1) as f64))
             .collect(),
         // Chunk-level: every gap between successive streamed events, pooled (vLLM's ITL).
-        MetricKind::Itl => {
-            ok.flat_map(|r| r.chunk_offsets_s.windows(2).map(|w| (w[1] - w[0]) * 1e3)).collect()
-        }
+        MetricKind::Itl => ok.flat_map(|r| r.chunk_offsets_s.windows(2).map(|w| w[1] - w[0])).collect(),
         // Token-level: a gap spread over the tokens its chunk carried, when known.
         MetricKind::TokenItl => ok
             .filter_map(|r| r.chunk_tokens.as_ref().map(|t| (r, t)))
@@ -31,7 +35,7 @@ pub fn samples(records: &[RequestRecord], metric: MetricKind) -> Vec<f64> {
                     .windows(2)
                     .zip(t.iter().skip(1))
                     .filter(|(_, n)| **n > 0)
-                    .flat_map(|(w, n)| std::iter::repeat_n((w[1] - w[0]) * 1e3 / *n as f64, *n as usize))
+                    .flat_map(|(w, n)| std::iter::repeat_n((w[1] - w[0]) / *n as f64, *n as usize))
             })
             .collect(),
     };
