@@ -2,6 +2,7 @@
 //! `server` crate implements it over `db`) and reaches it through Leptos context, never a
 //! global.
 
+use bench_types::telemetry::{RunTelemetry, Series, TelemetryPoint};
 use bench_types::{
     ComparisonRef, ComparisonSummary, ComparisonView, CreatedRuns, RequestRecord, RunSpec, RunView,
     ValidationErrors,
@@ -44,6 +45,18 @@ pub trait Store: Send + Sync + 'static {
     async fn comparisons_of_run(&self, id: i64) -> Result<Vec<ComparisonRef>, StoreError>;
     /// Per-request records of these runs (for latency CDFs); runs without any are left out.
     async fn run_requests(&self, _ids: Vec<i64>) -> Result<Vec<(i64, Vec<RequestRecord>)>, StoreError> {
+        Ok(Vec::new())
+    }
+    /// What the target and its GPUs said about themselves while the run went.
+    async fn run_telemetry(&self, _id: i64) -> Result<RunTelemetry, StoreError> {
+        Ok(RunTelemetry::default())
+    }
+    /// One telemetry series of several runs; runs without it are left out.
+    async fn telemetry_series(
+        &self,
+        _ids: Vec<i64>,
+        _series: Series,
+    ) -> Result<Vec<(i64, Vec<TelemetryPoint>)>, StoreError> {
         Ok(Vec::new())
     }
     /// "cancelled", "requested" or "already finished".

@@ -3,6 +3,7 @@
 //! both the pages' server functions and the JSON API.
 
 use app::store::{Store, StoreError};
+use bench_types::telemetry::{RunTelemetry, Series, TelemetryPoint};
 use bench_types::{
     ComparisonRef, ComparisonSummary, ComparisonView, CreatedRuns, NewComparison, RunSpec, RunView,
     ValidationErrors,
@@ -131,6 +132,16 @@ impl Store for DbStore {
         only: Option<String>,
     ) -> Result<Vec<ComparisonSummary>, StoreError> {
         db::comparisons::list(&self.pool, limit, before.as_deref(), only.as_deref()).await.map_err(internal)
+    }
+    async fn run_telemetry(&self, id: i64) -> Result<RunTelemetry, StoreError> {
+        db::telemetry::for_run(&self.pool, id).await.map_err(internal)
+    }
+    async fn telemetry_series(
+        &self,
+        ids: Vec<i64>,
+        series: Series,
+    ) -> Result<Vec<(i64, Vec<TelemetryPoint>)>, StoreError> {
+        db::telemetry::series_of_runs(&self.pool, &ids, series).await.map_err(internal)
     }
     async fn comparisons_of_run(&self, id: i64) -> Result<Vec<ComparisonRef>, StoreError> {
         db::comparisons::of_run(&self.pool, id).await.map_err(internal)

@@ -6,6 +6,7 @@ pub mod run_charts;
 mod runs_table;
 pub mod spec_decode;
 mod status_badge;
+pub mod telemetry;
 
 pub use result_block::ResultBlock;
 pub use runs_table::RunsTable;

@@ -169,6 +169,7 @@ fn Comparison(c: Arc<ComparisonView>, view: Memo<Result<ChartView, ValidationErr
         </Suspense>
         {ladder_note}
         <LadderTable c=c.clone() view/>
+        <crate::components::telemetry::TelemetryOverlay slug=slug.clone() series=crate::components::telemetry::parse_series(use_query_map().read_untracked().get("series"))/>
         <p class="downloads">
             "Download: "
             <a href=svg_href download=format!("{file}.svg") data-download="svg">"SVG"</a>" · "

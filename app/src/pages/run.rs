@@ -232,6 +232,7 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
             </section>
         </div>
         {run.summary.is_some().then(|| view! { <crate::components::run_charts::RunCharts id=run.id/> })}
+        {(run.status.is_terminal() && imported.is_none()).then(|| view! { <crate::components::telemetry::TelemetryPanel id=run.id/> })}
         {has_engine.then(|| view! {
             <details class="engine-log">
                 <summary>"Engine log"</summary>

@@ -9,6 +9,7 @@ mod get_run_charts;
 mod get_run_comparisons;
 mod get_run_log;
 mod get_run_requests;
+mod get_telemetry;
 mod list_comparisons;
 mod list_runs;
 
@@ -20,6 +21,7 @@ pub use get_run_charts::*;
 pub use get_run_comparisons::*;
 pub use get_run_log::*;
 pub use get_run_requests::*;
+pub use get_telemetry::*;
 pub use list_comparisons::*;
 pub use list_runs::*;
 
