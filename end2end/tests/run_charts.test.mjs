@@ -1,0 +1,59 @@
+// A run's analysis in a real browser: the request timeline draws one bar per request, a
+// zoom given in the URL narrows its axis (a permalink reproduces the view), and the
+// distribution table and chart are there, with JavaScript on and off.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startLatlab, launchBrowser } from '../harness.mjs';
+
+let app, browser, cleanup;
+
+before(async () => {
+  app = await startLatlab({});
+  ({ browser, cleanup } = await launchBrowser());
+});
+
+after(async () => {
+  await cleanup?.();
+  if (app) await app.stop();
+});
+
+async function api(path, body) {
+  const r = await fetch(`${app.base}${path}`, body ? { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {});
+  const text = await r.text();
+  assert.ok(r.ok, `${path}: ${r.status} ${text}`);
+  return JSON.parse(text);
+}
+
+test('the timeline has a bar per request and zooms by URL', async () => {
+  const { run_ids: [id] } = await api('/api/runs', {
+    label: 'timeline', target: { kind: 'native', model_source: 'random:tiny', device: 'cpu' }, model: 'tiny',
+    dataset: { kind: 'random', input_len: 16, output_len: 8 }, num_prompts: 5, load: { max_concurrency: [2] },
+    sampling: { ignore_eos: true },
+  });
+  const deadline = Date.now() + 150_000;
+  for (;;) {
+    const r = await api(`/api/runs/${id}`);
+    if (r.status === 'succeeded') break;
+    assert.ok(!['failed', 'cancelled'].includes(r.status) && Date.now() < deadline, JSON.stringify(r.status));
+    await new Promise(res => setTimeout(res, 300));
+  }
+  for (const javaScriptEnabled of [true, false]) {
+    const ctx = await browser.newContext({ javaScriptEnabled });
+    const page = await ctx.newPage();
+    await page.goto(`${app.base}/runs/${id}`);
+    await page.waitForSelector('.chart-timeline svg', { timeout: 30_000 });
+    assert.equal(await page.locator('.chart-timeline [data-request]').count(), 5, 'one bar per request');
+    const whole = Number(await page.getAttribute('.chart-timeline svg', 'data-to'));
+    assert.ok(whole > 0, `axis ends at ${whole}`);
+    assert.equal(await page.locator('[data-testid=dist-table] tr[data-metric]').count() >= 4, true);
+    // The zoom lives in the URL: the same link shows the same narrower window.
+    const to = (whole / 2).toFixed(3);
+    await page.goto(`${app.base}/runs/${id}?from=0&to=${to}#analysis`);
+    await page.waitForSelector('.chart-timeline svg', { timeout: 30_000 });
+    assert.equal(Number(await page.getAttribute('.chart-timeline svg', 'data-to')), Number(to));
+    // A bad zoom names its parameter on the page.
+    await page.goto(`${app.base}/runs/${id}?from=abc`);
+    assert.match(await page.textContent('.run-charts'), /from/);
+    await ctx.close();
+  }
+});
