@@ -76,10 +76,12 @@ test('the reference study is one click from the home page', async () => {
   const page = await ctx.newPage();
   await page.goto(`${app.base}/`);
   await Promise.all([page.waitForURL(/\/c\/qwen3-8b-h100-gpustack/), page.click('[data-testid=reference-study]')]);
-  assert.match(await page.title(), /Qwen3-8B/);
+  // A client-side navigation sets the title once the comparison's data has arrived.
+  await page.waitForFunction(() => /Qwen3-8B/.test(document.title), null, { timeout: 10_000 });
   await page.click('text=Comparisons');
   await page.waitForURL(/\/comparisons$/);
-  assert.ok(await page.isVisible('a[href="/c/qwen3-8b-h100-gpustack"]'));
+  // The list renders once its data arrives, after the URL changes: wait for it.
+  await page.waitForSelector('a[href="/c/qwen3-8b-h100-gpustack"]', { timeout: 10_000 });
   await ctx.close();
 });
 

@@ -104,7 +104,8 @@ fn Analysis(id: i64, v: RunChartView, d: RunChartsData) -> impl IntoView {
 fn DistTable(rows: Vec<DistRow>) -> impl IntoView {
     let heads = PERCENTILES.map(|p| format!("p{}", percentile_label(p)));
     view! {
-        <table class="dist-table" data-testid="dist-table">
+        // Ten columns do not fit a phone: the table scrolls in its own box, not the page.
+        <div class="table-wrap"><table class="dist-table" data-testid="dist-table">
             <thead><tr>
                 <th>"Metric (ms)"</th><th class="num">"n"</th><th class="num">"mean"</th><th class="num">"std"</th>
                 {heads.into_iter().map(|h| view! { <th class="num">{h}</th> }).collect_view()}
@@ -127,6 +128,6 @@ fn DistTable(rows: Vec<DistRow>) -> impl IntoView {
                     }
                 }).collect_view()}
             </tbody>
-        </table>
+        </table></div>
     }
 }
