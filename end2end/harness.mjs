@@ -1,5 +1,6 @@
 // Starts a real `latlab` on the embedded default (DATABASE_URL unset: it starts its own
 // Postgres cluster in a fresh data dir) and Debian's chromium through playwright-core.
+import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -74,4 +75,12 @@ export async function launchBrowser() {
 /// fields of the target not chosen are hidden (before it, all are shown for no-JS use).
 export async function waitHydrated(page) {
   await page.waitForSelector('.run-form .group.hidden', { state: 'attached', timeout: 30_000 });
+}
+
+// GET (no body) or POST JSON to latlab's API; a non-2xx answer fails the test with its body.
+export async function api(base, path, body) {
+  const r = await fetch(`${base}${path}`, body ? { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {});
+  const text = await r.text();
+  assert.ok(r.ok, `${path}: ${r.status} ${text}`);
+  return JSON.parse(text);
 }

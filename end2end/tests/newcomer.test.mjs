@@ -4,7 +4,7 @@
 // that scrolls sideways on a phone.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startLatlab, launchBrowser } from '../harness.mjs';
+import { startLatlab, launchBrowser, api as apiAt } from '../harness.mjs';
 
 let app, browser, cleanup;
 
@@ -18,12 +18,7 @@ after(async () => {
   if (app) await app.stop();
 });
 
-async function api(path, body) {
-  const r = await fetch(`${app.base}${path}`, body ? { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {});
-  const text = await r.text();
-  assert.ok(r.ok, `${path}: ${r.status} ${text}`);
-  return JSON.parse(text);
-}
+const api = (path, body) => apiAt(app.base, path, body);
 
 async function waitRun(id, ok, seconds = 120) {
   const deadline = Date.now() + seconds * 1000;

@@ -3,7 +3,7 @@
 // accepted length, and the run page shows it labelled as meaningless for random weights.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startLatlab, launchBrowser } from '../harness.mjs';
+import { startLatlab, launchBrowser, api as apiAt } from '../harness.mjs';
 
 let app, browser, cleanup;
 
@@ -17,12 +17,7 @@ after(async () => {
   if (app) await app.stop();
 });
 
-async function api(path, body) {
-  const r = await fetch(`${app.base}${path}`, body ? { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {});
-  const text = await r.text();
-  assert.ok(r.ok, `${path}: ${r.status} ${text}`);
-  return JSON.parse(text);
-}
+const api = (path, body) => apiAt(app.base, path, body);
 
 test('a speculating native run stores its accepted length and says what it is worth', async () => {
   const { run_ids: [id] } = await api('/api/runs', {
