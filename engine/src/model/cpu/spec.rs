@@ -114,7 +114,7 @@ impl CpuBackend {
     }
 
     pub(super) fn propose_trees(&mut self, rows: &[ProposeRow<'_>]) -> Result<Vec<DraftTree>> {
-        let block_size = self.cache.block_size;
+        let cache = &self.cache;
         let spec = self.spec.as_mut().ok_or_else(|| EngineError::Backend("no draft".into()))?;
         let w = spec.width();
         let auxes: Vec<Vec<f32>> = rows
@@ -123,7 +123,7 @@ impl CpuBackend {
                 let end = r.tokens.len().saturating_sub(1);
                 let mut a = Vec::with_capacity(end.saturating_sub(r.draft_from) * w);
                 for pos in r.draft_from..end {
-                    let slot = r.block_table[pos / block_size] as usize * block_size + pos % block_size;
+                    let slot = cache.slot(r.block_table, pos);
                     a.extend_from_slice(&spec.aux[slot * w..(slot + 1) * w]);
                 }
                 a
