@@ -7,8 +7,8 @@ use bench_types::launched::{LaunchedTarget, Speculative, SpeculativeAlgorithm, s
 use bench_types::native_ladder::native_ladder;
 use bench_types::native_speculative::random_draft_for;
 use bench_types::{
-    Backend, CreatedRuns, Dataset, Device, Goodput, LoadProfile, NativeTarget, Quantization, RampUp,
-    RampUpStrategy, RunSpec, Sampling, Target, ValidationErrors,
+    Backend, CreatedRuns, Dataset, Device, LoadProfile, NativeTarget, Quantization, RampUp, RampUpStrategy,
+    RunSpec, Sampling, Target, ValidationErrors,
 };
 use serde::{Deserialize, Serialize};
 
@@ -70,11 +70,26 @@ pub struct RunForm {
     /// Comma-separated list, e.g. `1,2,4,8`: one run per value.
     #[serde(default)]
     pub max_concurrency: String,
-    /// Empty means `inf`.
+    /// Requests/s: one value, or a comma-separated list that sweeps (one run per value,
+    /// `inf` allowed); empty means `inf`.
     #[serde(default)]
     pub request_rate: String,
+    /// `poisson` or `gamma` (with the burstiness); empty (an older client) takes the
+    /// burstiness as given.
+    #[serde(default)]
+    pub arrival: String,
     #[serde(default)]
     pub burstiness: String,
+    /// `--metric-percentiles`, comma-separated; empty is 99.
+    #[serde(default)]
+    pub percentiles: String,
+    /// `--goodput` SLOs in milliseconds; empty sets none for that metric.
+    #[serde(default)]
+    pub goodput_ttft_ms: String,
+    #[serde(default)]
+    pub goodput_tpot_ms: String,
+    #[serde(default)]
+    pub goodput_e2el_ms: String,
     #[serde(default)]
     pub seed: String,
     /// A checkbox: present ("on") when ticked, absent otherwise.
@@ -139,7 +154,12 @@ impl Default for RunForm {
             num_prompts: "100".into(),
             max_concurrency: "1".into(),
             request_rate: String::new(),
+            arrival: "poisson".into(),
             burstiness: "1".into(),
+            percentiles: "99".into(),
+            goodput_ttft_ms: String::new(),
+            goodput_tpot_ms: String::new(),
+            goodput_e2el_ms: String::new(),
             seed: "0".into(),
             ignore_eos: None,
             temperature: "0".into(),
@@ -280,6 +300,8 @@ impl RunForm {
     pub fn created_url(&self, created: &CreatedRuns) -> String {
         match (&created.comparison_slug, created.run_ids.first()) {
             (Some(slug), _) if self.is_native_ladder() => format!("/c/{slug}?chart=ladder&metric=tpot"),
+            // A rate sweep is read as latency against the throughput each rate reached.
+            (Some(slug), _) if self.is_rate_sweep() => format!("/c/{slug}?chart=curve"),
             (Some(slug), _) => format!("/c/{slug}"),
             (None, Some(id)) => format!("/runs/{id}"),
             (None, None) => "/runs".to_string(),
@@ -301,6 +323,13 @@ impl RunForm {
             e.push(
                 "load.max_concurrency",
                 "the native ladder compares its rungs at one concurrency; start one ladder per value",
+            );
+            return Err(e);
+        }
+        if self.is_rate_sweep() {
+            e.push(
+                load::RATE_FIELD,
+                "the native ladder compares its rungs at one load; start one ladder per rate",
             );
             return Err(e);
         }
@@ -385,10 +414,7 @@ impl RunForm {
         let backend = self.backend(&mut p);
         let dataset = self.dataset(&mut p);
         let max_concurrency = self.max_concurrency(&mut p);
-        let request_rate = match self.request_rate.trim() {
-            "" | "inf" => None,
-            _ => p.opt_num("load.request_rate", &self.request_rate, NUMBER),
-        };
+        let (request_rate, request_rates) = self.rates(&mut p);
         let spec = RunSpec {
             label: self.label.trim().to_string(),
             model: self.served_model(&target),
@@ -400,11 +426,8 @@ impl RunForm {
             load: LoadProfile {
                 max_concurrency,
                 request_rate,
-                burstiness: if self.burstiness.trim().is_empty() {
-                    1.0
-                } else {
-                    p.num("load.burstiness", &self.burstiness, NUMBER, 1.0)
-                },
+                request_rates,
+                burstiness: self.burstiness_value(&mut p),
             },
             sampling: self.sampling(&mut p),
             seed: if self.seed.trim().is_empty() { 0 } else { p.num("seed", &self.seed, WHOLE, 0) },
@@ -418,8 +441,8 @@ impl RunForm {
             } else {
                 p.num("request_timeout_s", &self.request_timeout_s, NUMBER, 600.0)
             },
-            percentiles: bench_types::spec::default_percentiles(),
-            goodput: Goodput::default(),
+            percentiles: self.percentiles_value(&mut p),
+            goodput: self.goodput_value(&mut p),
             time_limit_s: None,
             ramp_up: self.ramp_up(&mut p),
             disable_shuffle: false,
@@ -427,7 +450,10 @@ impl RunForm {
         };
         let mut errors = p.errors;
         if let Err(v) = spec.validate() {
-            for e in v.0 {
+            for mut e in v.0 {
+                if e.field == "load.request_rates" {
+                    e.field = load::RATE_FIELD.to_string();
+                }
                 if errors.for_field(&e.field).is_none() {
                     errors.0.push(e);
                 }
@@ -566,6 +592,8 @@ impl RunForm {
         }
     }
 }
+
+mod load;
 
 #[cfg(test)]
 mod tests;

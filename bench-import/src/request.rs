@@ -115,7 +115,7 @@ pub fn build_run(p: Parsed, c: &ImportConfig) -> Result<ImportedRun, ImportError
         "dataset": c.dataset.clone().unwrap_or(Dataset::Sharegpt { path: None, output_len: None }),
         // Saturating: counts near u32::MAX then fail validation instead of overflowing.
         "num_prompts": c.num_prompts.or(p.num_prompts).unwrap_or_else(|| s.completed.saturating_add(s.failed)),
-        "load": LoadProfile { max_concurrency: s.max_concurrency.into_iter().collect(), request_rate: s.request_rate, burstiness: 1.0 },
+        "load": LoadProfile { max_concurrency: s.max_concurrency.into_iter().collect(), request_rate: s.request_rate, request_rates: vec![], burstiness: 1.0 },
         "sampling": c.sampling.clone().unwrap_or_default(),
         "percentiles": s.ttft.percentiles.iter().map(|(p, _)| *p).collect::<Vec<f64>>(),
     });

@@ -9,6 +9,7 @@ pub mod launched;
 pub mod metrics;
 pub mod native_ladder;
 pub mod native_speculative;
+pub mod rate_sweep;
 pub mod report;
 pub mod result_block;
 pub mod spec;

@@ -220,6 +220,12 @@ pub struct LoadProfile {
     /// `--request-rate` in requests/s; `None` is `inf` (all released at t=0).
     #[serde(default)]
     pub request_rate: Option<f64>,
+    /// Several `--request-rate` values make a sweep: one run per value, each stored with
+    /// its rate in `request_rate` and this list empty (`expand`), so a run's spec says the
+    /// one rate it ran at. Written as numbers and `"inf"`. Absent in specs stored before it
+    /// existed, and in every single run's spec.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "crate::rate_sweep::serde_rates")]
+    pub request_rates: Vec<Option<f64>>,
     /// `--burstiness`: gamma shape of inter-arrival gaps (1 = Poisson).
     #[serde(default = "default_burstiness")]
     pub burstiness: f64,
@@ -260,7 +266,7 @@ impl RampUpStrategy {
 
 impl Default for LoadProfile {
     fn default() -> Self {
-        LoadProfile { max_concurrency: vec![1], request_rate: None, burstiness: 1.0 }
+        LoadProfile { max_concurrency: vec![1], request_rate: None, request_rates: vec![], burstiness: 1.0 }
     }
 }
 
@@ -352,9 +358,23 @@ impl Goodput {
 }
 
 impl RunSpec {
-    /// One spec per concurrency value of a sweep (each with exactly one value), or the spec
-    /// itself when there is at most one value.
+    /// One spec per value of a sweep (concurrencies or request rates), each with exactly
+    /// one value, or the spec itself when it sweeps nothing. A rate list of one value
+    /// still becomes that run's `request_rate`.
     pub fn expand(&self) -> Vec<RunSpec> {
+        if !self.load.request_rates.is_empty() {
+            return self
+                .load
+                .request_rates
+                .iter()
+                .map(|&r| {
+                    let mut s = self.clone();
+                    s.load.request_rate = r;
+                    s.load.request_rates.clear();
+                    s
+                })
+                .collect();
+        }
         if self.load.max_concurrency.len() <= 1 {
             return vec![self.clone()];
         }
@@ -387,11 +407,16 @@ impl RunSpec {
         }
     }
 
-    /// "BS=4" / "rate=2.0/s" / "BS=1,2,4,8" / "ramp=1-8/s" for lists and chart labels.
+    /// "BS=4" / "rate=2.0/s" / "BS=1,2,4,8" / "BS=8 rate=1,2,inf/s" / "ramp=1-8/s" for lists
+    /// and chart labels.
     pub fn load_label(&self) -> String {
         let c: Vec<String> = self.load.max_concurrency.iter().map(u32::to_string).collect();
         let rate = match (&self.ramp_up, self.load.request_rate) {
             (Some(r), _) => Some(format!("ramp={}-{}/s", r.start_rps, r.end_rps)),
+            _ if !self.load.request_rates.is_empty() => Some(format!(
+                "rate={}/s",
+                crate::rate_sweep::format_rates(&self.load.request_rates).replace(' ', "")
+            )),
             (None, Some(r)) => Some(format!("rate={r}/s")),
             (None, None) => None,
         };

@@ -129,6 +129,7 @@ impl RunSpec {
                 format!("must be above 0 and at most {MAX_REQUEST_RATE} requests/s (leave empty for inf)"),
             );
         }
+        crate::rate_sweep::validate_into(self, &mut e);
         let b = self.load.burstiness;
         if !(b.is_finite() && b > 0.0 && b <= 1_000.0) {
             e.push("load.burstiness", "must be above 0 and at most 1000");
@@ -331,7 +332,12 @@ mod tests {
             backend: Backend::OpenaiChat,
             dataset: Dataset::Sharegpt { path: None, output_len: None },
             num_prompts: 100,
-            load: LoadProfile { max_concurrency: vec![1, 2, 4, 8], request_rate: None, burstiness: 1.0 },
+            load: LoadProfile {
+                max_concurrency: vec![1, 2, 4, 8],
+                request_rate: None,
+                request_rates: vec![],
+                burstiness: 1.0,
+            },
             sampling: Sampling::default(),
             seed: 0,
             warmup_requests: 0,

@@ -79,6 +79,7 @@ impl Args {
             load: LoadProfile {
                 max_concurrency: self.max_concurrency.clone(),
                 request_rate,
+                request_rates: vec![],
                 burstiness: self.burstiness,
             },
             seed: self.seed,

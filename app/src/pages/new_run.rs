@@ -361,9 +361,14 @@ fn LoadFields(ctx: FormCtx) -> AnyView {
                 get=|f| f.max_concurrency.clone() set=|f, v| f.max_concurrency = v
                 hint="Comma-separated values sweep: 1,2,4,8 makes four runs and a comparison."/>
             <Field ctx label="Request rate (req/s)" name="request_rate" path="load.request_rate"
-                get=|f| f.request_rate.clone() set=|f, v| f.request_rate = v placeholder="inf"/>
+                get=|f| f.request_rate.clone() set=|f, v| f.request_rate = v placeholder="inf"
+                hint="Empty or inf releases every request at once. Several values sweep: 1, 2, 4, inf makes four runs and a comparison of latency against throughput (with one max concurrency at most)."/>
+            <Choice ctx label="Arrival process" name="arrival" path="load.arrival"
+                options=&[("poisson", "Poisson (exponential gaps)"), ("gamma", "gamma, with the burstiness below")]
+                get=|f| f.arrival.clone() set=|f, v| f.arrival = v/>
             <Field ctx label="Burstiness" name="burstiness" path="load.burstiness"
-                get=|f| f.burstiness.clone() set=|f, v| f.burstiness = v hint="1 = Poisson arrivals."/>
+                get=|f| f.burstiness.clone() set=|f, v| f.burstiness = v
+                hint="Gamma arrivals only: the gaps' shape; below 1 burstier than Poisson, above 1 steadier (1 = Poisson)."/>
             <details class="advanced"
                 open=move || form.with(|f| !f.ramp_up_strategy.is_empty()) || ["ramp_up.start_rps", "ramp_up.end_rps"].iter().any(|p| ctx.error(p).is_some())>
                 <summary>"Ramp-up"</summary>
@@ -376,11 +381,36 @@ fn LoadFields(ctx: FormCtx) -> AnyView {
                 <Field ctx label="End rate (req/s)" name="ramp_up_end_rps" path="ramp_up.end_rps"
                     get=|f| f.ramp_up_end_rps.clone() set=|f, v| f.ramp_up_end_rps = v/>
             </details>
+            <GoodputFields ctx/>
             <Field ctx label="Warm-up requests" name="warmup_requests" path="warmup_requests"
                 get=|f| f.warmup_requests.clone() set=|f, v| f.warmup_requests = v/>
             <Field ctx label="Request timeout (s)" name="request_timeout_s" path="request_timeout_s"
                 get=|f| f.request_timeout_s.clone() set=|f, v| f.request_timeout_s = v/>
         </fieldset>
+    }
+    .into_any()
+}
+
+/// Goodput SLOs and the percentiles every latency is reported at.
+#[component]
+fn GoodputFields(ctx: FormCtx) -> AnyView {
+    let form = ctx.form;
+    let paths = ["percentiles", "goodput.ttft_ms", "goodput.tpot_ms", "goodput.e2el_ms"];
+    view! {
+        <details class="advanced" data-testid="goodput-fields"
+            open=move || form.with(RunForm::has_goodput) || paths.iter().any(|p| ctx.error(p).is_some())>
+            <summary>"Percentiles and goodput"</summary>
+            <Field ctx label="Percentiles" name="percentiles" path="percentiles"
+                get=|f| f.percentiles.clone() set=|f, v| f.percentiles = v placeholder="99"
+                hint="--metric-percentiles: e.g. 50, 90, 99; comparisons chart any of them."/>
+            <Field ctx label="Goodput SLO: TTFT (ms)" name="goodput_ttft_ms" path="goodput.ttft_ms"
+                get=|f| f.goodput_ttft_ms.clone() set=|f, v| f.goodput_ttft_ms = v
+                hint="A request is good when it meets every SLO given; goodput is good requests per second. Empty: no SLO on that metric."/>
+            <Field ctx label="Goodput SLO: TPOT (ms)" name="goodput_tpot_ms" path="goodput.tpot_ms"
+                get=|f| f.goodput_tpot_ms.clone() set=|f, v| f.goodput_tpot_ms = v/>
+            <Field ctx label="Goodput SLO: E2EL (ms)" name="goodput_e2el_ms" path="goodput.e2el_ms"
+                get=|f| f.goodput_e2el_ms.clone() set=|f, v| f.goodput_e2el_ms = v/>
+        </details>
     }
     .into_any()
 }

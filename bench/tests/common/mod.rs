@@ -295,6 +295,7 @@ pub fn spec(base_url: &str, dataset_path: String, num_prompts: u32, concurrency:
         load: LoadProfile {
             max_concurrency: concurrency.into_iter().collect(),
             request_rate: None,
+            request_rates: vec![],
             burstiness: 1.0,
         },
         sampling: Sampling::default(),

@@ -12,7 +12,12 @@ pub fn spec(concurrency: &[u32]) -> RunSpec {
         backend: Backend::OpenaiChat,
         dataset: Dataset::Random { input_len: 232, output_len: 220, range_ratio: 0.0, prefix_len: 0 },
         num_prompts: 3,
-        load: LoadProfile { max_concurrency: concurrency.to_vec(), request_rate: None, burstiness: 1.0 },
+        load: LoadProfile {
+            max_concurrency: concurrency.to_vec(),
+            request_rate: None,
+            request_rates: vec![],
+            burstiness: 1.0,
+        },
         sampling: Sampling::default(),
         seed: 0,
         warmup_requests: 0,
