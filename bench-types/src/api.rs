@@ -29,6 +29,14 @@ pub struct RunView {
     /// result).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speculative: Option<crate::spec_decode::SpecDecodeResult>,
+    /// Tags (lower case) a person gave the run; the runs list filters on them.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub note: String,
+    /// When the run was archived (hidden from the runs list by default); `None`: it is not.
+    #[serde(default)]
+    pub archived_at: Option<DateTime<Utc>>,
 }
 
 /// What a worker publishes about a running benchmark, about once a second.
@@ -127,4 +135,8 @@ pub struct ComparisonView {
     pub view: serde_json::Value,
     /// The runs in the order the comparison lists them.
     pub runs: Vec<RunView>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub note: String,
 }

@@ -51,10 +51,12 @@ pub async fn create(tx: &mut Transaction<'_, Postgres>, new: &NewComparison) -> 
 }
 
 pub async fn get(pool: &PgPool, slug: &str) -> Result<Option<ComparisonView>, DbError> {
-    let Some(c) =
-        sqlx::query!("SELECT id, slug, title, view, created_at FROM comparisons WHERE slug = $1", slug)
-            .fetch_optional(pool)
-            .await?
+    let Some(c) = sqlx::query!(
+        "SELECT id, slug, title, view, created_at, tags, note FROM comparisons WHERE slug = $1",
+        slug
+    )
+    .fetch_optional(pool)
+    .await?
     else {
         return Ok(None);
     };
@@ -65,7 +67,15 @@ pub async fn get(pool: &PgPool, slug: &str) -> Result<Option<ComparisonView>, Db
     .fetch_all(pool)
     .await?;
     let runs = runs::get_many(pool, &ids).await?;
-    Ok(Some(ComparisonView { slug: c.slug, title: c.title, created_at: c.created_at, view: c.view, runs }))
+    Ok(Some(ComparisonView {
+        slug: c.slug,
+        title: c.title,
+        created_at: c.created_at,
+        view: c.view,
+        runs,
+        tags: c.tags,
+        note: c.note,
+    }))
 }
 
 /// Newest first, `limit` at most, older than the comparison `before` when given; `only`

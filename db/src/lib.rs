@@ -1,13 +1,17 @@
 //! Every SQL statement latlab runs, one module per table. Queries are checked at compile
 //! time against the schema in `../migrations` (offline data in `.sqlx/`).
 
+pub mod annotations;
 pub mod comparisons;
 pub mod error;
 pub mod imports;
 pub mod queue;
 pub mod requests;
 pub mod results;
+pub mod run_list;
+pub mod run_removal;
 pub mod runs;
+pub mod seed_runs;
 pub mod sessions;
 pub mod telemetry;
 

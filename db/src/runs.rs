@@ -23,7 +23,10 @@ pub async fn create(tx: &mut Transaction<'_, Postgres>, specs: &[RunSpec]) -> Re
     Ok(ids)
 }
 
-struct RunRow {
+/// A run as the queries read it; `run_list` builds its queries at run time and reads the
+/// same row by column name.
+#[derive(sqlx::FromRow)]
+pub(crate) struct RunRow {
     id: i64,
     spec: Json<RunSpec>,
     status: String,
@@ -36,10 +39,13 @@ struct RunRow {
     progress: Option<Json<RunProgress>>,
     cancel_requested: bool,
     speculative: Option<Json<SpecDecodeResult>>,
+    tags: Vec<String>,
+    note: String,
+    archived_at: Option<DateTime<Utc>>,
 }
 
 impl RunRow {
-    fn into_view(self) -> Result<RunView, DbError> {
+    pub(crate) fn into_view(self) -> Result<RunView, DbError> {
         let status = self
             .status
             .parse::<RunStatus>()
@@ -57,6 +63,9 @@ impl RunRow {
             progress: self.progress.map(|p| p.0),
             cancel_requested: self.cancel_requested,
             speculative: self.speculative.map(|s| s.0),
+            tags: self.tags,
+            note: self.note,
+            archived_at: self.archived_at,
         })
     }
 }
@@ -67,7 +76,8 @@ pub async fn get(pool: &PgPool, id: i64) -> Result<Option<RunView>, DbError> {
         r#"SELECT r.id, r.spec AS "spec: Json<RunSpec>", r.status, r.target_description, r.created_at,
                   r.started_at, r.finished_at, r.error, res.summary AS "summary?: Json<Summary>",
                   r.progress AS "progress: Json<RunProgress>", r.cancel_requested,
-                  res.speculative AS "speculative?: Json<SpecDecodeResult>"
+                  res.speculative AS "speculative?: Json<SpecDecodeResult>",
+                  r.tags, r.note, r.archived_at
            FROM runs r LEFT JOIN run_results res ON res.run_id = r.id
            WHERE r.id = $1"#,
         id
@@ -84,7 +94,8 @@ pub async fn list(pool: &PgPool, limit: i64, before_id: Option<i64>) -> Result<V
         r#"SELECT r.id, r.spec AS "spec: Json<RunSpec>", r.status, r.target_description, r.created_at,
                   r.started_at, r.finished_at, r.error, res.summary AS "summary?: Json<Summary>",
                   r.progress AS "progress: Json<RunProgress>", r.cancel_requested,
-                  res.speculative AS "speculative?: Json<SpecDecodeResult>"
+                  res.speculative AS "speculative?: Json<SpecDecodeResult>",
+                  r.tags, r.note, r.archived_at
            FROM runs r LEFT JOIN run_results res ON res.run_id = r.id
            WHERE $2::BIGINT IS NULL OR r.id < $2
            ORDER BY r.id DESC
@@ -104,7 +115,8 @@ pub async fn get_many(pool: &PgPool, ids: &[i64]) -> Result<Vec<RunView>, DbErro
         r#"SELECT r.id, r.spec AS "spec: Json<RunSpec>", r.status, r.target_description, r.created_at,
                   r.started_at, r.finished_at, r.error, res.summary AS "summary?: Json<Summary>",
                   r.progress AS "progress: Json<RunProgress>", r.cancel_requested,
-                  res.speculative AS "speculative?: Json<SpecDecodeResult>"
+                  res.speculative AS "speculative?: Json<SpecDecodeResult>",
+                  r.tags, r.note, r.archived_at
            FROM UNNEST($1::BIGINT[]) WITH ORDINALITY AS wanted(id, ord)
            JOIN runs r ON r.id = wanted.id
            LEFT JOIN run_results res ON res.run_id = r.id

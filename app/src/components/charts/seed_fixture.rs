@@ -24,6 +24,9 @@ pub fn seed() -> ComparisonView {
             progress: None,
             cancel_requested: false,
             speculative: None,
+            tags: Vec::new(),
+            note: String::new(),
+            archived_at: None,
         })
         .collect();
     let steps: Vec<serde_json::Value> = study
@@ -39,5 +42,7 @@ pub fn seed() -> ComparisonView {
         created_at: Default::default(),
         view,
         runs,
+        tags: Vec::new(),
+        note: String::new(),
     }
 }
