@@ -59,6 +59,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/runs/new") view=pages::NewRunPage ssr=SsrMode::Async/>
                     <Route path=path!("/import") view=pages::ImportPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs/:id") view=pages::RunPage ssr=SsrMode::Async/>
+                    <Route path=path!("/runs/:id/delete") view=pages::DeleteRunPage ssr=SsrMode::Async/>
                     <Route path=path!("/c/:slug") view=pages::ComparisonPage ssr=SsrMode::Async/>
                 </Routes>
             </main>

@@ -2,6 +2,7 @@
 //! `server` crate implements it over `db`) and reaches it through Leptos context, never a
 //! global.
 
+use bench_types::run_list::{RunListPage, RunListQuery};
 use bench_types::telemetry::{RunTelemetry, Series, TelemetryPoint};
 use bench_types::{
     ComparisonRef, ComparisonSummary, ComparisonView, CreatedRuns, RequestRecord, RunSpec, RunView,
@@ -29,6 +30,10 @@ impl std::fmt::Display for StoreError {
 #[async_trait::async_trait]
 pub trait Store: Send + Sync + 'static {
     async fn recent_runs(&self, limit: i64, before_id: Option<i64>) -> Result<Vec<RunView>, StoreError>;
+    /// The runs list's page for these filters, sort and page, with the count of matches.
+    async fn list_runs(&self, _q: RunListQuery) -> Result<RunListPage, StoreError> {
+        Ok(RunListPage { runs: Vec::new(), total: 0 })
+    }
     async fn run(&self, id: i64) -> Result<Option<RunView>, StoreError>;
     /// Validates every spec, then stores one queued run per spec and sweep value (and a
     /// comparison when that makes more than one run).

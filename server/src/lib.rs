@@ -10,6 +10,8 @@ pub mod embedded_pg;
 pub mod import_page;
 pub mod request_guard;
 pub mod router;
+pub mod run_admin;
+pub mod run_forms;
 pub mod seed;
 pub mod state;
 pub mod store;

@@ -26,6 +26,11 @@ enum Cmd {
     Worker,
     /// End every signed-in browser session now (programs using the token are unaffected).
     RevokeSessions,
+    /// Add synthetic runs to DATABASE_URL's database, for speed measurements: RUNS runs over
+    /// several engines, models, hardware, statuses and tags, REQUESTS request records, and
+    /// one run with 1,000 requests and 600 telemetry samples. Serve it with
+    /// LATLAB_WORKERS=0, or workers take its queued runs.
+    SeedRuns { runs: i64, requests: i64 },
 }
 
 #[tokio::main]
@@ -46,8 +51,10 @@ async fn run(cmd: Cmd) -> anyhow::Result<()> {
     let config = ServerConfig::from_env()?;
     let (url, embedded) = match (&config.database_url, &cmd) {
         (Some(url), _) => (url.clone(), None),
-        (None, Cmd::Worker) => {
-            anyhow::bail!("`latlab worker` needs DATABASE_URL: the database the web server uses")
+        (None, Cmd::Worker | Cmd::SeedRuns { .. }) => {
+            anyhow::bail!(
+                "`latlab worker` and `latlab seed-runs` need DATABASE_URL: the database the web server uses"
+            )
         }
         (None, Cmd::Serve | Cmd::RevokeSessions) => {
             let pg = EmbeddedPostgres::new(&config.data_dir, config.pg_bin.as_deref())?;
@@ -60,6 +67,7 @@ async fn run(cmd: Cmd) -> anyhow::Result<()> {
         Cmd::Serve => serve(&config, &url).await,
         Cmd::Worker => work(&config, &url).await,
         Cmd::RevokeSessions => revoke_sessions(&config, &url).await,
+        Cmd::SeedRuns { runs, requests } => seed_runs(&config, &url, runs, requests).await,
     };
     if let Some(pg) = embedded {
         tracing::info!("stopping the embedded Postgres cluster");
@@ -126,6 +134,26 @@ async fn revoke_sessions(config: &ServerConfig, url: &str) -> anyhow::Result<()>
     let pool = db::connect(url, config.db_max_connections.min(2)).await.context("opening the database")?;
     let n = db::sessions::revoke_all(&pool).await?;
     println!("revoked {n} session(s)");
+    pool.close().await;
+    Ok(())
+}
+
+async fn seed_runs(config: &ServerConfig, url: &str, runs: i64, requests: i64) -> anyhow::Result<()> {
+    anyhow::ensure!(runs >= 1 && requests >= 0, "seed-runs: RUNS must be at least 1 and REQUESTS at least 0");
+    let pool = db::connect(url, config.db_max_connections.min(2)).await.context("opening the database")?;
+    let started = std::time::Instant::now();
+    let s = db::seed_runs::seed(&pool, runs, requests).await.context("seeding runs")?;
+    println!(
+        "seeded {} runs (#{}..#{}) with {} request records, and the large run #{} ({} requests, {} telemetry samples) in {:.1} s",
+        s.run_ids.len(),
+        s.run_ids.first().unwrap_or(&0),
+        s.run_ids.last().unwrap_or(&0),
+        s.requests,
+        s.large_run,
+        db::seed_runs::LARGE_RUN_REQUESTS,
+        db::seed_runs::LARGE_RUN_SAMPLES,
+        started.elapsed().as_secs_f64()
+    );
     pool.close().await;
     Ok(())
 }

@@ -116,6 +116,12 @@ impl Store for DbStore {
     async fn recent_runs(&self, limit: i64, before_id: Option<i64>) -> Result<Vec<RunView>, StoreError> {
         db::runs::list(&self.pool, limit, before_id).await.map_err(internal)
     }
+    async fn list_runs(
+        &self,
+        q: bench_types::RunListQuery,
+    ) -> Result<bench_types::run_list::RunListPage, StoreError> {
+        db::run_list::list(&self.pool, &q).await.map_err(internal)
+    }
     async fn run(&self, id: i64) -> Result<Option<RunView>, StoreError> {
         db::runs::get(&self.pool, id).await.map_err(internal)
     }

@@ -2,6 +2,7 @@
 
 mod comparison;
 mod comparisons;
+mod delete_run;
 mod home;
 mod import;
 mod new_run;
@@ -11,6 +12,7 @@ mod runs;
 
 pub use comparison::ComparisonPage;
 pub use comparisons::ComparisonsPage;
+pub use delete_run::DeleteRunPage;
 pub use home::HomePage;
 pub use import::{IMPORT_PATH, ImportFormState, ImportPage};
 pub use new_run::NewRunPage;

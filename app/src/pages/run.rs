@@ -197,6 +197,8 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
                 </p>
             })}
         </Suspense>
+        <crate::components::AnnotationsPanel action=format!("/runs/{id}/annotations") tags=run.tags.clone() note=run.note.clone() link_tags=true/>
+        <crate::components::RunManage id archived_at=run.archived_at terminal=run.status.is_terminal()/>
         <div class="two-col">
             <section>
                 <h2>"Settings"</h2>

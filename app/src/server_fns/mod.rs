@@ -12,6 +12,7 @@ mod get_run_requests;
 mod get_telemetry;
 mod list_comparisons;
 mod list_runs;
+mod query_runs;
 
 pub use cancel_run::*;
 pub use create_runs::*;
@@ -24,6 +25,7 @@ pub use get_run_requests::*;
 pub use get_telemetry::*;
 pub use list_comparisons::*;
 pub use list_runs::*;
+pub use query_runs::*;
 
 #[cfg(feature = "ssr")]
 pub(crate) fn store() -> Result<crate::store::SharedStore, leptos::prelude::ServerFnError> {

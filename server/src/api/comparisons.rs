@@ -6,7 +6,7 @@ use crate::AppState;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use bench_types::{ComparisonView, NewComparison};
+use bench_types::{Annotations, ComparisonView, NewComparison};
 
 pub async fn create(
     State(st): State<AppState>,
@@ -25,4 +25,13 @@ pub async fn get_one(
         .await?
         .map(Json)
         .ok_or_else(|| ApiError::NotFound(format!("no comparison {slug:?}")))
+}
+
+/// Replaces a comparison's tags and note; answers with them as stored.
+pub async fn annotate(
+    State(st): State<AppState>,
+    Path(slug): Path<String>,
+    JsonBody(a): JsonBody<Annotations>,
+) -> Result<Json<Annotations>, ApiError> {
+    Ok(Json(crate::run_admin::annotate_comparison(&st.pool, &slug, &a).await?))
 }

@@ -15,6 +15,9 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     TooLarge(String),
     NotFound(String),
+    /// The request is understood but the thing's state forbids it (409), e.g. deleting a
+    /// run a comparison lists.
+    Conflict(String),
     Internal(String),
 }
 
@@ -50,6 +53,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(m) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, m, vec![]),
             ApiError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, m, vec![]),
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, m, vec![]),
+            ApiError::Conflict(m) => (StatusCode::CONFLICT, m, vec![]),
             // The details (a database error, say) go to the log; the client gets a
             // reference to find them by, never the details themselves.
             ApiError::Internal(m) => {

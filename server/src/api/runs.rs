@@ -1,14 +1,13 @@
-//! `/api/runs`: create (one run per sweep value), list, one run, its request records.
+//! `/api/runs`: create (one run per sweep value), list (filtered, sorted, paged), one run,
+//! its request records; tags and note, archive, delete.
 
 use super::ApiError;
 use super::json_body::JsonBody;
-use super::query::ApiQuery;
 use crate::AppState;
 use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use bench_types::{CreatedRuns, RequestRecord, RunSpec, RunView};
-use serde::Deserialize;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderName, StatusCode};
+use bench_types::{Annotations, CreatedRuns, RequestRecord, RunListQuery, RunSpec, RunView};
 
 pub async fn create(
     State(st): State<AppState>,
@@ -18,22 +17,44 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(created)))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ListQuery {
-    limit: Option<i64>,
-    before: Option<i64>,
-}
-
+/// The runs list: the page's filters, sort and paging (`bench_types::RunListQuery`; an
+/// unknown parameter or sort column is a 400 naming it). The body is the page's runs; the
+/// `X-Total-Count` header says how many match in all.
 pub async fn list(
     State(st): State<AppState>,
-    ApiQuery(q): ApiQuery<ListQuery>,
-) -> Result<Json<Vec<RunView>>, ApiError> {
-    let limit = q.limit.unwrap_or(50);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::BadRequest("limit must be between 1 and 500".into()));
-    }
-    Ok(Json(db::runs::list(&st.pool, limit, q.before).await?))
+    RawQuery(raw): RawQuery,
+) -> Result<([(HeaderName, String); 1], Json<Vec<RunView>>), ApiError> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
+        .map_err(|e| ApiError::BadRequest(format!("bad query string: {e}")))?;
+    let q = RunListQuery::parse(&pairs, true).map_err(ApiError::Invalid)?;
+    let page = db::run_list::list(&st.pool, &q).await?;
+    Ok(([(HeaderName::from_static("x-total-count"), page.total.to_string())], Json(page.runs)))
+}
+
+/// Replaces a run's tags and note; answers with them as stored (trimmed, lower-case tags).
+pub async fn annotate(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(a): JsonBody<Annotations>,
+) -> Result<Json<Annotations>, ApiError> {
+    let id = parse_id(&id)?;
+    Ok(Json(crate::run_admin::annotate_run(&st.pool, id, &a).await?))
+}
+
+pub async fn archive(State(st): State<AppState>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    crate::run_admin::set_archived(&st.pool, parse_id(&id)?, true).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub async fn unarchive(State(st): State<AppState>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    crate::run_admin::set_archived(&st.pool, parse_id(&id)?, false).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Deletes a finished run no comparison lists (409 otherwise, saying why).
+pub async fn delete(State(st): State<AppState>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    crate::run_admin::delete_run(&st.pool, parse_id(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 pub async fn get_one(State(st): State<AppState>, Path(id): Path<String>) -> Result<Json<RunView>, ApiError> {
