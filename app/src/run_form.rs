@@ -593,6 +593,7 @@ impl RunForm {
     }
 }
 
+mod from_spec;
 mod load;
 
 #[cfg(test)]

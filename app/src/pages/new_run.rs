@@ -57,7 +57,7 @@ fn Field(
     set: SetFn,
     #[prop(optional)] hint: &'static str,
     #[prop(optional)] placeholder: &'static str,
-) -> impl IntoView {
+) -> AnyView {
     let initial = ctx.form.with_untracked(get);
     let id = format!("f-{name}");
     let err_id = format!("{name}-error");
@@ -83,6 +83,7 @@ fn Field(
             <p class="field-error" id=err_id role="alert">{move || ctx.error(path)}</p>
         </div>
     }
+    .into_any()
 }
 
 #[component]
@@ -95,7 +96,7 @@ fn Choice(
     get: GetFn,
     set: SetFn,
     #[prop(optional)] hint: &'static str,
-) -> impl IntoView {
+) -> AnyView {
     let id = format!("f-{name}");
     let opts = options
         .iter()
@@ -114,11 +115,52 @@ fn Choice(
             <p class="field-error" role="alert">{move || ctx.error(path)}</p>
         </div>
     }
+    .into_any()
+}
+
+/// `/runs/new`, or `/runs/new?from=<id>` to start from a stored run's settings (Re-run).
+#[component]
+pub fn NewRunPage() -> impl IntoView {
+    let from = leptos_router::hooks::use_query_map().read_untracked().get("from");
+    let Some(from) = from.filter(|f| !f.is_empty()) else {
+        return view! { <NewRunForm initial=RunForm::default() note=None/> }.into_any();
+    };
+    let Ok(id) = from.parse::<i64>() else {
+        let note = Some(format!("{from:?} is not a run id; the form starts from its defaults."));
+        return view! { <NewRunForm initial=RunForm::default() note/> }.into_any();
+    };
+    let run = Resource::new(move || id, crate::server_fns::get_run);
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading the run's settings…"</p> }>
+            {move || run.get().map(|r| {
+                let (initial, note) = prefill(id, r);
+                view! { <NewRunForm initial note/> }
+            })}
+        </Suspense>
+    }
+    .into_any()
+}
+
+/// The form filled in from run `id`, and what to tell the person about it.
+fn prefill(id: i64, run: Result<Option<bench_types::RunView>, ServerFnError>) -> (RunForm, Option<String>) {
+    let fresh = |why: String| (RunForm::default(), Some(why));
+    match run {
+        Ok(Some(run)) => match RunForm::from_spec(&run.spec) {
+            Ok(form) => {
+                (form, Some(format!("Filled in from run #{id}: change anything, then create the run.")))
+            }
+            Err(why) => fresh(format!(
+                "Run #{id} cannot be re-run from this form: {why}. The form starts from its defaults."
+            )),
+        },
+        Ok(None) => fresh(format!("There is no run #{id}; the form starts from its defaults.")),
+        Err(e) => fresh(format!("Could not load run #{id} ({e}); the form starts from its defaults.")),
+    }
 }
 
 #[component]
-pub fn NewRunPage() -> impl IntoView {
-    let form = RwSignal::new(RunForm::default());
+fn NewRunForm(initial: RunForm, note: Option<String>) -> AnyView {
+    let form = RwSignal::new(initial);
     // Every spec the form makes (a ladder's rungs, each preset) is checked, not only the first.
     let errors = Memo::new(move |_| form.with(|f| f.to_specs().err().unwrap_or_default()));
     let ctx = FormCtx {
@@ -154,6 +196,7 @@ pub fn NewRunPage() -> impl IntoView {
 
     view! {
         <h1>"New run"</h1>
+        {note.map(|n| view! { <p class="muted prefill-note" data-testid="prefill-note">{n}</p> })}
         <form class="run-form" method="post" action=CreateRuns::url() on:submit=on_submit novalidate>
             <TargetFields ctx hydrated/>
             <DatasetFields ctx hydrated/>
@@ -166,6 +209,9 @@ pub fn NewRunPage() -> impl IntoView {
             </button>
         </form>
     }
+    // Boxed: inside the re-run page's Suspense the whole form as one type would sit in
+    // the server's render future and overflow a worker thread's stack.
+    .into_any()
 }
 
 /// Once the server created the runs, goes to the comparison (several runs) or the run;

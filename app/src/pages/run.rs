@@ -211,6 +211,7 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
                     <summary>"Full spec (JSON)"</summary>
                     <pre class="mono">{spec_json}</pre>
                 </details>
+                {rerun(&run)}
                 <p><a href=format!("/api/runs/{}", run.id)>"This run as JSON"</a>" · "
                    <a href=format!("/api/runs/{}/requests", run.id)>"every request (JSON)"</a>
                    {run.summary.is_some().then(|| view! {
@@ -247,5 +248,20 @@ fn RunDetail(run: RunView, tick: RwSignal<u64>) -> impl IntoView {
                 </Transition>
             </details>
         })}
+    }
+}
+
+/// "Re-run": the new-run form filled in with this run's settings, or why it cannot be.
+fn rerun(run: &RunView) -> impl IntoView + use<> {
+    match crate::run_form::RunForm::from_spec(&run.spec) {
+        Ok(_) => view! {
+            <p><a class="button" data-testid="rerun" href=format!("/runs/new?from={}", run.id)>"Re-run"</a>
+            " "<span class="muted">"opens the new-run form with these settings"</span></p>
+        }
+        .into_any(),
+        Err(why) => {
+            view! { <p class="muted" data-testid="rerun-unavailable">{format!("No re-run from the form: {why}.")}</p> }
+                .into_any()
+        }
     }
 }
