@@ -201,6 +201,30 @@ fn progress_of(r: &RunView) -> Option<impl IntoView + use<>> {
     Some(view! { <span class="muted progress-count">{format!(" {done}/{}", p.total)}</span> })
 }
 
+/// Goodput and, on hover, the SLOs it counts against; "–" for a run that set none.
+fn goodput_cell(r: &RunView) -> impl IntoView + use<> {
+    let g = &r.spec.goodput;
+    let slos: Vec<String> = [("TTFT", g.ttft_ms), ("TPOT", g.tpot_ms), ("E2EL", g.e2el_ms)]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k} <= {v} ms")))
+        .collect();
+    let said = if slos.is_empty() {
+        "SLOs: as the source set them".to_string()
+    } else {
+        format!("SLOs: {}", slos.join(", "))
+    };
+    match r.summary.as_ref().and_then(|s| s.goodput) {
+        Some(v) => view! { <td class="num goodput" title=said>{f2(v)}</td> }.into_any(),
+        None if slos.is_empty() => {
+            view! { <td class="num muted" title="no goodput SLO set">"–"</td> }.into_any()
+        }
+        None => {
+            view! { <td class="num muted" title=format!("SLOs: {}; no result yet", slos.join(", "))>"–"</td> }
+                .into_any()
+        }
+    }
+}
+
 #[component]
 fn ComparisonTable(c: Arc<ComparisonView>) -> impl IntoView {
     let stats = [Stat::Mean, Stat::Median, Stat::P(99.0)];
@@ -210,6 +234,7 @@ fn ComparisonTable(c: Arc<ComparisonView>) -> impl IntoView {
         .iter()
         .map(|r| {
             let tput = r.summary.as_ref().map(|s| f2(s.output_throughput)).unwrap_or_else(|| "–".into());
+            let goodput = goodput_cell(r);
             let engine =
                 imported(r).map(|i| i.engine.clone()).unwrap_or_else(|| r.target_description.clone());
             let mark_badges =
@@ -228,6 +253,7 @@ fn ComparisonTable(c: Arc<ComparisonView>) -> impl IntoView {
                     <td><StatusBadge status=r.status/>{progress_of(r)}</td>
                     {cells}
                     <td class="num">{tput}</td>
+                    {goodput}
                     {accepted_length_cell(r)}
                 </tr>
             }
@@ -243,6 +269,7 @@ fn ComparisonTable(c: Arc<ComparisonView>) -> impl IntoView {
                     <th colspan="3" title="gaps between streamed chunks, as vLLM reports it; with speculative decoding a chunk carries several tokens">"ITL (ms, chunk-level)"</th>
                     <th colspan="3">"E2EL (ms)"</th>
                     <th rowspan="2">"Output tok/s"</th>
+                    <th rowspan="2" title="requests/s meeting every SLO the run set (its goodput fields); hover a number for the SLOs">"Goodput (req/s)"</th>
                     <th rowspan="2" title="EAGLE-3: tokens emitted per verify step over the measured part, the bonus token included (1.00 = no drafted token accepted), and the tree (steps/topk/draft tokens)">"Accepted length"</th>
                 </tr>
                 <tr>

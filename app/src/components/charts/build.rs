@@ -23,6 +23,7 @@ pub fn render(
         ChartKind::Bars => charts::bar_chart(&bars(c, view)),
         ChartKind::Sweep => charts::line_chart(&sweep(c, view)),
         ChartKind::Ladder => charts::bar_chart(&super::ladder::ladder(c, view)),
+        ChartKind::Curve => charts::line_chart(&super::curve::curve(c, view)),
     };
     svg.map_err(|e| e.to_string())
 }

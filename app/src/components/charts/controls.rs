@@ -1,10 +1,10 @@
-//! The view pickers: chart kind, metric, statistic, baseline, the other run of the
-//! configuration diff, log scale. A plain GET form (works with JavaScript off: "Apply"
+//! The view pickers: chart kind, metric, statistic, the latency-throughput chart's x axis,
+//! baseline, the other run of the configuration diff, log scale. A plain GET form (works with JavaScript off: "Apply"
 //! reloads with the new query); once hydrated every change navigates to the new URL at
 //! once, so the address bar always holds the view.
 
 use super::facts::{percentiles, run_label};
-use super::view_state::{ChartKind, ChartView, Stat};
+use super::view_state::{ChartKind, ChartView, CurveX, Stat};
 use bench_types::{ComparisonView, METRICS, MetricKind};
 use leptos::prelude::*;
 use leptos_router::NavigateOptions;
@@ -59,7 +59,12 @@ pub fn ChartControls(c: std::sync::Arc<ComparisonView>, view: Memo<ChartView>) -
             .collect_view();
         (none, runs)
     };
-    let (g1, g2, g3, g4, g5, g6) = (go.clone(), go.clone(), go.clone(), go.clone(), go.clone(), go);
+    let x_opts = CurveX::ALL
+        .into_iter()
+        .map(|x| view! { <option value=x.key() selected=move || view.get().x == x>{x.axis_title()}</option> })
+        .collect_view();
+    let (g1, g2, g3, g4, g5, g6) = (go.clone(), go.clone(), go.clone(), go.clone(), go.clone(), go.clone());
+    let g7 = go;
     view! {
         <form class="chart-controls" method="get" action=format!("/c/{}", c.slug)>
             <label>"Chart "
@@ -80,6 +85,12 @@ pub fn ChartControls(c: std::sync::Arc<ComparisonView>, view: Memo<ChartView>) -
                     g3(&|v| if let Some(s) = Stat::parse(&k) { v.stat = s })
                 }>{stat_opts}</select>
             </label>
+            <label title="The x axis of the latency-throughput chart">"Throughput "
+                <select name="x" on:change=move |ev| {
+                    let k = event_target_value(&ev);
+                    g7(&|v| if let Some(x) = CurveX::ALL.into_iter().find(|x| x.key() == k) { v.x = x })
+                }>{x_opts}</select>
+            </label>
             <label>"Baseline "
                 <select name="baseline" style="max-width: 18em" on:change=move |ev| {
                     let k = event_target_value(&ev);
@@ -93,12 +104,12 @@ pub fn ChartControls(c: std::sync::Arc<ComparisonView>, view: Memo<ChartView>) -
                 }>{run_opts(|v| v.other)}</select>
             </label>
             // Bars start at 0 so that their lengths compare: the log scale is for lines only.
-            <label class="chart-log" title="For the sweep and CDF charts; bars always start at 0">
+            <label class="chart-log" title="For the line charts (sweep, latency-throughput, CDF); bars always start at 0">
                 <input type="checkbox" name="log" value="1" prop:checked=move || view.get().log prop:disabled=move || !view.get().log_applies() on:change=move |ev| {
                     let on = event_target_checked(&ev);
                     g6(&|v| v.log = on)
                 }/>
-                " log scale (sweep, CDF)"
+                " log scale (lines)"
             </label>
             <button type="submit">"Apply"</button>
         </form>

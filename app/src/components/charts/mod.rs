@@ -7,6 +7,7 @@ pub mod cdf;
 mod chart_tests;
 pub mod config_diff;
 pub mod controls;
+pub mod curve;
 pub mod facts;
 pub mod ladder;
 #[cfg(test)]
@@ -17,4 +18,4 @@ pub use build::render;
 pub use config_diff::ConfigDiff;
 pub use controls::{ChartControls, view_url};
 pub use ladder::LadderTable;
-pub use view_state::{ChartKind, ChartView, Stat};
+pub use view_state::{ChartKind, ChartView, CurveX, Stat};

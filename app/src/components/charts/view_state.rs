@@ -17,16 +17,21 @@ pub enum ChartKind {
     Ladder,
     /// Latency CDF per run (needs per-request records).
     Cdf,
+    /// A latency statistic against the throughput each run reached, one line per
+    /// configuration in load order (rate and concurrency sweeps).
+    Curve,
 }
 
 impl ChartKind {
-    pub const ALL: [ChartKind; 4] = [ChartKind::Bars, ChartKind::Sweep, ChartKind::Ladder, ChartKind::Cdf];
+    pub const ALL: [ChartKind; 5] =
+        [ChartKind::Bars, ChartKind::Sweep, ChartKind::Curve, ChartKind::Ladder, ChartKind::Cdf];
     pub fn key(self) -> &'static str {
         match self {
             ChartKind::Bars => "bars",
             ChartKind::Sweep => "sweep",
             ChartKind::Ladder => "ladder",
             ChartKind::Cdf => "cdf",
+            ChartKind::Curve => "curve",
         }
     }
     pub fn title(self) -> &'static str {
@@ -35,6 +40,50 @@ impl ChartKind {
             ChartKind::Sweep => "Against concurrency",
             ChartKind::Ladder => "Optimization ladder",
             ChartKind::Cdf => "Latency CDF",
+            ChartKind::Curve => "Latency against throughput",
+        }
+    }
+}
+
+/// The throughput on the x axis of the latency-throughput curve (`x=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CurveX {
+    /// Output tokens per second.
+    #[default]
+    Tokens,
+    /// Completed requests per second.
+    Requests,
+}
+
+impl CurveX {
+    pub const ALL: [CurveX; 2] = [CurveX::Tokens, CurveX::Requests];
+    pub fn key(self) -> &'static str {
+        match self {
+            CurveX::Tokens => "tokens",
+            CurveX::Requests => "requests",
+        }
+    }
+    /// "output throughput": the x axis in a title.
+    pub fn words(self) -> &'static str {
+        match self {
+            CurveX::Tokens => "output throughput",
+            CurveX::Requests => "request throughput",
+        }
+    }
+    pub fn unit(self) -> &'static str {
+        match self {
+            CurveX::Tokens => "tok/s",
+            CurveX::Requests => "req/s",
+        }
+    }
+    pub fn axis_title(self) -> String {
+        format!("{} ({})", self.words(), self.unit())
+    }
+    /// The summary field it reads (an imported run may lack it).
+    pub fn summary_key(self) -> &'static str {
+        match self {
+            CurveX::Tokens => "output_throughput",
+            CurveX::Requests => "request_throughput",
         }
     }
 }
@@ -87,6 +136,8 @@ pub struct ChartView {
     /// The other side of the configuration diff.
     pub other: Option<i64>,
     pub log: bool,
+    /// The curve's throughput axis.
+    pub x: CurveX,
 }
 
 impl Default for ChartView {
@@ -98,6 +149,7 @@ impl Default for ChartView {
             baseline: None,
             other: None,
             log: false,
+            x: CurveX::Tokens,
         }
     }
 }
@@ -167,7 +219,18 @@ impl ChartView {
                 false
             }
         };
-        if errs.is_empty() { Ok(ChartView { kind, metric, stat, baseline, other, log }) } else { Err(errs) }
+        let x = match given("x") {
+            None => d.x,
+            Some(x) => CurveX::ALL.into_iter().find(|c| c.key() == x).unwrap_or_else(|| {
+                errs.push("x", format!("unknown throughput axis {x:?}; tokens or requests"));
+                d.x
+            }),
+        };
+        if errs.is_empty() {
+            Ok(ChartView { kind, metric, stat, baseline, other, log, x })
+        } else {
+            Err(errs)
+        }
     }
 
     /// What the view names must exist in `c`: the percentile in some run, the baseline and
@@ -209,7 +272,7 @@ impl ChartView {
     /// Whether the log-scale setting applies: bars start at 0 so that their lengths compare,
     /// which a log axis would break; lines (sweep, CDF) may use it.
     pub fn log_applies(&self) -> bool {
-        matches!(self.kind, ChartKind::Sweep | ChartKind::Cdf)
+        matches!(self.kind, ChartKind::Sweep | ChartKind::Cdf | ChartKind::Curve)
     }
 
     /// Canonical query string without the leading '?' (empty for the default view).
@@ -233,6 +296,9 @@ impl ChartView {
         }
         if self.log {
             parts.push("log=1".into());
+        }
+        if self.x != d.x {
+            parts.push(format!("x={}", self.x.key()));
         }
         parts.join("&")
     }
@@ -278,6 +344,17 @@ mod tests {
         assert_eq!(ChartView::default().to_query(), "");
         // The plain form sends every select, "none" as an empty value.
         assert_eq!(q("chart=bars&metric=ttft&p=mean&baseline=&other=").unwrap(), ChartView::default());
+    }
+
+    #[test]
+    fn the_curve_view_round_trips_with_its_axis() {
+        let s = "chart=curve&metric=tpot&p=99&log=1&x=requests";
+        let v = q(s).unwrap();
+        assert_eq!((v.kind, v.x), (ChartKind::Curve, CurveX::Requests));
+        assert!(v.log_applies());
+        assert_eq!(v.to_query(), s);
+        assert_eq!(q("chart=curve&x=tokens").unwrap().to_query(), "chart=curve");
+        assert_eq!(fields(q("x=watts").unwrap_err()), ["x"]);
     }
 
     #[test]
