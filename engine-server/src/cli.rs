@@ -86,9 +86,10 @@ pub struct ServeArgs {
     pub port: u16,
     #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
     pub device: DeviceArg,
-    /// Most sequences in one batch.
-    #[arg(long, default_value_t = 8)]
-    pub max_batch: usize,
+    /// Most sequences in one batch (default: 64 on CUDA, the largest captured decode graph;
+    /// 8 on CPU).
+    #[arg(long)]
+    pub max_batch: Option<usize>,
     /// Longest prompt + completion in tokens (default: min(model's max, 4096) on CPU).
     #[arg(long)]
     pub max_model_len: Option<usize>,

@@ -78,7 +78,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let (model, speculative) = speculative_flags::resolve(&a.model, &a.speculative)?;
     let most = a.batch.iter().copied().max().unwrap_or(1) as usize;
     let args = EngineArgs {
-        max_batch: most,
+        max_batch: Some(most),
         max_model_len: a.max_model_len,
         // Every prompt in the first step: the decode window then holds decode steps only
         // (bench_cmd.rs).

@@ -397,6 +397,7 @@ mod tests {
             max_batch: 8,
             max_model_len: 64,
             max_batched_tokens: 256,
+            decode_graphs: Vec::new(),
             weight_params: 0,
             compute_dtype: "f32",
             threads: 1,

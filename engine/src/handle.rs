@@ -205,6 +205,8 @@ fn cuda_backend(cfg: &ModelConfig, weights: ModelWeights, plan: &mut Plan) -> Re
         let bytes = b.keep_fp8_prefill_copies()?;
         tracing::info!(bytes, "FP8 projections: bf16 copies kept for prefill");
     }
+    plan.decode_graphs = b.capture_decode_graphs(plan.max_batch)?;
+    tracing::info!(sizes = ?plan.decode_graphs, "captured decode graphs");
     plan.gpu = Some(b.gpu_name().to_string());
     plan.cuda = Some(b.tuning());
     Ok(Box::new(b))

@@ -16,7 +16,8 @@ pub enum Device {
 
 #[derive(Debug, Clone)]
 pub struct EngineArgs {
-    pub max_batch: usize,
+    /// Most sequences decoding at once; None: the backend's default (`DEFAULT_MAX_BATCH_*`).
+    pub max_batch: Option<usize>,
     pub max_model_len: Option<usize>,
     pub kv_pages: Option<usize>,
     pub block_size: usize,
@@ -48,7 +49,7 @@ pub enum Fp8Prefill {
 impl Default for EngineArgs {
     fn default() -> Self {
         EngineArgs {
-            max_batch: 8,
+            max_batch: None,
             max_model_len: None,
             kv_pages: None,
             block_size: 16,
@@ -72,6 +73,9 @@ pub struct Plan {
     pub max_batch: usize,
     pub max_model_len: usize,
     pub max_batched_tokens: usize,
+    /// The batch sizes decode steps replay as CUDA graphs (captured at start; padded up to
+    /// the next one); empty on CPU or with graphs off. Larger batches run eagerly.
+    pub decode_graphs: Vec<usize>,
     pub weight_params: usize,
     pub compute_dtype: &'static str,
     pub threads: usize,
@@ -88,6 +92,12 @@ pub struct Plan {
 const CPU_KV_BUDGET_BYTES: usize = 2 << 30;
 /// Default CUDA KV budget when --kv-pages is not given (bf16: ~110 K tokens of Qwen3-8B).
 const CUDA_KV_BUDGET_BYTES: usize = 16 << 30;
+/// Default batch limit on CUDA: the largest captured decode graph, so every batch the
+/// scheduler forms replays one. The KV budget is shared by whatever runs; past it the
+/// scheduler preempts (recompute) instead of refusing.
+pub const DEFAULT_MAX_BATCH_CUDA: usize = crate::model::cuda::MAX_GRAPH_ROWS;
+/// Default batch limit on CPU: the reference backend is for correctness, not load.
+pub const DEFAULT_MAX_BATCH_CPU: usize = 8;
 /// Default context cap on CPU: beyond it the reference backend is too slow to be useful.
 const CPU_DEFAULT_MAX_MODEL_LEN: usize = 4096;
 
@@ -106,7 +116,9 @@ impl Plan {
             }
         };
         let cuda = backend == "cuda";
-        if a.max_batch == 0 {
+        let max_batch =
+            a.max_batch.unwrap_or(if cuda { DEFAULT_MAX_BATCH_CUDA } else { DEFAULT_MAX_BATCH_CPU });
+        if max_batch == 0 {
             return Err(EngineError::config("max_batch", "must be > 0"));
         }
         if a.block_size == 0 {
@@ -140,7 +152,7 @@ impl Plan {
         let kv_pages = match a.kv_pages {
             Some(n) => n,
             None => {
-                let want = (a.max_batch * max_model_len).div_ceil(a.block_size);
+                let want = (max_batch * max_model_len).div_ceil(a.block_size);
                 let budget = kv_budget / (kv_bytes_per_token * a.block_size);
                 want.min(budget).max(one_seq_pages)
             }
@@ -162,7 +174,7 @@ impl Plan {
             kv_pages,
             kv_bytes_per_token,
             kv_cache_bytes: kv_pages * a.block_size * kv_bytes_per_token,
-            max_batch: a.max_batch,
+            max_batch,
             max_model_len,
             max_batched_tokens: a.max_batched_tokens,
             weight_params: crate::model_source::param_count(cfg),
@@ -173,6 +185,7 @@ impl Plan {
                 (false, true) => "f32 (fp8 projections dequantized)",
                 (false, false) => "f32",
             },
+            decode_graphs: Vec::new(),
             gpu: None,
             cuda: None,
             fp8_prefill: (cuda && cfg.quantization.is_some()).then_some(a.fp8_prefill),

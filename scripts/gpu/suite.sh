@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU machine's checks and benchmarks, as engine/PERF.md reports them; run on the
 # device machine from the repository root after scripts/gpu/package.sh (carry .gpu).
-# Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests bench http hf timing
+# Logs go to $OUT; a short summary to stdout. Parts: SUITE="tests bench http wide hf timing
 # chain trace stream wgmma copy latency sweep splits steptiming ahead tiled fp8prefill"
 # (default: tests bench http; hf writes a 16 GB checkpoint and takes ~3 minutes). The lab
 # parts (timing ... latency) run kernels/lab's programs: kernels/lab/README.md says what
@@ -16,7 +16,7 @@ has() { [[ " $SUITE " == *" $1 "* ]]; }
 # The engine bench on random Qwen3-8B weights with a 232-token prompt; parts add the rest.
 BENCH="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232"
 if has tests; then
-  for b in cuda_ops cuda_attention cuda_gemm cuda_norm_epilogue cuda_fp8_x_f16 cuda_backend cuda_paths; do
+  for b in cuda_ops cuda_attention cuda_gemm cuda_norm_epilogue cuda_fp8_x_f16 cuda_backend cuda_paths cuda_wide_batches; do
     timeout 150 $T/$b --include-ignored --nocapture --test-threads=1 > "$OUT/$b.log" 2>&1
     echo "$b rc=$?"; grep -E "test result|panicked" "$OUT/$b.log" | head -5
   done
@@ -80,6 +80,15 @@ if has bench; then
     echo "bench $q rc=$?"; grep -E "round 1|rror" "$OUT/bench_$q.log"
   done
 fi
+if has wide; then
+  # Decode past batch 8 (the graph ladder, engine/src/model/cuda/graph.rs): every captured
+  # size from 1 to 64 and one padded size, per weight type, over one load.
+  B="$BENCH --gen-len 220 --rounds 2 --batch ${WIDE_BATCHES:-1,2,4,8,12,16,24,32,40,48,64}"
+  for q in none fp8; do
+    timeout 280 $B --quantization "$q" > "$OUT/wide_$q.log" 2>&1
+    echo "wide $q rc=$?"; grep -E "round 1|rror" "$OUT/wide_$q.log"
+  done
+fi
 if has steptiming; then
   # Where the engine's decode step goes (LATLAB_STEP_TIMING=1, engine/src/model/cuda/
   # step_timing.rs): GPU replay, the whole call, the loop between calls, and the same graph
@@ -132,17 +141,22 @@ if has fp8prefill; then
   done
 fi
 if has http; then
-  # HTTP_QUANTS picks the weights (default both).
+  # HTTP_QUANTS picks the weights (default both), HTTP_CONCURRENCY the loads (default 1;
+  # each runs max(10, 2 x concurrency) prompts).
   for q in ${HTTP_QUANTS:-none fp8}; do
     $T/latlab-engine serve --model random:qwen3-8b --served-model-name qwen3-8b --device cuda \
       --port 8100 --max-model-len 1024 --tokenizer .gpu/tok --quantization $q > "$OUT/serve_$q.log" 2>&1 &
     sp=$!
     for _ in $(seq 1 120); do curl -sf http://127.0.0.1:8100/health > /dev/null && break; sleep 1; done
-    timeout 100 $T/latlab-bench --base-url http://127.0.0.1:8100 --backend openai --endpoint /v1/completions \
-      --model qwen3-8b --tokenizer .gpu/tok --dataset-name random --random-input-len 232 \
-      --random-output-len 220 --num-prompts 10 --max-concurrency 1 --ignore-eos --warmup-requests 2 \
-      --metric-percentiles 50,99 > "$OUT/http_$q.log" 2>&1
-    echo "http $q rc=$?"; grep -E "Mean TTFT|P99 TTFT|Mean TPOT|P99 ITL \(" "$OUT/http_$q.log"
+    for c in ${HTTP_CONCURRENCY:-1}; do
+      n=$((2 * c > 10 ? 2 * c : 10))
+      timeout 100 $T/latlab-bench --base-url http://127.0.0.1:8100 --backend openai --endpoint /v1/completions \
+        --model qwen3-8b --tokenizer .gpu/tok --dataset-name random --random-input-len 232 \
+        --random-output-len 220 --num-prompts $n --max-concurrency $c --ignore-eos --warmup-requests 2 \
+        --metric-percentiles 50,99 > "$OUT/http_${q}_c$c.log" 2>&1
+      echo "http $q concurrency $c rc=$?"
+      grep -E "Mean TTFT|P99 TTFT|Mean TPOT|P99 ITL \(|Output token throughput" "$OUT/http_${q}_c$c.log"
+    done
     # The server's own TTFT (engine submit -> first token event, after tokenization; the
     # warm-ups included): the client's TTFT less this is parsing, tokenization and the SSE
     # path on both sides.
@@ -152,7 +166,7 @@ if has http; then
     # What the server says produced these numbers: the backend, and with CUDA the kernels'
     # tuning, run-ahead policy and graphs (plan.cuda).
     curl -s http://127.0.0.1:8100/v1/engine/info > "$OUT/info_$q.json"
-    python3 -c 'import json,sys; i=json.load(open(sys.argv[1])); p=i["plan"]; print("engine info: backend", p["backend"], "gpu", p.get("gpu"), "plan.cuda", json.dumps(p.get("cuda")))' "$OUT/info_$q.json" || head -c 600 "$OUT/info_$q.json"
+    python3 -c 'import json,sys; i=json.load(open(sys.argv[1])); p=i["plan"]; print("engine info: backend", p["backend"], "gpu", p.get("gpu"), "max_batch", p.get("max_batch"), "decode_graphs", p.get("decode_graphs"), "plan.cuda", json.dumps(p.get("cuda")))' "$OUT/info_$q.json" || head -c 600 "$OUT/info_$q.json"
     kill $sp; wait $sp 2> /dev/null
   done
 fi

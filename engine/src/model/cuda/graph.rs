@@ -1,5 +1,6 @@
-//! Decode steps as CUDA graphs, one per padded batch size (1, 2, 4, 8): fixed metadata,
-//! activation and logits buffers, captured on first use and replayed after. A step writes
+//! Decode steps as CUDA graphs, one per padded batch size of a ladder (1, 2, 4, 8, 12, 16,
+//! 24, 32, 48, 64): fixed metadata, activation and logits buffers, captured at start
+//! (`capture_decode_graphs`) or on first use, and replayed after. A step writes
 //! its metadata into the fixed buffers, replays the graph and downloads the greedy tokens
 //! (argmax runs inside the graph) or, when a row samples, the logits; with run-ahead it
 //! may queue the next step first (run_ahead.rs).
@@ -17,7 +18,20 @@ use kernels::Gpu;
 use kernels::cudarc::driver::{CudaEvent, CudaGraph, CudaSlice, PinnedHostSlice, sys};
 use kernels::ops;
 
-pub(super) const GRAPH_BATCHES: [usize; 4] = [1, 2, 4, 8];
+/// The captured batch sizes. A batch runs on the smallest one that holds it, so padding
+/// costs at most a third of a step's rows past 8 (a pad row costs a GEMM next to nothing:
+/// the weights stream once for all rows; it costs attention over one position). Larger
+/// batches run eagerly.
+pub const GRAPH_BATCHES: [usize; 10] = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64];
+/// The largest captured batch.
+pub const MAX_GRAPH_ROWS: usize = GRAPH_BATCHES[GRAPH_BATCHES.len() - 1];
+
+/// The graph sizes batches of up to `max_batch` rows run on: the ladder up to the first
+/// size that holds `max_batch` rows.
+pub fn graph_sizes(max_batch: usize) -> Vec<usize> {
+    let top = GRAPH_BATCHES.iter().position(|&b| b >= max_batch).unwrap_or(GRAPH_BATCHES.len() - 1);
+    GRAPH_BATCHES[..=top].to_vec()
+}
 
 /// SAFETY: CUDA graph objects have no thread affinity; they only need calls on them
 /// serialized (driver docs, "Graph object thread safety"). The backend owns its graphs and
@@ -44,9 +58,9 @@ pub(super) struct DecodeGraph {
     pub(super) tokens_landed: CudaEvent,
 }
 
-/// The graph slot and padded batch size for `n` rows (1..=8).
+/// The graph slot and padded batch size for `n` rows (1..=MAX_GRAPH_ROWS).
 fn graph_slot(n: usize) -> (usize, usize) {
-    let slot = GRAPH_BATCHES.iter().position(|&b| b >= n).expect("a decode batch has at most 8 rows");
+    let slot = GRAPH_BATCHES.iter().position(|&b| b >= n).expect("run() sends at most MAX_GRAPH_ROWS rows");
     (slot, GRAPH_BATCHES[slot])
 }
 
@@ -149,6 +163,36 @@ impl DecodeGraph {
 }
 
 impl CudaBackend {
+    /// Capture the graphs of every batch size up to `max_batch` rows (`graph_sizes`) now,
+    /// so that no request pays a capture (tens of ms) the first time the batch reaches a
+    /// new size. Each is replayed once over padding rows only, which read and write the
+    /// spare page alone. Returns the sizes captured (none with graphs off).
+    pub fn capture_decode_graphs(&mut self, max_batch: usize) -> Result<Vec<usize>> {
+        if !self.graphs_enabled {
+            return Ok(vec![]);
+        }
+        let sizes = graph_sizes(max_batch);
+        let (pages, block) = (self.cache.num_pages, self.cache.block_size);
+        let pad_rows = |b: usize| {
+            let mut host = HostMeta::default();
+            host.pad(b, pages, block);
+            host
+        };
+        // Past 8 rows the GEMMs run on cuBLAS, whose first call sets itself up: let that
+        // happen in an eager step, not inside a capture.
+        if let Some(&big) = sizes.iter().find(|&&b| b > ops::SKINNY_MAX_ROWS) {
+            let meta = StepMeta::upload(self.gpu.stream(), &pad_rows(big))?;
+            let mut sc = Scratch::new(&self.gpu, &self.cfg, big)?;
+            forward_layers(&self.gpu, &self.cfg, &self.w, &mut self.cache, &mut sc, &meta, None, true)?;
+            self.gpu.sync().map_err(kernel_err)?;
+        }
+        let hint = RowHint { greedy: true, may_continue: false, only_length_ends: false };
+        for &b in &sizes {
+            self.decode_with_graph(pad_rows(b), hint)?;
+        }
+        Ok(sizes)
+    }
+
     /// One decode step of `host.ids.len()` rows; `all.greedy`: return tokens, not logits;
     /// with run-ahead on and `all.may_continue`, queue the next step too (run_ahead.rs).
     pub(super) fn decode_with_graph(&mut self, mut host: HostMeta, all: RowHint) -> Result<Vec<Next>> {

@@ -20,6 +20,7 @@ use kernels::cudarc::driver::CudaSlice;
 use kernels::{Gpu, GpuOptions, bf16};
 use weights::GpuWeights;
 
+pub use graph::{GRAPH_BATCHES, MAX_GRAPH_ROWS, graph_sizes};
 pub use kernels::gpu::cuda_available;
 pub use step::DecodePath;
 

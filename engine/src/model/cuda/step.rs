@@ -1,12 +1,12 @@
 //! One forward step on the GPU: embedding -> layers -> final norm over a `Scratch` of
 //! activation buffers, then lm_head for the rows that want logits. Linear layers of up to
-//! 8 rows (decode) run on our tensor-core skinny GEMM, larger ones (prefill) through
-//! cuBLAS. Only kernel launches happen between upload and download, so a decode step can
+//! 8 rows run on our tensor-core skinny GEMM, larger ones (prefill, decode batches past 8)
+//! through cuBLAS. Only kernel launches happen between upload and download, so a decode step can
 //! be captured in a CUDA graph (graph.rs).
 
 use super::meta::{HostMeta, StepMeta};
 use super::weights::{GpuLayer, GpuWeights};
-use super::{CudaBackend, GpuKvCache, driver_err, kernel_err};
+use super::{CudaBackend, GpuKvCache, driver_err, graph, kernel_err};
 use crate::config::ModelConfig;
 use crate::error::Result;
 use crate::model::{Next, RowHint, SeqChunk};
@@ -40,9 +40,10 @@ pub(super) fn attn_dims(c: &ModelConfig) -> AttnDims {
     AttnDims { heads: c.num_attention_heads, kv_heads: c.num_key_value_heads, head_dim: c.head_dim }
 }
 
-/// Attention of the step's rows into `out`: the tensor-core prefill kernel for more rows
-/// than a decode batch where the geometry fits, else the split-context kernel with
-/// `splits` and its partials.
+/// Attention of the step's rows into `out`: the tensor-core prefill kernel for a step with
+/// a prompt's chunk of more rows than a decode batch where the geometry fits, else (decode,
+/// one token per sequence, at any batch size) the split-context kernel with `splits` and
+/// its partials: the prefill kernel's query tiles would be one row full.
 fn attention(
     gpu: &Gpu,
     dims: AttnDims,
@@ -52,7 +53,7 @@ fn attention(
     out: &mut CudaSlice<bf16>,
 ) -> kernels::Result<()> {
     let rows = pa.ctx_lens.len();
-    if rows > SKINNY_MAX_ROWS && ops::prefill_attention_supported(dims) {
+    if rows > SKINNY_MAX_ROWS && !pa.settled && ops::prefill_attention_supported(dims) {
         return ops::prefill_attention_into(gpu, dims, pa, &mut out.as_view_mut());
     }
     ops::decode_attention_into(gpu, dims, pa, splits, scratch, &mut out.as_view_mut())
@@ -228,7 +229,7 @@ impl CudaBackend {
         // One token per sequence: the cache before each token is settled.
         let settled = chunks.iter().all(|c| c.tokens.len() == 1);
         // Pure decode (one token per sequence, each wanting logits) replays a graph.
-        if self.graphs_enabled && settled && rows.len() == t && t <= SKINNY_MAX_ROWS {
+        if self.graphs_enabled && settled && rows.len() == t && t <= graph::MAX_GRAPH_ROWS {
             return self.decode_with_graph(host, all);
         }
         self.ahead = None; // a step queued ahead (graph.rs) runs first; it is not this one
