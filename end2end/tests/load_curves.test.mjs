@@ -120,6 +120,16 @@ test('re-run opens the form filled in with the run\'s settings', async () => {
   assert.equal(await value('#f-num_prompts'), '6');
   assert.equal(await value('#f-label'), 'rate sweep');
   assert.ok(await page.locator('[data-testid=goodput-fields][open]').count() === 1, 'the goodput section opens');
+  // Loaded directly, the server-rendered form hydrates with the same values and stays live.
+  const errors = [];
+  page.on('pageerror', e => errors.push(String(e)));
+  await page.goto(`${app.base}/runs/new?from=${runIds[1]}`);
+  await waitHydrated(page);
+  assert.equal(await value('#f-request_rate'), '8');
+  await page.fill('#f-request_rate', '8, 8');
+  await page.waitForFunction(() => /must not repeat/.test(document.querySelector('#request_rate-error')?.textContent ?? ''));
+  await page.fill('#f-request_rate', '8');
+  assert.deepEqual(errors, []);
   // Submitting it as it is makes one run of that rate.
   await page.click('#submit-run');
   await page.waitForURL(/\/runs\/\d+$/, { timeout: 30_000 });
