@@ -10,7 +10,7 @@ rm -rf .gpu/t .gpu/tok && mkdir -p .gpu/t .gpu/tok
 cargo build -p engine-server -p bench -p kernels-lab --bins
 cp target/debug/latlab-engine target/debug/latlab-bench .gpu/t/
 # The kernel lab (kernels/lab/README.md): one program per experiment.
-for b in timing step_chain step_trace stream_chain wgmma_probe copy_ceiling latency_load l2_reuse mlp_fused; do
+for b in timing step_chain step_trace stream_chain wgmma_probe copy_ceiling latency_load l2_reuse mlp_fused wide_gemm; do
   cp "target/debug/$b" ".gpu/t/$b"
 done
 # Test binaries have hashed names: ask cargo for them.

@@ -25,6 +25,14 @@ macro_rules! behind_bulk_pipeline {
 
 /// The streaming experiment (bin/stream_chain.rs).
 pub const STREAM_CHAIN: &str = behind_bulk_pipeline!("stream_chain.cu");
+/// The wide decode GEMM experiment (bin/wide_gemm.rs): the MMA helpers of skinny_tiles.cuh.
+pub const WIDE_GEMM: &str = concat!(
+    include_str!("../../cuda/common.cuh"),
+    "\n",
+    include_str!("../../cuda/skinny_tiles.cuh"),
+    "\n",
+    include_str!("../cuda/wide_gemm.cu")
+);
 /// The warpgroup-MMA experiment (bin/wgmma_probe.rs).
 pub const WGMMA_PROBE: &str = behind_bulk_pipeline!("wgmma_probe.cu");
 /// The copy-ceiling experiment (bin/copy_ceiling.rs), with the fat-block kernels
@@ -69,4 +77,5 @@ pub const ALL: &[(&str, &str)] = &[
     ("mlp_fused_red_v4.cu", MLP_FUSED_RED_V4),
     ("mlp_fused_no_red.cu", MLP_FUSED_NO_RED),
     ("latency_load.cu", LATENCY_LOAD),
+    ("wide_gemm.cu", WIDE_GEMM),
 ];
