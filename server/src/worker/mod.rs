@@ -9,6 +9,7 @@ pub mod host;
 mod log_ring;
 mod native;
 mod outcome;
+mod prometheus_text;
 pub mod spec_scrape;
 pub mod telemetry;
 

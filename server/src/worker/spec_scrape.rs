@@ -4,6 +4,7 @@
 //! says which tree and draft ran. Whatever cannot be read leaves the accepted length
 //! missing with a note; it never fails the run.
 
+use super::prometheus_text::{fetch, samples};
 use bench_types::launched::Speculative;
 use bench_types::native_speculative::Tree;
 use bench_types::spec_decode::{PositionAcceptance, RANDOM_DRAFT_CAVEAT, SpecDecodeResult};
@@ -32,60 +33,25 @@ pub struct Counters {
     pub verify_seconds: Option<f64>,
 }
 
-/// One sample line of the Prometheus text format: `name{labels} value [timestamp]`.
-fn sample(line: &str) -> Option<(&str, &str, &str)> {
-    let name_end = line.find(|c: char| c == '{' || c.is_whitespace())?;
-    let name = &line[..name_end];
-    let rest = &line[name_end..];
-    let (labels, rest) = match rest.strip_prefix('{') {
-        Some(r) => {
-            // A label value may hold '}' inside quotes; the set ends at the first one outside.
-            let mut quoted = false;
-            let mut escaped = false;
-            let end = r.char_indices().find(|&(_, c)| {
-                let closes = c == '}' && !quoted;
-                match c {
-                    _ if escaped => escaped = false,
-                    '\\' => escaped = true,
-                    '"' => quoted = !quoted,
-                    _ => {}
-                }
-                closes
-            })?;
-            (&r[..end.0], &r[end.0 + 1..])
-        }
-        None => ("", rest),
-    };
-    let value = rest.split_whitespace().next()?;
-    Some((name, labels, value))
-}
-
-/// The value of label `key` in `a="1",position="2"`.
-fn label<'a>(labels: &'a str, key: &str) -> Option<&'a str> {
-    labels.split(',').find_map(|kv| {
-        let (k, v) = kv.split_once('=')?;
-        (k.trim() == key).then(|| v.trim().trim_matches('"'))
-    })
-}
-
-/// The speculation counters of a `/metrics` body; an error says what is missing or bad.
+/// The speculation counters of a `/metrics` body (read by prometheus_text.rs); an error
+/// says what is missing or bad.
 pub fn parse_metrics(text: &str) -> Result<Counters, String> {
     let mut c = Counters::default();
     let (mut steps, mut emitted) = (None, None);
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        let Some((name, labels, raw)) = sample(line) else { continue };
+    for sample in samples(text)? {
+        let name = sample.name.as_str();
         if !name.starts_with("latlab_spec_") {
             continue;
         }
-        let value = raw
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| format!("{name} has the value {raw:?}, not a count"))?;
+        let value = sample.value;
+        if !(value.is_finite() && value >= 0.0) {
+            return Err(format!("{name} has the value {value}, not a count"));
+        }
         let position = || {
-            label(labels, "position")
+            sample
+                .label("position")
                 .and_then(|p| p.parse::<u32>().ok())
-                .ok_or_else(|| format!("{name} has no numeric position label: {labels:?}"))
+                .ok_or_else(|| format!("{name} has no numeric position label: {:?}", sample.labels))
         };
         match name {
             VERIFY_STEPS => steps = Some(value),
@@ -114,11 +80,7 @@ pub fn parse_metrics(text: &str) -> Result<Counters, String> {
 /// `GET base/metrics`, parsed.
 pub async fn scrape(client: &reqwest::Client, base_url: &str) -> Result<Counters, String> {
     let url = format!("{base_url}/metrics");
-    let r = client.get(&url).send().await.map_err(|e| format!("{url}: {e}"))?;
-    if !r.status().is_success() {
-        return Err(format!("{url} answered HTTP {}", r.status().as_u16()));
-    }
-    let text = r.text().await.map_err(|e| format!("{url}: {e}"))?;
+    let text = fetch(client, &url).await?;
     parse_metrics(&text).map_err(|e| format!("{url}: {e}"))
 }
 
@@ -298,17 +260,29 @@ impl SpecScrape {
 mod tests {
     use super::*;
 
+    /// Shaped as latlab-engine writes it (engine-server/src/spec_metrics.rs), with a
+    /// timestamp, a label value holding `}` and a family with no samples.
     const TEXT: &str = r#"# HELP latlab_spec_verify_steps_total Row-steps verified.
 # TYPE latlab_spec_verify_steps_total counter
 latlab_spec_verify_steps_total 100
+# TYPE latlab_spec_emitted_tokens_total counter
 latlab_spec_emitted_tokens_total 250 1700000000000
-latlab_spec_accepted_total{position="1"} 80
-latlab_spec_accepted_total{position="2",note="a } in quotes"} 50
-latlab_spec_proposed_total{position="1"} 100
-latlab_spec_proposed_total{position="2"} 100
+# TYPE latlab_spec_accept_length histogram
+latlab_spec_accept_length_bucket{le="1"} 20
 latlab_spec_accept_length_bucket{le="+Inf"} 100
 latlab_spec_accept_length_sum 250
-latlab_spec_draft_seconds_total 1.5
+latlab_spec_accept_length_count 100
+# TYPE latlab_spec_proposed_total counter
+latlab_spec_proposed_total{position="1"} 100
+latlab_spec_proposed_total{position="2"} 100
+# TYPE latlab_spec_accepted_total counter
+latlab_spec_accepted_total{position="1",note=""} 80
+latlab_spec_accepted_total{position="2",note="a } in quotes"} 50
+# TYPE latlab_spec_draft_seconds_total counter
+latlab_spec_draft_seconds_total 1.500000000
+# HELP latlab_spec_verify_seconds_total Time in the target's verify forwards.
+# TYPE latlab_spec_verify_seconds_total counter
+# TYPE other_metric gauge
 other_metric{x="y"} NaN
 "#;
 
@@ -316,19 +290,26 @@ other_metric{x="y"} NaN
     fn counters_parse_with_labels_comments_and_timestamps() {
         let c = parse_metrics(TEXT).unwrap();
         assert_eq!((c.verify_steps, c.emitted_tokens), (100.0, 250.0));
-        assert_eq!(c.accepted.get(&2), Some(&50.0));
-        assert_eq!(c.proposed.len(), 2);
+        assert_eq!(c.accepted, BTreeMap::from([(1, 80.0), (2, 50.0)]));
+        assert_eq!(c.proposed, BTreeMap::from([(1, 100.0), (2, 100.0)]));
         assert_eq!((c.draft_seconds, c.verify_seconds), (Some(1.5), None));
     }
 
     #[test]
     fn garbled_or_missing_counters_are_errors_that_say_what() {
-        assert!(parse_metrics("").unwrap_err().contains("no latlab_spec_verify_steps_total"));
-        assert!(parse_metrics("<html>502 Bad Gateway</html>").is_err());
-        let e = parse_metrics("latlab_spec_verify_steps_total abc\nlatlab_spec_emitted_tokens_total 1")
-            .unwrap_err();
-        assert!(e.contains("\"abc\""), "{e}");
-        let e = parse_metrics("latlab_spec_verify_steps_total 1\nlatlab_spec_emitted_tokens_total 1\nlatlab_spec_accepted_total{depth=\"1\"} 3").unwrap_err();
+        assert!(
+            parse_metrics("# TYPE other gauge\nother 1\n")
+                .unwrap_err()
+                .contains("no latlab_spec_verify_steps_total")
+        );
+        let e = parse_metrics("<html>502 Bad Gateway</html>").unwrap_err();
+        assert!(e.contains("not the Prometheus text format"), "{e}");
+        let e = parse_metrics("latlab_spec_verify_steps_total abc\n").unwrap_err();
+        assert!(e.contains("not the Prometheus text format"), "{e}");
+        // Untyped samples are not checked by the parser: a count must still be a count.
+        let e = parse_metrics("latlab_spec_verify_steps_total -1\n").unwrap_err();
+        assert!(e.contains("latlab_spec_verify_steps_total has the value -1, not a count"), "{e}");
+        let e = parse_metrics("# TYPE latlab_spec_verify_steps_total counter\nlatlab_spec_verify_steps_total 1\n# TYPE latlab_spec_emitted_tokens_total counter\nlatlab_spec_emitted_tokens_total 1\n# TYPE latlab_spec_accepted_total counter\nlatlab_spec_accepted_total{depth=\"1\"} 3\n").unwrap_err();
         assert!(e.contains("position"), "{e}");
     }
 

@@ -18,32 +18,25 @@
 //! spellings match (an untyped sample keeps its name as written). Label sets (vLLM's `engine`, SGLang's `tp_rank`, a model name) are
 //! summed for counts and averaged for fractions and lengths.
 
+use crate::worker::prometheus_text::Kind;
 use bench_types::telemetry::Series;
-use openmetrics_parser::PrometheusValue;
 use std::collections::HashMap;
 
 /// Every sample's value by metric name, one entry per label set.
 pub type Values = HashMap<String, Vec<f64>>;
 
-/// Parses a `/metrics` body; histograms and summaries are left out (no series uses them).
+/// Parses a `/metrics` body (prometheus_text.rs); histograms and summaries are left out
+/// (no series uses them).
 pub fn parse(text: &str) -> Result<Values, String> {
-    let exposition = openmetrics_parser::prometheus::parse_prometheus(text)
-        .map_err(|e| format!("not the Prometheus text format: {e}"))?;
     let mut out = Values::new();
-    for family in exposition.families.values() {
-        let full = family.family_name.as_str();
-        for sample in family.iter_samples() {
-            // Only a counter loses `_total`: a gauge may end in it (latlab_kv_pages_total).
-            let (name, v) = match &sample.value {
-                PrometheusValue::Unknown(n) | PrometheusValue::Gauge(n) => (full, n.as_f64()),
-                PrometheusValue::Counter(c) => {
-                    (full.strip_suffix("_total").unwrap_or(full), c.value.as_f64())
-                }
-                PrometheusValue::Histogram(_) | PrometheusValue::Summary(_) => continue,
-            };
-            if v.is_finite() {
-                out.entry(name.to_string()).or_default().push(v);
-            }
+    for sample in crate::worker::prometheus_text::samples(text)? {
+        // Only a counter loses `_total`: a gauge may end in it (latlab_kv_pages_total).
+        let name = match sample.kind {
+            Kind::Counter => sample.name.strip_suffix("_total").unwrap_or(&sample.name),
+            Kind::Gauge | Kind::Untyped => &sample.name,
+        };
+        if sample.value.is_finite() {
+            out.entry(name.to_string()).or_default().push(sample.value);
         }
     }
     Ok(out)

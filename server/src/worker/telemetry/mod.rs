@@ -54,15 +54,6 @@ impl Sampling {
     }
 }
 
-/// `GET url` as text; an error says what came back instead.
-async fn fetch(client: &reqwest::Client, url: &str) -> Result<String, String> {
-    let r = client.get(url).send().await.map_err(|e| format!("{url}: {e}"))?;
-    if !r.status().is_success() {
-        return Err(format!("{url} answered HTTP {}", r.status().as_u16()));
-    }
-    r.text().await.map_err(|e| format!("{url}: {e}"))
-}
-
 /// The target's side: scraping stops at the first failure if no scrape ever worked
 /// (a target without `/metrics` is asked once, not every second).
 struct Scraper {
@@ -82,7 +73,7 @@ impl Scraper {
         if !self.on {
             return Vec::new();
         }
-        let values = fetch(&self.client, &self.url)
+        let values = super::prometheus_text::fetch(&self.client, &self.url)
             .await
             .and_then(|text| metrics_text::parse(&text).map_err(|e| format!("{}: {e}", self.url)));
         match values {
