@@ -15,23 +15,20 @@ pub struct NewSample {
     pub value: f64,
 }
 
-/// Stores a run's samples and notes in one transaction; storing again replaces them.
-pub async fn store(
-    pool: &PgPool,
-    run_id: i64,
-    samples: &[NewSample],
-    notes: &[String],
-) -> Result<(), DbError> {
+/// Marks `run_id` as sampled, with no notes yet, and drops any samples an earlier attempt
+/// left, so that the batches that follow (`append`) are the run's whole telemetry and a
+/// worker that dies mid-run still leaves them readable.
+pub async fn begin(pool: &PgPool, run_id: i64) -> Result<(), DbError> {
     let mut tx = pool.begin().await?;
     sqlx::query!("DELETE FROM telemetry_samples WHERE run_id = $1", run_id).execute(&mut *tx).await?;
-    sqlx::query!(
-        "INSERT INTO run_telemetry (run_id, notes) VALUES ($1, $2)
-         ON CONFLICT (run_id) DO UPDATE SET notes = EXCLUDED.notes",
-        run_id,
-        notes,
-    )
-    .execute(&mut *tx)
-    .await?;
+    upsert_notes(&mut *tx, run_id, &[]).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Adds one batch of a run's samples, all or none.
+pub async fn append(pool: &PgPool, run_id: i64, samples: &[NewSample]) -> Result<(), DbError> {
+    let mut tx = pool.begin().await?;
     for chunk in samples.chunks(10_000) {
         let series: Vec<String> = chunk.iter().map(|s| s.series.as_str().to_string()).collect();
         let gpu: Vec<Option<i32>> = chunk.iter().map(|s| s.gpu.map(|g| g as i32)).collect();
@@ -51,6 +48,23 @@ pub async fn store(
         .await?;
     }
     tx.commit().await?;
+    Ok(())
+}
+
+/// What could not be sampled, once sampling has ended; replaces earlier notes.
+pub async fn set_notes(pool: &PgPool, run_id: i64, notes: &[String]) -> Result<(), DbError> {
+    upsert_notes(pool, run_id, notes).await
+}
+
+async fn upsert_notes(ex: impl sqlx::PgExecutor<'_>, run_id: i64, notes: &[String]) -> Result<(), DbError> {
+    sqlx::query!(
+        "INSERT INTO run_telemetry (run_id, notes) VALUES ($1, $2)
+         ON CONFLICT (run_id) DO UPDATE SET notes = EXCLUDED.notes",
+        run_id,
+        notes,
+    )
+    .execute(ex)
+    .await?;
     Ok(())
 }
 

@@ -1,10 +1,11 @@
-//! A run's telemetry: stored with its run, read back in seconds since the measured start.
+//! A run's telemetry: stored in batches while it goes, read back in seconds since the
+//! measured start.
 
 mod common;
 
 use bench_types::RunStatus;
 use bench_types::telemetry::{RunTelemetry, Series, TelemetryPoint};
-use db::telemetry::{NewSample, for_run, series_of_runs, store};
+use db::telemetry::{NewSample, append, begin, for_run, series_of_runs, set_notes};
 use db::{PgPool, results, runs};
 
 async fn finished_run(pool: &PgPool) -> (i64, bench_types::BenchReport) {
@@ -28,7 +29,17 @@ async fn samples_read_back_in_seconds_since_the_measured_start(pool: PgPool) {
         NewSample { series: Series::GpuPowerW, gpu: Some(1), at: at(2_250), value: 412.5 },
     ];
     let notes = vec!["no NVML on this host".to_string()];
-    store(&pool, id, &samples, &notes).await.unwrap();
+    begin(&pool, id).await.unwrap();
+    append(&pool, id, &samples[..1]).await.unwrap();
+    // A batch is readable before sampling ends (a worker that dies here leaves it).
+    let t = for_run(&pool, id).await.unwrap();
+    assert!(t.collected && t.notes.is_empty());
+    assert_eq!(
+        t.points,
+        vec![TelemetryPoint { series: Series::RunningRequests, gpu: None, t_s: 1.0, value: 3.0 }]
+    );
+    append(&pool, id, &samples[1..]).await.unwrap();
+    set_notes(&pool, id, &notes).await.unwrap();
     let t = for_run(&pool, id).await.unwrap();
     assert!(t.collected);
     assert_eq!(t.notes, notes);
@@ -45,8 +56,9 @@ async fn samples_read_back_in_seconds_since_the_measured_start(pool: PgPool) {
     assert_eq!(overlay.len(), 1);
     assert_eq!(overlay[0].1.len(), 2);
 
-    // Storing again replaces, so a retried store never doubles the samples.
-    store(&pool, id, &samples[..1], &[]).await.unwrap();
+    // Beginning again replaces, so a retried run never doubles the samples.
+    begin(&pool, id).await.unwrap();
+    append(&pool, id, &samples[..1]).await.unwrap();
     let t = for_run(&pool, id).await.unwrap();
     assert_eq!((t.points.len(), t.notes.len()), (1, 0));
 }
@@ -55,7 +67,8 @@ async fn samples_read_back_in_seconds_since_the_measured_start(pool: PgPool) {
 async fn a_run_never_sampled_says_so(pool: PgPool) {
     let (id, _) = finished_run(&pool).await;
     assert_eq!(for_run(&pool, id).await.unwrap(), RunTelemetry::default());
-    store(&pool, id, &[], &["the target has no /metrics".into()]).await.unwrap();
+    begin(&pool, id).await.unwrap();
+    set_notes(&pool, id, &["the target has no /metrics".into()]).await.unwrap();
     let t = for_run(&pool, id).await.unwrap();
     assert!(t.collected && t.points.is_empty());
 }

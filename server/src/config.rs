@@ -103,6 +103,7 @@ impl ServerConfig {
             engine_start_timeout: secs("LATLAB_ENGINE_START_TIMEOUT_S", 900.0, 86_400.0)?,
             run_time_limit: secs("LATLAB_RUN_TIME_LIMIT_S", 7200.0, 7.0 * 86_400.0)?,
             telemetry_every: secs("LATLAB_TELEMETRY_S", 1.0, 60.0)?,
+            telemetry_flush: secs("LATLAB_TELEMETRY_FLUSH_S", 10.0, 600.0)?,
             host: crate::worker::WorkerHost::from_lookup(&get, vars, &data_dir)?,
         };
         let api_token = non_empty("LATLAB_API_TOKEN").map(|t| t.trim().to_string());

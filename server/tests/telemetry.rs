@@ -1,6 +1,6 @@
 //! Server telemetry through a real `latlab worker`: a stub target on 127.0.0.1 whose
 //! `/metrics` changes as requests run (vLLM's names) gets several samples stored with the
-//! run, and its page plots them; a target without `/metrics` still succeeds, and its page
+//! run as it goes (in batches, before the run ends), and its page plots them; a target without `/metrics` still succeeds, and its page
 //! says why there is nothing; a comparison overlays one series, and names a bad one (400).
 
 mod common;
@@ -96,6 +96,25 @@ async fn finished(pool: &sqlx::PgPool, id: i64) -> bench_types::RunView {
     }
 }
 
+/// How many samples of run `id` the database held while the run still ran: read before
+/// its status, so a non-terminal status proves they were written before it ended.
+async fn stored_while_running(pool: &sqlx::PgPool, id: i64) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut most = 0;
+    loop {
+        let points = db::telemetry::for_run(pool, id).await.unwrap().points.len();
+        let r = db::runs::get(pool, id).await.unwrap().unwrap();
+        if r.status.is_terminal() || Instant::now() > deadline {
+            return most;
+        }
+        most = most.max(points);
+        if most > 0 && r.status == RunStatus::Running {
+            return most;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The worker process, stopped however the test ends (a failed assertion included).
 struct Worker(std::process::Child);
 
@@ -119,6 +138,7 @@ async fn a_runs_server_telemetry_is_sampled_stored_and_plotted_and_a_missing_met
             .env("LATLAB_ENGINE_USER", if server::unix_user::running_as_root() { "root" } else { "" })
             .env("LATLAB_ASSETS_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"))
             .env("LATLAB_TELEMETRY_S", "0.1")
+            .env("LATLAB_TELEMETRY_FLUSH_S", "0.3")
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -130,8 +150,11 @@ async fn a_runs_server_telemetry_is_sampled_stored_and_plotted_and_a_missing_met
         async move { server::store::create_runs(&pool, s).await.unwrap().run_ids[0] }
     };
 
-    // 12 requests of about 0.5 s, two at a time: about 3 s, sampled every 0.1 s.
+    // 12 requests of about 0.5 s, two at a time: about 3 s, sampled every 0.1 s and
+    // written every 0.3 s.
     let sampled = create(spec(&stub_target().await, 12)).await;
+    let stored = stored_while_running(&pool, sampled).await;
+    assert!(stored > 0, "samples are in the database before the run ends");
     assert_eq!(finished(&pool, sampled).await.status, RunStatus::Succeeded);
     let t = db::telemetry::for_run(&pool, sampled).await.unwrap();
     assert!(t.collected);
@@ -152,6 +175,17 @@ async fn a_runs_server_telemetry_is_sampled_stored_and_plotted_and_a_missing_met
     assert!(page.contains("data-series=\"running_requests\""), "{page}");
     assert!(page.contains("seconds since the measured start"), "{page}");
     assert!(page.contains("<title>target: "), "points carry hover titles");
+    // The hydration data escapes '<' as \u003c: count what follows it.
+    let drawn: usize = page
+        .split("class=\"chart chart-telemetry\"")
+        .skip(1)
+        .map(|c| c.split("</svg>").next().unwrap_or_default().matches("title>target: ").count())
+        .sum();
+    assert_eq!(
+        page.matches("title>target: ").count(),
+        drawn,
+        "each chart travels once, not again in the hydration data"
+    );
 
     // No /metrics: the run is fine, the page says why there is no series.
     let (plain, _) = target_without_metrics().await;

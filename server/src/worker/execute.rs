@@ -92,8 +92,10 @@ pub async fn execute(
         })
     };
 
-    let mut telemetry = None;
-    let outcome = run_target(&spec, cfg, slot, &log, &cancel, progress_tx, &phase, &mut telemetry).await;
+    // Telemetry is stored as it is sampled, the last batch before run_target returns: before
+    // the result, so that a finished run's page has its telemetry from the start.
+    let sink = super::telemetry::Sink { pool: pool.clone(), run_id, every: cfg.telemetry_flush };
+    let outcome = run_target(&spec, cfg, slot, &log, &cancel, progress_tx, &phase, sink).await;
     cancel.cancel();
     let _ = hb.await;
     let stop = *reason.lock().unwrap();
@@ -124,12 +126,6 @@ pub async fn execute(
         }
         (Err(f), None) => (RunStatus::Failed, f.message, f.partial, None),
     };
-    // Before the result, so that a finished run's page has its telemetry from the start.
-    if let Some(t) = telemetry
-        && let Err(e) = db::telemetry::store(pool, run_id, &t.samples, &t.notes).await
-    {
-        tracing::warn!(run_id, error = %e, "storing the run's telemetry; the result is stored without it");
-    }
     let (status, message) = match report {
         Some(report) => {
             *phase.lock().unwrap() = "storing";
@@ -175,7 +171,7 @@ fn to_run_progress(p: &Progress, phase: &str, worker: &str) -> RunProgress {
 }
 
 /// Reaches or starts the target and benchmarks it, sampling its telemetry meanwhile (into
-/// `telemetry`). A failure's message is what the run page shows; it may carry the
+/// `telemetry`, as it goes). A failure's message is what the run page shows; it may carry the
 /// requests that finished before the run stopped.
 #[allow(clippy::too_many_arguments)]
 async fn run_target(
@@ -186,7 +182,7 @@ async fn run_target(
     cancel: &CancellationToken,
     progress: bench::ProgressTx,
     phase: &Mutex<&'static str>,
-    telemetry: &mut Option<super::telemetry::Collected>,
+    telemetry: super::telemetry::Sink,
 ) -> Result<BenchReport, Failure> {
     // Files the spec names are read only under this host's roots, by their real paths.
     let spec = &cfg.host.roots.resolve_spec(spec)?;
@@ -254,9 +250,9 @@ async fn run_target(
     let devices = engine.as_ref().map(|_| {
         if cfg.slots > 1 { super::telemetry::Devices::Only(slot) } else { super::telemetry::Devices::All }
     });
-    let sampling = super::telemetry::start(&base_url, devices, cfg.telemetry_every);
+    let sampling = super::telemetry::start(&base_url, devices, cfg.telemetry_every, telemetry);
     let mut outcome = bench::run_benchmark(spec, &base_url, opts).await;
-    *telemetry = Some(sampling.finish().await);
+    sampling.finish().await;
     if let (Ok(report), Some((requested, s))) = (&mut outcome, &scrape) {
         report.speculative = Some(s.finish(requested, report.target_info.engine_info.as_ref()).await);
     }

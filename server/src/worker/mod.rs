@@ -42,6 +42,8 @@ pub struct WorkerConfig {
     pub run_time_limit: Duration,
     /// How often a run's target (`/metrics`) and GPUs (NVML) are sampled while it goes.
     pub telemetry_every: Duration,
+    /// How often those samples are written to the database while the run goes.
+    pub telemetry_flush: Duration,
     /// What the host decides: engines, their user and environment, file roots, API keys.
     pub host: WorkerHost,
 }

@@ -2,14 +2,18 @@
 //! of its own beside the benchmark: the target's `/metrics` (normalised, metrics_text.rs)
 //! and, for engines this worker started, NVML (gpus.rs). One scrape at a time, each with a
 //! short timeout, and ticks missed while one is slow are skipped, so sampling never piles
-//! requests onto the server being measured. Whatever cannot be sampled becomes a note on
-//! the run, never a failure.
+//! requests onto the server being measured. Samples go to the database in batches while
+//! the run goes (batches.rs). Whatever cannot be sampled becomes a note on the run, never
+//! a failure.
 
+mod batches;
 mod gpus;
 pub mod metrics_text;
 
+pub use batches::Sink;
 pub use gpus::Devices;
 
+use batches::Batches;
 use bench::CancellationToken;
 use db::telemetry::NewSample;
 use gpus::Gpus;
@@ -17,40 +21,36 @@ use metrics_text::Normaliser;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A bound on what one run keeps in memory (a day at one sample a second of every series
-/// of one GPU is about 600,000).
+/// A bound on what one run stores (a day at one sample a second of every series of one
+/// GPU is about 600,000).
 const MAX_SAMPLES: usize = 1_000_000;
 
-/// What a run's sampling collected, to store with the run.
-#[derive(Debug, Default)]
-pub struct Collected {
-    pub samples: Vec<NewSample>,
-    pub notes: Vec<String>,
-}
-
-/// Sampling in progress; `finish` stops it and hands over what it collected.
+/// Sampling in progress; `finish` stops it and stores the last batch and the notes.
 pub struct Sampling {
     stop: CancellationToken,
-    task: tokio::task::JoinHandle<Collected>,
+    sink: Sink,
+    task: tokio::task::JoinHandle<()>,
 }
 
 /// Starts sampling `base_url`'s `/metrics` every `every`, and the GPUs when `gpus` says
 /// which (`None`: the target is not an engine this worker started, so this host's GPUs
-/// say nothing about it).
-pub fn start(base_url: &str, gpus: Option<Devices>, every: Duration) -> Sampling {
+/// say nothing about it), storing the samples into `sink` as it goes.
+pub fn start(base_url: &str, gpus: Option<Devices>, every: Duration, sink: Sink) -> Sampling {
     let stop = CancellationToken::new();
     let url = format!("{}/metrics", base_url.trim_end_matches('/'));
-    let task = tokio::spawn(sample_loop(url, gpus, every, stop.clone()));
-    Sampling { stop, task }
+    let task = tokio::spawn(sample_loop(url, gpus, every, sink.clone(), stop.clone()));
+    Sampling { stop, sink, task }
 }
 
 impl Sampling {
-    pub async fn finish(self) -> Collected {
+    pub async fn finish(self) {
         self.stop.cancel();
-        self.task.await.unwrap_or_else(|e| Collected {
-            samples: Vec::new(),
-            notes: vec![format!("telemetry stopped unexpectedly: {e}")],
-        })
+        if let Err(e) = self.task.await {
+            let note = format!("telemetry stopped unexpectedly: {e}");
+            if let Err(e) = db::telemetry::set_notes(&self.sink.pool, self.sink.run_id, &[note]).await {
+                tracing::warn!(run_id = self.sink.run_id, error = %e, "storing the run's telemetry notes");
+            }
+        }
     }
 }
 
@@ -136,10 +136,12 @@ async fn sample_loop(
     url: String,
     devices: Option<Devices>,
     every: Duration,
+    sink: Sink,
     stop: CancellationToken,
-) -> Collected {
+) {
     let timeout = every.clamp(Duration::from_millis(500), Duration::from_secs(2));
     let client = reqwest::Client::builder().timeout(timeout).build().unwrap_or_default();
+    let mut batches = Batches::open(sink).await;
     let mut notes = Vec::new();
     let gpus = open_gpus(devices, &mut notes).await;
     let mut scraper = Scraper {
@@ -153,7 +155,6 @@ async fn sample_loop(
         last_error: None,
         notes: Vec::new(),
     };
-    let mut samples = Vec::new();
     let started = Instant::now();
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -163,9 +164,12 @@ async fn sample_loop(
             _ = stop.cancelled() => break,
         }
         let at = chrono::Utc::now();
-        for (series, value) in scraper.sample(started.elapsed().as_secs_f64()).await {
-            samples.push(NewSample { series, gpu: None, at, value });
-        }
+        let mut samples: Vec<NewSample> = scraper
+            .sample(started.elapsed().as_secs_f64())
+            .await
+            .into_iter()
+            .map(|(series, value)| NewSample { series, gpu: None, at, value })
+            .collect();
         if let Some(g) = &gpus {
             let g = g.clone();
             let at = chrono::Utc::now();
@@ -175,12 +179,13 @@ async fn sample_loop(
                 samples.push(NewSample { series, gpu: Some(i), at, value });
             }
         }
-        if samples.len() >= MAX_SAMPLES {
+        batches.push(samples).await;
+        if batches.taken() >= MAX_SAMPLES {
             notes.push(format!("sampling stopped after {MAX_SAMPLES} samples"));
             break;
         }
     }
     let mut all = scraper.into_notes();
     all.append(&mut notes);
-    Collected { samples, notes: all }
+    batches.close(all).await;
 }
