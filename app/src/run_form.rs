@@ -26,6 +26,7 @@ pub struct RunForm {
     pub model_source: String,
     #[serde(default)]
     pub device: String,
+    /// Empty takes the engine's default (64 on CUDA, 8 on the CPU).
     #[serde(default)]
     pub max_batch: String,
     /// Native engine weights: `none` (as stored) or `fp8` (quantized at load). Absent
@@ -135,7 +136,7 @@ impl Default for RunForm {
             api_key_env: String::new(),
             model_source: "random:tiny".into(),
             device: "auto".into(),
-            max_batch: "8".into(),
+            max_batch: String::new(),
             quantization: "none".into(),
             speculative: None,
             draft_model: String::new(),
@@ -506,7 +507,7 @@ impl RunForm {
                     Quantization::None
                 }
             },
-            max_batch: p.num("target.max_batch", &self.max_batch, WHOLE, 8),
+            max_batch: p.opt_num("target.max_batch", &self.max_batch, WHOLE),
             cuda_graphs: true,
             speculative: self.speculative(p),
         }

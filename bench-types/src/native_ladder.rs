@@ -68,7 +68,7 @@ mod tests {
         assert_eq!(tree(3), Tree { num_steps: 3, topk: 1, num_draft_tokens: 4 });
         for r in &rungs[2..] {
             assert_eq!(r.target.speculative.as_ref().unwrap().draft_model, "random:qwen3-8b-eagle3");
-            assert_eq!(r.target.max_batch, 4);
+            assert_eq!(r.target.max_batch, Some(4));
         }
     }
 

@@ -149,7 +149,7 @@ mod tests {
             model_source: "random:tiny".into(),
             device: Default::default(),
             quantization: Default::default(),
-            max_batch: 8,
+            max_batch: None,
             cuda_graphs: true,
             speculative: Some(s),
         });

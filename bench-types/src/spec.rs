@@ -105,9 +105,11 @@ pub struct NativeTarget {
     pub device: Device,
     #[serde(default)]
     pub quantization: Quantization,
-    /// Largest decode batch the engine plans for.
-    #[serde(default = "default_max_batch")]
-    pub max_batch: u32,
+    /// Largest decode batch the engine plans for; `None` passes no `--max-batch`, so the
+    /// engine takes its own default (64 on CUDA, its largest captured decode graph; 8 on
+    /// the CPU). Specs stored with a number keep it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_batch: Option<u32>,
     #[serde(default = "default_true")]
     pub cuda_graphs: bool,
     /// EAGLE-3 speculative decoding, with SGLang's options (`native_speculative` checks
@@ -116,9 +118,6 @@ pub struct NativeTarget {
     pub speculative: Option<crate::launched::Speculative>,
 }
 
-fn default_max_batch() -> u32 {
-    8
-}
 fn default_true() -> bool {
     true
 }
@@ -432,5 +431,45 @@ impl RunSpec {
     /// (vLLM forces it there so every request runs to its drawn output length).
     pub fn sends_ignore_eos(&self) -> bool {
         self.sampling.ignore_eos || matches!(self.dataset, Dataset::Random { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn native(target: serde_json::Value) -> RunSpec {
+        serde_json::from_value(json!({
+            "target": target, "model": "tiny",
+            "dataset": {"kind": "random", "input_len": 4, "output_len": 4}, "num_prompts": 1, "load": {}
+        }))
+        .unwrap()
+    }
+
+    fn max_batch(spec: &RunSpec) -> Option<u32> {
+        let Target::Native(n) = &spec.target else { panic!("a native target") };
+        n.max_batch
+    }
+
+    #[test]
+    fn native_max_batch_absent_is_the_engines_default_and_a_stored_number_keeps_its_meaning() {
+        let default = native(json!({"kind": "native", "model_source": "random:tiny"}));
+        assert_eq!(max_batch(&default), None);
+        assert!(serde_json::to_value(&default).unwrap()["target"].get("max_batch").is_none());
+        assert!(default.validate().is_ok());
+
+        let stored = native(json!({"kind": "native", "model_source": "random:tiny", "max_batch": 8}));
+        assert_eq!(max_batch(&stored), Some(8));
+        assert_eq!(serde_json::to_value(&stored).unwrap()["target"]["max_batch"], 8);
+
+        let with = |b: u32| {
+            native(json!({"kind": "native", "model_source": "random:tiny", "max_batch": b})).validate()
+        };
+        assert!(with(1).is_ok() && with(1024).is_ok());
+        for bad in [0, 1025] {
+            let e = with(bad).unwrap_err();
+            assert_eq!(e.for_field("target.max_batch"), Some("must be between 1 and 1024"), "{bad}");
+        }
     }
 }

@@ -339,7 +339,8 @@ fn TargetFields(ctx: FormCtx, hydrated: RwSignal<bool>) -> AnyView {
                     get=|f| f.quantization.clone() set=|f, v| f.quantization = v
                     hint="FP8 is for the CUDA device; on CPU it runs by reference dequantization, slowly."/>
                 <Field ctx label="Max batch" name="max_batch" path="target.max_batch"
-                    get=|f| f.max_batch.clone() set=|f, v| f.max_batch = v/>
+                    get=|f| f.max_batch.clone() set=|f, v| f.max_batch = v placeholder="engine default"
+                    hint="engine default: 64 on CUDA, 8 on CPU"/>
                 <SpeculativeFields ctx/>
             </div>
             <div class="group" class:hidden=move || !is(&["launched"])()>

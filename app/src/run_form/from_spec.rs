@@ -41,7 +41,7 @@ impl RunForm {
                     Quantization::Fp8 => "fp8",
                 }
                 .into();
-                f.max_batch = n.max_batch.to_string();
+                f.max_batch = text(n.max_batch);
                 if let Some(s) = &n.speculative {
                     f.speculative = on(true);
                     f.draft_model = s.draft_model.clone();
@@ -209,6 +209,7 @@ mod tests {
             repetition_penalty: "1.1".into(),
             ..d.clone()
         });
+        round_trips(RunForm { target_kind: "native".into(), max_batch: "16".into(), ..d.clone() });
         round_trips(RunForm {
             target_kind: "launched".into(),
             presets: "vllm-bf16, sglang-fp8".into(),
@@ -229,6 +230,27 @@ mod tests {
             request_timeout_s: "12.5".into(),
             ..d
         });
+    }
+
+    #[test]
+    fn a_native_max_batch_fills_its_field_and_none_leaves_it_to_the_engine() {
+        let native = RunForm { target_kind: "native".into(), ..RunForm::default() };
+        let mut spec = native.to_spec().unwrap();
+        fn max_batch(spec: &mut RunSpec) -> &mut Option<u32> {
+            match &mut spec.target {
+                Target::Native(n) => &mut n.max_batch,
+                _ => panic!("native"),
+            }
+        }
+        assert_eq!(*max_batch(&mut spec), None, "blank by default: the engine's own");
+        assert_eq!(RunForm::from_spec(&spec).unwrap().max_batch, "");
+        *max_batch(&mut spec) = Some(8);
+        assert_eq!(RunForm::from_spec(&spec).unwrap().max_batch, "8", "a stored number keeps its value");
+        let bad = RunForm { max_batch: "0".into(), ..native };
+        assert_eq!(
+            bad.to_spec().unwrap_err().for_field("target.max_batch"),
+            Some("must be between 1 and 1024")
+        );
     }
 
     #[test]

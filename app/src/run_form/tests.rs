@@ -90,7 +90,9 @@ fn native_and_random_dataset_forms() {
         ..RunForm::default()
     };
     let s = f.to_spec().unwrap();
-    assert!(matches!(s.target, Target::Native(ref n) if n.model_source == "random:tiny" && n.max_batch == 8));
+    assert!(
+        matches!(s.target, Target::Native(ref n) if n.model_source == "random:tiny" && n.max_batch.is_none())
+    );
     assert_eq!(
         s.dataset,
         Dataset::Random { input_len: 232, output_len: 220, range_ratio: 0.0, prefix_len: 0 }

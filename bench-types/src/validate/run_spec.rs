@@ -26,7 +26,8 @@ impl RunSpec {
             }
             Target::Native(n) => {
                 check_model_source(&mut e, "target.model_source", &n.model_source);
-                if n.max_batch == 0 || n.max_batch > MAX_MAX_BATCH {
+                // None: the engine's own default.
+                if n.max_batch.is_some_and(|b| b == 0 || b > MAX_MAX_BATCH) {
                     e.push("target.max_batch", format!("must be between 1 and {MAX_MAX_BATCH}"));
                 }
                 if let Some(s) = &n.speculative {

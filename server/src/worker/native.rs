@@ -23,9 +23,11 @@ pub fn engine_args(target: &NativeTarget, served_model: &str) -> Vec<String> {
         "0".into(),
         "--device".into(),
         device.into(),
-        "--max-batch".into(),
-        target.max_batch.to_string(),
     ];
+    // No flag: the engine's own default (64 on CUDA, its largest captured decode graph).
+    if let Some(b) = target.max_batch {
+        args.extend(["--max-batch".into(), b.to_string()]);
+    }
     // `None` passes no flag: the engine then serves the weights as stored, so an FP8
     // checkpoint (quantization_config in its config.json) still runs in FP8. `Fp8` quantizes a
     // bf16 checkpoint or random preset at load.
@@ -63,7 +65,7 @@ mod tests {
             model_source: "random:tiny".into(),
             device: Device::Cpu,
             quantization: Quantization::None,
-            max_batch: 4,
+            max_batch: Some(4),
             cuda_graphs: true,
             speculative: None,
         };
@@ -74,9 +76,12 @@ mod tests {
         );
         // Each value is one argv element: no shell ever splits or interprets it.
         assert_eq!(args[4], "Qwen/Qwen3-8B; rm -rf /");
-        let fp8 = NativeTarget { quantization: Quantization::Fp8, ..t };
+        let fp8 = NativeTarget { quantization: Quantization::Fp8, ..t.clone() };
         let args = engine_args(&fp8, "m");
         assert_eq!(args[args.len() - 2..], ["--quantization", "fp8"]);
+        let default_batch = NativeTarget { max_batch: None, ..t };
+        let args = engine_args(&default_batch, "m");
+        assert!(!args.contains(&"--max-batch".to_string()), "the engine's default: {args:?}");
     }
 
     #[test]
@@ -86,7 +91,7 @@ mod tests {
             model_source: "random:tiny".into(),
             device: Device::Cpu,
             quantization: Quantization::Fp8,
-            max_batch: 4,
+            max_batch: Some(4),
             cuda_graphs: true,
             speculative: Some(Speculative {
                 algorithm: SpeculativeAlgorithm::Eagle3,
