@@ -1,7 +1,8 @@
 //! The form's load and measurement fields beyond concurrency: request rates (one, or a
 //! list that sweeps), the arrival process, the reported percentiles and goodput SLOs.
 
-use super::{NUMBER, Parser, RunForm};
+use super::RunForm;
+use super::parser::{NUMBER, Parser};
 use bench_types::Goodput;
 use bench_types::rate_sweep::parse_rates;
 

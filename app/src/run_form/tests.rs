@@ -1,6 +1,7 @@
 //! The form's translation to a `RunSpec`, field by field.
 
 use super::*;
+use bench_types::{Dataset, Quantization, RampUp, RampUpStrategy, Target};
 
 #[test]
 fn the_default_form_is_a_valid_spec() {
