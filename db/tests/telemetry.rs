@@ -23,7 +23,7 @@ async fn finished_run(pool: &PgPool) -> (i64, bench_types::BenchReport) {
 async fn samples_read_back_in_seconds_since_the_measured_start(pool: PgPool) {
     let (id, report) = finished_run(&pool).await;
     let at = |ms: i64| report.started_at + chrono::Duration::milliseconds(ms);
-    let samples = vec![
+    let samples = [
         NewSample { series: Series::RunningRequests, gpu: None, at: at(1_000), value: 3.0 },
         NewSample { series: Series::RunningRequests, gpu: None, at: at(-500), value: 0.0 },
         NewSample { series: Series::GpuPowerW, gpu: Some(1), at: at(2_250), value: 412.5 },
