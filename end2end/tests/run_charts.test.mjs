@@ -1,11 +1,14 @@
 // A run's analysis in a real browser: the request timeline draws one bar per request, a
 // zoom given in the URL narrows its axis (a permalink reproduces the view), and the
-// distribution table and chart are there, with JavaScript on and off.
+// distribution table and chart are there, with JavaScript on and off; each chart travels once
+// and survives hydration, and other views and runs are drawn without a reload.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startLatlab, launchBrowser, api as apiAt } from '../harness.mjs';
 
 let app, browser, cleanup;
+// The run the first test makes; the second reads it.
+let runId;
 
 before(async () => {
   app = await startLatlab({});
@@ -32,6 +35,7 @@ test('the timeline has a bar per request and zooms by URL', async () => {
     assert.ok(!['failed', 'cancelled'].includes(r.status) && Date.now() < deadline, JSON.stringify(r.status));
     await new Promise(res => setTimeout(res, 300));
   }
+  runId = id;
   for (const javaScriptEnabled of [true, false]) {
     const ctx = await browser.newContext({ javaScriptEnabled });
     const page = await ctx.newPage();
@@ -51,4 +55,38 @@ test('the timeline has a bar per request and zooms by URL', async () => {
     assert.match(await page.textContent('.run-charts'), /from/);
     await ctx.close();
   }
+});
+
+test('each chart travels once and survives hydration; views and runs change in place', async () => {
+  const id = runId;
+  assert.ok(id, 'the first test made a run');
+  // The HTML holds each bar once: the charts are not repeated in the hydration data.
+  const html = await (await fetch(`${app.base}/runs/${id}`)).text();
+  assert.equal(html.split('data-request=').length - 1, 5, 'one copy of the timeline');
+  const ctx = await browser.newContext();
+  const page = await ctx.newPage();
+  const errors = [];
+  page.on('pageerror', e => errors.push(String(e)));
+  await page.goto(`${app.base}/runs/${id}`);
+  await page.waitForSelector('.run-charts[data-hydrated=true]', { timeout: 30_000 });
+  // Hydration kept the server's markup, hover titles included.
+  assert.equal(await page.locator('.chart-timeline [data-request]').count(), 5);
+  assert.match((await page.locator('.chart-timeline title').allTextContents()).join('\n'), /request #0/);
+  // Another metric by link: fetched and drawn without a reload, the URL a permalink.
+  await page.evaluate(() => { window.notReloaded = true; });
+  await page.click('.chart-controls a[href*="metric=tpot"]');
+  await page.waitForFunction(() => /TPOT/.test(document.querySelector('.chart-distribution svg')?.textContent ?? ''));
+  assert.ok(await page.evaluate(() => window.notReloaded), 'navigated in place');
+  assert.match(page.url(), /metric=tpot/);
+  assert.equal(await page.locator('.chart-timeline [data-request]').count(), 5);
+  // Another run reached by a link: its charts come from the server function.
+  await page.goto(`${app.base}/runs`);
+  await page.waitForLoadState('networkidle');
+  await page.evaluate(() => { window.notReloaded = true; });
+  await page.click(`a[href="/runs/${id}"]`);
+  await page.waitForFunction(() => document.querySelectorAll('.chart-timeline [data-request]').length === 5, null, { timeout: 30_000 });
+  assert.ok(await page.evaluate(() => window.notReloaded), 'navigated in place');
+  assert.match(await page.textContent('.chart-distribution svg'), /TTFT/);
+  assert.deepEqual(errors, []);
+  await ctx.close();
 });

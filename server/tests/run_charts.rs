@@ -80,6 +80,7 @@ async fn the_timeline_has_a_bar_per_request_and_zooms_by_url(pool: PgPool) {
     assert!(page.body.contains("TPOT distribution"));
     let drawn = page.body.split("chart-timeline").nth(1).and_then(|t| t.split("</svg>").next()).unwrap();
     assert_eq!(bars(drawn), 2, "the page draws the zoomed timeline");
+    assert_eq!(bars(&page.body), 2, "the timeline travels once, not again in the hydration data");
     // E2EL 1.0, 1.0, 1.0, 1.5 s: the median 1000 ms in the table.
     let row = page.body.split("data-metric=\"e2el\"").nth(1).unwrap();
     assert!(row.split("</tr>").next().unwrap().contains(">1000.00<"), "{row:.400}");

@@ -4,6 +4,7 @@
 //! server so the page reads the same with JavaScript off. On a comparison, one chosen
 //! series (`series=`) is overlaid across its runs.
 
+use crate::components::ServerSvg;
 use crate::server_fns::{TelemetryCharts, get_run_telemetry, get_telemetry_overlay};
 use bench_types::telemetry::{RunTelemetry, Series, TelemetryPoint};
 use charts::{LineChart, fmt_num, line_chart};
@@ -101,10 +102,26 @@ pub fn parse_series(v: Option<String>) -> Result<Option<Series>, String> {
     }
 }
 
+/// `TelemetryCharts` as the run page's resource holds it: the charts only as the HTML's
+/// markup, not again in the hydration data (`ServerSvg` says why).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Shown {
+    collected: bool,
+    notes: Vec<String>,
+    charts: Vec<(String, ServerSvg)>,
+}
+
+impl From<TelemetryCharts> for Shown {
+    fn from(t: TelemetryCharts) -> Self {
+        let charts = t.charts.into_iter().map(|(key, svg)| (key, svg.into())).collect();
+        Self { collected: t.collected, notes: t.notes, charts }
+    }
+}
+
 /// The run page's section.
 #[component]
 pub fn TelemetryPanel(id: i64) -> impl IntoView {
-    let data = Resource::new(|| (), move |_| get_run_telemetry(id));
+    let data = Resource::new(|| (), move |_| async move { get_run_telemetry(id).await.map(Shown::from) });
     let body = move || {
         data.get().map(|r| match r {
             Err(e) => {
@@ -122,7 +139,7 @@ pub fn TelemetryPanel(id: i64) -> impl IntoView {
 }
 
 #[component]
-fn TelemetryBody(t: TelemetryCharts) -> impl IntoView {
+fn TelemetryBody(t: Shown) -> impl IntoView {
     let notes = t.notes.into_iter().map(|n| view! { <li>{n}</li> }).collect_view();
     let summary = match (t.collected, t.charts.is_empty()) {
         (false, _) => "Not sampled: this run predates server telemetry, or was imported.",
@@ -134,7 +151,9 @@ fn TelemetryBody(t: TelemetryCharts) -> impl IntoView {
     let charts = t
         .charts
         .into_iter()
-        .map(|(key, svg)| view! { <div class="chart chart-telemetry" data-series=key inner_html=svg></div> })
+        .map(
+            |(key, svg)| view! { <div class="chart chart-telemetry" data-series=key inner_html=svg.0></div> },
+        )
         .collect_view();
     view! {
         <p class="muted" data-testid="telemetry-summary">{summary}</p>
@@ -157,7 +176,9 @@ pub fn TelemetryOverlay(slug: String, series: Result<Option<Series>, String>) ->
             let slug = slug.clone();
             async move {
                 match k {
-                    Some(k) => get_telemetry_overlay(slug, k.as_str().to_string()).await.map(Some),
+                    Some(k) => get_telemetry_overlay(slug, k.as_str().to_string())
+                        .await
+                        .map(|svg| Some(ServerSvg(svg))),
                     None => Ok(None),
                 }
             }
@@ -173,8 +194,10 @@ pub fn TelemetryOverlay(slug: String, series: Result<Option<Series>, String>) ->
             Err(e) => {
                 view! { <p class="error">{format!("Could not load the telemetry: {e}")}</p> }.into_any()
             }
-            Ok(svg) => view! { <div class="chart chart-telemetry" inner_html=svg.unwrap_or_default()></div> }
-                .into_any(),
+            Ok(svg) => {
+                view! { <div class="chart chart-telemetry" inner_html=svg.unwrap_or_default().0></div> }
+                    .into_any()
+            }
         }),
     };
     // Plain links, so the choice works with JavaScript off.

@@ -4,11 +4,28 @@
 
 use super::distributions::{DistRow, PERCENTILES};
 use super::view::{Dist, RunChartView};
+use crate::components::ServerSvg;
 use crate::format::f2;
 use crate::server_fns::{RunChartsData, get_run_charts};
 use bench_types::result_block::percentile_label;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
+use serde::{Deserialize, Serialize};
+
+/// `RunChartsData` as the section's resource holds it: the table's rows travel in the
+/// hydration data, the two charts only as the HTML's markup (`ServerSvg` says why).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Shown {
+    rows: Vec<DistRow>,
+    distribution: ServerSvg,
+    timeline: ServerSvg,
+}
+
+impl From<RunChartsData> for Shown {
+    fn from(d: RunChartsData) -> Self {
+        Self { rows: d.rows, distribution: d.distribution_svg.into(), timeline: d.timeline_svg.into() }
+    }
+}
 
 #[component]
 pub fn RunCharts(id: i64) -> impl IntoView {
@@ -23,7 +40,7 @@ pub fn RunCharts(id: i64) -> impl IntoView {
         move || view.get().ok().map(|v| v.to_query()),
         move |q| async move {
             match q {
-                Some(q) => get_run_charts(id, q).await.map_err(|e| e.to_string()),
+                Some(q) => get_run_charts(id, q).await.map(|d| d.map(Shown::from)).map_err(|e| e.to_string()),
                 None => Ok(None),
             }
         },
@@ -48,8 +65,12 @@ pub fn RunCharts(id: i64) -> impl IntoView {
             Some(Ok(Some(d))) => view! { <Analysis id v d/> }.into_any(),
         }
     };
+    // Effects run only in the browser: marks the section once hydrated (links then
+    // navigate in place), which browser tests wait for.
+    let hydrated = RwSignal::new(false);
+    Effect::new(move |_| hydrated.set(true));
     view! {
-        <section class="run-charts" id="analysis">
+        <section class="run-charts" id="analysis" data-hydrated=move || hydrated.get().then_some("true")>
             <h2>"Latency distributions and timeline"</h2>
             <Suspense fallback=|| view! { <p class="muted">"Loading the requests…"</p> }>{body}</Suspense>
         </section>
@@ -57,7 +78,7 @@ pub fn RunCharts(id: i64) -> impl IntoView {
 }
 
 #[component]
-fn Analysis(id: i64, v: RunChartView, d: RunChartsData) -> impl IntoView {
+fn Analysis(id: i64, v: RunChartView, d: Shown) -> impl IntoView {
     let metric_links = super::distributions::METRICS
         .into_iter()
         .map(|m| {
@@ -84,7 +105,7 @@ fn Analysis(id: i64, v: RunChartView, d: RunChartsData) -> impl IntoView {
     view! {
         <DistTable rows=d.rows/>
         <p class="chart-controls">"Metric: "{metric_links}" · Chart: "{dist_links}</p>
-        <div class="chart chart-distribution" inner_html=d.distribution_svg></div>
+        <div class="chart chart-distribution" inner_html=d.distribution.0></div>
         <p class="downloads"><a href=svg_q("distribution") download="latlab-distribution.svg">"SVG"</a></p>
         <h3>"Request timeline"</h3>
         <form method="get" class="chart-controls zoom" action="#analysis">
@@ -95,7 +116,7 @@ fn Analysis(id: i64, v: RunChartView, d: RunChartsData) -> impl IntoView {
             <button type="submit">"Zoom"</button>
             <a href=format!("{}#analysis", whole.href())>"Whole run"</a>
         </form>
-        <div class="chart chart-timeline" inner_html=d.timeline_svg></div>
+        <div class="chart chart-timeline" inner_html=d.timeline.0></div>
         <p class="downloads"><a href=svg_q("timeline") download="latlab-timeline.svg">"SVG"</a></p>
     }
 }
