@@ -114,6 +114,13 @@ pub const ALL: &[KernelSource] = &[
         kernels: &["prefill_attention"],
     },
     KernelSource {
+        file: "wide_fp8.cu",
+        // The FP8 tile helpers, and the cluster helpers its split-K reduction shares with the
+        // split attention.
+        src: with_headers!(["common.cuh", "skinny_tiles.cuh", "attention_split.cuh"], "wide_fp8.cu"),
+        kernels: &["wide_fp8", "wide_fp8_bx", "wide_fp8_swiglu"],
+    },
+    KernelSource {
         file: "argmax.cu",
         src: with_common!("argmax.cu"),
         kernels: &["argmax_partial", "argmax_final"],

@@ -7,17 +7,19 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export SQLX_OFFLINE=true
 rm -rf .gpu/t .gpu/tok && mkdir -p .gpu/t .gpu/tok
+# A build elsewhere (CARGO_TARGET_DIR) serves too, e.g. beside a test run holding target/.
+TD=${CARGO_TARGET_DIR:-target}
 cargo build -p engine-server -p bench -p kernels-lab --bins
-cp target/debug/latlab-engine target/debug/latlab-bench .gpu/t/
+cp "$TD/debug/latlab-engine" "$TD/debug/latlab-bench" .gpu/t/
 # The kernel lab (kernels/lab/README.md): one program per experiment.
 for b in timing step_chain step_trace stream_chain wgmma_probe copy_ceiling latency_load l2_reuse mlp_fused wide_gemm; do
-  cp "target/debug/$b" ".gpu/t/$b"
+  cp "$TD/debug/$b" ".gpu/t/$b"
 done
 # Test binaries have hashed names: ask cargo for them.
 for pkg in engine; do
   cargo test -p "$pkg" --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys
-want = {"cuda_ops", "cuda_attention", "cuda_gemm", "cuda_norm_epilogue", "cuda_fp8_x_f16", "cuda_backend", "cuda_paths", "cuda_wide_batches", "cuda_hf_8b"}
+want = {"cuda_ops", "cuda_attention", "cuda_gemm", "cuda_norm_epilogue", "cuda_fp8_x_f16", "cuda_backend", "cuda_paths", "cuda_wide_batches", "cuda_wide_gemm", "cuda_hf_8b"}
 for line in sys.stdin:
     try: m = json.loads(line)
     except ValueError: continue

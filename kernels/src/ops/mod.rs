@@ -13,6 +13,7 @@ mod skinny;
 mod skinny_norm;
 mod skinny_plan;
 mod weight_layout;
+mod wide;
 
 pub use argmax::{ARGMAX_PARTS, argmax_into};
 pub use attention::{AttnDims, PagedAttnArgs, RopeKvArgs, qk_norm_rope_kv_into};
@@ -34,6 +35,7 @@ pub use skinny::{
 pub use skinny_norm::{NormEpi, norm_parts};
 pub use skinny_plan::{STAGED_X_ROWS, SkinnyForm, skinny_kernel};
 pub use weight_layout::{STAGE_ROW_BYTES, WeightLayout, tile_weights, tiled_index};
+pub use wide::{WIDE_MAX_ROWS, wide_fp8_into, wide_fp8_supported, wide_fp8_swiglu_into};
 
 use crate::error::{KernelError, Result};
 

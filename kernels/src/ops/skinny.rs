@@ -91,7 +91,7 @@ pub struct Fp8Matrix<'a, 'b> {
 }
 
 impl Fp8Matrix<'_, '_> {
-    fn check(&self, op: &'static str, k_mult: usize) -> Result<(i32, i32, i32)> {
+    pub(super) fn check(&self, op: &'static str, k_mult: usize) -> Result<(i32, i32, i32)> {
         let (n, k, r, il) = (self.n, self.k, self.scale_rows, self.interleave);
         check(il == 0 || (n == 2 * il && il.is_multiple_of(GATE_UP_GROUP)), op, || {
             format!("interleave {il}: needs n = 2 x interleave (n = {n}), a multiple of {GATE_UP_GROUP}")

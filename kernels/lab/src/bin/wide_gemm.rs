@@ -196,6 +196,31 @@ fn main() {
                         Some(err),
                     ));
                 }
+                // The engine's form of the FP8 kernel (kernels/cuda/wide_fp8.cu: cluster
+                // split-K, no zeroing), where it takes this many rows.
+                if fp8 && m <= ops::WIDE_MAX_ROWS {
+                    let op = |y: &mut CudaSlice<f32>, c: usize| {
+                        let (wv, sv) = (w8[c].as_view(), s.as_view());
+                        let m8 = ops::Fp8Matrix {
+                            codes: &wv,
+                            scale_inv: &sv,
+                            scale_rows: 128,
+                            n,
+                            k,
+                            interleave: 0,
+                        };
+                        ops::wide_fp8_into(&g, &xh.as_view(), &m8, &mut y.as_view_mut()).unwrap();
+                    };
+                    op(&mut y, 0);
+                    let err = rel_err(&st.clone_dtoh(&y).unwrap(), &want);
+                    assert!(err < 1e-4, "{wname} {name} m={m}: engine wide op off by {err:e} of max |y|");
+                    let us = time_us_reps(&g, 4, || {
+                        for c in 0..copies {
+                            op(&mut y, c);
+                        }
+                    }) / copies as f32;
+                    rows.push(("engine wide_fp8 op".to_string(), us, Some(err)));
+                }
                 let us = time_us_reps(&g, 4, || {
                     for c in 0..copies {
                         skinny(&mut y_ref, c);

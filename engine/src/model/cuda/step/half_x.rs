@@ -1,10 +1,11 @@
 //! FP8 decode with x as f16 (`ops::SkinnyX`), for the batches whose norms do not fold
-//! (2-8 rows): the norms before qkv and gate|up write f16 (`ops::rmsnorm_f16_into`),
+//! (2-16 rows): the norms before qkv and gate|up write f16 (`ops::rmsnorm_f16_into`),
 //! gate|up's SwiGLU writes its act in f16, and the FP8 GEMMs read them as they are, so no
 //! block converts bf16 x at every ring stage (engine/PERF-LOG.md step 53). Same bits as
-//! bf16 x. o_proj keeps its bf16 x (the attention's output); the final norm stays bf16 for
-//! lm_head. `forward_layers` (step.rs) calls these where it would run the norms and those
-//! linears.
+//! bf16 x. Up to 8 rows the GEMMs are the skinny kernels, at 9-16 the wide ones
+//! (`ops::wide_fp8_into`: 128-row tiles with x staged once per stage). o_proj keeps its
+//! bf16 x (the attention's output); the final norm stays bf16 for lm_head.
+//! `forward_layers` (step.rs) calls these where it would run the norms and those linears.
 
 use super::Scratch;
 use super::fold::with_fp8;
@@ -12,19 +13,30 @@ use crate::error::Result;
 use crate::model::cuda::kernel_err;
 use crate::model::cuda::weights::{GpuLayer, GpuLinear, GpuWeights};
 use kernels::cudarc::driver::CudaSlice;
-use kernels::ops::{self, SKINNY_MAX_ROWS};
+use kernels::ops::{self, SKINNY_MAX_ROWS, WIDE_MAX_ROWS};
 use kernels::{Gpu, f16};
 
 /// Whether a forward over `rows` tokens runs its FP8 GEMMs on f16 x: a decode batch
 /// whose norms do not fold (`folds`), a hidden size the lean norm kernels take (the f16
-/// norms have no scalar form), and every layer's qkv, gate|up (fused with SwiGLU) and down
-/// FP8.
+/// norms have no scalar form), every layer's qkv, gate|up (fused with SwiGLU) and down
+/// FP8, and past 8 rows shapes the wide kernels take (`ops::wide_fp8_supported`).
 pub(in crate::model::cuda) fn uses_f16_x(w: &GpuWeights, rows: usize, hidden: usize, folds: bool) -> bool {
-    let fp8 = |l: &GpuLinear| matches!(l, GpuLinear::Fp8 { .. });
+    let fp8_shape = |l: &GpuLinear| match l {
+        GpuLinear::Fp8 { codes, .. } => {
+            rows <= SKINNY_MAX_ROWS || ops::wide_fp8_supported(rows, codes.len() / hidden, hidden)
+        }
+        GpuLinear::Bf16 { .. } => false,
+    };
+    let down = |l: &GpuLinear| match l {
+        GpuLinear::Fp8 { codes, .. } => {
+            rows <= SKINNY_MAX_ROWS || ops::wide_fp8_supported(rows, hidden, codes.len() / hidden)
+        }
+        GpuLinear::Bf16 { .. } => false,
+    };
     !folds
-        && rows <= SKINNY_MAX_ROWS
+        && rows <= WIDE_MAX_ROWS
         && ops::add_rmsnorm_kernel(hidden) == "add_rmsnorm_vec"
-        && w.layers.iter().all(|l| l.gu_tiled && fp8(&l.wqkv) && fp8(&l.wgu) && fp8(&l.wdown))
+        && w.layers.iter().all(|l| l.gu_tiled && fp8_shape(&l.wqkv) && fp8_shape(&l.wgu) && down(&l.wdown))
 }
 
 /// The norm into `sc.h16`: layer 0's input norm (`add` false), or the residual add of
@@ -40,7 +52,7 @@ pub(super) fn norm(gpu: &Gpu, sc: &mut Scratch, add: bool, weight: &CudaSlice<f3
     .map_err(kernel_err)
 }
 
-/// y = x wᵀ for an FP8 projection over f16 x [rows <= 8, k].
+/// y = x wᵀ for an FP8 projection over f16 x [rows <= 16, k].
 fn linear(
     gpu: &Gpu,
     x: &CudaSlice<f16>,
@@ -48,7 +60,13 @@ fn linear(
     (n, k): (usize, usize),
     y: &mut CudaSlice<f32>,
 ) -> Result<()> {
-    with_fp8(w, (n, k), |m8| ops::skinny_gemm_fp8_into(gpu, &x.as_view(), m8, &mut y.as_view_mut()))
+    let (xv, mut yv) = (x.as_view(), y.as_view_mut());
+    match x.len() / k {
+        rows if rows <= SKINNY_MAX_ROWS => {
+            with_fp8(w, (n, k), |m8| ops::skinny_gemm_fp8_into(gpu, &xv, m8, &mut yv))
+        }
+        _ => with_fp8(w, (n, k), |m8| ops::wide_fp8_into(gpu, &xv, m8, &mut yv)),
+    }
 }
 
 /// qkv from `sc.h16` (the input norm's f16) into `sc.qkv`. `(n, hd)`: qkv's shape.
@@ -68,8 +86,10 @@ pub(super) fn mlp(
 ) -> Result<()> {
     norm(gpu, sc, true, &lw.post_norm, eps)?;
     let Scratch { h16, act16, o, .. } = sc;
-    with_fp8(&lw.wgu, (2 * inter, hd), |m8| {
-        ops::skinny_gemm_fp8_swiglu_into(gpu, &h16.as_view(), m8, &mut act16.as_view_mut())
+    let (xv, mut av) = (h16.as_view(), act16.as_view_mut());
+    with_fp8(&lw.wgu, (2 * inter, hd), |m8| match h16.len() / hd {
+        rows if rows <= SKINNY_MAX_ROWS => ops::skinny_gemm_fp8_swiglu_into(gpu, &xv, m8, &mut av),
+        _ => ops::wide_fp8_swiglu_into(gpu, &xv, m8, &mut av),
     })?;
     linear(gpu, act16, &lw.wdown, (hd, inter), o)
 }

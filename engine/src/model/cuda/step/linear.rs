@@ -98,10 +98,11 @@ pub(super) fn fp8_matrix<'a, 'b>(
 }
 
 /// `linear` for a layer projection, bf16 or FP8. FP8 runs the dequantizing skinny GEMM up
-/// to 8 rows (decode); above (prefill) it runs cuBLAS on the kept bf16 copy, or expands the
-/// matrix into `deq` first, which measured faster than 8-row passes over the codes
-/// (cuBLASLt FP8 buys nothing at small M, and prefill's M is large enough for bf16 tensor
-/// cores: engine/PERF.md).
+/// to 8 rows and the wide one at 9-16 (`ops::wide_fp8_into`, where its shape allows:
+/// o_proj's bf16 x, the attention's output); above (larger decode batches, prefill) it runs
+/// cuBLAS on the kept bf16 copy, or expands the matrix into `deq` first, which measured
+/// faster than 8-row passes over the codes (cuBLASLt FP8 buys nothing at small M, and
+/// prefill's M is large enough for bf16 tensor cores: engine/PERF.md).
 pub(super) fn linear_w(
     gpu: &Gpu,
     x: &CudaSlice<bf16>,
@@ -122,6 +123,9 @@ pub(super) fn linear_w(
     let (cv, sv) = (codes.as_view(), scale_inv.as_view());
     let m8 = fp8_matrix(&cv, &sv, how, n, k);
     let rows = x.len() / k;
+    if ops::wide_fp8_supported(rows, n, k) {
+        return ops::wide_fp8_into(gpu, &x.as_view(), &m8, &mut y.as_view_mut()).map_err(kernel_err);
+    }
     if rows > SKINNY_MAX_ROWS && ops::blas_available(gpu) {
         // The kept bf16 copy (made by the same dequantization), else a fresh one.
         if let Some(wb) = prefill {
