@@ -87,7 +87,9 @@ test('a rate sweep made in the form runs and draws latency against throughput', 
   assert.equal(goodput.length, 3);
   for (const g of goodput) assert.ok(Number(g) > 0, g);
 
-  // The throughput axis is a control, and the URL holds it.
+  // The throughput axis is a control, and the URL holds it; it answers once the page has
+  // hydrated (the chart marks that), not while only the server's markup is there.
+  await page.waitForSelector('.chart[data-hydrated=true]', { state: 'attached', timeout: 30_000 });
   await page.selectOption('select[name=x]', 'requests');
   await page.waitForURL(/x=requests/);
   await page.waitForFunction(() => /request throughput \(req\/s\)/.test(document.querySelector('.chart svg')?.textContent ?? ''));
