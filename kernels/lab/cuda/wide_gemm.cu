@@ -34,11 +34,19 @@ __device__ __forceinline__ void cp_async_wait_pending() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N_) : "memory");
 }
 
-template <bool FP8, int MT, int STAGES>
+// LAST: split-K without atomics into y and without zeroing it (the `_lb` entry points):
+// each split stores its partial tile to scratch [splits][M][N] and bumps the tile's
+// counter; the block that arrives last sums the partials in split order (the same bits at
+// every run), stores y and resets the counter for the next launch. The question it asks:
+// is this as fast as the atomics, where the engine's cluster reduction was not
+// (engine/PERF-LOG.md step 64)?
+template <bool FP8, int MT, int STAGES, bool LAST = false>
 __device__ __forceinline__ void wide_gemm(const unsigned char* __restrict__ x,
                                           const unsigned char* __restrict__ w,
                                           const float* __restrict__ scale_inv,
-                                          float* __restrict__ y, int N, int K, int per_unit) {
+                                          float* __restrict__ y, int N, int K, int per_unit,
+                                          float* __restrict__ scratch = nullptr,
+                                          unsigned* __restrict__ counters = nullptr) {
     constexpr int M = MT * 8;
     constexpr int K_STAGE = FP8 ? 128 : 64;
     constexpr int XU = K_STAGE * 2 / 16;  // x units per token row and stage
@@ -136,13 +144,39 @@ __device__ __forceinline__ void wide_gemm(const unsigned char* __restrict__ x,
         }
     }
     // c[j]: rows ra (0, 1) and rb (2, 3), tokens 8j + 2t and 8j + 2t + 1.
+    if constexpr (!LAST) {
 #pragma unroll
-    for (int j = 0; j < MT; ++j) {
-        const size_t m0 = 8 * j + 2 * t;
-        atomicAdd(y + m0 * N + n0 + ra, c[j][0]);
-        atomicAdd(y + (m0 + 1) * N + n0 + ra, c[j][1]);
-        atomicAdd(y + m0 * N + n0 + rb, c[j][2]);
-        atomicAdd(y + (m0 + 1) * N + n0 + rb, c[j][3]);
+        for (int j = 0; j < MT; ++j) {
+            const size_t m0 = 8 * j + 2 * t;
+            atomicAdd(y + m0 * N + n0 + ra, c[j][0]);
+            atomicAdd(y + (m0 + 1) * N + n0 + ra, c[j][1]);
+            atomicAdd(y + m0 * N + n0 + rb, c[j][2]);
+            atomicAdd(y + (m0 + 1) * N + n0 + rb, c[j][3]);
+        }
+    } else {
+        float* part = scratch + (size_t)split * M * N;
+#pragma unroll
+        for (int j = 0; j < MT; ++j) {
+            const size_t m0 = 8 * j + 2 * t;
+            part[m0 * N + n0 + ra] = c[j][0];
+            part[(m0 + 1) * N + n0 + ra] = c[j][1];
+            part[m0 * N + n0 + rb] = c[j][2];
+            part[(m0 + 1) * N + n0 + rb] = c[j][3];
+        }
+        __shared__ bool last;
+        __threadfence();  // this block's partial is visible before its arrival counts
+        __syncthreads();
+        if (tid == 0) last = atomicAdd(counters + tile, 1u) == (unsigned)splits - 1;
+        __syncthreads();
+        if (!last) return;
+        __threadfence();  // and every other block's partial is visible to this one
+        for (int i = tid; i < WG_ROWS * M; i += WG_THREADS) {
+            const int lr = i % WG_ROWS, m = i / WG_ROWS;
+            float sum = 0.f;
+            for (int s = 0; s < splits; ++s) sum += __ldcg(scratch + ((size_t)s * M + m) * N + n0 + lr);
+            y[(size_t)m * N + n0 + lr] = sum;
+        }
+        if (tid == 0) counters[tile] = 0;
     }
 }
 
@@ -159,3 +193,13 @@ WG_ENTRY(wide_fp8_m64, true, 8, 4, 1)
 WG_ENTRY(wide_bf16_m16, false, 2, 4, 2)
 WG_ENTRY(wide_bf16_m32, false, 4, 4, 2)
 WG_ENTRY(wide_bf16_m64, false, 8, 4, 2)
+
+#define WG_ENTRY_LB(NAME, FP8, MT, STAGES, MINB)                                                \
+    extern "C" __global__ void __launch_bounds__(WG_THREADS, MINB)                              \
+        NAME(const unsigned char* __restrict__ x, const unsigned char* __restrict__ w,          \
+             const float* __restrict__ scale_inv, float* __restrict__ y, int N, int K,          \
+             int per_unit, float* __restrict__ scratch, unsigned* __restrict__ counters) {      \
+        wide_gemm<FP8, MT, STAGES, true>(x, w, scale_inv, y, N, K, per_unit, scratch, counters); \
+    }
+WG_ENTRY_LB(wide_fp8_m16_lb, true, 2, 4, 2)
+WG_ENTRY_LB(wide_fp8_m32_lb, true, 4, 4, 2)

@@ -88,6 +88,67 @@ impl Wide {
     }
 }
 
+/// The `_lb` form of an FP8 entry point (last-block split-K reduction, no zeroing of y):
+/// its scratch of partial tiles and the tiles' arrival counters.
+struct LastBlock {
+    f: CudaFunction,
+    scratch: CudaSlice<f32>,
+    counters: CudaSlice<u32>,
+}
+
+impl LastBlock {
+    /// For m rows of an [n, k] FP8 matrix at up to `most_splits` splits.
+    fn new(
+        g: &Gpu,
+        module: &std::sync::Arc<kernels::cudarc::driver::CudaModule>,
+        (m, n): (usize, usize),
+        most_splits: usize,
+        smem: u32,
+    ) -> Self {
+        let f = module.load_function(&format!("wide_fp8_m{m}_lb")).unwrap();
+        opt_in_blocks_per_sm(&f, THREADS, smem);
+        let st = g.stream();
+        LastBlock {
+            f,
+            scratch: st.alloc_zeros(most_splits * m * n).unwrap(),
+            counters: st.alloc_zeros(n / ROWS).unwrap(),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &mut self,
+        g: &Gpu,
+        x: &CudaSlice<f16>,
+        w: &CudaSlice<u8>,
+        s: &CudaSlice<f32>,
+        y: &mut CudaSlice<f32>,
+        (n, k): (usize, usize),
+        per_unit: usize,
+        smem: u32,
+    ) {
+        let units = n / ROWS * (k / 128).div_ceil(per_unit);
+        let (ni, ki, pu) = (n as i32, k as i32, per_unit as i32);
+        let mut b = g.stream().launch_builder(&self.f);
+        b.arg(x)
+            .arg(w)
+            .arg(s)
+            .arg(y)
+            .arg(&ni)
+            .arg(&ki)
+            .arg(&pu)
+            .arg(&mut self.scratch)
+            .arg(&mut self.counters);
+        let cfg = LaunchConfig {
+            grid_dim: (units as u32, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: smem,
+        };
+        // SAFETY: as `Wide::run`, and the scratch holds every split's [m, n] partial.
+        unsafe { b.launch(cfg) }.unwrap();
+    }
+}
+
 /// max |a - b| / max |b|.
 fn rel_err(a: &[f32], b: &[f32]) -> f32 {
     let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
@@ -195,6 +256,22 @@ fn main() {
                         us,
                         Some(err),
                     ));
+                    if fp8 && m <= 32 {
+                        let splits = (k / 128).div_ceil(pu);
+                        let mut lb = LastBlock::new(&g, &module, (m, n), splits, wide.smem);
+                        lb.run(&g, &xh, &w8[0], &s, &mut y, (n, k), pu, wide.smem);
+                        let err = rel_err(&st.clone_dtoh(&y).unwrap(), &want);
+                        assert!(
+                            err < 1e-4,
+                            "{wname} {name} m={m} fill {fill}: last-block form off by {err:e}"
+                        );
+                        let us = time_us_reps(&g, 4, || {
+                            for wc in &w8 {
+                                lb.run(&g, &xh, wc, &s, &mut y, (n, k), pu, wide.smem);
+                            }
+                        }) / copies as f32;
+                        rows.push((format!("wide last-block, {units} units of {pu} stages"), us, Some(err)));
+                    }
                 }
                 // The engine's form of the FP8 kernel (kernels/cuda/wide_fp8.cu: cluster
                 // split-K, no zeroing), where it takes this many rows.
@@ -234,7 +311,7 @@ fn main() {
                 }) / copies as f32;
                 rows.push(("cuBLAS, bf16 weights".to_string(), us, None));
                 let best_wide =
-                    rows.iter().filter(|r| r.0.starts_with("wide")).map(|r| r.1).fold(f32::MAX, f32::min);
+                    rows.iter().filter(|r| r.0.starts_with("wide,")).map(|r| r.1).fold(f32::MAX, f32::min);
                 *totals.entry(format!("{wname} m={m} wide (best fill per shape)")).or_insert(0.0) +=
                     best_wide * 36.0;
                 for (what, us, err) in rows {
