@@ -26,6 +26,17 @@ fn backend(fp8: bool) -> (CudaBackend, CpuBackend) {
     (gpu, CpuBackend::new(cfg, w, PAGES, 16))
 }
 
+/// Each sequence's chunk of a step: the whole prompt at step 0, then its last token.
+fn chunks_at<'a>(seqs: &'a [Vec<u32>], tables: &'a [Vec<u32>], step: usize) -> Vec<SeqChunk<'a>> {
+    seqs.iter()
+        .zip(tables)
+        .map(|(s, t)| {
+            let from = if step == 0 { 0 } else { s.len() - 1 };
+            SeqChunk { tokens: &s[from..], start_pos: from, block_table: t, want_logits: true }
+        })
+        .collect()
+}
+
 /// Prompts of 3-9 tokens, distinct per sequence.
 fn prompts(n: usize) -> Vec<Vec<u32>> {
     (0..n).map(|i| prompt(3 + i % 7, 11 + i as u32)).collect()
@@ -45,14 +56,7 @@ fn wide_decode_batches_match_cpu() {
             let mut seqs = prompts(batch);
             let tables: Vec<Vec<u32>> = (0..batch as u32).map(|i| vec![i + 1]).collect();
             for step in 0..=STEPS {
-                let chunks: Vec<SeqChunk> = seqs
-                    .iter()
-                    .zip(&tables)
-                    .map(|(s, t)| {
-                        let from = if step == 0 { 0 } else { s.len() - 1 };
-                        SeqChunk { tokens: &s[from..], start_pos: from, block_table: t, want_logits: true }
-                    })
-                    .collect();
+                let chunks = chunks_at(&seqs, &tables, step);
                 let (g, c) = (gpu.forward(&chunks).unwrap(), cpu.forward(&chunks).unwrap());
                 assert_eq!(g.len(), batch);
                 for (i, (rg, rc)) in g.iter().zip(&c).enumerate() {
@@ -97,14 +101,7 @@ fn wide_batches_decode_the_tokens_of_batch_one() {
             // Together: the same prompts in one batch, greedy tokens from the GPU.
             let mut seqs = prompts(batch);
             for step in 0..=STEPS {
-                let chunks: Vec<SeqChunk> = seqs
-                    .iter()
-                    .zip(&tables)
-                    .map(|(s, t)| {
-                        let from = if step == 0 { 0 } else { s.len() - 1 };
-                        SeqChunk { tokens: &s[from..], start_pos: from, block_table: t, want_logits: true }
-                    })
-                    .collect();
+                let chunks = chunks_at(&seqs, &tables, step);
                 let next = gpu.forward_next(&chunks, &vec![greedy; batch]).unwrap();
                 for (i, (s, n)) in seqs.iter_mut().zip(next).enumerate() {
                     let Next::Token(tok) = n else { panic!("fp8 {fp8}: greedy rows gave logits") };

@@ -4,6 +4,7 @@
 //! CI only builds them (and compiles their CUDA sources with NVRTC) so they do not rot.
 //! README.md says how to run each and what it answered.
 
+pub mod rng;
 pub mod sources;
 pub mod step;
 pub mod timing;

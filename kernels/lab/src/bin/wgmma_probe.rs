@@ -13,6 +13,7 @@
 //! TB/s, what the engine's FP8 kernel does with all its work at batch 1: the 2-D
 //! tensor-copy ring, not the MMAs, is what holds it back.
 
+use kernels_lab::rng::Rng;
 use kernels_lab::sources;
 
 use kernels::cudarc::driver::sys::{self, CUfunction_attribute};
@@ -69,25 +70,6 @@ fn e4m3(c: u8) -> f64 {
     let sign = if c & 0x80 != 0 { -1.0 } else { 1.0 };
     let (e, m) = (((c >> 3) & 0xf) as i32, (c & 7) as f64);
     sign * if e == 0 { m / 8.0 * 2f64.powi(-6) } else { (1.0 + m / 8.0) * 2f64.powi(e - 7) }
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// A random code that is not NaN (0x7f / 0xff).
-    fn code(&mut self) -> u8 {
-        let c = self.next() as u8;
-        if c & 0x7f == 0x7f { c - 1 } else { c }
-    }
-    fn scale(&mut self) -> f32 {
-        ((self.next() >> 40) as f32 / (1u64 << 24) as f32 + 0.1) / 64.0
-    }
 }
 
 /// x codes [8, k] in the kernel's B layout: step j = c * 4 + q of chunk c holds, for token

@@ -9,6 +9,7 @@
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use kernels::ops::{self, WeightLayout};
 use kernels::{Gpu, GpuOptions, bf16, f16};
+use kernels_lab::rng::Rng;
 use kernels_lab::sources;
 use kernels_lab::timing::{opt_in_blocks_per_sm, time_us_reps};
 
@@ -17,25 +18,6 @@ const THREADS: u32 = 256;
 const STAGES: usize = 4;
 /// Bytes of weights each shape's copies add up to at least (L2 is 60 MB).
 const COPY_BYTES: usize = 200 << 20;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
-    }
-    /// A random e4m3 code that is not NaN (0x7f / 0xff).
-    fn code(&mut self) -> u8 {
-        let c = self.next() as u8;
-        if c & 0x7f == 0x7f { c - 1 } else { c }
-    }
-}
 
 /// One of the kernel's entry points, with its dynamic shared memory and blocks per SM.
 struct Wide {
@@ -174,7 +156,7 @@ fn main() {
         for (name, n, k) in shapes {
             let wbytes = n * k * if fp8 { 1 } else { 2 };
             let copies = COPY_BYTES.div_ceil(wbytes).max(2);
-            let scales: Vec<f32> = (0..n / 128 * (k / 128)).map(|_| (r.unit().abs() + 0.1) / 64.0).collect();
+            let scales: Vec<f32> = (0..n / 128 * (k / 128)).map(|_| r.scale()).collect();
             let s = st.clone_htod(&scales).unwrap();
             // One random matrix, uploaded into every copy (distinct buffers are what keeps
             // the runs out of L2).
