@@ -8,10 +8,17 @@
 //! prefilled over four steps, the later ones inside the first sequence's decode window:
 //! ~0.3 ms per step of prefill time counted as decode.) Each sequence's events are
 //! timestamped as they arrive, by a thread per sequence.
+//!
+//! With a draft (`--speculative-*`), "ms/step" is the decode time per generated token (a
+//! step emits several), and a second line gives what speculation cost and bought over the
+//! batch's run: the draft's and the verify's mean time per call (each call serves every
+//! row of one step) and the mean accepted length (tokens per row-step, bonus included).
 
 use crate::cli::BenchArgs;
+use engine::engine_loop::SpecStats;
 use engine::request::{GenerateRequest, TokenEvent};
 use engine::sampling::SamplingParams;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 use tokio::sync::mpsc::Receiver;
 
@@ -53,6 +60,7 @@ pub fn run(a: BenchArgs, handle: &engine::EngineHandle) -> anyhow::Result<()> {
 /// One round of one batch size: submit, drain, print the line.
 fn one_batch(a: &BenchArgs, handle: &engine::EngineHandle, round: usize, batch: usize) -> anyhow::Result<()> {
     let vocab = 151_000u32.min(handle.shared().config.vocab_size as u32);
+    let spec_before = SpecCounters::of(&handle.shared().stats.spec);
     let t0 = Instant::now();
     let rxs: Vec<_> = (0..batch)
         .map(|b| {
@@ -93,5 +101,51 @@ fn one_batch(a: &BenchArgs, handle: &engine::EngineHandle, round: usize, batch: 
         decode_tokens as f64 / decode,
         decode * 1e3 / steps as f64
     );
+    if handle.shared().speculative.is_some() {
+        let d = SpecCounters::of(&handle.shared().stats.spec).since(&spec_before);
+        println!(
+            "round {round}: batch {batch} spec: {} verify calls, {:.3} ms each; {} draft calls, {:.3} ms each; mean accepted length {:.2}",
+            d.verify_calls,
+            d.verify_nanos as f64 / 1e6 / d.verify_calls.max(1) as f64,
+            d.draft_calls,
+            d.draft_nanos as f64 / 1e6 / d.draft_calls.max(1) as f64,
+            d.emitted as f64 / d.verify_steps.max(1) as f64,
+        );
+    }
     Ok(())
+}
+
+/// The speculation counters a batch's line is computed from, read before and after it.
+#[derive(Clone, Copy)]
+struct SpecCounters {
+    verify_steps: u64,
+    emitted: u64,
+    draft_nanos: u64,
+    draft_calls: u64,
+    verify_nanos: u64,
+    verify_calls: u64,
+}
+
+impl SpecCounters {
+    fn of(s: &SpecStats) -> Self {
+        SpecCounters {
+            verify_steps: s.verify_steps.load(Relaxed),
+            emitted: s.emitted_tokens.load(Relaxed),
+            draft_nanos: s.draft_nanos.load(Relaxed),
+            draft_calls: s.draft_calls.load(Relaxed),
+            verify_nanos: s.verify_nanos.load(Relaxed),
+            verify_calls: s.verify_calls.load(Relaxed),
+        }
+    }
+
+    fn since(&self, before: &Self) -> Self {
+        SpecCounters {
+            verify_steps: self.verify_steps - before.verify_steps,
+            emitted: self.emitted - before.emitted,
+            draft_nanos: self.draft_nanos - before.draft_nanos,
+            draft_calls: self.draft_calls - before.draft_calls,
+            verify_nanos: self.verify_nanos - before.verify_nanos,
+            verify_calls: self.verify_calls - before.verify_calls,
+        }
+    }
 }

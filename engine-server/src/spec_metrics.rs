@@ -69,4 +69,17 @@ pub fn render(o: &mut String, s: &SpecStats, num_steps: usize) {
         "Time in the target's verify forwards.",
         &[(String::new(), secs(&s.verify_nanos))],
     );
+    let count = |n: &std::sync::atomic::AtomicU64| n.load(Relaxed).to_string();
+    line(
+        "latlab_spec_draft_calls_total",
+        "counter",
+        "Draft calls (one per step that drafts, for all its rows): seconds / calls is a round's draft time.",
+        &[(String::new(), count(&s.draft_calls))],
+    );
+    line(
+        "latlab_spec_verify_calls_total",
+        "counter",
+        "Verify forwards (one per step, for all its rows).",
+        &[(String::new(), count(&s.verify_calls))],
+    );
 }

@@ -62,3 +62,41 @@ fn bench_runs_a_list_of_batch_sizes_in_one_load() {
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert!(!bad.status.success() && stderr.contains("--batch"), "{stderr}");
 }
+
+/// With a draft, each batch gets a second line: the verify's and the draft's calls and
+/// mean times, and the mean accepted length. The test draft (`random:tiny-eagle3` is a
+/// random draft: its proposals are rarely taken) accepts about one token per row-step,
+/// the bonus; every call serves all rows of a step, so there are about as many verify
+/// calls as decode steps.
+#[test]
+fn bench_with_a_draft_reports_what_speculation_costs() {
+    let out = Command::new(env!("CARGO_BIN_EXE_latlab-engine"))
+        .args([
+            "bench",
+            "--model",
+            "random:tiny-eagle3",
+            "--device",
+            "cpu",
+            "--speculative-algorithm",
+            "EAGLE3",
+        ])
+        .args(["--batch", "2", "--prompt-len", "20", "--gen-len", "12", "--rounds", "1"])
+        .env("LATLAB_ASSETS_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"))
+        .output()
+        .expect("run latlab-engine bench");
+    let stdout = succeeded(&out);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("round 0: batch 2 spec: "))
+        .unwrap_or_else(|| panic!("no spec line: {stdout}"));
+    let num = |after: &str, until: char| -> f64 {
+        let rest =
+            &line[line.find(after).unwrap_or_else(|| panic!("no {after:?} in {line}")) + after.len()..];
+        rest.split(until).next().unwrap().trim().parse().unwrap_or_else(|_| panic!("{after:?} in {line}"))
+    };
+    let verify_calls = num("spec: ", ' ');
+    assert!((1.0..=11.0).contains(&verify_calls), "at most one verify per decode step: {line}");
+    assert!(num("verify calls, ", ' ') > 0.0 && num("draft calls, ", ' ') > 0.0, "{line}");
+    let accepted = num("mean accepted length ", '\n');
+    assert!((1.0..=4.0).contains(&accepted), "{line}");
+}

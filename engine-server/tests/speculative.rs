@@ -70,6 +70,9 @@ async fn the_shorthand_streams_counts_and_labels_a_random_draft() {
     assert!(steps >= 1.0 && (11.0..=14.0).contains(&emitted), "steps {steps}, emitted {emitted}");
     assert_eq!(value("latlab_spec_accept_length_count "), steps);
     assert!(metrics.contains("latlab_spec_accepted_total{position=\"3\"}"), "{metrics}");
+    // One verify call per step with a row to verify (one request here: one row a step).
+    assert_eq!(value("latlab_spec_verify_calls_total "), steps);
+    assert!(value("latlab_spec_draft_calls_total ") >= steps, "{metrics}");
 }
 
 #[test]

@@ -69,8 +69,13 @@ pub struct SpecStats {
     /// that accepted a token at depth d.
     pub proposed_at: Vec<AtomicU64>,
     pub accepted_at: Vec<AtomicU64>,
+    /// Wall time of the draft's calls (one per step that drafts, for all its rows) and how
+    /// many there were; the same for the target's verify calls. `latlab-engine bench`
+    /// reports a round's cost as their ratio.
     pub draft_nanos: AtomicU64,
+    pub draft_calls: AtomicU64,
     pub verify_nanos: AtomicU64,
+    pub verify_calls: AtomicU64,
 }
 
 impl Default for SpecStats {
@@ -83,7 +88,9 @@ impl Default for SpecStats {
             proposed_at: zeros(crate::spec::MAX_STEPS),
             accepted_at: zeros(crate::spec::MAX_STEPS),
             draft_nanos: AtomicU64::new(0),
+            draft_calls: AtomicU64::new(0),
             verify_nanos: AtomicU64::new(0),
+            verify_calls: AtomicU64::new(0),
         }
     }
 }

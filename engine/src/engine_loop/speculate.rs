@@ -35,6 +35,7 @@ impl EngineLoop {
         let backend = &mut self.backend;
         let out = guarded(|| backend.verify(&rows));
         self.stats.spec.verify_nanos.fetch_add(t0.elapsed().as_nanos() as u64, Relaxed);
+        self.stats.spec.verify_calls.fetch_add(1, Relaxed);
         out
     }
 
@@ -97,6 +98,7 @@ impl EngineLoop {
             guarded(|| backend.propose(&rows))
         };
         self.stats.spec.draft_nanos.fetch_add(t0.elapsed().as_nanos() as u64, Relaxed);
+        self.stats.spec.draft_calls.fetch_add(1, Relaxed);
         match out {
             Ok(trees) => {
                 for (id, tree) in ids.iter().zip(trees) {
