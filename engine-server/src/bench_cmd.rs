@@ -13,6 +13,9 @@
 //! step emits several), and a second line gives what speculation cost and bought over the
 //! batch's run: the draft's and the verify's mean time per call (each call serves every
 //! row of one step) and the mean accepted length (tokens per row-step, bonus included).
+//! With `--speculative-synthetic-acceptance` (spec/synthetic.rs) a prompt's first request
+//! decodes plainly and is recorded, so round 0 is the speculation-off baseline and the later
+//! rounds speculate at the chosen acceptance, over the same prompts.
 
 use crate::cli::BenchArgs;
 use engine::engine_loop::SpecStats;
@@ -64,7 +67,11 @@ fn one_batch(a: &BenchArgs, handle: &engine::EngineHandle, round: usize, batch: 
     let t0 = Instant::now();
     let rxs: Vec<_> = (0..batch)
         .map(|b| {
-            let prompt = (0..a.prompt_len).map(|i| ((i * 7919 + b * 104_729 + 11) as u32) % vocab).collect();
+            // Distinct per row and per batch size, the same in every round: under synthetic
+            // acceptance round 0 records each prompt and the later rounds speculate on it.
+            let prompt = (0..a.prompt_len)
+                .map(|i| ((i * 7919 + b * 104_729 + batch * 15_485_863 + 11) % vocab as usize) as u32)
+                .collect();
             let params = SamplingParams {
                 temperature: 0.0,
                 max_tokens: Some(a.gen_len),
@@ -103,6 +110,14 @@ fn one_batch(a: &BenchArgs, handle: &engine::EngineHandle, round: usize, batch: 
     );
     if handle.shared().speculative.is_some() {
         let d = SpecCounters::of(&handle.shared().stats.spec).since(&spec_before);
+        let synthetic =
+            handle.shared().speculative.as_ref().is_some_and(|s| s.synthetic_acceptance.is_some());
+        if synthetic && d.verify_calls == 0 {
+            println!(
+                "round {round}: batch {batch} spec: no verified rounds (first sight of these prompts: recorded)"
+            );
+            return Ok(());
+        }
         println!(
             "round {round}: batch {batch} spec: {} verify calls, {:.3} ms each; {} draft calls, {:.3} ms each; mean accepted length {:.2}",
             d.verify_calls,

@@ -28,6 +28,12 @@ pub struct SpeculativeFlags {
     /// Tree nodes verified per step, the root included (default num_steps + 1 for a chain).
     #[arg(long)]
     pub speculative_num_draft_tokens: Option<usize>,
+    /// Measurement only (latlab's own flag): the draft still runs, but its proposals come
+    /// from the target's greedy continuation of the same prompt, recorded the last time it
+    /// was served without speculation, made to reach this mean accepted length per round
+    /// (the bonus included). Greedy requests only; a prompt's first request records.
+    #[arg(long)]
+    pub speculative_synthetic_acceptance: Option<f64>,
 }
 
 /// The target model and the speculative args `--model` and the flags ask for; errors
@@ -36,6 +42,7 @@ pub fn resolve(model: &str, f: &SpeculativeFlags) -> anyhow::Result<(String, Opt
     let shorthand = engine::spec::draft::eagle3_target_preset(model);
     let target = shorthand.map_or_else(|| model.to_string(), |p| format!("random:{p}"));
     let tree_flags = f.speculative_draft_model_path.is_some()
+        || f.speculative_synthetic_acceptance.is_some()
         || f.speculative_num_steps.is_some()
         || f.speculative_eagle_topk.is_some()
         || f.speculative_num_draft_tokens.is_some();
@@ -58,7 +65,8 @@ pub fn resolve(model: &str, f: &SpeculativeFlags) -> anyhow::Result<(String, Opt
     let tokens =
         f.speculative_num_draft_tokens.unwrap_or(if topk == 1 { steps + 1 } else { steps * topk + 1 });
     let cfg = SpecConfig::new(steps, topk, tokens)?;
-    Ok((target, Some(SpeculativeArgs { draft: DraftSource::Named(draft), cfg })))
+    let synthetic_acceptance = f.speculative_synthetic_acceptance;
+    Ok((target, Some(SpeculativeArgs { draft: DraftSource::Named(draft), cfg, synthetic_acceptance })))
 }
 
 #[cfg(test)]
@@ -76,7 +84,17 @@ mod tests {
             speculative_num_steps: tree.0,
             speculative_eagle_topk: tree.1,
             speculative_num_draft_tokens: tree.2,
+            speculative_synthetic_acceptance: None,
         }
+    }
+
+    #[test]
+    fn synthetic_acceptance_rides_along_and_needs_a_draft() {
+        let f = SpeculativeFlags { speculative_synthetic_acceptance: Some(3.3), ..Default::default() };
+        let (_, s) = resolve("random:tiny-eagle3", &f).unwrap();
+        assert_eq!(s.unwrap().synthetic_acceptance, Some(3.3));
+        let e = resolve("random:tiny", &f).unwrap_err().to_string();
+        assert!(e.contains("--speculative-algorithm EAGLE3"), "{e}");
     }
 
     #[test]

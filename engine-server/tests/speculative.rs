@@ -75,6 +75,42 @@ async fn the_shorthand_streams_counts_and_labels_a_random_draft() {
     assert!(value("latlab_spec_draft_calls_total ") >= steps, "{metrics}");
 }
 
+/// `--speculative-synthetic-acceptance`: the info says so and labels the mode; the same
+/// prompt twice gives the same greedy text, the second time through verified rounds.
+#[tokio::test]
+async fn synthetic_acceptance_is_labelled_and_keeps_the_greedy_text() {
+    let s = start_model("random:tiny-eagle3", &["--speculative-synthetic-acceptance", "3"]);
+    let info: serde_json::Value =
+        reqwest::get(format!("{}/v1/engine/info", s.base)).await.unwrap().json().await.unwrap();
+    assert_eq!(info["speculative"]["synthetic_acceptance"], 3.0);
+    let note = info["speculative_note"].as_str().unwrap_or_default();
+    assert!(note.starts_with("synthetic acceptance:"), "{info}");
+    let body = json!({"model": "tiny", "prompt": "Once upon a time", "max_tokens": 24, "temperature": 0,
+        "ignore_eos": true});
+    let client = reqwest::Client::new();
+    let mut texts = vec![];
+    for _ in 0..2 {
+        let r: serde_json::Value = client
+            .post(format!("{}/v1/completions", s.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        texts.push(r["choices"][0]["text"].as_str().unwrap().to_string());
+    }
+    assert_eq!(texts[0], texts[1]);
+    let metrics = reqwest::get(format!("{}/metrics", s.base)).await.unwrap().text().await.unwrap();
+    let steps = metrics
+        .lines()
+        .find(|l| l.starts_with("latlab_spec_verify_steps_total "))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("{metrics}"));
+    assert!(steps > 0.0, "the second request speculated: {metrics}");
+}
+
 #[test]
 fn bad_speculative_flags_are_refused_by_name() {
     let refused = |args: &[&str]| {

@@ -105,6 +105,9 @@ struct Active {
     draft: Option<DraftTree>,
     /// The first draft position the draft has not run (spec/mod.rs).
     draft_from: usize,
+    /// Whether the row drafts: with a draft, always, except under synthetic acceptance,
+    /// where only greedy rows whose prompt has a recorded continuation do.
+    speculates: bool,
 }
 
 /// Runs `f`, turning a panic inside the backend (a bug) into an error for this step's
@@ -122,6 +125,8 @@ pub(crate) struct EngineLoop {
     max_model_len: usize,
     /// The backend's speculative tree shape, when it runs a draft.
     spec: Option<SpecConfig>,
+    /// Measurement-only proposals (spec/synthetic.rs), when asked for.
+    synthetic: Option<crate::spec::synthetic::Synthetic>,
     /// Commands sent and not yet accepted (arrivals.rs); `accept` takes each.
     arrivals: Arrivals,
     pub seed: u64,
@@ -155,10 +160,16 @@ impl EngineLoop {
             eos,
             max_model_len: plan.max_model_len,
             spec,
+            synthetic: None,
             arrivals,
             seed,
             stats,
         }
+    }
+
+    /// Speculates with recorded proposals (spec/synthetic.rs) instead of the draft's own.
+    pub fn with_synthetic(self, synthetic: Option<crate::spec::synthetic::Synthetic>) -> Self {
+        EngineLoop { synthetic, ..self }
     }
 
     /// Runs until every handle is dropped and no work is left.
@@ -186,6 +197,11 @@ impl EngineLoop {
         // Unseeded requests draw from the engine seed and their id: reproducible per server run.
         let seed = cmd.req.params.seed.unwrap_or(self.seed ^ cmd.id.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let prompt_len = cmd.req.prompt.len();
+        let speculates = self.spec.is_some()
+            && self
+                .synthetic
+                .as_ref()
+                .is_none_or(|s| cmd.req.params.is_greedy() && s.recordings.get(&cmd.req.prompt).is_some());
         self.active.insert(
             cmd.id,
             Active {
@@ -195,6 +211,7 @@ impl EngineLoop {
                 prompt_len,
                 draft: None,
                 draft_from: 0,
+                speculates,
             },
         );
         self.sched.add(Seq::new(cmd.id, cmd.req.prompt));
@@ -248,7 +265,7 @@ impl EngineLoop {
         let mut drafting = vec![];
         for (c, next) in plain.iter().filter(|c| c.sample).zip(plain_out) {
             let tok = self.pick(c.seq_id, next);
-            if self.emit(c.seq_id, &[tok]) && self.spec.is_some() {
+            if self.emit(c.seq_id, &[tok]) && self.active.get(&c.seq_id).is_some_and(|a| a.speculates) {
                 drafting.push(c.seq_id);
             }
         }
@@ -334,6 +351,12 @@ impl EngineLoop {
         let gone = a.events.try_send(TokenEvent::Tokens { ids: sent, finished }).is_err();
         if gone {
             self.stats.cancelled.fetch_add(1, Relaxed);
+        }
+        if let (Some(_), Some(s)) = (finished, self.synthetic.as_mut())
+            && !a.speculates
+            && a.params.is_greedy()
+        {
+            s.recordings.record(&seq.tokens[..a.prompt_len], &seq.tokens[a.prompt_len..]);
         }
         if gone || finished.is_some() {
             self.sched.remove(id);

@@ -85,7 +85,16 @@ impl EngineHandle {
             cpu_backend(&loaded.config, loaded.weights, &plan, args.speculative.as_ref())?
         };
         let speculative = match (&args.speculative, backend.draft_info()) {
-            (Some(s), Some(info)) => Some(crate::spec::SpecInfo::new(s.cfg, info)),
+            (Some(s), Some(info)) => Some(crate::spec::SpecInfo {
+                synthetic_acceptance: s.synthetic_acceptance,
+                ..crate::spec::SpecInfo::new(s.cfg, info)
+            }),
+            _ => None,
+        };
+        let synthetic = match &args.speculative {
+            Some(crate::spec::SpeculativeArgs { synthetic_acceptance: Some(l), cfg, .. }) => {
+                Some(crate::spec::synthetic::Synthetic::new(*l, cfg.num_steps, loaded.config.vocab_size)?)
+            }
             _ => None,
         };
         let stats = Arc::new(EngineStats::default());
@@ -97,7 +106,8 @@ impl EngineHandle {
             args.seed,
             stats.clone(),
             arrivals.clone(),
-        );
+        )
+        .with_synthetic(synthetic);
         let (tx, rx) = mpsc::sync_channel(COMMAND_QUEUE);
         let alive = Arc::new(AtomicBool::new(true));
         let alive_flag = alive.clone();

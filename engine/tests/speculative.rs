@@ -16,7 +16,11 @@ use std::sync::atomic::Ordering::Relaxed;
 const TOK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache/qwen3");
 
 fn start(spec: Option<(Miss, SpecConfig)>, args: EngineArgs) -> EngineHandle {
-    let speculative = spec.map(|(miss, cfg)| SpeculativeArgs { draft: SelfDraft::source(miss), cfg });
+    let speculative = spec.map(|(miss, cfg)| SpeculativeArgs {
+        draft: SelfDraft::source(miss),
+        cfg,
+        synthetic_acceptance: None,
+    });
     EngineHandle::start("random:tiny", Some(Path::new(TOK)), &EngineArgs { speculative, ..args }).unwrap()
 }
 
@@ -255,8 +259,11 @@ fn a_random_eagle3_draft_changes_no_greedy_token() {
     let plain = start(None, EngineArgs::default());
     let want: Vec<Vec<u32>> = generate(&plain, &ps, &greedy(16)).iter().map(|(e, _)| flat(e)).collect();
     for tree in [cfg(4, 4, 16), cfg(3, 1, 4)] {
-        let speculative =
-            Some(SpeculativeArgs { draft: DraftSource::Named("random:tiny-eagle3".into()), cfg: tree });
+        let speculative = Some(SpeculativeArgs {
+            draft: DraftSource::Named("random:tiny-eagle3".into()),
+            cfg: tree,
+            synthetic_acceptance: None,
+        });
         let h = EngineHandle::start(
             "random:tiny",
             Some(Path::new(TOK)),

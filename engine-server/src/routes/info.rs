@@ -20,9 +20,15 @@ pub async fn handle(State(s): State<AppState>) -> Json<serde_json::Value> {
         "config": shared.config,
         "plan": shared.plan,
         "tokenizer_dir": shared.tokenizer.dir,
-        // The draft and tree, or null; a random draft's acceptance is labelled as such.
+        // The draft and tree, or null; synthetic acceptance and a random draft's acceptance
+        // are labelled as such.
         "speculative": shared.speculative,
-        "speculative_note": shared.speculative.as_ref().filter(|s| s.draft.random_weights)
-            .map(|_| "random draft weights: acceptance means nothing"),
+        "speculative_note": shared.speculative.as_ref().and_then(|s| match s.synthetic_acceptance {
+            Some(l) => Some(format!(
+                "synthetic acceptance: proposals from recorded greedy continuations, made to accept {l} tokens                  per round on average; the draft runs for its time only; speed measurement, not a draft's quality"
+            )),
+            None if s.draft.random_weights => Some("random draft weights: acceptance means nothing".to_string()),
+            None => None,
+        }),
     }))
 }

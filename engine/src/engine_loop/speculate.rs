@@ -101,9 +101,18 @@ impl EngineLoop {
         self.stats.spec.draft_calls.fetch_add(1, Relaxed);
         match out {
             Ok(trees) => {
-                for (id, tree) in ids.iter().zip(trees) {
+                for (id, mut tree) in ids.iter().zip(trees) {
                     let n = self.sched.get(*id).map_or(0, |s| s.tokens.len());
                     let a = self.active.get_mut(id).expect("going rows are active");
+                    if let Some(syn) = self.synthetic.as_mut() {
+                        // The recorded continuation from the token after the root on.
+                        let s = self.sched.get(*id).expect("going rows are scheduled");
+                        let prompt = &s.tokens[..a.prompt_len];
+                        let next =
+                            syn.recordings.get(prompt).map(|r| r.get(n - a.prompt_len..).unwrap_or(&[]));
+                        let next = next.map(<[u32]>::to_vec).unwrap_or_default();
+                        syn.shape(&mut tree, &next);
+                    }
                     a.draft = Some(tree);
                     a.draft_from = n - 1;
                 }

@@ -17,6 +17,7 @@
 pub mod accept;
 pub mod draft;
 pub mod self_draft;
+pub mod synthetic;
 pub mod tree;
 
 use crate::error::{EngineError, Result};
@@ -214,6 +215,9 @@ pub struct DraftContext<'a> {
 pub struct SpeculativeArgs {
     pub draft: DraftSource,
     pub cfg: SpecConfig,
+    /// `--speculative-synthetic-acceptance`: measure speed at this mean accepted length
+    /// with recorded proposals (synthetic.rs); None: the draft's own proposals.
+    pub synthetic_acceptance: Option<f64>,
 }
 
 /// What /v1/engine/info says of speculative decoding.
@@ -225,6 +229,10 @@ pub struct SpecInfo {
     pub topk: usize,
     pub num_draft_tokens: usize,
     pub draft: DraftInfo,
+    /// Set in the measurement-only mode (synthetic.rs): proposals come from recorded greedy
+    /// continuations, made to reach this mean accepted length; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synthetic_acceptance: Option<f64>,
 }
 
 impl SpecInfo {
@@ -235,6 +243,7 @@ impl SpecInfo {
             topk: cfg.topk,
             num_draft_tokens: cfg.num_draft_tokens,
             draft,
+            synthetic_acceptance: None,
         }
     }
 }

@@ -1,0 +1,158 @@
+//! Synthetic acceptance: a measurement-only mode for speed work without real draft
+//! weights (`--speculative-synthetic-acceptance L`).
+//!
+//! A random draft is never right, so its acceptance says nothing about the speed a real
+//! draft would bring. In this mode the real draft network still runs every round (its time
+//! is real), but its proposals are replaced by tokens of the target's own greedy
+//! continuation of the same prompt, recorded when that prompt was last served without
+//! speculation, and corrupted so that the rounds accept L tokens on average (the bonus
+//! included). Greedy output stays the target's: the target still verifies every token.
+//!
+//! So a workload runs twice over the same prompts: the first time a prompt is seen its
+//! request decodes plainly and its continuation is recorded (and that pass is the
+//! speculation-off baseline); the second time it speculates at the chosen acceptance. Only
+//! greedy requests take part; a sampled one never speculates here. /v1/engine/info says
+//! "synthetic acceptance" wherever this is on.
+
+use super::DraftTree;
+use crate::error::{EngineError, Result};
+use std::collections::HashMap;
+
+/// Greedy continuations by prompt, from requests served without speculation.
+#[derive(Debug, Default)]
+pub struct Recordings {
+    by_prompt: HashMap<Vec<u32>, Vec<u32>>,
+}
+
+impl Recordings {
+    /// Keeps the first continuation recorded for a prompt (later ones are the same tokens,
+    /// or shorter or longer runs of them).
+    pub fn record(&mut self, prompt: &[u32], continuation: &[u32]) {
+        let kept = self.by_prompt.entry(prompt.to_vec()).or_default();
+        if continuation.len() > kept.len() {
+            *kept = continuation.to_vec();
+        }
+    }
+
+    pub fn get(&self, prompt: &[u32]) -> Option<&[u32]> {
+        self.by_prompt.get(prompt).map(Vec::as_slice)
+    }
+}
+
+/// The chosen mean accepted length and how far the rounds so far are from it.
+#[derive(Debug)]
+pub struct Synthetic {
+    /// Tokens per round, the bonus included (1 = nothing drafted is taken).
+    pub mean_accepted: f64,
+    /// Drafted tokens owed to the mean: the rounds take floor or ceil of it so that their
+    /// running mean stays within one token of the target at every round (no randomness:
+    /// two runs take the same rounds).
+    owed: f64,
+    /// The target's vocabulary: corrupted tokens stay inside it.
+    vocab: u32,
+    pub recordings: Recordings,
+}
+
+impl Synthetic {
+    /// `mean_accepted` in [1, num_steps + 1] (a chain of num_steps can give at most that).
+    pub fn new(mean_accepted: f64, num_steps: usize, vocab: usize) -> Result<Self> {
+        let most = (num_steps + 1) as f64;
+        if !(mean_accepted.is_finite() && (1.0..=most).contains(&mean_accepted)) {
+            return Err(EngineError::BadRequest(format!(
+                "--speculative-synthetic-acceptance must be in 1..={most} (tokens per round, the bonus included, \
+                 with --speculative-num-steps {num_steps}), got {mean_accepted}"
+            )));
+        }
+        let vocab = u32::try_from(vocab).unwrap_or(u32::MAX);
+        Ok(Synthetic { mean_accepted, owed: 0.0, vocab, recordings: Recordings::default() })
+    }
+
+    /// The next round's tree for a row whose recorded continuation from here is `next`:
+    /// `tree` rewritten to take `next_round`'s share of it. Returns the levels it carries.
+    pub fn shape(&mut self, tree: &mut DraftTree, next: &[u32]) -> usize {
+        let deepest = tree.chunk_depths().into_iter().max().unwrap_or(0);
+        let k = self.next_round(deepest);
+        rewrite(tree, next, k, self.vocab)
+    }
+
+    /// Drafted tokens the next round accepts, at most `deepest` (the tree's longest path).
+    pub fn next_round(&mut self, deepest: usize) -> usize {
+        self.owed += self.mean_accepted - 1.0;
+        // The epsilon: 0.3 ten times is 2.9999999999999996 in binary.
+        let k = ((self.owed + 1e-9).floor().max(0.0) as usize).min(deepest);
+        self.owed -= k as f64;
+        k
+    }
+}
+
+/// Rewrites `tree` so that its first path (the first child at every level) carries the
+/// recorded tokens `next` (next[0] follows the root) for `k` levels, and every other node,
+/// the path's level k + 1 included, a token the target does not pick there: the recorded
+/// token at its level plus one and its index (mod vocab), never the recorded one. Where the
+/// recording ends, nothing more is taken. Returns how many levels carry recorded tokens.
+pub fn rewrite(tree: &mut DraftTree, next: &[u32], k: usize, vocab: u32) -> usize {
+    let depths = tree.chunk_depths();
+    let mut on_path = vec![false; tree.tokens.len()];
+    let (mut parent, mut taken) = (0usize, 0usize);
+    while taken < k.min(next.len()) {
+        let Some(i) = tree.parents.iter().position(|&p| p == parent) else { break };
+        on_path[i] = true;
+        parent = i + 1;
+        taken += 1;
+    }
+    for (i, tok) in tree.tokens.iter_mut().enumerate() {
+        let level = depths[i + 1];
+        let recorded = next.get(level - 1).copied().unwrap_or(0);
+        *tok = if on_path[i] { recorded } else { (recorded + 1 + i as u32) % vocab.max(2) };
+        if !on_path[i] && *tok == recorded {
+            *tok = (recorded + 1) % vocab.max(2);
+        }
+    }
+    taken
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_keep_the_running_mean_within_a_token() {
+        let mut s = Synthetic::new(3.3, 3, 1000).unwrap();
+        let ks: Vec<usize> = (0..10).map(|_| s.next_round(3)).collect();
+        let total: usize = ks.iter().sum();
+        // 10 rounds at 2.3 drafted tokens each: 23.
+        assert_eq!(total, 23, "{ks:?}");
+        assert!(ks.iter().all(|&k| k == 2 || k == 3), "{ks:?}");
+        // A shallower tree caps a round.
+        assert!(Synthetic::new(4.0, 3, 1000).unwrap().next_round(1) <= 1);
+        let mut one = Synthetic::new(1.0, 3, 1000).unwrap();
+        assert!((0..5).all(|_| one.next_round(3) == 0));
+    }
+
+    #[test]
+    fn acceptance_out_of_range_is_refused_naming_the_flag() {
+        for bad in [0.5, 4.5, f64::NAN] {
+            let e = Synthetic::new(bad, 3, 1000).unwrap_err().to_string();
+            assert!(e.contains("--speculative-synthetic-acceptance"), "{e}");
+        }
+    }
+
+    #[test]
+    fn the_first_path_carries_the_recording_and_no_other_node_does() {
+        // Root's children 1 and 2 (indices 0, 1), 1's children 3 and 4 (indices 2, 3),
+        // 3's child 5 (index 4).
+        let mut t = DraftTree { tokens: vec![9; 5], parents: vec![0, 0, 1, 1, 3] };
+        let next = [100, 200, 300];
+        assert_eq!(rewrite(&mut t, &next, 2, 1000), 2);
+        assert_eq!(t.tokens[0], 100, "level 1 on the path");
+        assert_eq!(t.tokens[2], 200, "level 2 on the path");
+        assert_ne!(t.tokens[1], 100, "a sibling at level 1");
+        assert_ne!(t.tokens[3], 200, "a sibling at level 2");
+        assert_ne!(t.tokens[4], 300, "level 3 is past k");
+        // k beyond the recording: only what it holds.
+        let mut t = DraftTree::chain(vec![1, 2, 3]);
+        assert_eq!(rewrite(&mut t, &[7], 3, 1000), 1);
+        assert_eq!(t.tokens[0], 7);
+        assert_ne!(t.tokens[1], 0);
+    }
+}
