@@ -83,3 +83,15 @@ pub fn render(o: &mut String, s: &SpecStats, num_steps: usize) {
         &[(String::new(), count(&s.verify_calls))],
     );
 }
+
+/// Measurement-only proposals (`--speculative-synthetic-acceptance`): the mean accepted
+/// length asked for, so that a scrape of this engine never passes for a draft's quality.
+pub fn render_synthetic(o: &mut String, mean_accepted: f64) {
+    let name = "latlab_spec_synthetic_acceptance";
+    let _ = writeln!(
+        o,
+        "# HELP {name} Synthetic acceptance: proposals are recorded greedy continuations made to accept this \
+         many tokens per round on average; speed measurement, not a draft's quality.\n# TYPE {name} gauge\n{name} \
+         {mean_accepted}"
+    );
+}

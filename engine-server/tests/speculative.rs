@@ -109,6 +109,8 @@ async fn synthetic_acceptance_is_labelled_and_keeps_the_greedy_text() {
         .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .unwrap_or_else(|| panic!("{metrics}"));
     assert!(steps > 0.0, "the second request speculated: {metrics}");
+    assert!(metrics.contains("\nlatlab_spec_synthetic_acceptance 3\n"), "{metrics}");
+    assert!(metrics.contains("# HELP latlab_spec_synthetic_acceptance Synthetic acceptance:"), "{metrics}");
 }
 
 #[test]
