@@ -54,7 +54,9 @@ struct HfConfig {
     quantization_config: Option<serde_json::Value>,
 }
 
-fn required(v: Option<usize>, field: &str) -> Result<usize> {
+/// A size the config must give, and not as 0; the error names the field. (The draft's
+/// config, spec/draft/config.rs, reads its sizes with it too.)
+pub(crate) fn required(v: Option<usize>, field: &str) -> Result<usize> {
     match v {
         None => Err(EngineError::config(field, "missing")),
         Some(0) => Err(EngineError::config(field, "must be > 0")),
@@ -105,7 +107,8 @@ fn check_sizes(c: &ModelConfig) -> Result<()> {
     count().map(|_| ()).ok_or_else(too_large)
 }
 
-fn read_json(path: &Path) -> Result<serde_json::Value> {
+/// A JSON file; errors name the path.
+pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value> {
     let text = std::fs::read_to_string(path).map_err(|e| EngineError::io(path, e))?;
     serde_json::from_str(&text).map_err(|source| EngineError::Json { path: path.into(), source })
 }

@@ -4,7 +4,7 @@
 //! The draft is one Llama decoder layer (no q/k norms, plain RoPE) whose attention reads
 //! 2 x hidden inputs; its vocabulary is a subset of the target's (`draft_vocab_size`).
 
-use crate::config::ModelConfig;
+use crate::config::{ModelConfig, read_json, required};
 use crate::error::{EngineError, Result};
 use serde::Deserialize;
 use std::path::Path;
@@ -64,14 +64,6 @@ struct HfDraftConfig {
     tie_word_embeddings: Option<bool>,
 }
 
-fn required(v: Option<usize>, field: &str) -> Result<usize> {
-    match v {
-        None => Err(EngineError::config(field, "missing")),
-        Some(0) => Err(EngineError::config(field, "must be > 0")),
-        Some(x) => Ok(x),
-    }
-}
-
 fn layer_ids(v: &serde_json::Value, field: &str) -> Result<Vec<usize>> {
     let bad = || EngineError::config(field, format!("must be a list of {AUX_LAYERS} layer indices, got {v}"));
     let ids: Vec<usize> = v
@@ -88,11 +80,7 @@ fn layer_ids(v: &serde_json::Value, field: &str) -> Result<Vec<usize>> {
 
 impl DraftConfig {
     pub fn from_dir(dir: &Path) -> Result<Self> {
-        let path = dir.join("config.json");
-        let text = std::fs::read_to_string(&path).map_err(|e| EngineError::io(&path, e))?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|source| EngineError::Json { path: path.clone(), source })?;
-        Self::from_json(&v)
+        Self::from_json(&read_json(&dir.join("config.json"))?)
     }
 
     pub fn from_json(v: &serde_json::Value) -> Result<Self> {
