@@ -107,6 +107,11 @@ test('no page scrolls sideways on a 390 px phone, and wide tables stay in their 
     label: 'a rather long label for a narrow screen', target: { kind: 'external', base_url: 'http://127.0.0.1:9' }, model: 'Qwen/Qwen3-8B',
     dataset: { kind: 'random', input_len: 8, output_len: 8 }, num_prompts: 1, load: { max_concurrency: [1] },
   });
+  // The run page is widest once the run has ended (its error, its distribution table):
+  // check it then, not while it is still queued.
+  for (let i = 0; i < 100 && !['failed', 'succeeded'].includes((await api(`/api/runs/${id}`)).status); i++) {
+    await new Promise(r => setTimeout(r, 100));
+  }
   const pages = ['/', '/runs', '/runs/new', '/import', '/comparisons', '/c/qwen3-8b-h100-gpustack', `/runs/${id}`, '/login'];
   for (const [width, height] of [[390, 844], [1600, 900]]) {
     const ctx = await browser.newContext({ viewport: { width, height } });
