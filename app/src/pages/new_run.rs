@@ -10,6 +10,9 @@ use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 use std::collections::HashSet;
 
+mod goodput_fields;
+use goodput_fields::GoodputFields;
+
 type GetFn = fn(&RunForm) -> String;
 
 /// Fields of the collapsed sampling section: it opens when one of them has an error.
@@ -434,30 +437,6 @@ fn LoadFields(ctx: FormCtx) -> AnyView {
             <Field ctx label="Request timeout (s)" name="request_timeout_s" path="request_timeout_s"
                 get=|f| f.request_timeout_s.clone() set=|f, v| f.request_timeout_s = v/>
         </fieldset>
-    }
-    .into_any()
-}
-
-/// Goodput SLOs and the percentiles every latency is reported at.
-#[component]
-fn GoodputFields(ctx: FormCtx) -> AnyView {
-    let form = ctx.form;
-    let paths = ["percentiles", "goodput.ttft_ms", "goodput.tpot_ms", "goodput.e2el_ms"];
-    view! {
-        <details class="advanced" data-testid="goodput-fields"
-            open=move || form.with(RunForm::has_goodput) || paths.iter().any(|p| ctx.error(p).is_some())>
-            <summary>"Percentiles and goodput"</summary>
-            <Field ctx label="Percentiles" name="percentiles" path="percentiles"
-                get=|f| f.percentiles.clone() set=|f, v| f.percentiles = v placeholder="99"
-                hint="--metric-percentiles: e.g. 50, 90, 99; comparisons chart any of them."/>
-            <Field ctx label="Goodput SLO: TTFT (ms)" name="goodput_ttft_ms" path="goodput.ttft_ms"
-                get=|f| f.goodput_ttft_ms.clone() set=|f, v| f.goodput_ttft_ms = v
-                hint="A request is good when it meets every SLO given; goodput is good requests per second. Empty: no SLO on that metric."/>
-            <Field ctx label="Goodput SLO: TPOT (ms)" name="goodput_tpot_ms" path="goodput.tpot_ms"
-                get=|f| f.goodput_tpot_ms.clone() set=|f, v| f.goodput_tpot_ms = v/>
-            <Field ctx label="Goodput SLO: E2EL (ms)" name="goodput_e2el_ms" path="goodput.e2el_ms"
-                get=|f| f.goodput_e2el_ms.clone() set=|f, v| f.goodput_e2el_ms = v/>
-        </details>
     }
     .into_any()
 }
