@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{greedy_text_and_info, make_model, sse, start_model};
+use common::{completion_text, greedy_text_and_info, make_model, sse, start_model};
 use serde_json::json;
 use std::process::Command;
 
@@ -87,21 +87,9 @@ async fn synthetic_acceptance_is_labelled_and_keeps_the_greedy_text() {
     assert!(note.starts_with("synthetic acceptance:"), "{info}");
     let body = json!({"model": "tiny", "prompt": "Once upon a time", "max_tokens": 24, "temperature": 0,
         "ignore_eos": true});
-    let client = reqwest::Client::new();
-    let mut texts = vec![];
-    for _ in 0..2 {
-        let r: serde_json::Value = client
-            .post(format!("{}/v1/completions", s.base))
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        texts.push(r["choices"][0]["text"].as_str().unwrap().to_string());
-    }
-    assert_eq!(texts[0], texts[1]);
+    // First sight records the prompt; the second speculates on it.
+    let (first, second) = (completion_text(&s.base, &body).await, completion_text(&s.base, &body).await);
+    assert_eq!(first, second);
     let metrics = reqwest::get(format!("{}/metrics", s.base)).await.unwrap().text().await.unwrap();
     let steps = metrics
         .lines()

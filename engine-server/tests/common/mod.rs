@@ -107,15 +107,21 @@ pub fn make_model(args: &[&str], dir: &std::path::Path) {
 pub async fn greedy_text_and_info(model: &str, extra: &[&str]) -> (String, Value) {
     let s = start_model(model, extra);
     let body = json!({"prompt": "Once upon a time", "max_tokens": 10, "temperature": 0, "ignore_eos": true});
+    let text = completion_text(&s.base, &body).await;
+    let info: Value = reqwest::get(format!("{}/v1/engine/info", s.base)).await.unwrap().json().await.unwrap();
+    (text, info)
+}
+
+/// The text of a non-streaming /v1/completions answer to `body`.
+pub async fn completion_text(base: &str, body: &Value) -> String {
     let v: Value = reqwest::Client::new()
-        .post(format!("{}/v1/completions", s.base))
-        .json(&body)
+        .post(format!("{base}/v1/completions"))
+        .json(body)
         .send()
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    let info: Value = reqwest::get(format!("{}/v1/engine/info", s.base)).await.unwrap().json().await.unwrap();
-    (v["choices"][0]["text"].as_str().unwrap().to_string(), info)
+    v["choices"][0]["text"].as_str().unwrap().to_string()
 }
