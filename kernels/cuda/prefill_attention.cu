@@ -19,6 +19,13 @@
 // list): the block makes one pass per distinct block table among its rows, and only that
 // table's rows take part in it (the others see every score masked).
 //
+// Tree rows (a speculative verify, `tree` not null): row r's three ints are (lo, mask_lo,
+// mask_hi). Positions below lo are the sequence's committed KV, all visible; position
+// lo + j (j < 64) is tree node j, visible when bit j of the 64-bit mask is set (the row's
+// ancestors and itself). The causal bound ctx_lens[r] still applies. Tree attention runs
+// here and nowhere else: a verify's nodes share one block table, so one block stages each
+// K/V tile once for all of them, which the decode kernels (one block per row) would not.
+//
 // Requires head_dim == 128 and G <= 8 (checked by the launcher); block = 32 * G threads.
 #include <cuda_bf16.h>
 
@@ -43,12 +50,14 @@ extern "C" __global__ void __launch_bounds__(PA_MAXG * 32)
                       const __nv_bfloat16* __restrict__ k_cache,
                       const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
                       const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
-                      __nv_bfloat16* __restrict__ out, int T, int heads, int kv_heads,
+                      const int* __restrict__ tree, __nv_bfloat16* __restrict__ out, int T,
+                      int heads, int kv_heads,
                       int block_size, float scale) {
     __shared__ __align__(16) __nv_bfloat16 s_k[PA_TILE][PA_KPITCH];
     __shared__ __align__(16) __nv_bfloat16 s_vt[PA_D][PA_VPITCH];
     __shared__ int s_slot[PA_TILE];
-    __shared__ int s_toff[PA_ROWS], s_ctx[PA_ROWS];
+    __shared__ int s_toff[PA_ROWS], s_ctx[PA_ROWS], s_lo[PA_ROWS];
+    __shared__ unsigned long long s_mask[PA_ROWS];
     pdl_trigger();
     pdl_wait();
     const float NEG_INF = __int_as_float(0xff800000);
@@ -60,6 +69,12 @@ extern "C" __global__ void __launch_bounds__(PA_MAXG * 32)
     if (tid < PA_ROWS) {
         s_toff[tid] = tid < rows ? table_offs[row0 + tid] : -1;
         s_ctx[tid] = tid < rows ? ctx_lens[row0 + tid] : 0;
+        // No tree: nothing at or past the context is a tree node.
+        s_lo[tid] = tree != nullptr && tid < rows ? tree[3 * (row0 + tid)] : s_ctx[tid];
+        s_mask[tid] = tree != nullptr && tid < rows
+                          ? (unsigned long long)(unsigned)tree[3 * (row0 + tid) + 1] |
+                                ((unsigned long long)(unsigned)tree[3 * (row0 + tid) + 2] << 32)
+                          : 0ull;
     }
     // Q as A fragments: head kvh * G + warp, rows g and g + 8 of the block (zeros past T).
     const int head = kvh * G + warp;
@@ -85,6 +100,8 @@ extern "C" __global__ void __launch_bounds__(PA_MAXG * 32)
     // Softmax state of rows g (a) and g + 8 (b); l is this thread's share of the row sum.
     float m_a = NEG_INF, m_b = NEG_INF, l_a = 0.f, l_b = 0.f;
     const int ctx_a = s_ctx[g], ctx_b = s_ctx[g + 8];
+    const int lo_a = s_lo[g], lo_b = s_lo[g + 8];
+    const unsigned long long mask_a = s_mask[g], mask_b = s_mask[g + 8];
     const unsigned all = (1u << rows) - 1u;
     unsigned done = 0;
     while (done != all) {
@@ -150,8 +167,10 @@ extern "C" __global__ void __launch_bounds__(PA_MAXG * 32)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                     const int p = t0 + j * 8 + 2 * t + e;
-                    const float va = act_a && p < ctx_a ? s[j][e] * scale : NEG_INF;
-                    const float vb = act_b && p < ctx_b ? s[j][2 + e] * scale : NEG_INF;
+                    const bool see_a = p < ctx_a && (p < lo_a || ((mask_a >> (p - lo_a)) & 1ull));
+                    const bool see_b = p < ctx_b && (p < lo_b || ((mask_b >> (p - lo_b)) & 1ull));
+                    const float va = act_a && see_a ? s[j][e] * scale : NEG_INF;
+                    const float vb = act_b && see_b ? s[j][2 + e] * scale : NEG_INF;
                     s[j][e] = va;
                     s[j][2 + e] = vb;
                     mx_a = fmaxf(mx_a, va);

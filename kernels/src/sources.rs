@@ -121,6 +121,11 @@ pub const ALL: &[KernelSource] = &[
         kernels: &["wide_fp8", "wide_fp8_bx", "wide_fp8_swiglu"],
     },
     KernelSource {
+        file: "kv_slots.cu",
+        src: with_common!("kv_slots.cu"),
+        kernels: &["aux_store", "slot_rows_move"],
+    },
+    KernelSource {
         file: "argmax.cu",
         src: with_common!("argmax.cu"),
         kernels: &["argmax_partial", "argmax_final"],

@@ -8,6 +8,7 @@ mod attention;
 mod blas;
 mod decode_attention;
 mod elementwise;
+mod kv_slots;
 mod prefill_attention;
 mod skinny;
 mod skinny_norm;
@@ -26,7 +27,11 @@ pub use elementwise::{
     add_rmsnorm_f16_into, add_rmsnorm_into, add_rmsnorm_kernel, embed_gather_into, rmsnorm_f16_into,
     rmsnorm_into, swiglu_into,
 };
-pub use prefill_attention::{PREFILL_HEAD_DIM, prefill_attention_into, prefill_attention_supported};
+pub use kv_slots::{aux_store_into, slot_rows_move};
+pub use prefill_attention::{
+    MAX_TREE_NODES, PREFILL_HEAD_DIM, prefill_attention_into, prefill_attention_supported,
+    tree_attention_into,
+};
 pub use skinny::{
     FP8_BLOCK, Fp8Matrix, GATE_UP_GROUP, SKINNY_MAX_ROWS, SkinnyX, fp8_dequant_into, interleave_gate_up,
     skinny_gemm_fp8_into, skinny_gemm_fp8_swiglu_into, skinny_gemm_into, skinny_gemm_swiglu_into,

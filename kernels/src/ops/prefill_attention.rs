@@ -7,7 +7,7 @@ use super::to_i32;
 use crate::error::{Result, check};
 use crate::gpu::Gpu;
 use crate::launch::Launch;
-use cudarc::driver::{CudaViewMut, LaunchConfig};
+use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig};
 use half::bf16;
 
 /// The only head_dim the kernel is built for (every Qwen3 size), and its other limits.
@@ -31,36 +31,71 @@ pub fn prefill_attention_into(
     a: &PagedAttnArgs<'_, '_>,
     out: &mut CudaViewMut<'_, bf16>,
 ) -> Result<()> {
-    const OP: &str = "prefill_attention";
-    d.check(OP)?;
-    check(prefill_attention_supported(d), OP, || {
+    launch(gpu, "prefill_attention", d, a, None, out)
+}
+
+/// Most nodes a verify tree may have (`tree_attention_into`'s 64-bit masks).
+pub const MAX_TREE_NODES: usize = 64;
+
+/// `prefill_attention_into` for the nodes of speculative verify trees: `tree` holds three
+/// ints per row, (lo, mask_lo, mask_hi). Row r sees positions below lo (its sequence's
+/// committed KV) and position lo + j (tree node j, j < 64) where bit j of the mask is set,
+/// all below ctx_lens[r]. The caller builds the masks from trees it has validated.
+pub fn tree_attention_into(
+    gpu: &Gpu,
+    d: AttnDims,
+    a: &PagedAttnArgs<'_, '_>,
+    tree: &CudaView<'_, i32>,
+    out: &mut CudaViewMut<'_, bf16>,
+) -> Result<()> {
+    const OP: &str = "tree_attention";
+    check(tree.len() == 3 * a.ctx_lens.len(), OP, || {
+        format!("{} tree ints for {} rows (3 per row)", tree.len(), a.ctx_lens.len())
+    })?;
+    launch(gpu, OP, d, a, Some(tree), out)
+}
+
+fn launch(
+    gpu: &Gpu,
+    op: &'static str,
+    d: AttnDims,
+    a: &PagedAttnArgs<'_, '_>,
+    tree: Option<&CudaView<'_, i32>>,
+    out: &mut CudaViewMut<'_, bf16>,
+) -> Result<()> {
+    d.check(op)?;
+    check(prefill_attention_supported(d), op, || {
         format!(
             "head_dim {} / {} query heads per kv head: needs head_dim {PREFILL_HEAD_DIM} and at most {MAX_GROUP}",
             d.head_dim,
             d.heads / d.kv_heads
         )
     })?;
-    let r = a.check(OP, d, out.len())?;
+    let r = a.check(op, d, out.len())?;
     if r == 0 {
         return Ok(());
     }
     let (t, h, kv, bs) = (
-        to_i32(OP, "rows", r)?,
-        to_i32(OP, "heads", d.heads)?,
-        to_i32(OP, "kv_heads", d.kv_heads)?,
-        to_i32(OP, "block_size", a.block_size)?,
+        to_i32(op, "rows", r)?,
+        to_i32(op, "heads", d.heads)?,
+        to_i32(op, "kv_heads", d.kv_heads)?,
+        to_i32(op, "block_size", a.block_size)?,
     );
     let scale = 1.0f32 / (d.head_dim as f32).sqrt();
-    let mut b = Launch::new(gpu, OP)?;
+    let mut b = Launch::new(gpu, "prefill_attention")?;
     a.push(&mut b);
+    match tree {
+        Some(tv) => b.input(tv),
+        None => b.null(),
+    };
     b.output(out).i32(t).i32(h).i32(kv).i32(bs).f32(scale);
     let cfg = LaunchConfig {
         grid_dim: (r.div_ceil(ROWS_PER_BLOCK) as u32, d.kv_heads as u32, 1),
         block_dim: (32 * (d.heads / d.kv_heads) as u32, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: shapes checked above; tables, offsets and ctx_lens are validated by the
-    // caller (every row's table covers its context).
+    // SAFETY: shapes checked above; tables, offsets, ctx_lens and tree masks are validated
+    // by the caller (every row's table covers its context, masks name nodes below it).
     unsafe { b.launch(cfg) }?;
     Ok(())
 }
