@@ -38,6 +38,7 @@ async fn a_draft_checkpoint_with_the_seed_studys_flags_serves_the_targets_greedy
     assert_eq!(s["num_draft_tokens"], 16);
     assert_eq!(s["draft"]["source"], draft);
     assert_eq!(s["draft"]["random_weights"], false, "a checkpoint's weights are taken as real");
+    assert_eq!(s["draft_device"], "cpu", "where the draft's forward runs");
     assert!(plain_info["speculative"].is_null());
 }
 

@@ -72,15 +72,8 @@ impl EngineHandle {
             ));
         }
         let mut plan = plan;
-        if args.speculative.is_some() && plan.backend == "cuda" {
-            return Err(EngineError::BadRequest(
-                "speculative decoding runs on the CPU backend (--device cpu) for now; the CUDA backend has no \
-                 draft yet"
-                    .into(),
-            ));
-        }
         let backend = if plan.backend == "cuda" {
-            cuda_backend(&loaded.config, loaded.weights, &mut plan)?
+            cuda_backend(&loaded.config, loaded.weights, &mut plan, args.speculative.as_ref())?
         } else {
             cpu_backend(&loaded.config, loaded.weights, &plan, args.speculative.as_ref())?
         };
@@ -205,12 +198,26 @@ impl EngineHandle {
     }
 }
 
-/// The CUDA backend over `weights` (dropped once on the GPU); the plan learns the card
-/// and the tuning it runs with.
-fn cuda_backend(cfg: &ModelConfig, weights: ModelWeights, plan: &mut Plan) -> Result<Box<dyn Backend>> {
+/// The CUDA backend over `weights` (dropped once on the GPU), speculating when `spec` asks
+/// for a draft; the plan learns the card and the tuning it runs with.
+fn cuda_backend(
+    cfg: &ModelConfig,
+    weights: ModelWeights,
+    plan: &mut Plan,
+    spec: Option<&crate::spec::SpeculativeArgs>,
+) -> Result<Box<dyn Backend>> {
     let opts = kernels::GpuOptions::from_env().map_err(|e| EngineError::Backend(e.to_string()))?;
+    let draft = match spec {
+        None => None,
+        Some(spec) => Some((build_draft(cfg, &weights, plan, spec)?, spec.cfg, weights.embed.clone())),
+    };
     let mut b =
         crate::model::cuda::CudaBackend::new(cfg.clone(), &weights, plan.kv_pages, plan.block_size, &opts)?;
+    drop(weights);
+    if let Some((d, tree, embed)) = draft {
+        tracing::warn!("the draft runs on the host: verify steps are the GPU's, draft rounds the CPU's");
+        b = b.with_draft(d, tree, embed)?;
+    }
     if plan.fp8_prefill == Some(crate::plan::Fp8Prefill::Bf16Copy) {
         let bytes = b.keep_fp8_prefill_copies()?;
         tracing::info!(bytes, "FP8 projections: bf16 copies kept for prefill");
@@ -232,21 +239,28 @@ fn cpu_backend(
     // The draft is built first: a test draft may copy the target's weights.
     let draft = match spec {
         None => None,
-        Some(spec) => {
-            let ctx = crate::spec::DraftContext {
-                target: cfg,
-                weights: &weights,
-                num_pages: plan.kv_pages,
-                block_size: plan.block_size,
-            };
-            Some((crate::spec::build_draft(&spec.draft, &ctx)?, spec.cfg))
-        }
+        Some(spec) => Some((build_draft(cfg, &weights, plan, spec)?, spec.cfg)),
     };
     let cpu = CpuBackend::new(cfg.clone(), weights, plan.kv_pages, plan.block_size);
     Ok(match draft {
         None => Box::new(cpu),
         Some((d, tree)) => Box::new(cpu.with_draft(d, tree)?),
     })
+}
+
+fn build_draft(
+    cfg: &ModelConfig,
+    weights: &ModelWeights,
+    plan: &Plan,
+    spec: &crate::spec::SpeculativeArgs,
+) -> Result<Box<dyn crate::spec::Draft>> {
+    let ctx = crate::spec::DraftContext {
+        target: cfg,
+        weights,
+        num_pages: plan.kv_pages,
+        block_size: plan.block_size,
+    };
+    crate::spec::build_draft(&spec.draft, &ctx)
 }
 
 struct AliveGuard(Arc<AtomicBool>);

@@ -115,10 +115,15 @@ pub const ALL: &[KernelSource] = &[
     },
     KernelSource {
         file: "wide_fp8.cu",
-        // The FP8 tile helpers, and the cluster helpers its split-K reduction shares with the
-        // split attention.
-        src: with_headers!(["common.cuh", "skinny_tiles.cuh", "attention_split.cuh"], "wide_fp8.cu"),
-        kernels: &["wide_fp8", "wide_fp8_bx", "wide_fp8_swiglu"],
+        src: with_tiles!("wide_fp8.cu"),
+        kernels: &[
+            "wide_fp8_m16",
+            "wide_fp8_bx_m16",
+            "wide_fp8_swiglu_m16",
+            "wide_fp8_m32",
+            "wide_fp8_bx_m32",
+            "wide_fp8_swiglu_m32",
+        ],
     },
     KernelSource {
         file: "kv_slots.cu",

@@ -19,7 +19,7 @@ done
 for pkg in engine; do
   cargo test -p "$pkg" --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys
-want = {"cuda_ops", "cuda_attention", "cuda_gemm", "cuda_norm_epilogue", "cuda_fp8_x_f16", "cuda_backend", "cuda_paths", "cuda_wide_batches", "cuda_wide_gemm", "cuda_hf_8b"}
+want = {"cuda_ops", "cuda_attention", "cuda_gemm", "cuda_norm_epilogue", "cuda_fp8_x_f16", "cuda_backend", "cuda_paths", "cuda_wide_batches", "cuda_wide_gemm", "cuda_spec", "cuda_hf_8b"}
 for line in sys.stdin:
     try: m = json.loads(line)
     except ValueError: continue

@@ -2,7 +2,7 @@
 //! trees in one target forward, accept per row, keep the accepted KV, draft again.
 
 use super::{EngineLoop, guarded};
-use crate::model::{KeepRow, ProposeRow, VerifyRow};
+use crate::model::{KeepRow, Next, ProposeRow, VerifyRow};
 use crate::request::TokenEvent;
 use crate::scheduler::{Chunk, SeqId};
 use crate::spec::accept::accept;
@@ -11,7 +11,7 @@ use std::time::Instant;
 
 impl EngineLoop {
     /// One target forward over every verifying row's tree; logits per node.
-    pub(super) fn run_verify(&mut self, chunks: &[Chunk]) -> crate::error::Result<Vec<Vec<Vec<f32>>>> {
+    pub(super) fn run_verify(&mut self, chunks: &[Chunk]) -> crate::error::Result<Vec<Vec<Next>>> {
         let trees: Vec<(Vec<u32>, Vec<usize>)> = chunks
             .iter()
             .map(|c| {
@@ -31,9 +31,10 @@ impl EngineLoop {
                 block_table: &self.sched.get(c.seq_id).expect("scheduled").block_table,
             })
             .collect();
+        let greedy: Vec<bool> = chunks.iter().map(|c| self.active[&c.seq_id].params.is_greedy()).collect();
         let t0 = Instant::now();
         let backend = &mut self.backend;
-        let out = guarded(|| backend.verify(&rows));
+        let out = guarded(|| backend.verify_next(&rows, &greedy));
         self.stats.spec.verify_nanos.fetch_add(t0.elapsed().as_nanos() as u64, Relaxed);
         self.stats.spec.verify_calls.fetch_add(1, Relaxed);
         out
@@ -41,7 +42,7 @@ impl EngineLoop {
 
     /// Accepts the longest agreeing path of a verified row, keeps its KV, emits its
     /// tokens. Returns the row's id when it goes on (and so needs a new tree).
-    pub(super) fn accept_tree(&mut self, c: &Chunk, logits: &[Vec<f32>]) -> Option<SeqId> {
+    pub(super) fn accept_tree(&mut self, c: &Chunk, logits: &[Next]) -> Option<SeqId> {
         let id = c.seq_id;
         let a = self.active.get_mut(&id)?;
         let tree = a.draft.take().expect("verifying rows have a tree");

@@ -13,6 +13,7 @@
 //! draw from p: t1 comes out with p(t1)/M, t2 with (1 - p(t1)/M) p(t2)/(M - p(t1)) =
 //! p(t2)/M, and so on, so the target's distribution is kept exactly, whatever the draft.
 
+use crate::model::Next;
 use crate::sampling::{Distribution, Rng, SamplingParams, argmax};
 
 /// The outcome for one row: the chunk indices of the accepted nodes (root excluded, in
@@ -24,11 +25,12 @@ pub struct Accepted {
 }
 
 /// `chunk_tokens` and `parents` describe the verify chunk (root at 0, `parents[0]`
-/// unused); `logits[i]` is the target's row at chunk index i.
+/// unused); `next[i]` is the target's row at chunk index i: its logits, or for a greedy
+/// row its greedy token (`Backend::verify_next`).
 pub fn accept(
     chunk_tokens: &[u32],
     parents: &[usize],
-    logits: &[Vec<f32>],
+    next: &[Next],
     params: &SamplingParams,
     rng: &mut Rng,
 ) -> Accepted {
@@ -36,24 +38,29 @@ pub fn accept(
     let mut path = vec![];
     let mut node = 0;
     loop {
-        let next = if params.is_greedy() {
-            let want = argmax(&logits[node]);
-            children(node).find(|&c| chunk_tokens[c] == want).ok_or(want)
-        } else {
-            let mut dist = Distribution::new(&logits[node], params);
-            let mut taken = None;
-            for c in children(node) {
-                let t = chunk_tokens[c];
-                let w = dist.weight(t);
-                if w > 0.0 && rng.next_f64() * dist.mass < w {
-                    taken = Some(c);
-                    break;
-                }
-                dist.without(t);
+        let step = match &next[node] {
+            // A backend answers with a token only for greedy rows.
+            Next::Token(want) => children(node).find(|&c| chunk_tokens[c] == *want).ok_or(*want),
+            Next::Logits(logits) if params.is_greedy() => {
+                let want = argmax(logits);
+                children(node).find(|&c| chunk_tokens[c] == want).ok_or(want)
             }
-            taken.ok_or_else(|| dist.draw(rng))
+            Next::Logits(logits) => {
+                let mut dist = Distribution::new(logits, params);
+                let mut taken = None;
+                for c in children(node) {
+                    let t = chunk_tokens[c];
+                    let w = dist.weight(t);
+                    if w > 0.0 && rng.next_f64() * dist.mass < w {
+                        taken = Some(c);
+                        break;
+                    }
+                    dist.without(t);
+                }
+                taken.ok_or_else(|| dist.draw(rng))
+            }
         };
-        match next {
+        match step {
             Ok(c) => {
                 path.push(c);
                 node = c;
@@ -72,6 +79,10 @@ mod tests {
         probs.iter().map(|&p| if p > 0.0 { p.ln() as f32 } else { -1e30 }).collect()
     }
 
+    fn rows(logits: &[Vec<f32>]) -> Vec<Next> {
+        logits.iter().cloned().map(Next::Logits).collect()
+    }
+
     fn greedy() -> SamplingParams {
         SamplingParams { temperature: 0.0, ..SamplingParams::default() }
     }
@@ -85,12 +96,12 @@ mod tests {
         logits[0][8] = 1.0; // the target picks 8 after the root: node 2
         logits[2][9] = 1.0; // then 9: node 3
         logits[3][4] = 1.0; // then 4, which no child carries: the bonus
-        let a = accept(&tokens, &parents, &logits, &greedy(), &mut Rng::new(0));
+        let a = accept(&tokens, &parents, &rows(&logits), &greedy(), &mut Rng::new(0));
         assert_eq!(a, Accepted { path: vec![2, 3], bonus: 4 });
         // Rejection at the first token: only the bonus.
         logits[0] = vec![0.0; 10];
         logits[0][3] = 1.0;
-        let a = accept(&tokens, &parents, &logits, &greedy(), &mut Rng::new(0));
+        let a = accept(&tokens, &parents, &rows(&logits), &greedy(), &mut Rng::new(0));
         assert_eq!(a, Accepted { path: vec![], bonus: 3 });
         // The whole chain 2 -> 3 -> 4 and the bonus after the leaf.
         logits[0] = vec![0.0; 10];
@@ -98,7 +109,7 @@ mod tests {
         logits[3] = vec![0.0; 10];
         logits[3][5] = 1.0;
         logits[4][6] = 1.0;
-        let a = accept(&tokens, &parents, &logits, &greedy(), &mut Rng::new(0));
+        let a = accept(&tokens, &parents, &rows(&logits), &greedy(), &mut Rng::new(0));
         assert_eq!(a, Accepted { path: vec![2, 3, 4], bonus: 6 });
     }
 
@@ -127,7 +138,7 @@ mod tests {
         let n = 20_000u64;
         let mut counts = [0u64; 6];
         for _ in 0..n {
-            let a = accept(&tokens, &parents, &logits, &params, &mut rng);
+            let a = accept(&tokens, &parents, &rows(&logits), &params, &mut rng);
             let first = a.path.first().map_or(a.bonus, |&c| tokens[c]);
             counts[first as usize] += 1;
         }
@@ -157,7 +168,7 @@ mod tests {
         let mut pairs = [0u64; 3];
         let mut firsts = [0u64; 3];
         for _ in 0..n {
-            let a = accept(&tokens, &parents, &logits, &params, &mut rng);
+            let a = accept(&tokens, &parents, &rows(&logits), &params, &mut rng);
             let emitted: Vec<u32> = a.path.iter().map(|&c| tokens[c]).chain([a.bonus]).collect();
             firsts[emitted[0] as usize] += 1;
             if emitted[0] == 1 {

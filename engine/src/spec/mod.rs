@@ -229,6 +229,10 @@ pub struct SpecInfo {
     pub topk: usize,
     pub num_draft_tokens: usize,
     pub draft: DraftInfo,
+    /// Where the draft's forward runs: "cpu" on both backends for now (the CUDA backend
+    /// verifies on the GPU and drafts on the host), so a CUDA draft round's time is the
+    /// CPU reference's.
+    pub draft_device: &'static str,
     /// Set in the measurement-only mode (synthetic.rs): proposals come from recorded greedy
     /// continuations, made to reach this mean accepted length; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -243,6 +247,7 @@ impl SpecInfo {
             topk: cfg.topk,
             num_draft_tokens: cfg.num_draft_tokens,
             draft,
+            draft_device: "cpu",
             synthetic_acceptance: None,
         }
     }

@@ -24,6 +24,9 @@ pub(super) struct HostMeta {
     /// Per token: the positions its sequence's table covers (host only: what `advanced`
     /// may predict into).
     pub covered: Vec<usize>,
+    /// A verify's tree masks, three ints per token (`ops::tree_attention_into`); empty for
+    /// causal steps. Uploaded apart from `packed` (graphs never carry them).
+    pub tree: Vec<i32>,
 }
 
 impl HostMeta {
@@ -126,6 +129,8 @@ pub(super) struct Staging {
 pub(super) struct StepMeta {
     buf: CudaSlice<i32>,
     rows: usize,
+    /// The tree masks of a verify step (`HostMeta::tree`).
+    tree: Option<CudaSlice<i32>>,
 }
 
 impl StepMeta {
@@ -152,11 +157,20 @@ impl StepMeta {
     pub fn tables(&self) -> CudaView<'_, i32> {
         self.buf.slice(5 * self.rows..)
     }
+    /// A verify step's tree masks, None for a causal step.
+    pub fn tree(&self) -> Option<CudaView<'_, i32>> {
+        self.tree.as_ref().map(|t| t.as_view())
+    }
 
     pub fn upload(s: &Arc<CudaStream>, h: &HostMeta) -> Result<Self> {
+        let tree = match h.tree.is_empty() {
+            true => None,
+            false => Some(s.clone_htod(&h.tree).map_err(driver_err("upload tree masks"))?),
+        };
         Ok(StepMeta {
             buf: s.clone_htod(&h.packed()).map_err(driver_err("upload step metadata"))?,
             rows: h.ids.len(),
+            tree,
         })
     }
 
@@ -165,6 +179,7 @@ impl StepMeta {
         Ok(StepMeta {
             buf: s.alloc_zeros(5 * rows + table_cap.max(1)).map_err(driver_err("alloc step metadata"))?,
             rows,
+            tree: None,
         })
     }
 

@@ -7,14 +7,17 @@ mod graph;
 mod meta;
 mod prefill_copy;
 mod run_ahead;
+mod spec;
 mod step;
 mod step_timing;
+mod tree_meta;
 mod weights;
 
-use super::{Backend, Next, RowHint, SeqChunk};
+use super::{Backend, KeepRow, Next, ProposeRow, RowHint, SeqChunk, VerifyRow};
 use crate::arrivals::Arrivals;
 use crate::config::ModelConfig;
 use crate::error::{EngineError, Result};
+use crate::spec::{DraftInfo, DraftTree, SpecConfig};
 use crate::weights::ModelWeights;
 use kernels::cudarc::driver::CudaSlice;
 use kernels::{Gpu, GpuOptions, bf16};
@@ -30,6 +33,8 @@ pub(crate) struct GpuKvCache {
     pub v: Vec<CudaSlice<bf16>>,
     pub block_size: usize,
     pub num_pages: usize,
+    /// The draft's aux input by slot, when the backend speculates (spec.rs).
+    aux: Option<spec::AuxStore>,
 }
 
 impl GpuKvCache {
@@ -43,6 +48,7 @@ impl GpuKvCache {
             v: Vec::with_capacity(cfg.num_hidden_layers),
             block_size,
             num_pages,
+            aux: None,
         };
         for _ in 0..cfg.num_hidden_layers {
             cache.k.push(alloc("alloc K cache")?);
@@ -74,6 +80,8 @@ pub struct CudaBackend {
     /// Requests on their way into the engine (run-ahead launches no step early while one
     /// is); none until the engine loop hands its count over.
     arrivals: Arrivals,
+    /// The draft when this backend speculates (spec.rs).
+    spec: Option<spec::CudaSpec>,
 }
 
 pub(crate) fn driver_err(what: &'static str) -> impl Fn(kernels::cudarc::driver::DriverError) -> EngineError {
@@ -129,6 +137,7 @@ impl CudaBackend {
             ahead: None,
             ahead_hits: 0,
             arrivals: Arrivals::default(),
+            spec: None,
         })
     }
 
@@ -246,5 +255,31 @@ impl Backend for CudaBackend {
 
     fn watch_arrivals(&mut self, arrivals: Arrivals) {
         self.arrivals = arrivals;
+    }
+
+    fn spec(&self) -> Option<SpecConfig> {
+        self.spec.as_ref().map(|s| s.cfg())
+    }
+
+    fn draft_info(&self) -> Option<DraftInfo> {
+        self.spec.as_ref().map(|s| s.info())
+    }
+
+    fn verify(&mut self, rows: &[VerifyRow<'_>]) -> Result<Vec<Vec<Vec<f32>>>> {
+        let rows = self.verify_trees(rows, false)?;
+        rows.into_iter().map(logits_only).collect()
+    }
+
+    fn verify_next(&mut self, rows: &[VerifyRow<'_>], greedy: &[bool]) -> Result<Vec<Vec<Next>>> {
+        // One answer form per call, as `forward_next`: tokens only when every row is greedy.
+        self.verify_trees(rows, !greedy.is_empty() && greedy.iter().all(|&g| g))
+    }
+
+    fn keep_path(&mut self, rows: &[KeepRow<'_>]) -> Result<()> {
+        self.keep_paths(rows)
+    }
+
+    fn propose(&mut self, rows: &[ProposeRow<'_>]) -> Result<Vec<DraftTree>> {
+        self.propose_trees(rows)
     }
 }

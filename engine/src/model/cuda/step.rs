@@ -79,16 +79,25 @@ pub(super) fn forward_layers(
     let (ids, table) = (meta.ids(), w.embed.as_view());
     ops::embed_gather_into(gpu, &ids, &table, f.hd, &mut sc.x.as_view_mut()).map_err(kernel_err)?;
     for (li, lw) in w.layers.iter().enumerate() {
-        // 2. The input norm and q|k|v.
+        // 2. The input norm and q|k|v; `x` is now the layer's input, which a draft may read.
         f.qkv(li, lw, sc, deq.as_deref_mut())?;
+        if let Some(aux) = cache.aux.as_mut() {
+            aux.store(gpu, li, &sc.x, &meta.slots())?;
+        }
         // 3. q/k norm, RoPE and the K/V write, then attention over the pages.
         f.attend(li, lw, cache, sc)?;
         // 4. o_proj, the post norm and the MLP.
         f.mlp(li, lw, sc, deq.as_deref_mut())?;
     }
     // 5. The last MLP's output joins the residual, fused with the final norm.
-    let (mut x, o, nw) = (sc.x.as_view_mut(), sc.o.as_view(), w.final_norm.as_view());
-    ops::add_rmsnorm_into(gpu, &mut x, &o, &nw, f.eps, &mut sc.h.as_view_mut()).map_err(kernel_err)
+    {
+        let (mut x, o, nw) = (sc.x.as_view_mut(), sc.o.as_view(), w.final_norm.as_view());
+        ops::add_rmsnorm_into(gpu, &mut x, &o, &nw, f.eps, &mut sc.h.as_view_mut()).map_err(kernel_err)?;
+    }
+    match cache.aux.as_mut() {
+        Some(aux) => aux.store(gpu, w.layers.len(), &sc.x, &meta.slots()),
+        None => Ok(()),
+    }
 }
 
 /// What every layer of one forward reads: the GPU, the weights, the step's metadata and
@@ -185,6 +194,10 @@ impl<'a> Forward<'a> {
             block_size: cache.block_size,
             settled: self.settled,
         };
+        if let Some(tree) = meta.tree() {
+            return ops::tree_attention_into(gpu, dims, &pa, &tree, &mut sc.attn.as_view_mut())
+                .map_err(kernel_err);
+        }
         let mut split = ops::SplitScratch { acc: sc.part_acc.as_view_mut(), ml: sc.part_ml.as_view_mut() };
         attention(gpu, dims, &pa, sc.attn_splits, &mut split, &mut sc.attn).map_err(kernel_err)
     }
@@ -246,7 +259,7 @@ impl CudaBackend {
     }
 
     /// logits [rows, vocab] of the hidden states `h` at the flat token indices `rows`.
-    fn logits_of(&self, h: &CudaSlice<bf16>, rows: &[usize]) -> Result<CudaSlice<f32>> {
+    pub(super) fn logits_of(&self, h: &CudaSlice<bf16>, rows: &[usize]) -> Result<CudaSlice<f32>> {
         let (hd, vocab) = (self.cfg.hidden_size, self.cfg.vocab_size);
         let s = self.gpu.stream();
         let a = driver_err("alloc logits");
@@ -262,7 +275,7 @@ impl CudaBackend {
 
     /// The results of `n` rows of logits: their greedy tokens (argmax on the GPU), or the
     /// logits themselves.
-    fn eager_results(&self, logits: &CudaSlice<f32>, n: usize, greedy: bool) -> Result<Vec<Next>> {
+    pub(super) fn eager_results(&self, logits: &CudaSlice<f32>, n: usize, greedy: bool) -> Result<Vec<Next>> {
         let (s, vocab) = (self.gpu.stream(), self.cfg.vocab_size);
         if greedy {
             let a = driver_err("alloc tokens");

@@ -1,0 +1,288 @@
+//! Speculative decoding on the CUDA backend (GPU machine only: `cargo test -p engine --test
+//! cuda_spec -- --ignored`): the verify forward over trees and the move of accepted nodes'
+//! KV against the CPU reference at Qwen3's widths, bf16 and FP8; and the engine with a
+//! draft against the engine without one (same greedy tokens) at batch 1 and 8.
+
+mod cuda_common;
+
+use cuda_common::ab::small_model;
+use cuda_common::logits::{matches_cpu, prompt};
+use engine::EngineHandle;
+use engine::model::cpu::CpuBackend;
+use engine::model::cuda::CudaBackend;
+use engine::model::{Backend, KeepRow, Next, SeqChunk, VerifyRow};
+use engine::plan::{Device, EngineArgs};
+use engine::request::{GenerateRequest, TokenEvent};
+use engine::sampling::SamplingParams;
+use engine::spec::self_draft::{Miss, SelfDraft};
+use engine::spec::{DraftContext, SpecConfig, SpeculativeArgs, build_draft};
+use std::path::PathBuf;
+
+const PAGES: usize = 64;
+const BS: usize = 16;
+
+/// CPU and CUDA backends over `small_model(fp8)`, each speculating with the target as its
+/// own draft (which captures layer 0's input: the aux store is exercised).
+fn pair(fp8: bool) -> (CpuBackend, CudaBackend) {
+    let (cfg, w) = small_model(fp8);
+    let tree = SpecConfig::new(4, 4, 16).unwrap();
+    let ctx = DraftContext { target: &cfg, weights: &w, num_pages: PAGES, block_size: BS };
+    let draft = || build_draft(&SelfDraft::source(Miss::Never), &ctx).unwrap();
+    let opts = kernels::GpuOptions::from_env().unwrap();
+    let gpu = CudaBackend::new(cfg.clone(), &w, PAGES, BS, &opts).unwrap();
+    let gpu = gpu.with_draft(draft(), tree, w.embed.clone()).unwrap();
+    let cpu_draft = draft();
+    let cpu = CpuBackend::new(cfg.clone(), w.clone(), PAGES, BS).with_draft(cpu_draft, tree).unwrap();
+    (cpu, gpu)
+}
+
+/// A 16-node tree in the seed's shape: 4 children under the root, then chains and forks.
+const PARENTS: [usize; 16] = [0, 0, 0, 0, 0, 1, 1, 2, 3, 5, 5, 6, 7, 9, 10, 13];
+
+/// Two sequences on scattered pages: prefill, verify a tree on each in one call, keep a
+/// path on each, then decode one token after the kept path. Every logits row within
+/// `matches_cpu` of the CPU's: the tree masks, the RoPE positions by depth and the moved
+/// KV all show in them.
+#[test]
+#[ignore = "gpu"]
+fn verify_and_keep_match_cpu() {
+    for fp8 in [false, true] {
+        let (mut cpu, mut gpu) = pair(fp8);
+        let tables: [Vec<u32>; 2] = [vec![7, 3, 40], vec![12, 5, 30]];
+        let seqs = [prompt(21, 1), prompt(9, 2)];
+        let mut worst = 0f32;
+        let mut judge = |what: &str, g: &[Vec<f32>], c: &[Vec<f32>]| {
+            assert_eq!(g.len(), c.len(), "{what}");
+            for (i, (a, b)) in g.iter().zip(c).enumerate() {
+                worst = worst.max(matches_cpu(&format!("fp8 {fp8} {what} row {i}"), a, b));
+            }
+        };
+        // Prefill all but each prompt's last token; that one roots the tree.
+        let chunks: Vec<SeqChunk> = (0..2)
+            .map(|i| SeqChunk {
+                tokens: &seqs[i][..seqs[i].len() - 1],
+                start_pos: 0,
+                block_table: &tables[i],
+                want_logits: true,
+            })
+            .collect();
+        judge("prefill", &gpu.forward(&chunks).unwrap(), &cpu.forward(&chunks).unwrap());
+        let trees: [Vec<u32>; 2] = [
+            std::iter::once(seqs[0][20]).chain(prompt(15, 3)).collect(),
+            std::iter::once(seqs[1][8]).chain(prompt(15, 4)).collect(),
+        ];
+        let rows: Vec<VerifyRow> = (0..2)
+            .map(|i| VerifyRow {
+                tokens: &trees[i],
+                parents: &PARENTS,
+                start_pos: seqs[i].len() - 1,
+                block_table: &tables[i],
+            })
+            .collect();
+        let (g, c) = (gpu.verify(&rows).unwrap(), cpu.verify(&rows).unwrap());
+        for i in 0..2 {
+            judge(&format!("verify seq {i}"), &g[i], &c[i]);
+        }
+        // Keep 0 -> 1 -> 5 -> 9 (node 9 lands where node 3 was verified) and 0 -> 3 -> 8.
+        let paths: [&[usize]; 2] = [&[1, 5, 9], &[3, 8]];
+        let keep: Vec<KeepRow> = (0..2)
+            .map(|i| KeepRow { path: paths[i], start_pos: seqs[i].len() - 1, block_table: &tables[i] })
+            .collect();
+        gpu.keep_path(&keep).unwrap();
+        cpu.keep_path(&keep).unwrap();
+        let next = [[77u32], [78u32]];
+        let chunks: Vec<SeqChunk> = (0..2)
+            .map(|i| SeqChunk {
+                tokens: &next[i],
+                start_pos: seqs[i].len() + paths[i].len(),
+                block_table: &tables[i],
+                want_logits: true,
+            })
+            .collect();
+        judge("decode after keep", &gpu.forward(&chunks).unwrap(), &cpu.forward(&chunks).unwrap());
+        eprintln!("fp8 {fp8}: every row within {worst:.3e} of the CPU's row max");
+    }
+}
+
+/// A verify tree past 64 nodes or with a parent after its child fails the call, and the
+/// backend serves on.
+#[test]
+#[ignore = "gpu"]
+fn bad_trees_are_refused() {
+    let (_, mut gpu) = pair(false);
+    let toks = vec![1u32; 3];
+    let row = VerifyRow { tokens: &toks, parents: &[0, 2, 0], start_pos: 0, block_table: &[0] };
+    let e = gpu.verify(&[row]).unwrap_err().to_string();
+    assert!(e.contains("parents before their children"), "{e}");
+    let many = vec![1u32; 65];
+    let parents: Vec<usize> = (0..65usize).map(|i| i.saturating_sub(1)).collect();
+    let table: Vec<u32> = (0..5).collect();
+    let row = VerifyRow { tokens: &many, parents: &parents, start_pos: 0, block_table: &table };
+    let e = gpu.verify(&[row]).unwrap_err().to_string();
+    assert!(e.contains("at most 64"), "{e}");
+    let ok = VerifyRow { tokens: &toks, parents: &[0, 0, 1], start_pos: 0, block_table: &[0] };
+    assert_eq!(gpu.verify(&[ok]).unwrap()[0].len(), 3);
+}
+
+/// The tokenizer: `LATLAB_TOKENIZER_DIR` (the GPU machine has it under .gpu/tok), else the
+/// repository's assets.
+fn tokenizer_dir() -> PathBuf {
+    std::env::var_os("LATLAB_TOKENIZER_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache/qwen3")))
+}
+
+/// Greedy tokens of each prompt, all submitted at once.
+fn generate(h: &EngineHandle, prompts: &[Vec<u32>], n: usize) -> Vec<Vec<u32>> {
+    let params =
+        SamplingParams { temperature: 0.0, max_tokens: Some(n), ignore_eos: true, ..Default::default() };
+    let rxs: Vec<_> = prompts
+        .iter()
+        .map(|p| h.submit(GenerateRequest { prompt: p.clone(), params: params.clone() }).unwrap())
+        .collect();
+    rxs.into_iter()
+        .map(|mut rx| {
+            let mut toks = vec![];
+            loop {
+                match rx.blocking_recv().expect("every stream ends with a finished event") {
+                    TokenEvent::Tokens { ids, finished } => {
+                        toks.extend(ids);
+                        if finished.is_some() {
+                            return toks;
+                        }
+                    }
+                    TokenEvent::Error(e) => panic!("{e}"),
+                }
+            }
+        })
+        .collect()
+}
+
+/// Where a speculating stream `got` leaves plain greedy's `want`, the CPU reference must
+/// call the two tokens a near-tie (`matches_cpu`'s bound): the verify's and the decode
+/// step's sums differ in rounding, and random Qwen3 logits have near-tied tops, so a
+/// stream may fork there; after a fork the two are different sequences. Returns the
+/// tokens that agree.
+fn agree_or_near_tie(cpu: &mut CpuBackend, what: &str, prompt: &[u32], got: &[u32], want: &[u32]) -> usize {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    let Some(k) = (0..got.len()).find(|&k| got[k] != want[k]) else {
+        return got.len();
+    };
+    let ctx: Vec<u32> = prompt.iter().chain(&want[..k]).copied().collect();
+    let logits = cpu.logits_all_positions(&ctx).unwrap().pop().unwrap();
+    let scale = logits.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let gap = (logits[want[k] as usize] - logits[got[k] as usize]).abs();
+    assert!(
+        gap <= 2.0 * cuda_common::logits::CPU_TOL * scale,
+        "{what}: token {k} is {} with speculation, {} without, and the CPU's logits for them are {gap} apart (scale {scale})",
+        got[k],
+        want[k]
+    );
+    eprintln!("{what}: forks at token {k} on a near-tie (gap {gap:.3e})");
+    k
+}
+
+/// The engine on CUDA with the target as its own draft (missing from depth 2 on, so rows
+/// accept and reject) gives plain greedy decoding's tokens, at batch 1 and 8, bf16 and FP8,
+/// for the seed's tree and a chain, up to forks on near-ties (`agree_or_near_tie`).
+#[test]
+#[ignore = "gpu"]
+fn speculating_engine_gives_plain_greedy_tokens() {
+    let dir = std::env::temp_dir().join(format!("latlab-cuda-spec-{}", std::process::id()));
+    let (cfg, _) = small_model(false);
+    engine::checkpoint_writer::write_random_checkpoint(&cfg, 5, &dir, &tokenizer_dir(), 1 << 30).unwrap();
+    let model = dir.to_str().unwrap();
+    let prompts: Vec<Vec<u32>> = (0..8).map(|i| prompt(12 + 3 * i, 10 + i as u32)).collect();
+    let (mut agreed, mut total) = (0, 0);
+    for fp8 in [false, true] {
+        let (cfg, w) = small_model(fp8);
+        let mut cpu = CpuBackend::new(cfg, w, PAGES, BS);
+        let quantization = fp8.then_some(engine::model_source::Quantization::Fp8);
+        let base =
+            EngineArgs { device: Device::Cuda, quantization, max_model_len: Some(256), ..Default::default() };
+        let plain = EngineHandle::start(model, None, &base).unwrap();
+        let want1 = generate(&plain, &prompts[..1], 40);
+        let want8 = generate(&plain, &prompts, 40);
+        plain.shutdown().unwrap();
+        for tree in [SpecConfig::new(4, 4, 16).unwrap(), SpecConfig::new(3, 1, 4).unwrap()] {
+            let speculative = Some(SpeculativeArgs {
+                draft: SelfDraft::source(Miss::AtDepth(2)),
+                cfg: tree,
+                synthetic_acceptance: None,
+            });
+            let h = EngineHandle::start(model, None, &EngineArgs { speculative, ..base.clone() }).unwrap();
+            let what = format!("fp8 {fp8} steps {} topk {}", tree.num_steps, tree.topk);
+            let got1 = generate(&h, &prompts[..1], 40);
+            agreed +=
+                agree_or_near_tie(&mut cpu, &format!("{what} batch 1"), &prompts[0], &got1[0], &want1[0]);
+            let got8 = generate(&h, &prompts, 40);
+            for i in 0..8 {
+                let w = format!("{what} batch 8 row {i}");
+                agreed += agree_or_near_tie(&mut cpu, &w, &prompts[i], &got8[i], &want8[i]);
+            }
+            total += 9 * 40;
+            let m = h.shared().stats.spec.verify_steps.load(std::sync::atomic::Ordering::Relaxed);
+            assert!(m > 0, "{what}: no verify step ran");
+            h.shutdown().unwrap();
+        }
+    }
+    // Forks are rare events; a stream that forks at once everywhere is a bug near-ties hide.
+    assert!(agreed * 2 > total, "only {agreed} of {total} tokens before the forks");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// At Qwen3-8B's widths (4 layers) and a 232-token prompt (several K/V tiles), a verify of
+/// a chain gives the logits the decode steps give for the same tokens, bf16 and FP8: the
+/// tree masks, depths and positions past the first tile, and the 16-row GEMMs (FP8: the
+/// wide kernels) against the decode path. Rows agree within `close_logits`.
+#[test]
+#[ignore = "gpu"]
+fn verify_matches_decode_steps_at_qwen3_8b_width() {
+    let mut cfg = engine::presets::preset("qwen3-8b").unwrap();
+    cfg.num_hidden_layers = 4;
+    for fp8 in [false, true] {
+        let mut w = engine::weights::ModelWeights::random(&cfg, 9).unwrap();
+        if fp8 {
+            w.quantize_fp8().unwrap();
+        }
+        let opts = kernels::GpuOptions::from_env().unwrap();
+        let tree = SpecConfig::new(15, 1, 16).unwrap();
+        let ctx = DraftContext { target: &cfg, weights: &w, num_pages: PAGES, block_size: BS };
+        let draft = build_draft(&SelfDraft::source(Miss::Never), &ctx).unwrap();
+        let mut gpu = CudaBackend::new(cfg.clone(), &w, PAGES, BS, &opts).unwrap();
+        gpu = gpu.with_draft(draft, tree, w.embed.clone()).unwrap();
+        let p = prompt(232, 7);
+        let chain = prompt(16, 8);
+        // Decode: prefill on pages 0.., then the chain one token per step.
+        let t1: Vec<u32> = (0..16).collect();
+        let c = SeqChunk { tokens: &p[..231], start_pos: 0, block_table: &t1, want_logits: false };
+        gpu.forward(&[c]).unwrap();
+        let mut decoded = vec![];
+        let steps: Vec<u32> = std::iter::once(p[231]).chain(chain[..15].iter().copied()).collect();
+        for (i, tok) in steps.iter().enumerate() {
+            let c = SeqChunk {
+                tokens: std::slice::from_ref(tok),
+                start_pos: 231 + i,
+                block_table: &t1,
+                want_logits: true,
+            };
+            decoded.push(gpu.forward(&[c]).unwrap().remove(0));
+        }
+        // Verify: the same prompt on pages 20.., the same 16 tokens as a chain.
+        let t2: Vec<u32> = (20..36).collect();
+        let c = SeqChunk { tokens: &p[..231], start_pos: 0, block_table: &t2, want_logits: false };
+        gpu.forward(&[c]).unwrap();
+        let parents: Vec<usize> = (0..16usize).map(|i| i.saturating_sub(1)).collect();
+        let row = VerifyRow { tokens: &steps, parents: &parents, start_pos: 231, block_table: &t2 };
+        let verified = gpu.verify(std::slice::from_ref(&row)).unwrap().remove(0);
+        // A greedy verify answers with the tokens the logits' argmax names.
+        let tokens = gpu.verify_next(&[row], &[true]).unwrap().remove(0);
+        let want: Vec<Next> = verified.iter().map(|l| Next::Token(engine::sampling::argmax(l))).collect();
+        assert_eq!(tokens, want, "fp8 {fp8}: greedy verify");
+        let mut worst = 0f32;
+        for (i, (v, d)) in verified.iter().zip(&decoded).enumerate() {
+            worst = worst.max(cuda_common::logits::close_logits(&format!("fp8 {fp8} node {i}"), v, d));
+        }
+        eprintln!("fp8 {fp8}: verify rows within {worst:.3e} of the decode steps'");
+    }
+}
