@@ -1,14 +1,13 @@
-// FP8 decode GEMM for 9-16 token rows: y[m, n] = sum_k x[m, k] w[n, k] with e4m3 weights
+// FP8 decode GEMM for 9-32 token rows: y[m, n] = sum_k x[m, k] w[n, k] with e4m3 weights
 // and block scales (skinny_tiles.cuh's layout and fp8_scale_row), x as f16 or bf16, f32
 // out, or gate|up interleaved by 8 rows with SwiGLU into an f16 act (the `_xh` kernels'
-// rounding).
+// rounding). Two forms: 16 token rows (9-16) and 32 (17-32); rows past M are zero-filled.
 //
 // Why not the skinny kernels: they hold 16 weight rows per tile and read the tile's x
 // from L2 at every stage, so x traffic per weight byte is M/16, twice the weights' own at
 // 32 rows. Here a block holds 128 weight rows (8 warps of 16) and stages x once per stage
-// in shared memory for all of them: M/128. Whole FP8 decode steps at 12 and 16 rows ran
-// 14 % and 9 % faster than on cuBLAS with the bf16 copies; a 32-token form ran steps of
-// 24-32 rows 10-16 % slower, so only this 16-token one ships (engine/PERF-LOG.md step 64).
+// in shared memory for all of them: M/128 (engine/PERF-LOG.md step 64; in the lab 30 % and
+// 24 % under cuBLAS on the bf16 copies at 16 and 32 rows).
 //
 // A stage is 128 k: 128 bytes of each of the block's 128 rows (one scale column) and the
 // same k of every token row of x, copied by all threads with cp.async into a ring of
@@ -17,10 +16,25 @@
 // contiguous codes of its rows g and g + 8, and the same k of token g of each 8-token
 // group), the codes converted to f16 once per stage for all the groups.
 //
-// Grids short of SMs split K: the S blocks of one tile form a thread block cluster, and
-// after the loop each block leaves its partial tile in shared memory, where block r sums
-// rows [r * 128 / S, (r + 1) * 128 / S) of all S in order and stores them: no atomics, no
-// zeroing, the same bits at every run.
+// Grids short of SMs split K (the launcher picks the most blocks per tile that the SMs hold
+// at once): the `splits` blocks of a tile each take an equal run of stages and add their
+// partial sums into y with atomics (red.global.add.f32), so y must be zero before the
+// launch (the launcher zeroes it; a tile of one block stores instead). The order of those
+// adds varies from run to run, so at 9-32 rows the f32 sums are not the same bits at every
+// run: the price of the fastest form (vLLM and SGLang are not bit-deterministic at these
+// batches either). The deterministic forms lost: the blocks of a tile as a thread block
+// cluster summing through distributed shared memory took 1.4-1.9x the atomics' time on the
+// split shapes (engine/PERF-LOG.md step 64), and partials in scratch summed in split order
+// by the tile's last block ~1.27x over Qwen3-8B's 144 projections (step 65).
+//
+// SwiGLU cannot follow a split-K sum inside the kernel (no block holds a whole sum), so the
+// SwiGLU form never splits: with gate|up interleaved by 8 rows a thread holds gate row g
+// and up row g + 8 of the same act column and applies SwiGLU in registers. Qwen3-8B's
+// gate|up has 192 tiles, one wave of at least one block per SM. At 16 rows that is the
+// fastest form (31.7 us, against 35.2 for the plain GEMM at 2 splits and 37.5 with the
+// swiglu kernel after it); at 32 rows the split GEMM and the swiglu kernel took 42.5 against
+// 43.9 alone, but in a step they add y's zeroing (a memset, which the GEMM cannot overlap
+// with PDL), a launch, and a bf16 act for down to convert: one form for both (step 65).
 #define WF_ROWS 128
 #define WF_THREADS 256
 #define WF_STAGES 4
@@ -42,24 +56,30 @@ __device__ __forceinline__ void wf_wait_pending() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N_) : "memory");
 }
 
-// Store one reduced output: y[m, n] f32, or for SwiGLU the pair (gate, up) of act column
-// `col` as f16 (a bf16-rounded value taken to f16, as reduce_store_swiglu_h).
-__device__ __forceinline__ void wf_store(float* y, int m, int N, int n, float v) { y[(size_t)m * N + n] = v; }
+// One output of a split: stored where the tile has one block, else added into the zeroed y.
+__device__ __forceinline__ void wf_out(float* p, float v, bool add) {
+    if (add)
+        atomicAdd(p, v);  // result unused: compiles to red.global.add.f32
+    else
+        *p = v;
+}
+// The SwiGLU of one (gate, up) pair into act column `col` as f16 (a bf16-rounded value
+// taken to f16, as reduce_store_swiglu_h).
 __device__ __forceinline__ void wf_store_act(__half* act, int m, int inter, int col, float g, float u) {
     const __nv_bfloat16 b = __float2bfloat16(g / (1.0f + expf(-g)) * u);
     const unsigned h = bf16x2_to_f16x2(*reinterpret_cast<const unsigned short*>(&b));
     reinterpret_cast<unsigned short*>(act)[(size_t)m * inter + col] = (unsigned short)h;
 }
 
-// XBF: x is bf16 (o_proj reads the attention's output), converted to f16 per word as
-// TileFp8 does; else f16 as the `_f16` norms and the SwiGLU act write it.
+// MT: groups of 8 token rows (2: up to 16 rows, 4: up to 32). XBF: x is bf16 (o_proj reads
+// the attention's output), converted to f16 per word as TileFp8 does; else f16 as the
+// `_f16` norms and the SwiGLU act write it. SWIGLU: splits must be 1.
 template <int MT, bool XBF, bool SWIGLU, class Out>
 __device__ __forceinline__ void wide_fp8(const unsigned char* __restrict__ x,
                                          const unsigned char* __restrict__ w,
                                          const float* __restrict__ scale_inv, Out* __restrict__ y,
                                          int M, int N, int K, int R, int il, int splits) {
     constexpr int M8 = MT * 8, W_BYTES = WF_ROWS * 128, X_BYTES = M8 * 256, SLOT = W_BYTES + X_BYTES;
-    constexpr int PSTRIDE = M8 + 1;  // the partial tile's row stride, in floats
     extern __shared__ __align__(128) unsigned char ring[];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int nch = K / 128, per = (nch + splits - 1) / splits;
@@ -165,50 +185,32 @@ __device__ __forceinline__ void wide_fp8(const unsigned char* __restrict__ x,
             c[j][3] = fmaf(sb, p[3], c[j][3]);
         }
     }
-    // The partial tile P[row][token] over the ring (every copy has landed and been read).
-    wf_wait_pending<0>();
-    __syncthreads();
-    float* part = reinterpret_cast<float*>(ring);
+    // c[j]: rows ra (0, 1) and rb (2, 3), tokens 8j + 2t and 8j + 2t + 1. Every copy this
+    // block issued has landed (stage mine - 1 was waited for), so it may leave.
 #pragma unroll
     for (int j = 0; j < MT; ++j) {
         const int m0 = 8 * j + 2 * t;
-        part[ra * PSTRIDE + m0] = c[j][0];
-        part[ra * PSTRIDE + m0 + 1] = c[j][1];
-        part[rb * PSTRIDE + m0] = c[j][2];
-        part[rb * PSTRIDE + m0 + 1] = c[j][3];
-    }
-    cluster_sync();  // every block's partial tile is in place (a lone block: __syncthreads)
-    // Block r sums its share of the rows over the cluster's blocks, in rank order.
-    const int r = (int)cluster_rank();
-    if constexpr (SWIGLU) {
-        // 16-row groups: gate rows 16q..16q + 7, up rows 16q + 8..15 of act column
-        // n0 / 2 + 8q + c; group q's outputs belong to block q * splits / 8.
-        const int groups = 8 / splits, q0 = r * groups, inter = N / 2;
-        for (int i = tid; i < groups * 8 * M8; i += WF_THREADS) {
-            const int col = i & 7, q = q0 + (i >> 3) % groups, m = (i >> 3) / groups;
-            if (m >= M) continue;
-            float gs = 0.f, us = 0.f;
-            for (int s = 0; s < splits; ++s) {
-                const float* ps = peer(part, (unsigned)s);
-                gs += ps[(16 * q + col) * PSTRIDE + m];
-                us += ps[(16 * q + 8 + col) * PSTRIDE + m];
+        if constexpr (SWIGLU) {
+            // Rows ra and rb are gate and up of act column n0 / 2 + 8 warp + g.
+            const int inter = N / 2, col = n0 / 2 + 8 * warp + g;
+            if (m0 < M) wf_store_act(y, m0, inter, col, c[j][0], c[j][2]);
+            if (m0 + 1 < M) wf_store_act(y, m0 + 1, inter, col, c[j][1], c[j][3]);
+        } else {
+            const bool add = splits > 1;
+            float* y0 = y + (size_t)m0 * N + n0;
+            if (m0 < M) {
+                wf_out(y0 + ra, c[j][0], add);
+                wf_out(y0 + rb, c[j][2], add);
             }
-            wf_store_act(y, m, inter, n0 / 2 + 8 * q + col, gs, us);
-        }
-    } else {
-        const int rows = WF_ROWS / splits, r0 = r * rows;
-        for (int i = tid; i < rows * M8; i += WF_THREADS) {
-            const int lr = r0 + i % rows, m = i / rows;
-            if (m >= M) continue;
-            float s_ = 0.f;
-            for (int s = 0; s < splits; ++s) s_ += peer(part, (unsigned)s)[lr * PSTRIDE + m];
-            wf_store(y, m, N, n0 + lr, s_);
+            if (m0 + 1 < M) {
+                wf_out(y0 + N + ra, c[j][1], add);
+                wf_out(y0 + N + rb, c[j][3], add);
+            }
         }
     }
-    cluster_sync();  // no block leaves while a peer still reads its shared memory
 }
 
-// Entry points (two groups of 8 tokens: up to 16 rows) by x type and output.
+// Entry points by token rows (the 16- and 32-row forms), x type and output.
 #define WF_ENTRY(NAME, MT, XBF, SWIGLU, XT, OUT)                                                  \
     extern "C" __global__ void __launch_bounds__(WF_THREADS, 2)                                  \
         NAME(const XT* __restrict__ x, const unsigned char* __restrict__ w,                       \
@@ -217,6 +219,9 @@ __device__ __forceinline__ void wide_fp8(const unsigned char* __restrict__ x,
         wide_fp8<MT, XBF, SWIGLU>(reinterpret_cast<const unsigned char*>(x), w, scale_inv, y, M, N, \
                                   K, R, il, splits);                                              \
     }
-WF_ENTRY(wide_fp8, 2, false, false, __half, float)
-WF_ENTRY(wide_fp8_bx, 2, true, false, __nv_bfloat16, float)
-WF_ENTRY(wide_fp8_swiglu, 2, false, true, __half, __half)
+WF_ENTRY(wide_fp8_m16, 2, false, false, __half, float)
+WF_ENTRY(wide_fp8_bx_m16, 2, true, false, __nv_bfloat16, float)
+WF_ENTRY(wide_fp8_swiglu_m16, 2, false, true, __half, __half)
+WF_ENTRY(wide_fp8_m32, 4, false, false, __half, float)
+WF_ENTRY(wide_fp8_bx_m32, 4, true, false, __nv_bfloat16, float)
+WF_ENTRY(wide_fp8_swiglu_m32, 4, false, true, __half, __half)

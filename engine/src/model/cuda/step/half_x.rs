@@ -1,10 +1,11 @@
 //! FP8 decode with x as f16 (`ops::SkinnyX`), for the batches whose norms do not fold
-//! (2-16 rows): the norms before qkv and gate|up write f16 (`ops::rmsnorm_f16_into`),
+//! (2-32 rows): the norms before qkv and gate|up write f16 (`ops::rmsnorm_f16_into`),
 //! gate|up's SwiGLU writes its act in f16, and the FP8 GEMMs read them as they are, so no
 //! block converts bf16 x at every ring stage (engine/PERF-LOG.md step 53). Same bits as
-//! bf16 x. Up to 8 rows the GEMMs are the skinny kernels, at 9-16 the wide ones
-//! (`ops::wide_fp8_into`: 128-row tiles with x staged once per stage). o_proj keeps its
-//! bf16 x (the attention's output); the final norm stays bf16 for lm_head.
+//! bf16 x. Up to 8 rows the GEMMs are the skinny kernels, at 9-32 the wide ones
+//! (`ops::wide_fp8_into`: 128-row tiles with x staged once per stage, K split by atomics,
+//! so their sums' bits may vary from run to run; gate|up's SwiGLU fused, never split).
+//! o_proj keeps its bf16 x (the attention's output); the final norm stays bf16 for lm_head.
 //! `forward_layers` (step.rs) calls these where it would run the norms and those linears.
 
 use super::Scratch;
@@ -52,7 +53,7 @@ pub(super) fn norm(gpu: &Gpu, sc: &mut Scratch, add: bool, weight: &CudaSlice<f3
     .map_err(kernel_err)
 }
 
-/// y = x wᵀ for an FP8 projection over f16 x [rows <= 16, k].
+/// y = x wᵀ for an FP8 projection over f16 x [rows <= 32, k].
 fn linear(
     gpu: &Gpu,
     x: &CudaSlice<f16>,
