@@ -29,6 +29,10 @@ fn every_decode_path_matches_cpu() {
         let path = |folds_norms, f16_x| DecodePath { folds_norms, f16_x };
         assert_eq!(gpu.decode_path(1), path(fp8, false), "fp8 {fp8}: batch 1");
         assert_eq!(gpu.decode_path(3), path(false, fp8), "fp8 {fp8}: batch 3");
+        // FP8 past 8 rows: the wide GEMMs on f16 x up to 32 rows, cuBLAS (bf16 x) past them.
+        assert_eq!(gpu.decode_path(24), path(false, fp8), "fp8 {fp8}: batch 24");
+        assert_eq!(gpu.decode_path(32), path(false, fp8), "fp8 {fp8}: batch 32");
+        assert_eq!(gpu.decode_path(48), path(false, false), "fp8 {fp8}: batch 48");
         let mut cpu = CpuBackend::new(cfg, w, 64, 16);
         let mut worst = 0f32;
         steps_of(&mut gpu, &mut cpu, |what, g, c| {
@@ -43,8 +47,8 @@ fn every_decode_path_matches_cpu() {
 
 /// bf16 decode weights tiled (Tuning::tiled_weights: each ring stage one contiguous run of
 /// bytes) against row-major: only the bulk copies' sources move, so the same logits bit
-/// for bit. FP8 codes stay row-major either way; the 10-token prefill reads the row-major
-/// bf16 matrices.
+/// for bit. FP8 codes stay row-major either way (its logits within tolerance:
+/// `same_logits` says why); the 10-token prefill reads the row-major bf16 matrices.
 #[test]
 #[ignore = "gpu"]
 fn tiled_weights_give_the_same_logits() {

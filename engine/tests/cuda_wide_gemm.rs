@@ -1,15 +1,25 @@
-//! The wide FP8 GEMM (9-16 token rows, kernels/cuda/wide_fp8.cu) against an f64 reference on
+//! The wide FP8 GEMM (9-32 token rows, kernels/cuda/wide_fp8.cu) against an f64 reference on
 //! fresh random inputs (GPU machine only: `cargo test -p engine --test cuda_wide_gemm --
-//! --ignored`): f16 and bf16 x, 128-row and per-row scales, K split over clusters of 1-8
-//! blocks, row counts that fill part of a token group; and gate|up with SwiGLU over
-//! interleaved rows. Errors are judged relative to sum |x w| (f32 accumulation order).
+//! --ignored`): every entry (f16 x, bf16 x, gate|up with SwiGLU over interleaved rows) at
+//! rows of both forms (9-16 and 17-32, some filling only part of a token group), on
+//! Qwen3-8B's four projection shapes and on small ones: 128-row and per-row scales, K split
+//! 96 ways, and a grid past the SMs' resident blocks (no split). Errors are judged relative
+//! to sum |x w|: split blocks add into y in whatever order they finish, so the f32 sums'
+//! bits may differ between runs, and nothing here compares bits. y starts as NaN, so an op
+//! that left y unzeroed before adding into it fails.
 
 mod cuda_common;
 
 use cuda_common::skinny::{e4m3_value, random_e4m3_codes};
 use cuda_common::{Rng, check, down, gpu, up};
+use kernels::cudarc::driver::CudaSlice;
 use kernels::ops::{self, Fp8Matrix};
-use kernels::{bf16, f16};
+use kernels::{Gpu, bf16, f16};
+use rayon::prelude::*;
+
+/// Token rows of each case: the 16-row form (9-16) and the 32-row one (17-32).
+const ROWS: [usize; 7] = [9, 12, 16, 17, 24, 31, 32];
+const MOST_ROWS: usize = 32;
 
 /// Real weights of an [n, k] FP8 matrix whose scales cover `rows_per` rows each.
 fn dequant(codes: &[u8], scales: &[f32], (n, k): (usize, usize), rows_per: usize) -> Vec<f32> {
@@ -17,67 +27,95 @@ fn dequant(codes: &[u8], scales: &[f32], (n, k): (usize, usize), rows_per: usize
     (0..n * k).map(|i| e4m3_value(codes[i]) * scales[(i / k / rows_per) * sc + (i % k) / 128]).collect()
 }
 
-/// (err / sum|xw|) of y [m, n] against x [m, k] w [n, k] in f64.
-fn rel_errors(got: &[f32], x: &[f32], w: &[f32], (m, n, k): (usize, usize, usize)) -> Vec<f32> {
-    let mut err = vec![0f32; m * n];
-    for t in 0..m {
-        for j in 0..n {
-            let (xs, ws) = (&x[t * k..][..k], &w[j * k..][..k]);
-            let want: f64 = xs.iter().zip(ws).map(|(a, b)| *a as f64 * *b as f64).sum();
-            let mag: f64 = xs.iter().zip(ws).map(|(a, b)| (*a as f64 * *b as f64).abs()).sum();
-            err[t * n + j] = ((got[t * n + j] as f64 - want) / mag.max(1e-30)) as f32;
-        }
-    }
-    err
+/// x w^T and |x| |w|^T in f64 for x [rows, k], w [n, k]: [n][rows] each (weight rows in
+/// parallel; Qwen3-8B's gate|up at 32 rows is 3.2 G products).
+fn reference(x: &[f32], w: &[f32], (rows, n, k): (usize, usize, usize)) -> (Vec<f64>, Vec<f64>) {
+    let out: Vec<(f64, f64)> = (0..n)
+        .into_par_iter()
+        .flat_map_iter(|j| {
+            let ws = &w[j * k..][..k];
+            (0..rows).map(move |t| {
+                x[t * k..][..k].iter().zip(ws).fold((0f64, 0f64), |(s, a), (p, q)| {
+                    let v = *p as f64 * *q as f64;
+                    (s + v, a + v.abs())
+                })
+            })
+        })
+        .collect();
+    out.into_iter().unzip()
 }
 
-#[test]
-#[ignore = "gpu"]
-fn wide_fp8_matches_f64_reference() {
-    let g = gpu();
-    let mut r = Rng(31);
-    // (n, k): 2 stages (at most 2 blocks per tile), o_proj's 4096 x 4096 at 16 tiles'
-    // width, down's k, and a grid past the SMs (no split).
-    for (n, k) in [(256usize, 256usize), (1024, 4096), (256, 12288), (12288, 1024)] {
-        let codes = random_e4m3_codes(&mut r, n * k);
-        let dcodes = up(&g, &codes);
-        let sc = k.div_ceil(128);
-        for rows_per in [128usize, 1] {
-            let scales: Vec<f32> =
-                (0..n.div_ceil(rows_per) * sc).map(|_| (r.next().abs() + 0.1) / 64.0).collect();
-            let w = dequant(&codes, &scales, (n, k), rows_per);
-            let ds = up(&g, &scales);
-            let (cv, sv) = (dcodes.as_view(), ds.as_view());
-            let m8 = Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows: rows_per, n, k, interleave: 0 };
-            for m in [9usize, 12, 15, 16] {
-                let raw = r.vec(m * k);
-                let mut y = g.stream().alloc_zeros::<f32>(m * n).unwrap();
-                // f16 x, as the `_f16` norms write it.
-                let xh: Vec<f16> = raw.iter().map(|&v| f16::from_f32(v)).collect();
-                ops::wide_fp8_into(&g, &up(&g, &xh).as_view(), &m8, &mut y.as_view_mut()).unwrap();
-                let x: Vec<f32> = xh.iter().map(|v| v.to_f32()).collect();
-                let what =
-                    format!("wide fp8 f16 x, scales/{rows_per} rows m={m} n={n} k={k} (err / sum|xw|)");
-                check(&what, &rel_errors(&down(&g, &y), &x, &w, (m, n, k)), &vec![0.0; m * n], 1.0, 1e-5);
-                // bf16 x (o_proj's), taken to f16 by the kernel: exact for these values.
-                let xb: Vec<bf16> = raw.iter().map(|&v| bf16::from_f32(v)).collect();
-                ops::wide_fp8_into(&g, &up(&g, &xb).as_view(), &m8, &mut y.as_view_mut()).unwrap();
-                let x: Vec<f32> = xb.iter().map(|v| v.to_f32()).collect();
-                let what =
-                    format!("wide fp8 bf16 x, scales/{rows_per} rows m={m} n={n} k={k} (err / sum|xw|)");
-                check(&what, &rel_errors(&down(&g, &y), &x, &w, (m, n, k)), &vec![0.0; m * n], 1.0, 1e-5);
-            }
-        }
+/// `rows` x [rows, k] exact in bf16 and in f16 (bf16 values, those under f16's normal range
+/// flushed to zero), so f16 x and bf16 x are the same numbers and share one reference.
+fn shared_x(r: &mut Rng, rows: usize, k: usize) -> Vec<f32> {
+    r.vec(rows * k).into_iter().map(|v| if v.abs() < 2f32.powi(-14) { 0.0 } else { v }).collect()
+}
+
+/// y [m, n] from the GPU against the reference's first m rows: (y - x w) / sum |x w|.
+fn rel_errors(got: &[f32], (want, mag): (&[f64], &[f64]), (m, n): (usize, usize)) -> Vec<f32> {
+    (0..m * n)
+        .map(|i| {
+            let (t, j) = (i / n, i % n);
+            ((got[i] as f64 - want[j * MOST_ROWS + t]) / mag[j * MOST_ROWS + t].max(1e-30)) as f32
+        })
+        .collect()
+}
+
+/// A y of m x n NaNs.
+fn nan_y(g: &Gpu, len: usize) -> CudaSlice<f32> {
+    up(g, &vec![f32::NAN; len])
+}
+
+/// `wide_fp8_into` on an [n, k] matrix with `rows_per`-row scales, f16 and bf16 x, at every
+/// row count of ROWS; `swiglu`: also the SwiGLU op on the same weights read as gate rows
+/// then up rows (n = 2 x inter), uploaded interleaved by 8 as the engine does.
+fn case(g: &Gpu, r: &mut Rng, (n, k): (usize, usize), rows_per: usize, swiglu: bool) {
+    let codes = random_e4m3_codes(r, n * k);
+    let sc = k.div_ceil(128);
+    let scales: Vec<f32> = (0..n.div_ceil(rows_per) * sc).map(|_| (r.next().abs() + 0.1) / 64.0).collect();
+    let w = dequant(&codes, &scales, (n, k), rows_per);
+    let x = shared_x(r, MOST_ROWS, k);
+    let (want, mag) = reference(&x, &w, (MOST_ROWS, n, k));
+    drop(w);
+    let (dcodes, ds) = (up(g, &codes), up(g, &scales));
+    let (cv, sv) = (dcodes.as_view(), ds.as_view());
+    let m8 = Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows: rows_per, n, k, interleave: 0 };
+    let xh: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
+    let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
+    for m in ROWS {
+        let mut y = nan_y(g, m * n);
+        ops::wide_fp8_into(g, &up(g, &xh[..m * k]).as_view(), &m8, &mut y.as_view_mut()).unwrap();
+        let what = format!("wide fp8 f16 x, scales/{rows_per} rows m={m} n={n} k={k} (err / sum|xw|)");
+        check(&what, &rel_errors(&down(g, &y), (&want, &mag), (m, n)), &vec![0.0; m * n], 1.0, 1e-5);
+        // bf16 x (o_proj's), taken to f16 by the kernel; y holds the f16 run's sums now.
+        ops::wide_fp8_into(g, &up(g, &xb[..m * k]).as_view(), &m8, &mut y.as_view_mut()).unwrap();
+        let what = format!("wide fp8 bf16 x, scales/{rows_per} rows m={m} n={n} k={k} (err / sum|xw|)");
+        check(&what, &rel_errors(&down(g, &y), (&want, &mag), (m, n)), &vec![0.0; m * n], 1.0, 1e-5);
     }
-    // Refused shapes name the problem.
-    let codes = up(&g, &vec![0u8; 200 * 256]);
-    let s = up(&g, &[1f32; 2 * 2]);
-    let (cv, sv) = (codes.as_view(), s.as_view());
-    let bad = Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows: 128, n: 200, k: 256, interleave: 0 };
-    let x = up(&g, &vec![f16::ZERO; 16 * 256]);
-    let mut y = g.stream().alloc_zeros::<f32>(16 * 200).unwrap();
-    let e = ops::wide_fp8_into(&g, &x.as_view(), &bad, &mut y.as_view_mut()).unwrap_err().to_string();
-    assert!(e.contains("multiple of 128"), "{e}");
+    if !swiglu {
+        return;
+    }
+    let inter = n / 2;
+    let half = inter * k;
+    let dil = up(g, &ops::interleave_gate_up(&codes[..half], &codes[half..], k));
+    let ilv = dil.as_view();
+    let m8 = Fp8Matrix { codes: &ilv, scale_inv: &sv, scale_rows: rows_per, n, k, interleave: inter };
+    for m in ROWS {
+        let mut act = g.stream().alloc_zeros::<f16>(m * inter).unwrap();
+        ops::wide_fp8_swiglu_into(g, &up(g, &xh[..m * k]).as_view(), &m8, &mut act.as_view_mut()).unwrap();
+        let got: Vec<f32> = down(g, &act).iter().map(|v| v.to_f32()).collect();
+        let dot = |t: usize, j: usize| want[j * MOST_ROWS + t];
+        let want: Vec<f32> = (0..m * inter)
+            .map(|i| {
+                let (t, c) = (i / inter, i % inter);
+                swiglu_f64(dot(t, c), dot(t, inter + c)) as f32
+            })
+            .collect();
+        // bf16 rounding of the act (then f16, exact for these magnitudes): 2^-8 relative,
+        // with a floor of 1 % of the largest value for results near zero.
+        let floor = 0.01 * want.iter().fold(0f32, |a, v| a.max(v.abs()));
+        check(&format!("wide fp8 swiglu m={m} inter={inter} k={k}"), &got, &want, floor, 8e-3);
+    }
 }
 
 /// SiLU(g) * u in f64.
@@ -85,43 +123,61 @@ fn swiglu_f64(g: f64, u: f64) -> f64 {
     g / (1.0 + (-g).exp()) * u
 }
 
+/// Qwen3-8B's projections at 128x128 block scales: qkv (48 tiles, 6 splits on an H200),
+/// o_proj (32 tiles, 8 splits), gate|up (192 tiles: 2 splits as a plain GEMM; with SwiGLU,
+/// none) and down (32 tiles of 96 stages, 9 splits).
 #[test]
 #[ignore = "gpu"]
-fn wide_fp8_swiglu_matches_f64_reference() {
+fn wide_fp8_matches_f64_reference_on_qwen3_8b_shapes() {
     let g = gpu();
-    let mut r = Rng(37);
-    for (inter, k) in [(512usize, 1024usize), (1536, 4096)] {
-        let n = 2 * inter;
-        let sc = k.div_ceil(128);
-        let codes = random_e4m3_codes(&mut r, n * k);
-        let scales: Vec<f32> = (0..n.div_ceil(128) * sc).map(|_| (r.next().abs() + 0.1) / 64.0).collect();
-        // Real weights [gate; up] in checkpoint order; the GPU gets the codes interleaved by 8
-        // with the scales kept in that order (as the engine uploads them).
-        let w = dequant(&codes, &scales, (n, k), 128);
-        let half = inter * k;
-        let dcodes = up(&g, &ops::interleave_gate_up(&codes[..half], &codes[half..], k));
-        let ds = up(&g, &scales);
-        let (cv, sv) = (dcodes.as_view(), ds.as_view());
-        let m8 = Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows: 128, n, k, interleave: inter };
-        for m in [9usize, 13, 16] {
-            let xh: Vec<f16> = r.vec(m * k).iter().map(|&v| f16::from_f32(v)).collect();
-            let x: Vec<f32> = xh.iter().map(|v| v.to_f32()).collect();
-            let mut act = g.stream().alloc_zeros::<f16>(m * inter).unwrap();
-            ops::wide_fp8_swiglu_into(&g, &up(&g, &xh).as_view(), &m8, &mut act.as_view_mut()).unwrap();
-            let got: Vec<f32> = down(&g, &act).iter().map(|v| v.to_f32()).collect();
-            let dot = |t: usize, j: usize| -> f64 {
-                x[t * k..][..k].iter().zip(&w[j * k..][..k]).map(|(a, b)| *a as f64 * *b as f64).sum()
-            };
-            let want: Vec<f32> = (0..m * inter)
-                .map(|i| {
-                    let (t, c) = (i / inter, i % inter);
-                    swiglu_f64(dot(t, c), dot(t, inter + c)) as f32
-                })
-                .collect();
-            // bf16 rounding of the act (then f16, exact for these magnitudes): 2^-8 relative,
-            // with a floor of 1 % of the largest value for results near zero.
-            let floor = 0.01 * want.iter().fold(0f32, |a, v| a.max(v.abs()));
-            check(&format!("wide fp8 swiglu m={m} inter={inter} k={k}"), &got, &want, floor, 8e-3);
+    let mut r = Rng(41);
+    for ((n, k), swiglu) in
+        [((6144, 4096), false), ((4096, 4096), false), ((24576, 4096), true), ((4096, 12288), false)]
+    {
+        case(&g, &mut r, (n, k), 128, swiglu);
+    }
+}
+
+/// Small shapes at 128-row and per-row scales (split counts on an H200's 264 resident
+/// blocks): 2 stages (2 blocks per tile); 2 tiles of 96 stages (96 blocks per tile, one
+/// stage each, adding into y); 8 tiles of 32 stages (32); 272 tiles (no split: stores, no
+/// zeroing); and gate|up with SwiGLU at two sizes.
+#[test]
+#[ignore = "gpu"]
+fn wide_fp8_matches_f64_reference_on_small_shapes() {
+    let g = gpu();
+    let mut r = Rng(31);
+    for rows_per in [128usize, 1] {
+        for (n, k) in [(256usize, 256usize), (256, 12288), (1024, 4096), (34816, 256)] {
+            case(&g, &mut r, (n, k), rows_per, false);
         }
+    }
+    for (n, k) in [(1024usize, 1024usize), (3072, 4096)] {
+        case(&g, &mut r, (n, k), 128, true);
+    }
+}
+
+/// Refused shapes and row counts name the problem.
+#[test]
+#[ignore = "gpu"]
+fn wide_fp8_refuses_what_it_cannot_do() {
+    let g = gpu();
+    let s = up(&g, &[1f32; 2 * 2]);
+    let sv = s.as_view();
+    let codes = up(&g, &vec![0u8; 200 * 256]);
+    let cv = codes.as_view();
+    let bad = Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows: 128, n: 200, k: 256, interleave: 0 };
+    let x = up(&g, &vec![f16::ZERO; 16 * 256]);
+    let mut y = g.stream().alloc_zeros::<f32>(16 * 200).unwrap();
+    let e = ops::wide_fp8_into(&g, &x.as_view(), &bad, &mut y.as_view_mut()).unwrap_err().to_string();
+    assert!(e.contains("multiple of 128"), "{e}");
+    let codes = up(&g, &vec![0u8; 256 * 256]);
+    let cv = codes.as_view();
+    let ok = Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows: 128, n: 256, k: 256, interleave: 0 };
+    for rows in [8usize, 33] {
+        let x = up(&g, &vec![f16::ZERO; rows * 256]);
+        let mut y = g.stream().alloc_zeros::<f32>(rows * 256).unwrap();
+        let e = ops::wide_fp8_into(&g, &x.as_view(), &ok, &mut y.as_view_mut()).unwrap_err().to_string();
+        assert!(e.contains("9..=32 supported"), "{rows} rows: {e}");
     }
 }
