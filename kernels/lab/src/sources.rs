@@ -25,11 +25,15 @@ macro_rules! behind_bulk_pipeline {
 
 /// The streaming experiment (bin/stream_chain.rs).
 pub const STREAM_CHAIN: &str = behind_bulk_pipeline!("stream_chain.cu");
-/// The wide decode GEMM experiment (bin/wide_gemm.rs): the MMA helpers of skinny_tiles.cuh.
+/// The wide decode GEMM experiment (bin/wide_gemm.rs): the production wide FP8 GEMM, whose
+/// entries it times at chosen split counts and whose main loop its 64-row form runs, and
+/// the bf16 forms beside it.
 pub const WIDE_GEMM: &str = concat!(
     include_str!("../../cuda/common.cuh"),
     "\n",
     include_str!("../../cuda/skinny_tiles.cuh"),
+    "\n",
+    include_str!("../../cuda/wide_fp8.cu"),
     "\n",
     include_str!("../cuda/wide_gemm.cu")
 );

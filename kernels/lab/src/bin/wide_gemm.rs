@@ -1,17 +1,22 @@
 //! Experiment, GPU machine only (prints the speeds; asserts only correctness): decode GEMMs
-//! at 16, 32 and 64 token rows (lab/cuda/wide_gemm.cu: 128-row tiles, x staged once per
-//! stage in shared memory, split-K adding into y) against what the engine runs there now
-//! (cuBLAS on bf16 weights) and against its skinny kernels 8 rows at a time, on Qwen3-8B's
-//! four projection shapes, FP8 (f16 x) and bf16. Each matrix is held in enough copies,
-//! run in turn, that no run finds its weights in L2. `cargo run -p kernels-lab --bin
-//! wide_gemm`.
+//! at 16, 32 and 64 token rows with 128-row tiles and x staged once per stage, on Qwen3-8B's
+//! four projection shapes, FP8 (f16 x) and bf16, against what the engine ran there before
+//! (cuBLAS on bf16 weights) and against its skinny kernels 8 rows at a time. FP8 at 16 and
+//! 32 rows is the production kernel (kernels/cuda/wide_fp8.cu): its entries at several split
+//! counts, and the engine's ops as a step calls them (gate|up: SwiGLU fused with no split,
+//! against the split GEMM and the swiglu kernel after it); FP8 at 64 rows is its main loop
+//! in the lab's 64-row entry, bf16 the lab's own form (lab/cuda/wide_gemm.cu). Each matrix
+//! is held in enough copies, run in turn, that no run finds its weights in L2. `cargo run
+//! -p kernels-lab --bin wide_gemm`.
 
-use kernels::cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
-use kernels::ops::{self, WeightLayout};
+use kernels::cudarc::driver::{CudaFunction, CudaModule, CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
+use kernels::ops::{self, Fp8Matrix, WeightLayout};
 use kernels::{Gpu, GpuOptions, bf16, f16};
 use kernels_lab::rng::Rng;
 use kernels_lab::sources;
 use kernels_lab::timing::{opt_in_blocks_per_sm, time_us_reps};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 const ROWS: usize = 128;
 const THREADS: u32 = 256;
@@ -19,114 +24,65 @@ const STAGES: usize = 4;
 /// Bytes of weights each shape's copies add up to at least (L2 is 60 MB).
 const COPY_BYTES: usize = 200 << 20;
 
-/// One of the kernel's entry points, with its dynamic shared memory and blocks per SM.
+/// One wide entry point (production or lab), with its dynamic shared memory and blocks per
+/// SM. Every one takes (x, w, scale_inv, y, M, N, K, R, il, splits).
 struct Wide {
     f: CudaFunction,
     smem: u32,
     per_sm: usize,
+    /// k of one ring stage: 128 (FP8) or 64 (bf16).
+    stage_k: usize,
 }
 
 impl Wide {
-    fn new(module: &std::sync::Arc<kernels::cudarc::driver::CudaModule>, fp8: bool, m: usize) -> Self {
-        let name = format!("wide_{}_m{m}", if fp8 { "fp8" } else { "bf16" });
-        let f = module.load_function(&name).unwrap();
+    /// `name` at `m` token rows (the form's; x rows are 256 bytes per stage either way).
+    fn new(module: &Arc<CudaModule>, name: &str, m: usize, fp8: bool) -> Self {
+        let f = module.load_function(name).unwrap();
         let x_bytes = m * if fp8 { 256 } else { 128 };
         let smem = (STAGES * (ROWS * 128 + x_bytes)) as u32;
         let per_sm = opt_in_blocks_per_sm(&f, THREADS, smem) as usize;
-        Wide { f, smem, per_sm }
+        Wide { f, smem, per_sm, stage_k: if fp8 { 128 } else { 64 } }
     }
 
-    /// Stages per split-K unit so that the grid fills `fill` x the SMs' resident blocks.
-    fn per_unit(&self, g: &Gpu, n: usize, k: usize, fp8: bool, fill: usize) -> usize {
-        let nch = k / if fp8 { 128 } else { 64 };
-        let splits = (fill * self.per_sm * g.sms()).div_ceil(n / ROWS).clamp(1, nch);
-        nch.div_ceil(splits)
+    /// Blocks per tile as the production launcher picks them (kernels/src/ops/wide.rs): the
+    /// most that the SMs' resident blocks hold at once.
+    fn engine_splits(&self, g: &Gpu, n: usize, k: usize) -> usize {
+        self.no_idle(k, self.per_sm * g.sms() / (n / ROWS))
     }
 
+    /// `want` blocks per tile of k, at most one per stage, then the fewest that keep the
+    /// same stages per block (none idle).
+    fn no_idle(&self, k: usize, want: usize) -> usize {
+        let stages = k / self.stage_k;
+        let want = want.clamp(1, stages);
+        stages.div_ceil(stages.div_ceil(want))
+    }
+
+    /// One launch at `splits` blocks per tile, y zeroed first where they add.
     #[allow(clippy::too_many_arguments)]
-    fn run<X: kernels::cudarc::driver::DeviceRepr, W: kernels::cudarc::driver::DeviceRepr>(
+    fn run<X: DeviceRepr, W: DeviceRepr, O: DeviceRepr + kernels::cudarc::driver::ValidAsZeroBits>(
         &self,
         g: &Gpu,
         x: &CudaSlice<X>,
         w: &CudaSlice<W>,
         s: &CudaSlice<f32>,
-        y: &mut CudaSlice<f32>,
-        (n, k, fp8): (usize, usize, bool),
-        per_unit: usize,
+        y: &mut CudaSlice<O>,
+        (m, n, k, il): (usize, usize, usize, usize),
+        splits: usize,
     ) {
-        let nch = k / if fp8 { 128 } else { 64 };
-        let units = n / ROWS * nch.div_ceil(per_unit);
-        g.stream().memset_zeros(y).unwrap();
-        let (ni, ki, pu) = (n as i32, k as i32, per_unit as i32);
+        if splits > 1 {
+            g.stream().memset_zeros(y).unwrap();
+        }
+        let (mi, ni, ki, ri, ili, si) = (m as i32, n as i32, k as i32, ROWS as i32, il as i32, splits as i32);
         let mut b = g.stream().launch_builder(&self.f);
-        b.arg(x).arg(w).arg(s).arg(y).arg(&ni).arg(&ki).arg(&pu);
+        b.arg(x).arg(w).arg(s).arg(y).arg(&mi).arg(&ni).arg(&ki).arg(&ri).arg(&ili).arg(&si);
         let cfg = LaunchConfig {
-            grid_dim: (units as u32, 1, 1),
+            grid_dim: ((n / ROWS * splits) as u32, 1, 1),
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: self.smem,
         };
-        // SAFETY: x [m, k], w [n, k], scales [n / 128, k / 128], y [m, n], as the kernel reads.
-        unsafe { b.launch(cfg) }.unwrap();
-    }
-}
-
-/// The `_lb` form of an FP8 entry point (last-block split-K reduction, no zeroing of y):
-/// its scratch of partial tiles and the tiles' arrival counters.
-struct LastBlock {
-    f: CudaFunction,
-    scratch: CudaSlice<f32>,
-    counters: CudaSlice<u32>,
-}
-
-impl LastBlock {
-    /// For m rows of an [n, k] FP8 matrix at up to `most_splits` splits.
-    fn new(
-        g: &Gpu,
-        module: &std::sync::Arc<kernels::cudarc::driver::CudaModule>,
-        (m, n): (usize, usize),
-        most_splits: usize,
-        smem: u32,
-    ) -> Self {
-        let f = module.load_function(&format!("wide_fp8_m{m}_lb")).unwrap();
-        opt_in_blocks_per_sm(&f, THREADS, smem);
-        let st = g.stream();
-        LastBlock {
-            f,
-            scratch: st.alloc_zeros(most_splits * m * n).unwrap(),
-            counters: st.alloc_zeros(n / ROWS).unwrap(),
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn run(
-        &mut self,
-        g: &Gpu,
-        x: &CudaSlice<f16>,
-        w: &CudaSlice<u8>,
-        s: &CudaSlice<f32>,
-        y: &mut CudaSlice<f32>,
-        (n, k): (usize, usize),
-        per_unit: usize,
-        smem: u32,
-    ) {
-        let units = n / ROWS * (k / 128).div_ceil(per_unit);
-        let (ni, ki, pu) = (n as i32, k as i32, per_unit as i32);
-        let mut b = g.stream().launch_builder(&self.f);
-        b.arg(x)
-            .arg(w)
-            .arg(s)
-            .arg(y)
-            .arg(&ni)
-            .arg(&ki)
-            .arg(&pu)
-            .arg(&mut self.scratch)
-            .arg(&mut self.counters);
-        let cfg = LaunchConfig {
-            grid_dim: (units as u32, 1, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: smem,
-        };
-        // SAFETY: as `Wide::run`, and the scratch holds every split's [m, n] partial.
+        // SAFETY: x [m, k], w [n, k], scales [n / 128, k / 128], y [m, n] (or the act
+        // [m, n / 2]), as the kernel reads and writes them.
         unsafe { b.launch(cfg) }.unwrap();
     }
 }
@@ -136,6 +92,9 @@ fn rel_err(a: &[f32], b: &[f32]) -> f32 {
     let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
     a.iter().zip(b).fold(0f32, |m, (p, q)| m.max((p - q).abs())) / scale
 }
+
+/// One row of the table: what ran, its time, and its error against the reference if any.
+type Row = (String, f32, Option<f32>);
 
 fn main() {
     let opts = GpuOptions::from_env().unwrap();
@@ -150,7 +109,7 @@ fn main() {
         ("gate|up", 24576, 4096),
         ("down", 4096, 12288),
     ];
-    let mut totals = std::collections::BTreeMap::<String, f32>::new();
+    let mut totals = BTreeMap::<String, f32>::new();
     for fp8 in [true, false] {
         let wname = if fp8 { "FP8" } else { "bf16" };
         for (name, n, k) in shapes {
@@ -163,7 +122,7 @@ fn main() {
             let codes: Vec<u8> = if fp8 { (0..n * k).map(|_| r.code()).collect() } else { vec![] };
             let w8: Vec<CudaSlice<u8>> =
                 if fp8 { (0..copies).map(|_| st.clone_htod(&codes).unwrap()).collect() } else { vec![] };
-            // bf16 weights: the bf16 model's, or for FP8 shapes what cuBLAS reads now.
+            // bf16 weights: the bf16 model's, or for FP8 shapes what cuBLAS reads there.
             let wbh: Vec<bf16> = (0..n * k).map(|_| bf16::from_f32(r.unit() * 0.05)).collect();
             let wb: Vec<CudaSlice<bf16>> = (0..copies).map(|_| st.clone_htod(&wbh).unwrap()).collect();
             for m in [16usize, 32, 64] {
@@ -177,9 +136,8 @@ fn main() {
                     for r0 in (0..m).step_by(8) {
                         let mut ys = y.slice_mut(r0 * n..(r0 + 8) * n);
                         if fp8 {
-                            let wv = w8[c].as_view();
-                            let sv = s.as_view();
-                            let m8 = ops::Fp8Matrix {
+                            let (wv, sv) = (w8[c].as_view(), s.as_view());
+                            let m8 = Fp8Matrix {
                                 codes: &wv,
                                 scale_inv: &sv,
                                 scale_rows: 128,
@@ -206,79 +164,50 @@ fn main() {
                 };
                 skinny(&mut y_ref, 0);
                 let want = st.clone_dtoh(&y_ref).unwrap();
-                let wide = Wide::new(&module, fp8, m);
-                let mut rows: Vec<(String, f32, Option<f32>)> = Vec::new();
-                for fill in [1usize, 2, 4] {
-                    let pu = wide.per_unit(&g, n, k, fp8, fill);
-                    let check = |y: &mut CudaSlice<f32>| {
+                let mut rows: Vec<Row> = Vec::new();
+                // The wide kernel at split counts from 1 to 32 (as many as the stages allow
+                // without idle blocks), the production rule's among them.
+                let entry = match (fp8, m) {
+                    (true, 64) => "wide_fp8_m64".to_string(),
+                    (true, _) => format!("wide_fp8_m{m}"),
+                    (false, _) => format!("wide_bf16_m{m}"),
+                };
+                let wide = Wide::new(&module, &entry, m, fp8);
+                let mut counts: Vec<usize> = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 16, 24, 32]
+                    .iter()
+                    .map(|&s| wide.no_idle(k, s))
+                    .collect();
+                counts.dedup();
+                let engine_count = wide.engine_splits(&g, n, k);
+                let mut best_wide = f32::MAX;
+                for splits in counts {
+                    let shape = (m, n, k, 0);
+                    let launch = |y: &mut CudaSlice<f32>, c: usize| {
                         if fp8 {
-                            wide.run(&g, &xh, &w8[0], &s, y, (n, k, fp8), pu);
+                            wide.run(&g, &xh, &w8[c], &s, y, shape, splits);
                         } else {
-                            wide.run(&g, &xb, &wb[0], &s, y, (n, k, fp8), pu);
+                            wide.run(&g, &xb, &wb[c], &s, y, shape, splits);
                         }
-                        rel_err(&st.clone_dtoh(y).unwrap(), &want)
                     };
-                    let err = check(&mut y);
-                    assert!(
-                        err < 1e-4,
-                        "{wname} {name} m={m} fill {fill}: wide kernel off by {err:e} of max |y|"
-                    );
-                    let us = time_us_reps(&g, 4, || {
-                        for c in 0..copies {
-                            if fp8 {
-                                wide.run(&g, &xh, &w8[c], &s, &mut y, (n, k, fp8), pu);
-                            } else {
-                                wide.run(&g, &xb, &wb[c], &s, &mut y, (n, k, fp8), pu);
-                            }
-                        }
-                    }) / copies as f32;
-                    let units = n / ROWS * (k / if fp8 { 128 } else { 64 }).div_ceil(pu);
-                    rows.push((
-                        format!("wide, {units} units of {pu} stages ({} per SM)", wide.per_sm),
-                        us,
-                        Some(err),
-                    ));
-                    if fp8 && m <= 32 {
-                        let splits = (k / 128).div_ceil(pu);
-                        let mut lb = LastBlock::new(&g, &module, (m, n), splits, wide.smem);
-                        lb.run(&g, &xh, &w8[0], &s, &mut y, (n, k), pu, wide.smem);
-                        let err = rel_err(&st.clone_dtoh(&y).unwrap(), &want);
-                        assert!(
-                            err < 1e-4,
-                            "{wname} {name} m={m} fill {fill}: last-block form off by {err:e}"
-                        );
-                        let us = time_us_reps(&g, 4, || {
-                            for wc in &w8 {
-                                lb.run(&g, &xh, wc, &s, &mut y, (n, k), pu, wide.smem);
-                            }
-                        }) / copies as f32;
-                        rows.push((format!("wide last-block, {units} units of {pu} stages"), us, Some(err)));
-                    }
-                }
-                // The engine's form of the FP8 kernel (kernels/cuda/wide_fp8.cu: cluster
-                // split-K, no zeroing), where it takes this many rows.
-                if fp8 && m <= ops::WIDE_MAX_ROWS {
-                    let op = |y: &mut CudaSlice<f32>, c: usize| {
-                        let (wv, sv) = (w8[c].as_view(), s.as_view());
-                        let m8 = ops::Fp8Matrix {
-                            codes: &wv,
-                            scale_inv: &sv,
-                            scale_rows: 128,
-                            n,
-                            k,
-                            interleave: 0,
-                        };
-                        ops::wide_fp8_into(&g, &xh.as_view(), &m8, &mut y.as_view_mut()).unwrap();
-                    };
-                    op(&mut y, 0);
+                    launch(&mut y, 0);
                     let err = rel_err(&st.clone_dtoh(&y).unwrap(), &want);
-                    assert!(err < 1e-4, "{wname} {name} m={m}: engine wide op off by {err:e} of max |y|");
+                    assert!(err < 1e-4, "{wname} {name} m={m} {splits} splits: wide kernel off by {err:e}");
                     let us = time_us_reps(&g, 4, || {
                         for c in 0..copies {
-                            op(&mut y, c);
+                            launch(&mut y, c);
                         }
                     }) / copies as f32;
-                    rows.push(("engine wide_fp8 op".to_string(), us, Some(err)));
+                    best_wide = best_wide.min(us);
+                    let mark = if splits == engine_count { ", the launcher's rule" } else { "" };
+                    let what = format!("wide {entry}, {splits} splits ({} per SM){mark}", wide.per_sm);
+                    rows.push((what, us, Some(err)));
+                }
+                *totals.entry(format!("{wname} m={m} wide (best split count per shape)")).or_default() +=
+                    best_wide * 36.0;
+                if fp8 && m <= ops::WIDE_MAX_ROWS {
+                    let step_us = engine_ops(&g, (name, n, k, m), (&w8, &s, &xh), &want, &mut rows);
+                    *totals.entry(format!("FP8 m={m} engine ops as a step calls them")).or_default() +=
+                        step_us * 36.0;
                 }
                 let us = time_us_reps(&g, 4, || {
                     for c in 0..copies {
@@ -292,10 +221,6 @@ fn main() {
                     }
                 }) / copies as f32;
                 rows.push(("cuBLAS, bf16 weights".to_string(), us, None));
-                let best_wide =
-                    rows.iter().filter(|r| r.0.starts_with("wide,")).map(|r| r.1).fold(f32::MAX, f32::min);
-                *totals.entry(format!("{wname} m={m} wide (best fill per shape)")).or_insert(0.0) +=
-                    best_wide * 36.0;
                 for (what, us, err) in rows {
                     let bytes = if what.starts_with("cuBLAS") { n * k * 2 } else { wbytes };
                     let err = err.map(|e| format!("{e:.1e}")).unwrap_or_default();
@@ -303,9 +228,9 @@ fn main() {
                         "| {wname} | {name} {n}x{k} | {m} | {what} | {us:.1} | {:.2} | {err} |",
                         bytes as f64 / (us as f64 * 1e-6) / 1e12
                     );
-                    if !what.starts_with("wide") {
+                    if what.starts_with("skinny") || what.starts_with("cuBLAS") {
                         let key = format!("{wname} m={m} {}", what.split(',').next().unwrap());
-                        *totals.entry(key).or_insert(0.0) += us * 36.0;
+                        *totals.entry(key).or_default() += us * 36.0;
                     }
                 }
             }
@@ -315,4 +240,72 @@ fn main() {
     for (k, us) in totals {
         println!("  {k}: {:.0} us", us);
     }
+}
+
+/// The engine's wide FP8 ops on one shape at m rows, timed over the weight copies into
+/// `rows`: `wide_fp8_into` (y zeroed inside where K splits); for gate|up also the SwiGLU op
+/// the step runs (no split, act in f16) against the split GEMM into f32 and the swiglu
+/// kernel (act in bf16), checked against each other. Returns the time of the op the step
+/// calls for this shape.
+fn engine_ops(
+    g: &Gpu,
+    (name, n, k, m): (&str, usize, usize, usize),
+    (w8, s, xh): (&[CudaSlice<u8>], &CudaSlice<f32>, &CudaSlice<f16>),
+    want: &[f32],
+    rows: &mut Vec<Row>,
+) -> f32 {
+    let st = g.stream();
+    let copies = w8.len();
+    let mut y = st.alloc_zeros::<f32>(m * n).unwrap();
+    let sv = s.as_view();
+    let gemm = |y: &mut CudaSlice<f32>, c: usize, il: usize| {
+        let wv = w8[c].as_view();
+        let m8 = Fp8Matrix { codes: &wv, scale_inv: &sv, scale_rows: 128, n, k, interleave: il };
+        ops::wide_fp8_into(g, &xh.as_view(), &m8, &mut y.as_view_mut()).unwrap();
+    };
+    gemm(&mut y, 0, 0);
+    let err = rel_err(&st.clone_dtoh(&y).unwrap(), want);
+    assert!(err < 1e-4, "FP8 {name} m={m}: engine wide op off by {err:e} of max |y|");
+    let op_us = time_us_reps(g, 4, || {
+        for c in 0..copies {
+            gemm(&mut y, c, 0);
+        }
+    }) / copies as f32;
+    rows.push(("engine wide_fp8 op".to_string(), op_us, Some(err)));
+    if name != "gate|up" {
+        return op_us;
+    }
+    // gate|up as the step runs it: the codes read as interleaved by 8 (random codes, so any
+    // layout times the same), SwiGLU fused with no split.
+    let inter = n / 2;
+    let mut act = st.alloc_zeros::<f16>(m * inter).unwrap();
+    let mut act_b = st.alloc_zeros::<bf16>(m * inter).unwrap();
+    let swiglu = |act: &mut CudaSlice<f16>, c: usize| {
+        let wv = w8[c].as_view();
+        let m8 = Fp8Matrix { codes: &wv, scale_inv: &sv, scale_rows: 128, n, k, interleave: inter };
+        ops::wide_fp8_swiglu_into(g, &xh.as_view(), &m8, &mut act.as_view_mut()).unwrap();
+    };
+    let split_then_swiglu = |y: &mut CudaSlice<f32>, act_b: &mut CudaSlice<bf16>, c: usize| {
+        gemm(y, c, inter);
+        ops::swiglu_into(g, &y.as_view(), inter, true, &mut act_b.as_view_mut()).unwrap();
+    };
+    swiglu(&mut act, 0);
+    split_then_swiglu(&mut y, &mut act_b, 0);
+    let fused: Vec<f32> = st.clone_dtoh(&act).unwrap().iter().map(|v| v.to_f32()).collect();
+    let split: Vec<f32> = st.clone_dtoh(&act_b).unwrap().iter().map(|v| v.to_f32()).collect();
+    let err = rel_err(&fused, &split);
+    assert!(err < 1e-2, "FP8 gate|up m={m}: fused SwiGLU off the split GEMM + swiglu by {err:e}");
+    let fused_us = time_us_reps(g, 4, || {
+        for c in 0..copies {
+            swiglu(&mut act, c);
+        }
+    }) / copies as f32;
+    let split_us = time_us_reps(g, 4, || {
+        for c in 0..copies {
+            split_then_swiglu(&mut y, &mut act_b, c);
+        }
+    }) / copies as f32;
+    rows.push(("engine wide_fp8_swiglu op (SwiGLU fused, no split)".to_string(), fused_us, None));
+    rows.push(("engine wide_fp8 op + swiglu kernel".to_string(), split_us, Some(err)));
+    fused_us
 }
