@@ -37,7 +37,7 @@ pub fn graph_sizes(max_batch: usize) -> Vec<usize> {
 /// serialized (driver docs, "Graph object thread safety"). The backend owns its graphs and
 /// touches them only through `&mut self`, so moving the backend to the engine thread and
 /// using it there is sound.
-struct OwnedGraph(CudaGraph);
+pub(super) struct OwnedGraph(pub(super) CudaGraph);
 unsafe impl Send for OwnedGraph {}
 
 pub(super) struct DecodeGraph {

@@ -174,6 +174,12 @@ impl StepMeta {
         })
     }
 
+    /// `alloc` with room for the tree masks of `rows` verify nodes (a verify graph's inputs).
+    pub fn alloc_tree(s: &Arc<CudaStream>, rows: usize, table_cap: usize) -> Result<Self> {
+        let tree = s.alloc_zeros(3 * rows).map_err(driver_err("alloc tree masks"))?;
+        Ok(StepMeta { tree: Some(tree), ..Self::alloc(s, rows, table_cap)? })
+    }
+
     /// Fixed buffers for `rows` tokens and `table_cap` table entries (a graph's inputs).
     pub fn alloc(s: &Arc<CudaStream>, rows: usize, table_cap: usize) -> Result<Self> {
         Ok(StepMeta {
@@ -194,6 +200,16 @@ impl StepMeta {
                 self.rows,
                 cap
             )));
+        }
+        if let Some(tree) = self.tree.as_mut() {
+            if h.tree.len() != tree.len() {
+                return Err(EngineError::Backend(format!(
+                    "graph metadata: {} tree ints for {} rows",
+                    h.tree.len(),
+                    self.rows
+                )));
+            }
+            s.memcpy_htod(&h.tree, tree).map_err(driver_err("write tree masks"))?;
         }
         let packed = h.packed();
         s.memcpy_htod(&packed, &mut self.buf.slice_mut(..packed.len()))

@@ -11,6 +11,7 @@ mod spec;
 mod step;
 mod step_timing;
 mod tree_meta;
+mod verify_graph;
 mod weights;
 
 use super::{Backend, KeepRow, Next, ProposeRow, RowHint, SeqChunk, VerifyRow};
@@ -66,6 +67,8 @@ pub struct CudaBackend {
     /// Decode steps replay CUDA graphs (graph.rs; `Tuning::graphs`).
     graphs_enabled: bool,
     graphs: Vec<Option<graph::DecodeGraph>>,
+    /// Verify steps' graphs by (padded trees, nodes per tree) (verify_graph.rs).
+    verify_graphs: Vec<verify_graph::VerifyGraph>,
     /// FP8 models: bf16 buffer for the largest projection, which prefill expands into.
     deq: Option<CudaSlice<bf16>>,
     /// Where decode steps' time goes (step_timing.rs; `Tuning::step_timing`).
@@ -131,6 +134,7 @@ impl CudaBackend {
             cache,
             graphs_enabled: t.graphs,
             graphs: graph::GRAPH_BATCHES.iter().map(|_| None).collect(),
+            verify_graphs: vec![],
             deq,
             step_timing,
             run_ahead: t.run_ahead,

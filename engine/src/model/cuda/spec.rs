@@ -7,6 +7,7 @@
 
 use super::meta::{HostMeta, StepMeta};
 use super::step::{Scratch, forward_layers};
+use super::verify_graph::padded_trees;
 use super::{CudaBackend, GpuKvCache, driver_err, kernel_err};
 use crate::error::{EngineError, Result};
 use crate::model::{KeepRow, Next, ProposeRow, VerifyRow};
@@ -147,6 +148,14 @@ impl CudaBackend {
         self.ahead = None;
         let (vocab, pages, bs) = (self.cfg.vocab_size, self.cache.num_pages, self.cache.block_size);
         let host = HostMeta::tree_step(rows, vocab, bs, pages)?;
+        let nodes = rows.first().map_or(0, |r| r.tokens.len());
+        let same_shape = rows.iter().all(|r| r.tokens.len() == nodes);
+        // Graphs where every tree has one size and the GEMMs need no dequant buffer (bf16,
+        // or FP8 with its bf16 copies kept).
+        if self.graphs_enabled && same_shape && self.deq.is_none() && padded_trees(rows.len()).is_some() {
+            let mut out = self.verify_with_graph(host, (rows.len(), nodes), greedy)?.into_iter();
+            return Ok(rows.iter().map(|r| out.by_ref().take(r.tokens.len()).collect()).collect());
+        }
         let t = host.ids.len();
         let meta = StepMeta::upload(self.gpu.stream(), &host)?;
         let mut sc = Scratch::new(&self.gpu, &self.cfg, t)?;

@@ -59,6 +59,18 @@ impl HostMeta {
     }
 }
 
+impl HostMeta {
+    /// Pad a verify step to `rows` nodes with one-node trees on `pad_page` (a page the block
+    /// manager never hands out), as `pad` does for a decode step.
+    pub fn pad_tree(&mut self, rows: usize, pad_page: usize, block_size: usize) {
+        let n = self.ids.len();
+        self.pad(rows, pad_page, block_size);
+        for _ in n..rows {
+            self.tree.extend([0, 1, 0]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::HostMeta;
@@ -78,6 +90,20 @@ mod tests {
         let masks: Vec<u32> = m.tree.chunks(3).map(|t| t[1] as u32).collect();
         assert_eq!(masks, [0b1, 0b11, 0b101, 0b1011, 0b11011]);
         assert!(m.tree.chunks(3).all(|t| t[0] == 6 && t[2] == 0));
+    }
+
+    /// Padding nodes see only their own slot on the spare page: position 0, mask bit 0.
+    #[test]
+    fn padding_nodes_are_one_node_trees_on_the_spare_page() {
+        let (tokens, parents) = ([5u32, 6], [0usize, 0]);
+        let row = VerifyRow { tokens: &tokens, parents: &parents, start_pos: 3, block_table: &[1] };
+        let mut m = HostMeta::tree_step(&[row], 100, 8, 4).unwrap();
+        m.pad_tree(4, 4, 8);
+        assert_eq!(m.ids.len(), 4);
+        assert_eq!(m.tree.len(), 12);
+        assert_eq!(&m.tree[6..], [0, 1, 0, 0, 1, 0]);
+        assert_eq!(&m.slots[2..], [32, 32]);
+        assert_eq!(&m.ctx_lens[2..], [1, 1]);
     }
 
     #[test]
