@@ -53,6 +53,8 @@ struct Active {
     draft: Option<DraftTree>,
     /// The first draft position the draft has not run (spec/mod.rs).
     draft_from: usize,
+    /// Under synthetic acceptance, what the drafted round accepts (spec/synthetic.rs).
+    shaped: Option<crate::spec::synthetic::Shaped>,
     /// Whether the row drafts: with a draft, always, except under synthetic acceptance,
     /// where only greedy rows whose prompt has a recorded continuation do.
     speculates: bool,
@@ -159,6 +161,7 @@ impl EngineLoop {
                 prompt_len,
                 draft: None,
                 draft_from: 0,
+                shaped: None,
                 speculates,
             },
         );
@@ -187,6 +190,7 @@ impl EngineLoop {
             if let Some(a) = self.active.get_mut(&c.seq_id) {
                 a.draft = None;
                 a.draft_from = 0;
+                a.shaped = None;
             }
         }
         // Decode rows with a drafted tree verify it; every other chunk runs as usual.

@@ -68,10 +68,10 @@ fn a_recorded_prompt_speculates_at_the_chosen_acceptance_and_keeps_the_greedy_ou
         assert!(steps > 0, "mean {mean}: the recorded prompt did not speculate");
         let got = emitted as f64 / steps as f64;
         eprintln!("mean {mean}: {steps} rounds accepted {got:.3} tokens each");
-        // 48 tokens after the prefill's: the last round may be cut short by max_tokens, and
-        // a near-tie between the verify's and the decode's sums may end a round early.
+        // 48 tokens after the prefill's: the last round may be cut short by max_tokens (the
+        // rounds take the recording's tokens, so nothing else moves the mean).
         assert!(
-            (got - mean).abs() <= 0.35,
+            (got - mean).abs() <= 0.1,
             "mean {mean}: rounds accepted {got} on average ({emitted} / {steps})"
         );
         // A sampled request never speculates here, recorded prompt or not.

@@ -5,7 +5,7 @@ use super::{EngineLoop, guarded};
 use crate::model::{KeepRow, Next, ProposeRow, VerifyRow};
 use crate::request::TokenEvent;
 use crate::scheduler::{Chunk, SeqId};
-use crate::spec::accept::accept;
+use crate::spec::accept::{Accepted, accept};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
@@ -48,7 +48,11 @@ impl EngineLoop {
         let tree = a.draft.take().expect("verifying rows have a tree");
         let root = self.sched.get(id)?.tokens[c.start];
         let tokens: Vec<u32> = std::iter::once(root).chain(tree.tokens.iter().copied()).collect();
-        let got = accept(&tokens, &tree.chunk_parents(), logits, &a.params, &mut a.rng);
+        let got = match a.shaped.take() {
+            // Synthetic acceptance: the recorded path and token (spec/synthetic.rs says why).
+            Some(s) => Accepted { path: s.path, bonus: s.bonus },
+            None => accept(&tokens, &tree.chunk_parents(), logits, &a.params, &mut a.rng),
+        };
         let depth = tree.chunk_depths().into_iter().max().unwrap_or(0);
         self.count(got.path.len(), depth);
         let kept = {
@@ -112,7 +116,7 @@ impl EngineLoop {
                         let next =
                             syn.recordings.get(prompt).map(|r| r.get(n - a.prompt_len..).unwrap_or(&[]));
                         let next = next.map(<[u32]>::to_vec).unwrap_or_default();
-                        syn.shape(&mut tree, &next);
+                        a.shaped = syn.shape(&mut tree, &next);
                     }
                     a.draft = Some(tree);
                     a.draft_from = n - 1;

@@ -6,7 +6,16 @@
 //! is real), but its proposals are replaced by tokens of the target's own greedy
 //! continuation of the same prompt, recorded when that prompt was last served without
 //! speculation, and corrupted so that the rounds accept L tokens on average (the bonus
-//! included). Greedy output stays the target's: the target still verifies every token.
+//! included).
+//!
+//! The round's acceptance then follows the recording too: the verify runs in full (its
+//! time is the measurement) but the tokens taken are the recorded path and the recorded
+//! token after it (`Shaped::accepted`). The output is still the target's greedy output,
+//! the one recorded. Why not the verify's argmax: random weights give near-tied logits, and
+//! the verify's sums (16 rows, tree attention) and the recording's (a decode step) round
+//! differently, so on the GPU the argmax parts from the recording every few dozen tokens;
+//! after that the recorded proposals belong to another sequence and every later round
+//! accepts nothing (Qwen3-8B on an H200, 2026-12-03: 1.31 tokens per round asked for 3.3).
 //!
 //! So a workload runs twice over the same prompts: the first time a prompt is seen its
 //! request decodes plainly and its continuation is recorded (and that pass is the
@@ -68,11 +77,14 @@ impl Synthetic {
     }
 
     /// The next round's tree for a row whose recorded continuation from here is `next`:
-    /// `tree` rewritten to take `next_round`'s share of it. Returns the levels it carries.
-    pub fn shape(&mut self, tree: &mut DraftTree, next: &[u32]) -> usize {
+    /// `tree` rewritten to take `next_round`'s share of it; and what the round accepts,
+    /// when the recording reaches past it.
+    pub fn shape(&mut self, tree: &mut DraftTree, next: &[u32]) -> Option<Shaped> {
         let deepest = tree.chunk_depths().into_iter().max().unwrap_or(0);
         let k = self.next_round(deepest);
-        rewrite(tree, next, k, self.vocab)
+        let taken = rewrite(tree, next, k, self.vocab);
+        let bonus = *next.get(taken)?;
+        Some(Shaped { path: first_path(tree, taken), bonus })
     }
 
     /// Drafted tokens the next round accepts, at most `deepest` (the tree's longest path).
@@ -83,6 +95,27 @@ impl Synthetic {
         self.owed -= k as f64;
         k
     }
+}
+
+/// A shaped round's outcome: the chunk indices of the recorded path's nodes and the
+/// recorded token after them (`spec::accept::Accepted`'s form).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shaped {
+    pub path: Vec<usize>,
+    pub bonus: u32,
+}
+
+/// The chunk indices (root 0) of `tree`'s first path, the first child at every level, for
+/// `k` levels.
+fn first_path(tree: &DraftTree, k: usize) -> Vec<usize> {
+    let mut path = Vec::with_capacity(k);
+    let mut parent = 0;
+    while path.len() < k {
+        let Some(i) = tree.parents.iter().position(|&p| p == parent) else { break };
+        parent = i + 1;
+        path.push(parent);
+    }
+    path
 }
 
 /// Rewrites `tree` so that its first path (the first child at every level) carries the
@@ -154,5 +187,18 @@ mod tests {
         assert_eq!(rewrite(&mut t, &[7], 3, 1000), 1);
         assert_eq!(t.tokens[0], 7);
         assert_ne!(t.tokens[1], 0);
+    }
+
+    /// A shaped round accepts the recorded path (chunk indices) and the recorded token
+    /// after it; with nothing recorded after the path, the verify decides.
+    #[test]
+    fn a_shaped_round_accepts_the_recorded_path_and_its_next_token() {
+        let mut s = Synthetic::new(3.0, 3, 1000).unwrap();
+        let mut t = DraftTree { tokens: vec![9; 5], parents: vec![0, 0, 1, 1, 3] };
+        let got = s.shape(&mut t, &[100, 200, 300]).unwrap();
+        assert_eq!(got, Shaped { path: vec![1, 3], bonus: 300 });
+        assert_eq!((t.tokens[0], t.tokens[2]), (100, 200));
+        let mut t = DraftTree { tokens: vec![9; 5], parents: vec![0, 0, 1, 1, 3] };
+        assert_eq!(s.shape(&mut t, &[100, 200]), None, "the recording ends at the path");
     }
 }
