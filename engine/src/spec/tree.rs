@@ -46,6 +46,13 @@ pub fn top_k(logprobs: &[f32], k: usize) -> Vec<(usize, f32)> {
     best
 }
 
+/// A node's best `k` tokens as (target id, log-probability), best first: what the search
+/// reads of a distribution, so that a draft on the GPU hands over k pairs per node instead
+/// of the draft vocabulary.
+pub fn top_tokens(logprobs: &[f32], k: usize, to_target: impl Fn(usize) -> u32) -> Vec<(u32, f32)> {
+    top_k(logprobs, k).into_iter().map(|(d, lp)| (to_target(d), lp)).collect()
+}
+
 /// The candidates of one draft, grown level by level.
 #[derive(Debug, Clone)]
 pub struct TreeSearch {
@@ -56,13 +63,10 @@ pub struct TreeSearch {
 }
 
 impl TreeSearch {
-    /// Level 1 from the root's log-probabilities over the draft vocabulary; `to_target`
-    /// maps a draft id to its target id.
-    pub fn new(topk: usize, root: &[f32], to_target: impl Fn(usize) -> u32) -> Self {
-        let candidates: Vec<Candidate> = top_k(root, topk)
-            .into_iter()
-            .map(|(d, lp)| Candidate { token: to_target(d), score: lp, parent: None })
-            .collect();
+    /// Level 1 from the root's best tokens (`top_tokens`; at most `topk` are read).
+    pub fn new(topk: usize, root: &[(u32, f32)]) -> Self {
+        let candidates: Vec<Candidate> =
+            root.iter().take(topk).map(|&(token, lp)| Candidate { token, score: lp, parent: None }).collect();
         let frontier = (0..candidates.len()).collect();
         TreeSearch { topk, candidates, frontier }
     }
@@ -77,18 +81,15 @@ impl TreeSearch {
         &self.candidates
     }
 
-    /// One more level: `dists[j]` is the log-probability distribution after frontier node j.
-    pub fn expand(&mut self, dists: &[&[f32]], to_target: impl Fn(usize) -> u32) {
-        assert_eq!(dists.len(), self.frontier.len(), "one distribution per frontier node");
+    /// One more level: `tops[j]` is frontier node j's best tokens (`top_tokens`, best
+    /// first; at most `topk` are read).
+    pub fn expand(&mut self, tops: &[&[(u32, f32)]]) {
+        assert_eq!(tops.len(), self.frontier.len(), "one token list per frontier node");
         let first = self.candidates.len();
-        for (&parent, dist) in self.frontier.iter().zip(dists) {
+        for (&parent, top) in self.frontier.iter().zip(tops) {
             let base = self.candidates[parent].score;
-            for (d, lp) in top_k(dist, self.topk) {
-                self.candidates.push(Candidate {
-                    token: to_target(d),
-                    score: base + lp,
-                    parent: Some(parent),
-                });
+            for &(token, lp) in top.iter().take(self.topk) {
+                self.candidates.push(Candidate { token, score: base + lp, parent: Some(parent) });
             }
         }
         let level: Vec<f32> = self.candidates[first..].iter().map(|c| c.score).collect();
@@ -145,6 +146,17 @@ mod tests {
         d as u32 + 1000
     }
 
+    /// The search over full distributions, as the CPU draft runs it.
+    fn search(topk: usize, root: &[f32]) -> TreeSearch {
+        TreeSearch::new(topk, &top_tokens(root, topk, id))
+    }
+
+    fn grow(s: &mut TreeSearch, dists: &[&[f32]]) {
+        let tops: Vec<Vec<(u32, f32)>> = dists.iter().map(|d| top_tokens(d, s.topk, id)).collect();
+        let refs: Vec<&[(u32, f32)]> = tops.iter().map(Vec::as_slice).collect();
+        s.expand(&refs);
+    }
+
     #[test]
     fn top_k_orders_by_value_then_index_and_treats_nan_as_worst() {
         assert_eq!(top_k(&[-1.0, -0.5, -1.0, -3.0], 3), vec![(1, -0.5), (0, -1.0), (2, -1.0)]);
@@ -154,10 +166,10 @@ mod tests {
 
     #[test]
     fn topk_one_is_a_chain_of_argmaxes() {
-        let mut s = TreeSearch::new(1, &dist(8, &[(3, 0.9)]), id);
+        let mut s = search(1, &dist(8, &[(3, 0.9)]));
         for peak in [5, 1] {
             let d = dist(8, &[(peak, 0.6)]);
-            s.expand(&[&d], id);
+            grow(&mut s, &[&d]);
         }
         let t = s.select(4);
         assert_eq!(t, DraftTree::chain(vec![1003, 1005, 1001]));
@@ -171,7 +183,7 @@ mod tests {
         let n = 64;
         // Root: four candidates 0.4, 0.3, 0.2, 0.05 at draft ids 10..14.
         let root = dist(n, &[(10, 0.4), (11, 0.3), (12, 0.2), (13, 0.05)]);
-        let mut s = TreeSearch::new(4, &root, id);
+        let mut s = search(4, &root);
         assert_eq!(s.frontier(), &[0, 1, 2, 3]);
         // Every node's children: one confident child (0.7) then 0.1, 0.05, 0.04; the
         // child's draft id says which parent it came from.
@@ -180,7 +192,7 @@ mod tests {
             let f = s.frontier().to_vec();
             let ds: Vec<Vec<f32>> = f.iter().map(|&c| child(c % 16)).collect();
             let refs: Vec<&[f32]> = ds.iter().map(|d| d.as_slice()).collect();
-            s.expand(&refs, id);
+            grow(&mut s, &refs);
         }
         assert_eq!(s.candidates().len(), 4 + 3 * 16);
         let t = s.select(16);
@@ -204,10 +216,10 @@ mod tests {
     fn ties_keep_parents_first_and_order_siblings_by_id() {
         let n = 16;
         let root = dist(n, &[(2, 0.5), (7, 0.5)]);
-        let mut s = TreeSearch::new(2, &root, id);
+        let mut s = search(2, &root);
         assert_eq!(s.candidates()[0].token, 1002);
         let certain: Vec<f32> = (0..n).map(|i| if i == 9 { 0.0 } else { f32::NEG_INFINITY }).collect();
-        s.expand(&[&certain, &certain], id);
+        grow(&mut s, &[&certain, &certain]);
         // Level 2: candidates 2, 3 (children of node 0), 4, 5 (of node 1); the certain
         // ones (2 and 4) tie the level-1 nodes.
         assert_eq!(s.frontier(), &[2, 4]);

@@ -16,7 +16,7 @@
 use super::Eagle3Draft;
 use crate::error::{EngineError, Result};
 use crate::model::cpu::ops::{dot, linear, rms_norm, rope, silu_mul};
-use crate::spec::tree::TreeSearch;
+use crate::spec::tree::{TreeSearch, top_tokens};
 use crate::spec::{Draft, DraftRow, DraftTree, SpecConfig};
 use crate::weights::Mat;
 use rayon::prelude::*;
@@ -75,7 +75,10 @@ impl Eagle3Draft {
             .iter()
             .enumerate()
             .map(|(r, row)| RowTree {
-                search: TreeSearch::new(cfg.topk, &root_dists[r * dv..][..dv], |d| map[d]),
+                search: TreeSearch::new(
+                    cfg.topk,
+                    &top_tokens(&root_dists[r * dv..][..dv], cfg.topk, |d| map[d]),
+                ),
                 last: row.tokens.len() - 2,
                 root_hidden: root_hidden[r * h..][..h].to_vec(),
                 hidden: vec![],
@@ -83,7 +86,7 @@ impl Eagle3Draft {
             })
             .collect();
         for _ in 1..cfg.num_steps {
-            self.tree_level(rows, &mut trees, embed);
+            self.tree_level(rows, &mut trees, embed, cfg.topk);
         }
         Ok(trees.iter().map(|t| t.search.select(cfg.num_draft_tokens)).collect())
     }
@@ -178,7 +181,7 @@ impl Eagle3Draft {
     /// One tree level: every row's frontier nodes run at the position after their parent's,
     /// attending to the row's committed draft KV, their ancestors' scratch KV and their own;
     /// their distributions expand the search.
-    fn tree_level(&self, rows: &[DraftRow<'_>], trees: &mut [RowTree], embed: &Mat) {
+    fn tree_level(&self, rows: &[DraftRow<'_>], trees: &mut [RowTree], embed: &Mat, topk: usize) {
         let (h, kvd, qd, dv) =
             (self.cfg.hidden_size, self.cfg.kv_dim(), self.cfg.q_dim(), self.cfg.draft_vocab_size);
         let (mut hidden, mut tokens, mut positions, mut nodes) = (vec![], vec![], vec![], vec![]);
@@ -229,8 +232,11 @@ impl Eagle3Draft {
             for (i, &c) in frontier.iter().enumerate() {
                 t.hidden[c] = Some(out[(j + i) * h..][..h].to_vec());
             }
-            let ds: Vec<&[f32]> = (0..frontier.len()).map(|i| &dists[(j + i) * dv..][..dv]).collect();
-            t.search.expand(&ds, |d| map[d]);
+            let tops: Vec<Vec<(u32, f32)>> = (0..frontier.len())
+                .map(|i| top_tokens(&dists[(j + i) * dv..][..dv], topk, |d| map[d]))
+                .collect();
+            let refs: Vec<&[(u32, f32)]> = tops.iter().map(Vec::as_slice).collect();
+            t.search.expand(&refs);
             j += frontier.len();
         }
     }
