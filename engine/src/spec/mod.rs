@@ -202,6 +202,28 @@ pub fn build_draft(source: &DraftSource, ctx: &DraftContext<'_>) -> Result<Box<d
     }
 }
 
+/// The target layers `draft` reads the input of (the layer count: the last layer's
+/// output), checked against `target`: each a target layer, one hidden state per layer in
+/// its aux width. Every backend asks this before it attaches a draft.
+pub fn aux_layers_of(draft: &dyn Draft, target: &crate::config::ModelConfig) -> Result<Vec<usize>> {
+    let (n, hidden) = (target.num_hidden_layers, target.hidden_size);
+    let layers = draft.aux_layers().to_vec();
+    if let Some(bad) = layers.iter().find(|&&l| l > n) {
+        return Err(EngineError::BadRequest(format!(
+            "the draft reads target layer {bad}, but the target has {n} layers"
+        )));
+    }
+    if draft.aux_width() != layers.len() * hidden {
+        return Err(EngineError::BadRequest(format!(
+            "the draft reads {} floats of aux state per token; the target gives {} ({} layers x hidden {hidden})",
+            draft.aux_width(),
+            layers.len() * hidden,
+            layers.len()
+        )));
+    }
+    Ok(layers)
+}
+
 /// What a draft is built against.
 pub struct DraftContext<'a> {
     pub target: &'a crate::config::ModelConfig,

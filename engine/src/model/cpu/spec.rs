@@ -46,21 +46,8 @@ impl CpuBackend {
     /// target layers (or the layer count: the last layer's output), and its aux width
     /// one hidden state per layer.
     pub fn with_draft(mut self, draft: Box<dyn Draft>, cfg: SpecConfig) -> Result<Self> {
-        let (n, hidden) = (self.cfg.num_hidden_layers, self.cfg.hidden_size);
-        let layers = draft.aux_layers().to_vec();
-        if let Some(bad) = layers.iter().find(|&&l| l > n) {
-            return Err(EngineError::BadRequest(format!(
-                "the draft reads target layer {bad}, but the target has {n} layers"
-            )));
-        }
-        if draft.aux_width() != layers.len() * hidden {
-            return Err(EngineError::BadRequest(format!(
-                "the draft reads {} floats of aux state per token; the target gives {} ({} layers x hidden {hidden})",
-                draft.aux_width(),
-                layers.len() * hidden,
-                layers.len()
-            )));
-        }
+        let hidden = self.cfg.hidden_size;
+        let layers = crate::spec::aux_layers_of(draft.as_ref(), &self.cfg)?;
         let slots = self.cache.num_pages * self.cache.block_size;
         let aux = vec![0.0; slots * layers.len() * hidden];
         self.spec = Some(CpuSpec { draft, cfg, layers, hidden, aux });

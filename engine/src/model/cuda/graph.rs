@@ -150,16 +150,28 @@ impl DecodeGraph {
     /// The first `n` rows' results once the step has run: their greedy tokens, or their
     /// logits.
     fn results(&self, gpu: &Gpu, n: usize, vocab: usize, greedy: bool) -> Result<Vec<Next>> {
-        let s = gpu.stream();
-        if greedy {
-            let out = s.clone_dtoh(&self.tokens.slice(..n)).map_err(driver_err("download tokens"))?;
-            gpu.sync().map_err(kernel_err)?;
-            return Ok(out.into_iter().map(Next::Token).collect());
-        }
-        let out = s.clone_dtoh(&self.logits.slice(..n * vocab)).map_err(driver_err("download logits"))?;
-        gpu.sync().map_err(kernel_err)?;
-        Ok(out.chunks_exact(vocab).map(|r| Next::Logits(r.to_vec())).collect())
+        graph_results(gpu, (&self.tokens, &self.logits), n, vocab, greedy)
     }
+}
+
+/// The first `n` rows' results of a replayed graph from its token and logits buffers:
+/// their greedy tokens, or their logits.
+pub(super) fn graph_results(
+    gpu: &Gpu,
+    (tokens, logits): (&CudaSlice<u32>, &CudaSlice<f32>),
+    n: usize,
+    vocab: usize,
+    greedy: bool,
+) -> Result<Vec<Next>> {
+    let s = gpu.stream();
+    if greedy {
+        let out = s.clone_dtoh(&tokens.slice(..n)).map_err(driver_err("download tokens"))?;
+        gpu.sync().map_err(kernel_err)?;
+        return Ok(out.into_iter().map(Next::Token).collect());
+    }
+    let out = s.clone_dtoh(&logits.slice(..n * vocab)).map_err(driver_err("download logits"))?;
+    gpu.sync().map_err(kernel_err)?;
+    Ok(out.chunks_exact(vocab).map(|r| Next::Logits(r.to_vec())).collect())
 }
 
 impl CudaBackend {

@@ -102,21 +102,8 @@ impl CudaBackend {
     /// Tree attention runs on the tensor-core attention kernel, so the target needs its
     /// geometry (every Qwen3 has it).
     pub fn with_draft(mut self, draft: Box<dyn Draft>, cfg: SpecConfig, embed: Mat) -> Result<Self> {
-        let (n, hidden) = (self.cfg.num_hidden_layers, self.cfg.hidden_size);
-        let layers = draft.aux_layers().to_vec();
-        if let Some(bad) = layers.iter().find(|&&l| l > n) {
-            return Err(EngineError::BadRequest(format!(
-                "the draft reads target layer {bad}, but the target has {n} layers"
-            )));
-        }
-        if draft.aux_width() != layers.len() * hidden {
-            return Err(EngineError::BadRequest(format!(
-                "the draft reads {} floats of aux state per token; the target gives {} ({} layers x hidden {hidden})",
-                draft.aux_width(),
-                layers.len() * hidden,
-                layers.len()
-            )));
-        }
+        let hidden = self.cfg.hidden_size;
+        let layers = crate::spec::aux_layers_of(draft.as_ref(), &self.cfg)?;
         let dims = super::step::attn_dims(&self.cfg);
         if !ops::prefill_attention_supported(dims) {
             return Err(EngineError::BadRequest(format!(

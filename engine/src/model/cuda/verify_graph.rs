@@ -4,7 +4,7 @@
 //! kernels; eagerly they and the per-call buffers cost about 2 ms of a ~6 ms verify (H200,
 //! engine/PERF-LOG.md). Padding trees are one node each on the spare KV page.
 
-use super::graph::{GRAPH_BATCHES, OwnedGraph};
+use super::graph::{GRAPH_BATCHES, OwnedGraph, graph_results};
 use super::meta::{HostMeta, StepMeta};
 use super::step::{Scratch, forward_layers, lm_head_into};
 use super::{CudaBackend, driver_err, kernel_err};
@@ -55,15 +55,7 @@ impl CudaBackend {
         let g = &mut self.verify_graphs[slot];
         g.meta.write(gpu.stream(), &host)?;
         g.graph.0.launch().map_err(driver_err("verify graph launch"))?;
-        let s = gpu.stream();
-        if greedy {
-            let out = s.clone_dtoh(&g.tokens.slice(..n)).map_err(driver_err("download verify tokens"))?;
-            gpu.sync().map_err(kernel_err)?;
-            return Ok(out.into_iter().map(Next::Token).collect());
-        }
-        let out = s.clone_dtoh(&g.logits.slice(..n * vocab)).map_err(driver_err("download verify logits"))?;
-        gpu.sync().map_err(kernel_err)?;
-        Ok(out.chunks_exact(vocab).map(|r| Next::Logits(r.to_vec())).collect())
+        graph_results(gpu, (&g.tokens, &g.logits), n, vocab, greedy)
     }
 
     /// Records a verify of `shape` over fresh fixed buffers (`host` only sizes the tables).
