@@ -8,6 +8,8 @@
 # each measures.
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} LATLAB_KERNEL_CACHE=/tmp/kc RUST_LOG=warn
+# The tokenizer package.sh copied (tests that start an engine from a checkpoint read it).
+export LATLAB_TOKENIZER_DIR=$PWD/.gpu/tok
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 echo "binaries: $(cat .gpu/BUILD 2>/dev/null || echo 'unknown (no .gpu/BUILD)')"
 T=.gpu/t
