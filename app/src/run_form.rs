@@ -39,6 +39,9 @@ pub struct RunForm {
     pub spec_topk: String,
     #[serde(default)]
     pub spec_num_draft_tokens: String,
+    /// `target.synthetic_acceptance`: tokens per round, empty for the draft's own proposals.
+    #[serde(default)]
+    pub spec_synthetic: String,
     /// Native engine, a checkbox: the native ladder (bf16, FP8, FP8 + EAGLE-3 tree, FP8 +
     /// EAGLE-3 chain), one run per rung, as one comparison.
     #[serde(default)]
@@ -136,6 +139,7 @@ impl Default for RunForm {
             spec_num_steps: String::new(),
             spec_topk: String::new(),
             spec_num_draft_tokens: String::new(),
+            spec_synthetic: String::new(),
             native_ladder: None,
             presets: "vllm-bf16, sglang-bf16".into(),
             model: "Qwen/Qwen3-8B".into(),

@@ -110,6 +110,27 @@ pub fn validate_into(s: &Speculative, model_source: &str, e: &mut ValidationErro
     }
 }
 
+/// `synthetic_acceptance` needs speculative decoding on, and lies in 1..=num_steps + 1
+/// (tokens per round, the bonus included: a round can take at most every level).
+pub fn validate_synthetic(t: &crate::spec::NativeTarget, e: &mut ValidationErrors) {
+    const FIELD: &str = "target.synthetic_acceptance";
+    let Some(l) = t.synthetic_acceptance else { return };
+    let Some(s) = &t.speculative else {
+        e.push(FIELD, "needs speculative decoding on: it shapes the draft's proposals");
+        return;
+    };
+    let most = Tree::of(s).num_steps + 1;
+    if !(l.is_finite() && (1.0..=f64::from(most)).contains(&l)) {
+        e.push(
+            FIELD,
+            format!(
+                "must be between 1 and {most} tokens per round (the bonus included, with {} steps)",
+                most - 1
+            ),
+        );
+    }
+}
+
 /// A draft is `random:<preset>-eagle3` (random weights of the target preset's shape) or a
 /// checkpoint folder, named as the model source is (under the worker's file roots).
 fn check_draft(e: &mut ValidationErrors, d: &str, model_source: &str) {
@@ -152,8 +173,31 @@ mod tests {
             max_batch: None,
             cuda_graphs: true,
             speculative: Some(s),
+            synthetic_acceptance: None,
         });
         spec
+    }
+
+    /// Synthetic acceptance: only with speculation, within 1..=steps + 1 (the default tree
+    /// has 3 steps), named by its field.
+    #[test]
+    fn synthetic_acceptance_needs_speculation_and_a_reachable_mean() {
+        let with = |l: f64, spec: bool| {
+            let mut s = spec_with(eagle3("random:tiny-eagle3", None, None, None));
+            let Target::Native(n) = &mut s.target else { unreachable!() };
+            n.synthetic_acceptance = Some(l);
+            if !spec {
+                n.speculative = None;
+            }
+            s.validate().err().and_then(|e| e.for_field("target.synthetic_acceptance").map(String::from))
+        };
+        assert_eq!(with(3.3, true), None);
+        assert_eq!(with(1.0, true), None);
+        assert_eq!(with(4.0, true), None);
+        assert!(with(4.5, true).unwrap().contains("between 1 and 4"));
+        assert!(with(0.5, true).is_some());
+        assert!(with(f64::NAN, true).is_some());
+        assert!(with(2.0, false).unwrap().contains("needs speculative decoding"));
     }
 
     fn eagle3(draft: &str, steps: Option<u32>, topk: Option<u32>, tokens: Option<u32>) -> Speculative {

@@ -116,6 +116,13 @@ pub struct NativeTarget {
     /// them); `None` decodes one token per step. Absent in specs stored before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speculative: Option<crate::launched::Speculative>,
+    /// Speed without real draft weights (`latlab-engine --speculative-synthetic-acceptance`,
+    /// engine/src/spec/synthetic.rs): proposals from each prompt's recorded greedy
+    /// continuation, made to accept this many tokens per round on average (the bonus
+    /// included). The worker runs the workload twice on one engine: the first pass decodes
+    /// plainly and records (kept as the speculation-off baseline), the second is measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synthetic_acceptance: Option<f64>,
 }
 
 fn default_true() -> bool {

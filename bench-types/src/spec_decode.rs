@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 /// noise, so what the target accepts says nothing about a trained draft's speed-up.
 pub const RANDOM_DRAFT_CAVEAT: &str = "random draft weights: acceptance means nothing";
 
+/// The label of a run under synthetic acceptance, wherever its accepted length shows.
+pub const SYNTHETIC_CAVEAT: &str = "synthetic acceptance: proposals from recorded greedy continuations, accepted as asked; a speed measurement, not a draft's quality";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpecDecodeResult {
     /// As the engine names it, e.g. `EAGLE3`.
@@ -48,6 +51,20 @@ pub struct SpecDecodeResult {
     /// Why a number is missing, or what else to know about it.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Under synthetic acceptance: what was asked, and the first pass (speculation off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synthetic: Option<SyntheticPass>,
+}
+
+/// A synthetic-acceptance run's two passes over one engine: the first decoded plainly
+/// (each prompt's first sight, recorded), the second speculated; the run's own summary is
+/// the second's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SyntheticPass {
+    /// Tokens per round asked for, the bonus included.
+    pub requested: f64,
+    /// The first pass's summary: the same workload with speculation off.
+    pub baseline: crate::report::Summary,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,6 +124,7 @@ mod tests {
             verify_seconds: None,
             caveat: Some(RANDOM_DRAFT_CAVEAT.into()),
             notes: vec![],
+            synthetic: None,
         };
         assert_eq!(r.accepted_length_text(), "missing");
         assert_eq!(r.acceptance_by_depth_text(), "1: 62%");

@@ -95,6 +95,7 @@ async fn a_speculating_runs_accepted_length_is_stored_beside_its_latency(pool: P
         verify_seconds: None,
         caveat: Some(RANDOM_DRAFT_CAVEAT.into()),
         notes: if mean.is_none() { vec!["accepted length missing: no counters".into()] } else { vec![] },
+        synthetic: None,
     };
     for mean in [Some(1.0 + 1.0 / 7.0), None] {
         let id = running_run(&pool).await;

@@ -52,3 +52,42 @@ test('a speculating native run stores its accepted length and says what it is wo
   assert.match(await page.textContent('[data-testid=spec-caveat]'), /acceptance means nothing/);
   await ctx.close();
 });
+
+// Synthetic acceptance through the worker: two passes over one engine, the first plain (and
+// kept as the baseline), the second speculating at the asked mean, labelled as synthetic.
+test('a synthetic-acceptance run accepts what it asked for and keeps its speculation-off pass', async () => {
+  const { run_ids: [id] } = await api('/api/runs', {
+    label: 'synthetic 2.5', model: 'tiny',
+    target: {
+      kind: 'native', model_source: 'random:tiny', device: 'cpu',
+      speculative: { algorithm: 'eagle3', draft_model: 'random:tiny-eagle3', num_steps: 3, topk: 1, num_draft_tokens: 4 },
+      synthetic_acceptance: 2.5,
+    },
+    dataset: { kind: 'random', input_len: 16, output_len: 21 }, num_prompts: 3, load: { max_concurrency: [1] },
+    sampling: { ignore_eos: true, temperature: 0 },
+  });
+  const deadline = Date.now() + 150_000;
+  let run;
+  for (;;) {
+    run = await api(`/api/runs/${id}`);
+    if (['succeeded', 'failed', 'cancelled'].includes(run.status)) break;
+    assert.ok(Date.now() < deadline, `run ${id} still ${run.status}`);
+    await new Promise(res => setTimeout(res, 300));
+  }
+  assert.equal(run.status, 'succeeded', JSON.stringify(run));
+  const s = run.speculative;
+  assert.ok(s, `no speculation block in ${JSON.stringify(run)}`);
+  // 20 tokens after the prefill's one in rounds of 2-3 (2.5 on average): the last round
+  // may be cut short by the length.
+  assert.ok(Math.abs(s.mean_accepted_length - 2.5) <= 0.3, String(s.mean_accepted_length));
+  assert.match(s.caveat, /^synthetic acceptance/);
+  assert.equal(s.synthetic.requested, 2.5);
+  assert.equal(s.synthetic.baseline.completed, 3, JSON.stringify(s.synthetic));
+  assert.ok(s.synthetic.baseline.tpot.mean_ms > 0);
+  const ctx = await browser.newContext({ javaScriptEnabled: false });
+  const page = await ctx.newPage();
+  await page.goto(`${app.base}/runs/${id}`);
+  assert.match(await page.textContent('[data-testid=spec-caveat]'), /synthetic acceptance/);
+  assert.match(await page.textContent('[data-testid=spec-synthetic]'), /2\.5 tokens per round asked\. Speculation off/);
+  await ctx.close();
+});

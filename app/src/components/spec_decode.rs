@@ -48,6 +48,14 @@ pub fn SpecDecodePanel(requested: Speculative, result: Option<SpecDecodeResult>)
         None => requested.draft_model.clone(),
     };
     let by_depth = result.as_ref().map(SpecDecodeResult::acceptance_by_depth_text).filter(|t| !t.is_empty());
+    // Synthetic acceptance: what was asked and the first pass's numbers (speculation off).
+    let synthetic = result.as_ref().and_then(|r| r.synthetic.as_ref()).map(|p| {
+        let b = &p.baseline;
+        format!(
+            "Synthetic acceptance: {} tokens per round asked. Speculation off (the first pass over the same prompts): TPOT mean {:.2} ms, TTFT mean {:.2} ms, {:.1} output tok/s; this run's own numbers are the second pass's.",
+            p.requested, b.tpot.mean_ms, b.ttft.mean_ms, b.output_throughput
+        )
+    });
     let mut notes = result.as_ref().map(|r| r.notes.clone()).unwrap_or_default();
     if result.is_none() {
         notes.push("no speculation numbers were stored for this run".into());
@@ -63,6 +71,7 @@ pub fn SpecDecodePanel(requested: Speculative, result: Option<SpecDecodeResult>)
             </p>
             <p class="muted">{format!("Tree: {tree}. Draft: {draft}.")}</p>
             {by_depth.map(|t| view! { <p class="muted">{format!("Acceptance by draft depth: {t}")}</p> })}
+            {synthetic.map(|t| view! { <p data-testid="spec-synthetic">{t}</p> })}
             {(!notes.is_empty()).then(|| view! {
                 <ul class="warning-note spec-notes">{notes.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}</ul>
             })}

@@ -293,6 +293,9 @@ fn SpeculativeFields(ctx: FormCtx) -> AnyView {
             <Field ctx label="Draft tokens" name="spec_num_draft_tokens" path="target.speculative.num_draft_tokens"
                 get=|f| f.spec_num_draft_tokens.clone() set=|f, v| f.spec_num_draft_tokens = v placeholder="4"
                 hint="--speculative-num-draft-tokens: nodes verified per step, the root included; at least 2, at most 1 + topk + (steps − 1) × topk²."/>
+            <Field ctx label="Synthetic acceptance" name="spec_synthetic" path="target.synthetic_acceptance"
+                get=|f| f.spec_synthetic.clone() set=|f, v| f.spec_synthetic = v placeholder="empty: the draft's own proposals"
+                hint="Speed without real draft weights: tokens per round (the bonus included) that the rounds accept, from each prompt's recorded greedy continuation. The workload runs twice: the first pass decodes plainly and records (kept as the speculation-off baseline), the second is measured. Labelled synthetic acceptance wherever it shows."/>
             <div class="field checkbox">
                 <Tick ctx name="native_ladder" text=" Run the native ladder instead: bf16 → FP8 → FP8 + EAGLE-3 tree (4 steps, topk 4, 16 draft tokens) → FP8 + EAGLE-3 chain (3, 1, 4), one comparison"
                     get=|f| f.native_ladder.is_some() set=|f, v| f.native_ladder = on(v)/>

@@ -49,6 +49,7 @@ impl RunForm {
                     f.spec_topk = text(s.topk);
                     f.spec_num_draft_tokens = text(s.num_draft_tokens);
                 }
+                f.spec_synthetic = text(n.synthetic_acceptance);
             }
             Target::Launched(t) => {
                 f.target_kind = "launched".into();
@@ -198,6 +199,7 @@ mod tests {
             speculative: Some("on".into()),
             spec_num_steps: "3".into(),
             spec_topk: "1".into(),
+            spec_synthetic: "2.5".into(),
             dataset_kind: "random".into(),
             input_len: "16".into(),
             output_len: "8".into(),

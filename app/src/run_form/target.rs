@@ -2,7 +2,7 @@
 //! EAGLE-3 options), or launched engines from named presets.
 
 use super::RunForm;
-use super::parser::{Parser, WHOLE, opt_text, ticked};
+use super::parser::{NUMBER, Parser, WHOLE, opt_text, ticked};
 use bench_types::launched::{LaunchedTarget, Speculative, SpeculativeAlgorithm, seed_presets};
 use bench_types::native_speculative::random_draft_for;
 use bench_types::{Device, NativeTarget, Quantization, Target};
@@ -84,6 +84,7 @@ impl RunForm {
             max_batch: p.opt_num("target.max_batch", &self.max_batch, WHOLE),
             cuda_graphs: true,
             speculative: self.speculative(p),
+            synthetic_acceptance: p.opt_num("target.synthetic_acceptance", &self.spec_synthetic, NUMBER),
         }
     }
 

@@ -33,6 +33,7 @@ impl RunSpec {
                 if let Some(s) = &n.speculative {
                     crate::native_speculative::validate_into(s, &n.model_source, &mut e);
                 }
+                crate::native_speculative::validate_synthetic(n, &mut e);
             }
             Target::Launched(l) => l.validate_into(&mut e),
             Target::Imported(i) => i.validate_into(&mut e),

@@ -251,11 +251,23 @@ async fn run_target(
         if cfg.slots > 1 { super::telemetry::Devices::Only(slot) } else { super::telemetry::Devices::All }
     });
     let sampling = super::telemetry::start(&base_url, devices, cfg.telemetry_every, telemetry);
-    let mut outcome = bench::run_benchmark(spec, &base_url, opts).await;
+    let mut outcome = match synthetic_pass(spec, &base_url, &opts, phase).await {
+        Err(e) => Err(e),
+        Ok(baseline) => {
+            *phase.lock().unwrap() = "benchmarking";
+            bench::run_benchmark(spec, &base_url, opts).await.map(|r| (r, baseline))
+        }
+    };
     sampling.finish().await;
-    if let (Ok(report), Some((requested, s))) = (&mut outcome, &scrape) {
-        report.speculative = Some(s.finish(requested, report.target_info.engine_info.as_ref()).await);
+    if let (Ok((report, baseline)), Some((requested, s))) = (&mut outcome, &scrape) {
+        let mut sd = s.finish(requested, report.target_info.engine_info.as_ref()).await;
+        if let Some(b) = baseline.take() {
+            sd.caveat = Some(bench_types::spec_decode::SYNTHETIC_CAVEAT.to_string());
+            sd.synthetic = Some(b);
+        }
+        report.speculative = Some(sd);
     }
+    let outcome = outcome.map(|(r, _)| r);
     match (outcome, engine) {
         (r, None) => r.map_err(Failure::from),
         (r, Some(mut p)) => {
@@ -271,6 +283,33 @@ async fn run_target(
             }
         }
     }
+}
+
+/// Under synthetic acceptance (`NativeTarget::synthetic_acceptance`), the first of two
+/// passes over the same prompts: each prompt's first sight, which the engine decodes
+/// plainly and records (engine/src/spec/synthetic.rs). Its summary is the run's
+/// speculation-off baseline; the measured pass follows on the same engine. None for every
+/// other run.
+async fn synthetic_pass(
+    spec: &RunSpec,
+    base_url: &str,
+    opts: &RunOptions,
+    phase: &Mutex<&'static str>,
+) -> Result<Option<bench_types::spec_decode::SyntheticPass>, bench::BenchError> {
+    let Target::Native(bench_types::NativeTarget { synthetic_acceptance: Some(requested), .. }) =
+        &spec.target
+    else {
+        return Ok(None);
+    };
+    *phase.lock().unwrap() = "recording (synthetic acceptance, first pass)";
+    let first = RunOptions {
+        api_key: opts.api_key.clone(),
+        progress: opts.progress.clone(),
+        cancel: opts.cancel.clone(),
+        before_measuring: None,
+    };
+    let report = bench::run_benchmark(spec, base_url, first).await?;
+    Ok(Some(bench_types::spec_decode::SyntheticPass { requested: *requested, baseline: report.summary }))
 }
 
 /// How this host starts an engine: its environment (the host's pass-through list, the GPU

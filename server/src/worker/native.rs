@@ -51,6 +51,9 @@ pub fn engine_args(target: &NativeTarget, served_model: &str) -> Vec<String> {
             "--speculative-num-draft-tokens".into(),
             t.num_draft_tokens.to_string(),
         ]);
+        if let Some(l) = target.synthetic_acceptance {
+            args.extend(["--speculative-synthetic-acceptance".into(), l.to_string()]);
+        }
     }
     args
 }
@@ -68,6 +71,7 @@ mod tests {
             max_batch: Some(4),
             cuda_graphs: true,
             speculative: None,
+            synthetic_acceptance: None,
         };
         let args = engine_args(&t, "Qwen/Qwen3-8B; rm -rf /");
         assert_eq!(
@@ -100,6 +104,7 @@ mod tests {
                 topk: None,
                 num_draft_tokens: None,
             }),
+            synthetic_acceptance: None,
         };
         let args = engine_args(&t, "tiny").join(" ");
         assert!(
@@ -109,5 +114,8 @@ mod tests {
             ),
             "{args}"
         );
+        let synthetic = NativeTarget { synthetic_acceptance: Some(3.3), ..t };
+        let args = engine_args(&synthetic, "tiny");
+        assert_eq!(args[args.len() - 2..], ["--speculative-synthetic-acceptance", "3.3"]);
     }
 }

@@ -179,6 +179,7 @@ pub fn summarize(
         verify_seconds: None,
         caveat: random_weights.then(|| RANDOM_DRAFT_CAVEAT.to_string()),
         notes: Vec::new(),
+        synthetic: None,
     };
     match diff {
         Err(e) => notes.push(format!("accepted length missing: {e}")),
