@@ -56,6 +56,65 @@ struct HfConfig {
 
 /// A size the config must give, and not as 0; the error names the field. (The draft's
 /// config, spec/draft/config.rs, reads its sizes with it too.)
+/// The attention geometry and norm constants a Qwen3 or Llama config.json states, checked
+/// the same way for the target and an EAGLE-3 draft: heads divisible by KV heads, an even
+/// head_dim (RoPE rotates halves; hidden / heads when absent), eps in (0, 1), theta > 1.
+pub(crate) struct Geometry {
+    pub hidden_size: usize,
+    pub num_attention_heads: usize,
+    pub num_key_value_heads: usize,
+    pub head_dim: usize,
+    pub rms_norm_eps: f64,
+    pub rope_theta: f64,
+}
+
+impl Geometry {
+    /// From (hidden_size, num_attention_heads, num_key_value_heads, head_dim) as read, and
+    /// (rms_norm_eps as read, rope_theta with the caller's default applied).
+    pub fn parse(
+        (hidden, heads, kv_heads, head_dim): (Option<usize>, Option<usize>, Option<usize>, Option<usize>),
+        (eps, rope_theta): (Option<f64>, f64),
+    ) -> Result<Geometry> {
+        let hidden_size = required(hidden, "hidden_size")?;
+        let num_attention_heads = required(heads, "num_attention_heads")?;
+        let num_key_value_heads = required(kv_heads.or(Some(num_attention_heads)), "num_key_value_heads")?;
+        if num_attention_heads % num_key_value_heads != 0 {
+            return Err(EngineError::config(
+                "num_key_value_heads",
+                format!("{num_key_value_heads} does not divide num_attention_heads {num_attention_heads}"),
+            ));
+        }
+        let head_dim = match head_dim {
+            Some(d) => required(Some(d), "head_dim")?,
+            None if hidden_size % num_attention_heads == 0 => hidden_size / num_attention_heads,
+            None => {
+                return Err(EngineError::config(
+                    "head_dim",
+                    "missing and hidden_size % num_attention_heads != 0",
+                ));
+            }
+        };
+        if head_dim % 2 != 0 {
+            return Err(EngineError::config("head_dim", "must be even for RoPE"));
+        }
+        let rms_norm_eps = eps.unwrap_or(1e-6);
+        if !(rms_norm_eps > 0.0 && rms_norm_eps < 1.0) {
+            return Err(EngineError::config("rms_norm_eps", "must be in (0, 1)"));
+        }
+        if rope_theta.is_nan() || rope_theta <= 1.0 {
+            return Err(EngineError::config("rope_theta", "must be > 1"));
+        }
+        Ok(Geometry {
+            hidden_size,
+            num_attention_heads,
+            num_key_value_heads,
+            head_dim,
+            rms_norm_eps,
+            rope_theta,
+        })
+    }
+}
+
 pub(crate) fn required(v: Option<usize>, field: &str) -> Result<usize> {
     match v {
         None => Err(EngineError::config(field, "missing")),
@@ -149,37 +208,17 @@ impl ModelConfig {
         if matches!(&hf.rope_scaling, Some(v) if !v.is_null()) {
             return Err(EngineError::config("rope_scaling", "unsupported (only plain RoPE)"));
         }
-        let hidden_size = required(hf.hidden_size, "hidden_size")?;
-        let num_attention_heads = required(hf.num_attention_heads, "num_attention_heads")?;
-        let num_key_value_heads =
-            required(hf.num_key_value_heads.or(Some(num_attention_heads)), "num_key_value_heads")?;
-        if num_attention_heads % num_key_value_heads != 0 {
-            return Err(EngineError::config(
-                "num_key_value_heads",
-                format!("{num_key_value_heads} does not divide num_attention_heads {num_attention_heads}"),
-            ));
-        }
-        let head_dim = match hf.head_dim {
-            Some(d) => required(Some(d), "head_dim")?,
-            None if hidden_size % num_attention_heads == 0 => hidden_size / num_attention_heads,
-            None => {
-                return Err(EngineError::config(
-                    "head_dim",
-                    "missing and hidden_size % num_attention_heads != 0",
-                ));
-            }
-        };
-        if head_dim % 2 != 0 {
-            return Err(EngineError::config("head_dim", "must be even for RoPE"));
-        }
-        let rms_norm_eps = hf.rms_norm_eps.unwrap_or(1e-6);
-        if !(rms_norm_eps > 0.0 && rms_norm_eps < 1.0) {
-            return Err(EngineError::config("rms_norm_eps", "must be in (0, 1)"));
-        }
-        let rope_theta = hf.rope_theta.unwrap_or(1_000_000.0);
-        if rope_theta.is_nan() || rope_theta <= 1.0 {
-            return Err(EngineError::config("rope_theta", "must be > 1"));
-        }
+        let Geometry {
+            hidden_size,
+            num_attention_heads,
+            num_key_value_heads,
+            head_dim,
+            rms_norm_eps,
+            rope_theta,
+        } = Geometry::parse(
+            (hf.hidden_size, hf.num_attention_heads, hf.num_key_value_heads, hf.head_dim),
+            (hf.rms_norm_eps, hf.rope_theta.unwrap_or(1_000_000.0)),
+        )?;
         let vocab_size = required(hf.vocab_size, "vocab_size")?;
         let mut eos = token_ids(&hf.eos_token_id, "eos_token_id")?;
         if let Some(g) = gen_cfg {

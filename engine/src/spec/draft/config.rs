@@ -4,7 +4,7 @@
 //! The draft is one Llama decoder layer (no q/k norms, plain RoPE) whose attention reads
 //! 2 x hidden inputs; its vocabulary is a subset of the target's (`draft_vocab_size`).
 
-use crate::config::{ModelConfig, read_json, required};
+use crate::config::{Geometry, ModelConfig, read_json, required};
 use crate::error::{EngineError, Result};
 use serde::Deserialize;
 use std::path::Path;
@@ -123,37 +123,17 @@ impl DraftConfig {
                 "true is unsupported: the draft needs its lm_head",
             ));
         }
-        let hidden_size = required(hf.hidden_size, "hidden_size")?;
-        let num_attention_heads = required(hf.num_attention_heads, "num_attention_heads")?;
-        let num_key_value_heads =
-            required(hf.num_key_value_heads.or(Some(num_attention_heads)), "num_key_value_heads")?;
-        if num_attention_heads % num_key_value_heads != 0 {
-            return Err(EngineError::config(
-                "num_key_value_heads",
-                format!("{num_key_value_heads} does not divide num_attention_heads {num_attention_heads}"),
-            ));
-        }
-        let head_dim = match hf.head_dim {
-            Some(d) => required(Some(d), "head_dim")?,
-            None if hidden_size % num_attention_heads == 0 => hidden_size / num_attention_heads,
-            None => {
-                return Err(EngineError::config(
-                    "head_dim",
-                    "missing and hidden_size % num_attention_heads != 0",
-                ));
-            }
-        };
-        if head_dim % 2 != 0 {
-            return Err(EngineError::config("head_dim", "must be even for RoPE"));
-        }
-        let rms_norm_eps = hf.rms_norm_eps.unwrap_or(1e-6);
-        if !(rms_norm_eps > 0.0 && rms_norm_eps < 1.0) {
-            return Err(EngineError::config("rms_norm_eps", "must be in (0, 1)"));
-        }
-        let rope_theta = hf.rope_theta.unwrap_or(10_000.0);
-        if rope_theta.is_nan() || rope_theta <= 1.0 {
-            return Err(EngineError::config("rope_theta", "must be > 1"));
-        }
+        let Geometry {
+            hidden_size,
+            num_attention_heads,
+            num_key_value_heads,
+            head_dim,
+            rms_norm_eps,
+            rope_theta,
+        } = Geometry::parse(
+            (hf.hidden_size, hf.num_attention_heads, hf.num_key_value_heads, hf.head_dim),
+            (hf.rms_norm_eps, hf.rope_theta.unwrap_or(10_000.0)),
+        )?;
         let vocab_size = required(hf.vocab_size, "vocab_size")?;
         let draft_vocab_size = required(hf.draft_vocab_size.or(hf.vocab_size), "draft_vocab_size")?;
         if draft_vocab_size > vocab_size {
