@@ -19,6 +19,17 @@ after(async () => {
 
 const api = (path, body) => apiAt(app.base, path, body);
 
+// The run once it has ended (the CPU engine takes seconds).
+async function finished(id) {
+  const deadline = Date.now() + 150_000;
+  for (;;) {
+    const run = await api(`/api/runs/${id}`);
+    if (['succeeded', 'failed', 'cancelled'].includes(run.status)) return run;
+    assert.ok(Date.now() < deadline, `run ${id} still ${run.status}`);
+    await new Promise(res => setTimeout(res, 300));
+  }
+}
+
 test('a speculating native run stores its accepted length and says what it is worth', async () => {
   const { run_ids: [id] } = await api('/api/runs', {
     label: 'eagle3 chain', model: 'tiny',
@@ -29,14 +40,7 @@ test('a speculating native run stores its accepted length and says what it is wo
     dataset: { kind: 'random', input_len: 16, output_len: 12 }, num_prompts: 3, load: { max_concurrency: [1] },
     sampling: { ignore_eos: true },
   });
-  const deadline = Date.now() + 150_000;
-  let run;
-  for (;;) {
-    run = await api(`/api/runs/${id}`);
-    if (['succeeded', 'failed', 'cancelled'].includes(run.status)) break;
-    assert.ok(Date.now() < deadline, `run ${id} still ${run.status}`);
-    await new Promise(res => setTimeout(res, 300));
-  }
+  const run = await finished(id);
   assert.equal(run.status, 'succeeded', JSON.stringify(run));
   const spec = JSON.stringify(run);
   // The engine's counters over the timed part: a random draft is rarely right, but every
@@ -66,14 +70,7 @@ test('a synthetic-acceptance run accepts what it asked for and keeps its specula
     dataset: { kind: 'random', input_len: 16, output_len: 21 }, num_prompts: 3, load: { max_concurrency: [1] },
     sampling: { ignore_eos: true, temperature: 0 },
   });
-  const deadline = Date.now() + 150_000;
-  let run;
-  for (;;) {
-    run = await api(`/api/runs/${id}`);
-    if (['succeeded', 'failed', 'cancelled'].includes(run.status)) break;
-    assert.ok(Date.now() < deadline, `run ${id} still ${run.status}`);
-    await new Promise(res => setTimeout(res, 300));
-  }
+  const run = await finished(id);
   assert.equal(run.status, 'succeeded', JSON.stringify(run));
   const s = run.speculative;
   assert.ok(s, `no speculation block in ${JSON.stringify(run)}`);

@@ -224,6 +224,32 @@ pub fn aux_layers_of(draft: &dyn Draft, target: &crate::config::ModelConfig) -> 
     Ok(layers)
 }
 
+/// `draft.propose` over the backend's rows, each with the aux rows the backend gathered for
+/// it (`DraftRow::aux`), and every tree checked before the engine verifies it.
+pub fn propose_checked(
+    draft: &mut dyn Draft,
+    cfg: &SpecConfig,
+    rows: &[crate::model::ProposeRow<'_>],
+    auxes: &[Vec<f32>],
+    embed: &crate::weights::Mat,
+) -> Result<Vec<DraftTree>> {
+    let drows: Vec<DraftRow<'_>> = rows
+        .iter()
+        .zip(auxes)
+        .map(|(r, aux)| DraftRow {
+            tokens: r.tokens,
+            draft_from: r.draft_from,
+            aux,
+            block_table: r.block_table,
+        })
+        .collect();
+    let trees = draft.propose(&drows, cfg, embed)?;
+    for t in &trees {
+        t.check()?;
+    }
+    Ok(trees)
+}
+
 /// What a draft is built against.
 pub struct DraftContext<'a> {
     pub target: &'a crate::config::ModelConfig,

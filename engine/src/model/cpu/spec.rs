@@ -6,7 +6,7 @@ use super::span::Span;
 use super::{CpuBackend, KvCache};
 use crate::error::{EngineError, Result};
 use crate::model::{KeepRow, ProposeRow, VerifyRow};
-use crate::spec::{Draft, DraftRow, DraftTree, SpecConfig};
+use crate::spec::{Draft, DraftTree, SpecConfig};
 
 pub(super) struct CpuSpec {
     pub draft: Box<dyn Draft>,
@@ -116,20 +116,6 @@ impl CpuBackend {
                 a
             })
             .collect();
-        let drows: Vec<DraftRow<'_>> = rows
-            .iter()
-            .zip(&auxes)
-            .map(|(r, aux)| DraftRow {
-                tokens: r.tokens,
-                draft_from: r.draft_from,
-                aux,
-                block_table: r.block_table,
-            })
-            .collect();
-        let trees = spec.draft.propose(&drows, &spec.cfg, &self.w.embed)?;
-        for t in &trees {
-            t.check()?;
-        }
-        Ok(trees)
+        crate::spec::propose_checked(spec.draft.as_mut(), &spec.cfg, rows, &auxes, &self.w.embed)
     }
 }

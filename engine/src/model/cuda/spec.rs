@@ -11,7 +11,7 @@ use super::verify_graph::padded_trees;
 use super::{CudaBackend, GpuKvCache, driver_err, kernel_err};
 use crate::error::{EngineError, Result};
 use crate::model::{KeepRow, Next, ProposeRow, VerifyRow};
-use crate::spec::{Draft, DraftRow, DraftTree, SpecConfig};
+use crate::spec::{Draft, DraftTree, SpecConfig};
 use crate::weights::Mat;
 use kernels::cudarc::driver::{CudaSlice, CudaView, DevicePtr};
 use kernels::{Gpu, bf16, ops};
@@ -208,21 +208,7 @@ impl CudaBackend {
             auxes.push(a);
         }
         self.gpu.sync().map_err(kernel_err)?;
-        let drows: Vec<DraftRow<'_>> = rows
-            .iter()
-            .zip(&auxes)
-            .map(|(r, aux)| DraftRow {
-                tokens: r.tokens,
-                draft_from: r.draft_from,
-                aux,
-                block_table: r.block_table,
-            })
-            .collect();
         let spec = self.spec.as_mut().ok_or_else(|| EngineError::Backend("no draft".into()))?;
-        let trees = spec.draft.propose(&drows, &spec.cfg, &spec.embed)?;
-        for t in &trees {
-            t.check()?;
-        }
-        Ok(trees)
+        crate::spec::propose_checked(spec.draft.as_mut(), &spec.cfg, rows, &auxes, &spec.embed)
     }
 }
