@@ -80,6 +80,7 @@ impl EngineHandle {
         let speculative = match (&args.speculative, backend.draft_info()) {
             (Some(s), Some(info)) => Some(crate::spec::SpecInfo {
                 synthetic_acceptance: s.synthetic_acceptance,
+                draft_device: backend.draft_device(),
                 ..crate::spec::SpecInfo::new(s.cfg, info)
             }),
             _ => None,
@@ -209,14 +210,13 @@ fn cuda_backend(
     let opts = kernels::GpuOptions::from_env().map_err(|e| EngineError::Backend(e.to_string()))?;
     let draft = match spec {
         None => None,
-        Some(spec) => Some((build_draft(cfg, &weights, plan, spec)?, spec.cfg, weights.embed.clone())),
+        Some(spec) => Some((build_draft(cfg, &weights, plan, spec)?, spec.cfg)),
     };
     let mut b =
         crate::model::cuda::CudaBackend::new(cfg.clone(), &weights, plan.kv_pages, plan.block_size, &opts)?;
     drop(weights);
-    if let Some((d, tree, embed)) = draft {
-        tracing::warn!("the draft runs on the host: verify steps are the GPU's, draft rounds the CPU's");
-        b = b.with_draft(d, tree, embed)?;
+    if let Some((d, tree)) = draft {
+        b = b.with_draft(d, tree, plan.max_batch)?;
     }
     if plan.fp8_prefill == Some(crate::plan::Fp8Prefill::Bf16Copy) {
         let bytes = b.keep_fp8_prefill_copies()?;

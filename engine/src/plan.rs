@@ -148,10 +148,11 @@ impl Plan {
         let kv_budget = if cuda { CUDA_KV_BUDGET_BYTES } else { CPU_KV_BUDGET_BYTES };
         // A speculating row's verify writes its tree past the sequence's last position.
         let lookahead = a.speculative.as_ref().map_or(0, |s| s.cfg.lookahead());
-        // A speculating backend also keeps the draft's aux input by KV slot: EAGLE-3's three
-        // captured hidden states, in the cache's element type.
+        // A speculating backend also keeps, per KV slot, the draft's aux input (EAGLE-3's
+        // three captured hidden states) and the draft layer's own K and V (counted at the
+        // target's KV width, which every Qwen3 draft shares), in the cache's element type.
         let aux_bytes_per_token = match a.speculative {
-            Some(_) => 3 * cfg.hidden_size * kv_elem_bytes,
+            Some(_) => (3 * cfg.hidden_size + 2 * cfg.kv_dim()) * kv_elem_bytes,
             None => 0,
         };
         let one_seq_pages = (max_model_len + lookahead).div_ceil(a.block_size);

@@ -10,12 +10,6 @@
 // first rotation, whose powf and sincosf are the slow part) is done before pdl_wait.
 #include <cuda_bf16.h>
 
-__device__ __forceinline__ void rope_angle(float pos, int i, int D, float theta, float* s,
-                                           float* c) {
-    const float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)D);
-    sincosf(pos * inv_freq, s, c);
-}
-
 extern "C" __global__ void qk_norm_rope_kv(const float* __restrict__ qkv,
                                            const float* __restrict__ q_norm,
                                            const float* __restrict__ k_norm,

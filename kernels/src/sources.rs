@@ -66,7 +66,7 @@ pub const ALL: &[KernelSource] = &[
     },
     KernelSource {
         file: "qk_norm_rope_kv.cu",
-        src: with_common!("qk_norm_rope_kv.cu"),
+        src: with_headers!(["common.cuh", "rope.cuh"], "qk_norm_rope_kv.cu"),
         kernels: &["qk_norm_rope_kv"],
     },
     KernelSource { file: "swiglu.cu", src: with_common!("swiglu.cu"), kernels: &["swiglu"] },
@@ -124,6 +124,11 @@ pub const ALL: &[KernelSource] = &[
             "wide_fp8_bx_m32",
             "wide_fp8_swiglu_m32",
         ],
+    },
+    KernelSource {
+        file: "eagle3.cu",
+        src: with_headers!(["common.cuh", "rope.cuh"], "eagle3.cu"),
+        kernels: &["eagle3_input", "rope_kv", "rows_gather_bf16", "rows_gather_f32", "topk_logprobs"],
     },
     KernelSource {
         file: "kv_slots.cu",

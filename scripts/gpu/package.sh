@@ -31,7 +31,7 @@ done
 # tool's 64 MiB carry (it did not on 2026-11-30). Panic messages stay; backtraces lose names.
 if command -v strip > /dev/null; then strip .gpu/t/*; fi
 cp assets/cache/qwen3/tokenizer.json assets/cache/qwen3/tokenizer_config.json .gpu/tok/
-cp scripts/gpu/hf_qwen3_8b.py scripts/gpu/suite.sh scripts/gpu/ncu_step.sh scripts/gpu/ncu_gemm.sh scripts/gpu/ncu_skinny.sh scripts/gpu/ncu_source.sh .gpu/
+cp scripts/gpu/hf_qwen3_8b.py scripts/gpu/suite.sh scripts/gpu/ncu_step.sh scripts/gpu/ncu_spec.sh scripts/gpu/ncu_gemm.sh scripts/gpu/ncu_skinny.sh scripts/gpu/ncu_source.sh .gpu/
 # Which tree the binaries are: suite.sh prints it first, so a log says what it measured
 # (on 2026-11-30 binaries were benched that had been packaged while a reverted experiment was still in the tree).
 dirty=$(git status --porcelain --untracked-files=no | wc -l)

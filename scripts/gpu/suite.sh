@@ -19,8 +19,8 @@ has() { [[ " $SUITE " == *" $1 "* ]]; }
 BENCH="$T/latlab-engine bench --model random:qwen3-8b --max-model-len 1024 --device cuda --tokenizer .gpu/tok --prompt-len 232"
 if has tests; then
   for b in cuda_ops cuda_attention cuda_gemm cuda_norm_epilogue cuda_fp8_x_f16 cuda_backend cuda_paths cuda_wide_batches cuda_wide_gemm cuda_spec; do
-    # cuda_spec builds 8B-wide random weights and drafts on the CPU: minutes, not seconds.
-    timeout 300 $T/$b --include-ignored --nocapture --test-threads=1 > "$OUT/$b.log" 2>&1
+    # cuda_spec builds 8B-wide random weights and runs two engines per draft: minutes.
+    timeout 420 $T/$b --include-ignored --nocapture --test-threads=1 > "$OUT/$b.log" 2>&1
     echo "$b rc=$?"; grep -E "test result|panicked" "$OUT/$b.log" | head -5
   done
 fi

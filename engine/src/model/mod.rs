@@ -72,6 +72,10 @@ pub trait Backend: Send {
     fn draft_info(&self) -> Option<DraftInfo> {
         None
     }
+    /// Where the draft's forward runs ("cpu", "cuda"), for /v1/engine/info.
+    fn draft_device(&self) -> &'static str {
+        "cpu"
+    }
     /// One target forward over each row's verify tree: logits at every node, in chunk order.
     /// Writes every node's KV (node i at position `start_pos + i`) and aux hidden states.
     fn verify(&mut self, _rows: &[VerifyRow<'_>]) -> Result<Vec<Vec<Vec<f32>>>> {

@@ -159,6 +159,11 @@ pub trait Draft: Send {
     ) -> Result<Vec<DraftTree>>;
     /// What /v1/engine/info says of the draft: its source, and whether its weights are random.
     fn describe(&self) -> DraftInfo;
+    /// The EAGLE-3 draft behind this one, whose weights a GPU backend runs itself; None for
+    /// the test doubles, which only run where they are.
+    fn eagle3(&self) -> Option<&draft::Eagle3Draft> {
+        None
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -277,9 +282,8 @@ pub struct SpecInfo {
     pub topk: usize,
     pub num_draft_tokens: usize,
     pub draft: DraftInfo,
-    /// Where the draft's forward runs: "cpu" on both backends for now (the CUDA backend
-    /// verifies on the GPU and drafts on the host), so a CUDA draft round's time is the
-    /// CPU reference's.
+    /// Where the draft's forward runs: "cuda" for an EAGLE-3 draft on the CUDA backend,
+    /// "cpu" on the CPU backend and for the test doubles (`self_draft`).
     pub draft_device: &'static str,
     /// Set in the measurement-only mode (synthetic.rs): proposals come from recorded greedy
     /// continuations, made to reach this mean accepted length; absent otherwise.

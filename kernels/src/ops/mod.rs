@@ -7,6 +7,7 @@ mod argmax;
 mod attention;
 mod blas;
 mod decode_attention;
+mod eagle3;
 mod elementwise;
 mod kv_slots;
 mod prefill_attention;
@@ -22,6 +23,9 @@ pub use blas::{blas_available, gemm_into};
 pub use decode_attention::{
     MAX_CLUSTER_SPLITS, MAX_SPLITS, SplitScratch, attention_kernel, attention_partials_len, attention_splits,
     decode_attention_into, split_count, uses_cluster,
+};
+pub use eagle3::{
+    Eagle3Norms, GatherRow, MAX_TOPK, eagle3_input_into, rope_kv_into, rows_gather_into, topk_logprobs_into,
 };
 pub use elementwise::{
     add_rmsnorm_f16_into, add_rmsnorm_into, add_rmsnorm_kernel, embed_gather_into, rmsnorm_f16_into,

@@ -3,6 +3,7 @@
 //! from the `kernels` crate. Tested op by op and end to end against the CPU reference
 //! (tests/cuda_backend.rs, `#[ignore = "gpu"]`, run on the GPU machine).
 
+mod draft;
 mod graph;
 mod meta;
 mod prefill_copy;
@@ -267,6 +268,10 @@ impl Backend for CudaBackend {
 
     fn draft_info(&self) -> Option<DraftInfo> {
         self.spec.as_ref().map(|s| s.info())
+    }
+
+    fn draft_device(&self) -> &'static str {
+        self.spec.as_ref().map_or("cpu", |s| s.device())
     }
 
     fn verify(&mut self, rows: &[VerifyRow<'_>]) -> Result<Vec<Vec<Vec<f32>>>> {

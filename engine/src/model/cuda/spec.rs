@@ -1,17 +1,17 @@
 //! The CUDA backend's side of speculative decoding (spec/mod.rs has the whole step): the
 //! target's aux hidden states kept by KV slot on the GPU, the verify forward over trees
-//! (tree_meta.rs; `ops::tree_attention_into`), and moving the accepted nodes' KV and aux
-//! into place in one kernel. The draft itself still runs on the host (`Draft::propose`,
-//! fed the aux rows it needs), so its time is the CPU reference's, not the GPU's: the
-//! verify is measured true, the draft round is not.
+//! (tree_meta.rs; `ops::tree_attention_into`), moving the accepted nodes' KV and aux into
+//! place in one kernel, and the draft: an EAGLE-3 draft runs on the GPU (draft.rs); the
+//! test doubles (`spec::self_draft`) run on the host, fed the aux rows they need.
 
+use super::draft::GpuDraft;
 use super::meta::{HostMeta, StepMeta};
 use super::step::{Scratch, forward_layers};
 use super::verify_graph::padded_trees;
 use super::{CudaBackend, GpuKvCache, driver_err, kernel_err};
 use crate::error::{EngineError, Result};
 use crate::model::{KeepRow, Next, ProposeRow, VerifyRow};
-use crate::spec::{Draft, DraftTree, SpecConfig};
+use crate::spec::{Draft, DraftInfo, DraftTree, SpecConfig};
 use crate::weights::Mat;
 use kernels::cudarc::driver::{CudaSlice, CudaView, DevicePtr};
 use kernels::{Gpu, bf16, ops};
@@ -30,8 +30,14 @@ pub(super) struct AuxStore {
 }
 
 impl AuxStore {
-    fn width(&self) -> usize {
+    /// Elements per slot: every captured layer's hidden state.
+    pub fn width(&self) -> usize {
         self.layers.len() * self.hidden
+    }
+
+    /// [slots, width] bf16: the rows the draft gathers by KV slot.
+    pub fn rows(&self) -> &CudaSlice<bf16> {
+        &self.buf
     }
 
     /// Before layer `li` (or after the last: `li` = the layer count), the residual stream
@@ -52,19 +58,33 @@ impl AuxStore {
     }
 }
 
-/// The draft, its tree shape, and the target embedding it reads on the host.
+/// Where the draft runs.
+enum Drafter {
+    Gpu(Box<GpuDraft>),
+    /// A test double, on the host (it reads no embedding).
+    Host(Box<dyn Draft>),
+}
+
+/// The draft, its tree shape, and what /v1/engine/info says of it.
 pub(super) struct CudaSpec {
-    draft: Box<dyn Draft>,
+    drafter: Drafter,
     cfg: SpecConfig,
-    embed: Mat,
+    info: DraftInfo,
 }
 
 impl CudaSpec {
     pub fn cfg(&self) -> SpecConfig {
         self.cfg
     }
-    pub fn info(&self) -> crate::spec::DraftInfo {
-        self.draft.describe()
+    pub fn info(&self) -> DraftInfo {
+        self.info.clone()
+    }
+    /// "cuda" for an EAGLE-3 draft, "cpu" for a test double.
+    pub fn device(&self) -> &'static str {
+        match self.drafter {
+            Drafter::Gpu(_) => "cuda",
+            Drafter::Host(_) => "cpu",
+        }
     }
 }
 
@@ -97,11 +117,13 @@ impl GpuKvCache {
 }
 
 impl CudaBackend {
-    /// This backend speculating with `draft` under `cfg`: aux states are captured from
-    /// here on (call before `capture_decode_graphs`, whose graphs then capture them too).
-    /// Tree attention runs on the tensor-core attention kernel, so the target needs its
-    /// geometry (every Qwen3 has it).
-    pub fn with_draft(mut self, draft: Box<dyn Draft>, cfg: SpecConfig, embed: Mat) -> Result<Self> {
+    /// This backend speculating with `draft` under `cfg`, for batches of up to `max_rows`
+    /// sequences: aux states are captured from here on (call before
+    /// `capture_decode_graphs`, whose graphs then capture them too). An EAGLE-3 draft moves
+    /// to the GPU (its host copy is dropped); a test double stays on the host. Tree
+    /// attention runs on the tensor-core attention kernel, so the target needs its geometry
+    /// (every Qwen3 has it).
+    pub fn with_draft(mut self, draft: Box<dyn Draft>, cfg: SpecConfig, max_rows: usize) -> Result<Self> {
         let hidden = self.cfg.hidden_size;
         let layers = crate::spec::aux_layers_of(draft.as_ref(), &self.cfg)?;
         let dims = super::step::attn_dims(&self.cfg);
@@ -117,10 +139,20 @@ impl CudaBackend {
         if !self.graphs.iter().all(Option::is_none) {
             return Err(EngineError::Backend("attach the draft before capturing decode graphs".into()));
         }
+        let info = draft.describe();
+        let drafter = match draft.eagle3() {
+            Some(e) => {
+                let pages = (self.cache.num_pages, self.cache.block_size);
+                let d = GpuDraft::upload(&self.gpu, e, &cfg, pages, max_rows)?;
+                tracing::info!(bytes = d.bytes(), max_rows, "EAGLE-3 draft on the GPU");
+                Drafter::Gpu(Box::new(d))
+            }
+            None => Drafter::Host(draft),
+        };
         self.cache.add_aux(&self.gpu, layers, hidden)?;
         // A step queued ahead would not know of verify steps between decode steps.
         self.run_ahead = false;
-        self.spec = Some(CudaSpec { draft, cfg, embed });
+        self.spec = Some(CudaSpec { drafter, cfg, info });
         Ok(self)
     }
 
@@ -189,7 +221,22 @@ impl CudaBackend {
     }
 
     pub(super) fn propose_trees(&mut self, rows: &[ProposeRow<'_>]) -> Result<Vec<DraftTree>> {
-        let aux = self.aux_store()?;
+        let aux = self
+            .cache
+            .aux
+            .as_ref()
+            .ok_or_else(|| EngineError::Backend("the cuda backend runs no draft".into()))?;
+        let spec = self.spec.as_mut().ok_or_else(|| EngineError::Backend("no draft".into()))?;
+        let draft = match &mut spec.drafter {
+            Drafter::Gpu(d) => {
+                let trees = d.propose(&self.gpu, &self.w.embed, aux, rows, &spec.cfg)?;
+                for t in &trees {
+                    t.check()?;
+                }
+                return Ok(trees);
+            }
+            Drafter::Host(d) => d,
+        };
         let (w, bs, s) = (aux.width(), self.cache.block_size, self.gpu.stream().clone());
         let mut auxes = Vec::with_capacity(rows.len());
         for r in rows {
@@ -208,7 +255,7 @@ impl CudaBackend {
             auxes.push(a);
         }
         self.gpu.sync().map_err(kernel_err)?;
-        let spec = self.spec.as_mut().ok_or_else(|| EngineError::Backend("no draft".into()))?;
-        crate::spec::propose_checked(spec.draft.as_mut(), &spec.cfg, rows, &auxes, &spec.embed)
+        let no_embed = Mat { data: vec![], rows: 0, cols: 0, fp8: None };
+        crate::spec::propose_checked(draft.as_mut(), &spec.cfg, rows, &auxes, &no_embed)
     }
 }

@@ -179,4 +179,8 @@ impl Draft for Eagle3Draft {
     fn describe(&self) -> DraftInfo {
         self.info.clone()
     }
+
+    fn eagle3(&self) -> Option<&Eagle3Draft> {
+        Some(self)
+    }
 }
