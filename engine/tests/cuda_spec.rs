@@ -127,24 +127,40 @@ fn propose_both(
 /// The EAGLE-3 draft on the GPU proposes the CPU reference's trees: the same random draft
 /// on both backends, two sequences on scattered pages, a first round over the prompts and
 /// a second over two more tokens each (the KV extension from draft_from), for the seed's
-/// tree and a chain. The trees' tokens and shapes carry every level's top-k: a wrong RoPE
+/// tree (tree levels on their graphs and eagerly; bf16 and FP8 targets, the draft in the
+/// target's format) and a chain. The trees' tokens and shapes carry every level's top-k: a wrong RoPE
 /// position, mask or parent row changes the deeper levels' picks. bf16 against f32 may
-/// flip a near-tied pick, so one differing tree of the eight is let through (and printed).
+/// flip a near-tied pick, so one differing tree of the sixteen is let through (and printed).
 #[test]
 #[ignore = "gpu"]
 fn gpu_draft_proposes_the_cpu_drafts_trees() {
     // The default aux layers (2, L/2, L-3) need 3+ target layers.
     let (mut cfg, _) = small_model(false);
     cfg.num_hidden_layers = 4;
-    let w = engine::weights::ModelWeights::random(&cfg, 5).unwrap();
     let draft = || Box::new(Eagle3Draft::random(&cfg, 1024, 3, PAGES, BS).unwrap());
     let opts = kernels::GpuOptions::from_env().unwrap();
     let (mut same, mut total) = (0, 0);
-    for tree in [SpecConfig::new(4, 4, 16).unwrap(), SpecConfig::new(3, 1, 4).unwrap()] {
-        let gpu = CudaBackend::new(cfg.clone(), &w, PAGES, BS, &opts).unwrap();
+    let (seed_tree, chain) = (SpecConfig::new(4, 4, 16).unwrap(), SpecConfig::new(3, 1, 4).unwrap());
+    // (tree, graphs, FP8 target: the draft then runs in FP8 too, and the CPU's is quantized alike)
+    for (tree, graphs, fp8) in
+        [(seed_tree, true, false), (seed_tree, false, false), (chain, true, false), (seed_tree, true, true)]
+    {
+        let mut w = engine::weights::ModelWeights::random(&cfg, 5).unwrap();
+        if fp8 {
+            w.quantize_fp8().unwrap();
+        }
+        let mut gpu = CudaBackend::new(cfg.clone(), &w, PAGES, BS, &opts).unwrap();
+        if fp8 {
+            gpu.keep_fp8_prefill_copies().unwrap();
+        }
         let mut gpu = gpu.with_draft(draft(), tree, 2).unwrap();
+        gpu.set_graphs(graphs);
         assert_eq!(gpu.draft_device(), "cuda");
-        let mut cpu = CpuBackend::new(cfg.clone(), w.clone(), PAGES, BS).with_draft(draft(), tree).unwrap();
+        let mut cpu_draft = draft();
+        if fp8 {
+            cpu_draft.quantize_fp8().unwrap();
+        }
+        let mut cpu = CpuBackend::new(cfg.clone(), w.clone(), PAGES, BS).with_draft(cpu_draft, tree).unwrap();
         let tables: [Vec<u32>; 2] = [vec![7, 3, 40], vec![12, 5, 30]];
         let seqs = [prompt(30, 1), prompt(17, 2)];
         let chunks: Vec<SeqChunk> = (0..2)
@@ -162,7 +178,7 @@ fn gpu_draft_proposes_the_cpu_drafts_trees() {
                 if g == c {
                     same += 1;
                 } else {
-                    eprintln!("{tree:?} {round} row {i}: gpu {g:?}\n  cpu {c:?}");
+                    eprintln!("{tree:?} fp8 {fp8} {round} row {i}: gpu {g:?}\n  cpu {c:?}");
                 }
             }
         };

@@ -159,11 +159,9 @@ pub trait Draft: Send {
     ) -> Result<Vec<DraftTree>>;
     /// What /v1/engine/info says of the draft: its source, and whether its weights are random.
     fn describe(&self) -> DraftInfo;
-    /// The EAGLE-3 draft behind this one, whose weights a GPU backend runs itself; None for
-    /// the test doubles, which only run where they are.
-    fn eagle3(&self) -> Option<&draft::Eagle3Draft> {
-        None
-    }
+    /// The EAGLE-3 draft this is, whose weights a GPU backend takes to run them itself; the
+    /// test doubles, which only run where they are, give themselves back.
+    fn into_eagle3(self: Box<Self>) -> std::result::Result<Box<draft::Eagle3Draft>, Box<dyn Draft>>;
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

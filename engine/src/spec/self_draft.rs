@@ -115,4 +115,10 @@ impl super::Draft for SelfDraft {
             aux_layers: self.aux_layers.clone(),
         }
     }
+
+    fn into_eagle3(
+        self: Box<Self>,
+    ) -> std::result::Result<Box<super::draft::Eagle3Draft>, Box<dyn super::Draft>> {
+        Err(self)
+    }
 }

@@ -1,15 +1,17 @@
 //! The EAGLE-3 draft on the GPU: the CPU reference's forward (spec/draft/forward.rs) over
-//! device buffers, the tree search between levels on the host.
+//! device buffers (draft_layer.rs), the tree search between levels on the host.
 //!
 //! One `propose` call, for every row at once:
-//! 1. **extend**: the aux rows of the positions the draft has not seen are gathered by KV
-//!    slot from the target's aux store, `fc` fuses them, and the draft layer runs over them
-//!    (causal over the row's draft KV); the last position's top-k starts the search;
-//! 2. **levels** 2..=num_steps: the frontier's nodes run the layer on their parents' output
-//!    hidden states. Forwarded node f of a row (f = (level - 2) x topk + its frontier rank)
-//!    keeps its K/V at draft position lo + f (lo = tokens - 1, the first uncommitted one)
-//!    and attends to positions below lo and to its ancestors' and its own through the tree
-//!    mask (`ops::tree_attention_into`, as the verify); its RoPE position is lo + depth - 1.
+//! 1. **extend** (eager: its row count follows what was accepted): the aux rows of the
+//!    positions the draft has not seen are gathered by KV slot from the target's aux store,
+//!    `fc` fuses them, and the layer runs over them (causal over the row's draft KV); the
+//!    last position's top-k starts the search;
+//! 2. **levels** 2..=num_steps, each a CUDA graph per batch size (`Level`): the frontier's
+//!    nodes run the layer on their parents' output hidden states. Forwarded node f of a row
+//!    (f = (level - 2) x topk + its frontier rank) keeps its K/V at draft position lo + f
+//!    (lo = tokens - 1, the first uncommitted one) and attends to the positions below lo
+//!    and to its ancestors' and its own through the tree mask (`ops::tree_attention_into`,
+//!    as the verify); its RoPE position is lo + depth - 1.
 //!
 //! The draft KV is one layer in the target's page layout: the same page ids name the same
 //! positions, in a store of its own. Positions past a row's table (the forwarded nodes can
@@ -19,8 +21,10 @@
 //! Between levels k (id, log-probability) pairs per node come back to the host (a sync per
 //! level); the search (spec/tree.rs) picks the next frontier there.
 
+use super::draft_layer::{DraftWeights, Layer, LayerBufs, LayerRows, dims, upload, zeros};
+use super::graph::OwnedGraph;
 use super::spec::AuxStore;
-use super::step::linear;
+use super::step::linear_w;
 use super::{driver_err, kernel_err};
 use crate::error::{EngineError, Result};
 use crate::model::ProposeRow;
@@ -28,29 +32,26 @@ use crate::spec::draft::Eagle3Draft;
 use crate::spec::draft::config::DraftConfig;
 use crate::spec::tree::TreeSearch;
 use crate::spec::{DraftTree, SpecConfig};
-use kernels::cudarc::driver::{CudaSlice, CudaStream, CudaView};
-use kernels::ops::{self, AttnDims, Eagle3Norms, PagedAttnArgs};
+use kernels::cudarc::driver::{CudaSlice, sys};
+use kernels::ops;
 use kernels::{Gpu, bf16};
-use std::sync::Arc;
 
-/// The draft's weights on the GPU: bf16 matrices row-major (q|k|v fused, gate then up
-/// fused), f32 norms.
-struct Weights {
-    fc: CudaSlice<bf16>,
-    input_norm: CudaSlice<f32>,
-    hidden_norm: CudaSlice<f32>,
-    wqkv: CudaSlice<bf16>,
-    wo: CudaSlice<bf16>,
-    post_norm: CudaSlice<f32>,
-    wgu: CudaSlice<bf16>,
-    wdown: CudaSlice<bf16>,
-    final_norm: CudaSlice<f32>,
-    lm_head: CudaSlice<bf16>,
+/// A tree level's buffers for a batch of `batch` rows (batch x topk inputs), and its graph
+/// once captured.
+struct Level {
+    batch: usize,
+    layer: LayerBufs,
+    /// Each input's parent row in `GpuDraft::src`.
+    parents: CudaSlice<i32>,
+    logits: CudaSlice<f32>,
+    top_ids: CudaSlice<i32>,
+    top_lp: CudaSlice<f32>,
+    graph: Option<OwnedGraph>,
 }
 
 pub(super) struct GpuDraft {
     c: DraftConfig,
-    w: Weights,
+    w: DraftWeights,
     /// Target id of each draft id.
     d2t: Vec<u32>,
     k: CudaSlice<bf16>,
@@ -62,88 +63,31 @@ pub(super) struct GpuDraft {
     max_rows: usize,
     /// Most nodes one row forwards in a call: (num_steps - 1) x topk.
     forwarded: usize,
-}
-
-/// One layer call's per-row inputs on the host: token, RoPE position, KV slot, the row's
-/// table offset, its context length and its tree ints (lo, mask_lo, mask_hi).
-#[derive(Default)]
-struct LayerRows {
-    ids: Vec<u32>,
-    positions: Vec<i32>,
-    slots: Vec<i32>,
-    offs: Vec<i32>,
-    ctx: Vec<i32>,
-    tree: Vec<i32>,
-}
-
-impl LayerRows {
-    /// A row at draft position `slot_pos` (its KV goes there), RoPE position `pos`, seeing
-    /// the positions below `lo` and those of the mask's bits above it.
-    #[allow(clippy::too_many_arguments)]
-    fn push(&mut self, id: u32, pos: usize, slot: usize, off: usize, lo: usize, mask: u64, ctx: usize) {
-        self.ids.push(id);
-        self.positions.push(pos as i32);
-        self.slots.push(slot as i32);
-        self.offs.push(off as i32);
-        self.ctx.push(ctx as i32);
-        self.tree.extend([lo as i32, mask as u32 as i32, (mask >> 32) as u32 as i32]);
-    }
-
-    fn upload(&self, s: &Arc<CudaStream>) -> Result<LayerDev> {
-        let up = driver_err("upload draft layer inputs");
-        Ok(LayerDev {
-            ids: s.clone_htod(&self.ids).map_err(&up)?,
-            positions: s.clone_htod(&self.positions).map_err(&up)?,
-            slots: s.clone_htod(&self.slots).map_err(&up)?,
-            offs: s.clone_htod(&self.offs).map_err(&up)?,
-            ctx: s.clone_htod(&self.ctx).map_err(&up)?,
-            tree: s.clone_htod(&self.tree).map_err(&up)?,
-        })
-    }
-}
-
-struct LayerDev {
-    ids: CudaSlice<u32>,
-    positions: CudaSlice<i32>,
-    slots: CudaSlice<i32>,
-    offs: CudaSlice<i32>,
-    ctx: CudaSlice<i32>,
-    tree: CudaSlice<i32>,
-}
-
-fn upload<T: kernels::cudarc::driver::DeviceRepr>(
-    gpu: &Gpu,
-    what: &'static str,
-    v: &[T],
-) -> Result<CudaSlice<T>> {
-    gpu.stream().clone_htod(v).map_err(driver_err(what))
-}
-
-fn zeros<T: kernels::cudarc::driver::DeviceRepr + kernels::cudarc::driver::ValidAsZeroBits>(
-    gpu: &Gpu,
-    n: usize,
-) -> Result<CudaSlice<T>> {
-    gpu.stream().alloc_zeros::<T>(n).map_err(driver_err("alloc draft buffer"))
-}
-
-fn bf16s(m: &[&crate::weights::Mat]) -> Vec<bf16> {
-    m.iter().flat_map(|m| m.data.iter().map(|&v| bf16::from_f32(v))).collect()
+    topk: usize,
+    /// Row r's draft table at r x `stride`: its pages, then its scratch pages.
+    tables: CudaSlice<i32>,
+    stride: usize,
+    /// The levels' parent rows: each row's root hidden (rows 0..batch), then the last
+    /// level's outputs.
+    src: CudaSlice<f32>,
+    levels: Vec<Level>,
 }
 
 impl GpuDraft {
-    /// `d`'s weights in bf16 and a zeroed KV store of `num_pages` pages of `block_size`
+    /// `d`'s weights in the target's format (bf16, or FP8 when `fp8`: quantized here) and a zeroed KV store of `num_pages` pages of `block_size`
     /// plus scratch pages for `max_rows` rows of trees under `spec`.
     pub fn upload(
         gpu: &Gpu,
-        d: &Eagle3Draft,
-        spec: &SpecConfig,
+        mut d: Box<Eagle3Draft>,
+        (spec, fp8): (&SpecConfig, bool),
         (num_pages, block_size): (usize, usize),
         max_rows: usize,
     ) -> Result<Self> {
+        if fp8 {
+            d.quantize_fp8()?;
+        }
         let (c, w) = (d.config().clone(), d.weights());
-        let dims =
-            AttnDims { heads: c.num_attention_heads, kv_heads: c.num_key_value_heads, head_dim: c.head_dim };
-        if !ops::prefill_attention_supported(dims) {
+        if !ops::prefill_attention_supported(dims(&c)) {
             return Err(EngineError::BadRequest(format!(
                 "the CUDA draft attends with the tree-attention kernel, which needs head_dim {}; the draft has {} \
                  ({} heads over {} KV heads)",
@@ -163,56 +107,45 @@ impl GpuDraft {
                 spec.topk
             )));
         }
+        if spec.topk > c.draft_vocab_size {
+            return Err(EngineError::BadRequest(format!(
+                "--speculative-eagle-topk {} is more than the draft's {} tokens",
+                spec.topk, c.draft_vocab_size
+            )));
+        }
         if let Some(&t) = w.draft_to_target.iter().find(|&&t| t as usize >= c.vocab_size) {
             return Err(EngineError::Weights(format!(
                 "draft d2t maps to token {t} >= vocab {}",
                 c.vocab_size
             )));
         }
-        let up = |what, v: Vec<bf16>| upload(gpu, what, &v);
-        let weights = Weights {
-            fc: up("upload draft fc", bf16s(&[&w.fc]))?,
-            input_norm: upload(gpu, "upload draft norms", &w.input_norm)?,
-            hidden_norm: upload(gpu, "upload draft norms", &w.hidden_norm)?,
-            wqkv: up("upload draft q|k|v", bf16s(&[&w.q_proj, &w.k_proj, &w.v_proj]))?,
-            wo: up("upload draft o_proj", bf16s(&[&w.o_proj]))?,
-            post_norm: upload(gpu, "upload draft norms", &w.post_norm)?,
-            wgu: up("upload draft gate|up", bf16s(&[&w.gate_proj, &w.up_proj]))?,
-            wdown: up("upload draft down_proj", bf16s(&[&w.down_proj]))?,
-            final_norm: upload(gpu, "upload draft norms", &w.final_norm)?,
-            lm_head: up("upload draft lm_head", bf16s(&[&w.lm_head]))?,
-        };
         // A row's forwarded nodes start at most a page into its last page.
         let scratch_pages = forwarded.div_ceil(block_size) + 1;
         let slots = (num_pages + max_rows * scratch_pages) * block_size * c.kv_dim();
+        // A row's table never has more entries than there are pages, its own and scratch.
+        let stride = num_pages + scratch_pages;
         Ok(GpuDraft {
             k: zeros(gpu, slots)?,
             v: zeros(gpu, slots)?,
+            w: DraftWeights::upload(gpu, &c, w)?,
             d2t: w.draft_to_target.clone(),
+            tables: zeros(gpu, max_rows * stride)?,
+            stride,
+            src: zeros(gpu, max_rows * (1 + spec.topk) * c.hidden_size)?,
             c,
-            w: weights,
             num_pages,
             block_size,
             scratch_pages,
             max_rows,
             forwarded,
+            topk: spec.topk,
+            levels: vec![],
         })
-    }
-
-    fn dims(&self) -> AttnDims {
-        AttnDims {
-            heads: self.c.num_attention_heads,
-            kv_heads: self.c.num_key_value_heads,
-            head_dim: self.c.head_dim,
-        }
     }
 
     /// Bytes of device memory the draft holds (weights and KV).
     pub fn bytes(&self) -> usize {
-        let w = &self.w;
-        let mats =
-            [&w.fc, &w.wqkv, &w.wo, &w.wgu, &w.wdown, &w.lm_head].iter().map(|m| m.len()).sum::<usize>();
-        2 * (mats + self.k.len() + self.v.len())
+        self.w.bytes() + 2 * (self.k.len() + self.v.len())
     }
 
     /// A caller's mistake fails the call before any KV is written.
@@ -224,7 +157,7 @@ impl GpuDraft {
                 self.max_rows
             )));
         }
-        if (spec.num_steps - 1) * spec.topk > self.forwarded || spec.topk > self.c.draft_vocab_size {
+        if (spec.num_steps - 1) * spec.topk > self.forwarded || spec.topk != self.topk {
             return Err(EngineError::Backend(format!("the CUDA draft was not built for {spec:?}")));
         }
         for (r, row) in rows.iter().enumerate() {
@@ -247,75 +180,94 @@ impl GpuDraft {
     }
 
     /// Every row's next tree: extend the draft KV over the positions it has not seen, then
-    /// grow the tree level by level. `embed` is the target's embedding on the GPU.
+    /// grow the tree level by level (on graphs when `graphs`). `embed` is the target's
+    /// embedding on the GPU.
     pub fn propose(
         &mut self,
         gpu: &Gpu,
         embed: &CudaSlice<bf16>,
         aux: &AuxStore,
         rows: &[ProposeRow<'_>],
-        spec: &SpecConfig,
+        (spec, graphs): (&SpecConfig, bool),
     ) -> Result<Vec<DraftTree>> {
         self.check(rows, spec)?;
         if rows.is_empty() {
             return Ok(vec![]);
         }
-        let (bs, h, topk) = (self.block_size, self.c.hidden_size, spec.topk);
-        // Each row's draft table: its pages, then its scratch pages where they end.
-        let mut tables: Vec<i32> = vec![];
-        let mut offs = Vec::with_capacity(rows.len());
+        let (bs, h, topk, batch, stride) =
+            (self.block_size, self.c.hidden_size, spec.topk, rows.len(), self.stride);
+        let s = gpu.stream().clone();
+        let mut tables = vec![0i32; batch * stride];
         for (r, row) in rows.iter().enumerate() {
-            offs.push(tables.len());
             let need = (row.tokens.len() - 1 + self.forwarded).div_ceil(bs);
             let scratch = (self.num_pages + r * self.scratch_pages) as i32;
-            tables.extend((0..need).map(|j| match row.block_table.get(j) {
-                Some(&p) => p as i32,
-                None => scratch + (j - row.block_table.len()) as i32,
-            }));
+            for (j, t) in tables[r * stride..][..need].iter_mut().enumerate() {
+                *t = match row.block_table.get(j) {
+                    Some(&p) => p as i32,
+                    None => scratch + (j - row.block_table.len()) as i32,
+                };
+            }
         }
-        let slot = |r: usize, pos: usize| tables[offs[r] + pos / bs] as usize * bs + pos % bs;
+        s.memcpy_htod(&tables, &mut self.tables.slice_mut(..batch * stride))
+            .map_err(driver_err("upload draft tables"))?;
+        let slot = |r: usize, pos: usize| tables[r * stride + pos / bs] as usize * bs + pos % bs;
         // 1. extend: draft position i holds (aux of target position i, token i + 1).
         let mut ext = LayerRows::default();
-        let mut last = Vec::with_capacity(rows.len());
+        let mut last = Vec::with_capacity(batch);
         for (r, row) in rows.iter().enumerate() {
             for pos in row.draft_from..row.tokens.len() - 1 {
-                ext.push(row.tokens[pos + 1], pos, slot(r, pos), offs[r], pos + 1, 0, pos + 1);
+                ext.push(row.tokens[pos + 1], pos, slot(r, pos), r * stride, pos + 1, 0, pos + 1);
             }
-            last.push((ext.ids.len() - 1) as i32);
+            last.push((ext.len() - 1) as i32);
         }
-        let tables_d = upload(gpu, "upload draft tables", &tables)?;
-        let ext_d = ext.upload(gpu.stream())?;
+        let mut eb = LayerBufs::new(gpu, &self.c, ext.len())?;
+        eb.write(&s, &ext)?;
         let aw = aux.width();
-        let mut a = zeros::<bf16>(gpu, ext.ids.len() * aw)?;
-        {
-            // The aux store's slots are the target's: the same numbering for positions < lo.
-            let (src, mut out) = (aux.rows(), a.as_view_mut());
-            ops::rows_gather_into(gpu, &src.as_view(), &ext_d.slots.as_view(), aw, &mut out)
-                .map_err(kernel_err)?;
-        }
-        let mut x = zeros::<f32>(gpu, ext.ids.len() * h)?;
-        linear(gpu, &a, &self.w.fc, h, aw, &mut x)?;
-        let normed = self.layer(gpu, embed, &mut x, &ext_d, &tables_d.as_view())?;
-        let last_d = upload(gpu, "upload draft rows", &last)?;
-        let mut root_h = zeros::<bf16>(gpu, rows.len() * h)?;
-        ops::rows_gather_into(gpu, &normed.as_view(), &last_d.as_view(), h, &mut root_h.as_view_mut())
+        let mut a = zeros::<bf16>(gpu, ext.len() * aw)?;
+        // The aux store's slots are the target's: the draft's for positions below lo.
+        let aux_slots = upload(gpu, "upload draft aux slots", ext.slots())?;
+        ops::rows_gather_into(gpu, &aux.rows().as_view(), &aux_slots.as_view(), aw, &mut a.as_view_mut())
             .map_err(kernel_err)?;
+        linear_w(gpu, &a, &self.w.fc, h, aw, &mut eb.x, None)?;
+        Layer { c: &self.c, w: &self.w, k: &mut self.k, v: &mut self.v, block_size: bs }.run(
+            gpu,
+            embed,
+            &mut eb,
+            &self.tables.as_view(),
+        )?;
+        let last_d = upload(gpu, "upload draft rows", &last)?;
+        ops::rows_gather_into(
+            gpu,
+            &eb.x.as_view(),
+            &last_d.as_view(),
+            h,
+            &mut self.src.slice_mut(..batch * h),
+        )
+        .map_err(kernel_err)?;
+        let mut root_h = zeros::<bf16>(gpu, batch * h)?;
+        ops::rows_gather_into(gpu, &eb.normed.as_view(), &last_d.as_view(), h, &mut root_h.as_view_mut())
+            .map_err(kernel_err)?;
+        let (mut logits, mut ids, mut lp) = (
+            zeros(gpu, batch * self.c.draft_vocab_size)?,
+            zeros(gpu, batch * topk)?,
+            zeros(gpu, batch * topk)?,
+        );
+        self.logits_topk(gpu, &root_h, &mut logits, (&mut ids, &mut lp))?;
         let mut searches: Vec<TreeSearch> =
-            self.top_pairs(gpu, &root_h, topk)?.iter().map(|p| TreeSearch::new(topk, p)).collect();
-        // 2. levels: where each candidate's output hidden sits in `prev`, and its forwarded
+            self.pairs(gpu, (&ids, &lp))?.iter().map(|p| TreeSearch::new(topk, p)).collect();
+        // 2. levels: where each candidate's output hidden sits in `src`, and its forwarded
         // index (its KV position past lo).
-        let mut prev = x;
-        let mut prev_row: Vec<Vec<usize>> = vec![vec![]; rows.len()];
-        let mut fwd: Vec<Vec<usize>> = vec![vec![]; rows.len()];
+        let mut src_row: Vec<Vec<usize>> = vec![vec![]; batch];
+        let mut fwd: Vec<Vec<usize>> = vec![vec![]; batch];
         for level in 1..spec.num_steps {
             let mut lr = LayerRows::default();
             let mut parents: Vec<i32> = vec![];
-            let mut placed: Vec<Vec<(usize, usize)>> = vec![vec![]; rows.len()];
-            for (r, s) in searches.iter().enumerate() {
+            let mut placed: Vec<Vec<(usize, usize)>> = vec![vec![]; batch];
+            for (r, search) in searches.iter().enumerate() {
                 let lo = rows[r].tokens.len() - 1;
-                let cands = s.candidates();
+                let cands = search.candidates();
                 fwd[r].resize(cands.len(), usize::MAX);
-                for (i, &c) in s.frontier().iter().enumerate() {
+                for (i, &c) in search.frontier().iter().enumerate() {
                     let f = (level - 1) * topk + i;
                     fwd[r][c] = f;
                     let (mut mask, mut depth, mut at) = (1u64 << f, 1, cands[c].parent);
@@ -325,128 +277,160 @@ impl GpuDraft {
                         at = cands[p].parent;
                     }
                     parents.push(match cands[c].parent {
-                        None => last[r],
-                        Some(p) => prev_row[r][p] as i32,
+                        None => r as i32,
+                        Some(p) => (batch + src_row[r][p]) as i32,
                     });
-                    placed[r].push((c, lr.ids.len()));
-                    lr.push(cands[c].token, lo + depth - 1, slot(r, lo + f), offs[r], lo, mask, lo + f + 1);
+                    placed[r].push((c, lr.len()));
+                    lr.push(
+                        cands[c].token,
+                        lo + depth - 1,
+                        slot(r, lo + f),
+                        r * stride,
+                        lo,
+                        mask,
+                        lo + f + 1,
+                    );
                 }
             }
-            let lr_d = lr.upload(gpu.stream())?;
-            let parents_d = upload(gpu, "upload draft parents", &parents)?;
-            let mut x = zeros::<f32>(gpu, lr.ids.len() * h)?;
-            ops::rows_gather_into(gpu, &prev.as_view(), &parents_d.as_view(), h, &mut x.as_view_mut())
-                .map_err(kernel_err)?;
-            let normed = self.layer(gpu, embed, &mut x, &lr_d, &tables_d.as_view())?;
-            let tops = self.top_pairs(gpu, &normed, topk)?;
+            let tops = self.run_level(gpu, embed, (batch, graphs), &lr, &parents)?;
             let mut j = 0;
-            for (r, s) in searches.iter_mut().enumerate() {
-                let n = s.frontier().len();
+            for (r, search) in searches.iter_mut().enumerate() {
+                let n = search.frontier().len();
                 let refs: Vec<&[(u32, f32)]> = tops[j..j + n].iter().map(Vec::as_slice).collect();
-                s.expand(&refs);
+                search.expand(&refs);
                 j += n;
-                prev_row[r] = vec![usize::MAX; s.candidates().len()];
+                src_row[r] = vec![usize::MAX; search.candidates().len()];
                 for &(c, row) in &placed[r] {
-                    prev_row[r][c] = row;
+                    src_row[r][c] = row;
                 }
             }
-            prev = x;
         }
         Ok(searches.iter().map(|s| s.select(spec.num_draft_tokens)).collect())
     }
 
-    /// The draft layer over `x` (its hidden inputs, f32 [rows, hidden]; the output hidden
-    /// states on return, before `norm`); returns them after `norm` in bf16.
-    fn layer(
+    /// One tree level of `lr`'s inputs (batch x topk of them) on the level's buffers: on
+    /// its graph (captured on first use) or eagerly; each input's top-k pairs.
+    fn run_level(
         &mut self,
         gpu: &Gpu,
         embed: &CudaSlice<bf16>,
-        x: &mut CudaSlice<f32>,
-        m: &LayerDev,
-        tables: &CudaView<'_, i32>,
-    ) -> Result<CudaSlice<bf16>> {
-        let (c, dims) = (&self.c, self.dims());
-        let (h, inter, eps) = (c.hidden_size, c.intermediate_size, c.rms_norm_eps as f32);
-        let (qd, kvd, rows) = (dims.q_dim(), dims.kv_dim(), m.ids.len());
-        let ke = kernel_err;
-        let mut xcat = zeros::<bf16>(gpu, rows * 2 * h)?;
-        let norms = Eagle3Norms {
-            input_norm: &self.w.input_norm.as_view(),
-            hidden_norm: &self.w.hidden_norm.as_view(),
-            eps,
-            norm_residual: c.norm_before_residual,
+        (batch, graphs): (usize, bool),
+        lr: &LayerRows,
+        parents: &[i32],
+    ) -> Result<Vec<Vec<(u32, f32)>>> {
+        let s = gpu.stream().clone();
+        let i = match self.levels.iter().position(|l| l.batch == batch) {
+            Some(i) => i,
+            None => {
+                let n = batch * self.topk;
+                self.levels.push(Level {
+                    batch,
+                    layer: LayerBufs::new(gpu, &self.c, n)?,
+                    parents: zeros(gpu, n)?,
+                    logits: zeros(gpu, n * self.c.draft_vocab_size)?,
+                    top_ids: zeros(gpu, n * self.topk)?,
+                    top_lp: zeros(gpu, n * self.topk)?,
+                    graph: None,
+                });
+                self.levels.len() - 1
+            }
         };
-        ops::eagle3_input_into(
-            gpu,
-            &m.ids.as_view(),
-            &embed.as_view(),
-            &norms,
-            &mut x.as_view_mut(),
-            &mut xcat.as_view_mut(),
-        )
-        .map_err(ke)?;
-        let mut qkv = zeros::<f32>(gpu, rows * (qd + 2 * kvd))?;
-        linear(gpu, &xcat, &self.w.wqkv, qd + 2 * kvd, 2 * h, &mut qkv)?;
-        let mut q = zeros::<bf16>(gpu, rows * qd)?;
-        {
-            let (mut kc, mut vc) = (self.k.as_view_mut(), self.v.as_view_mut());
-            let at = (&m.positions.as_view(), &m.slots.as_view());
-            ops::rope_kv_into(
-                gpu,
-                dims,
-                &qkv.as_view(),
-                at,
-                c.rope_theta as f32,
-                &mut q.as_view_mut(),
-                (&mut kc, &mut vc),
-            )
-            .map_err(ke)?;
-        }
-        let mut attn = zeros::<bf16>(gpu, rows * qd)?;
-        let pa = PagedAttnArgs {
-            q: &q.as_view(),
-            k_cache: &self.k.as_view(),
-            v_cache: &self.v.as_view(),
-            tables,
-            table_offs: &m.offs.as_view(),
-            ctx_lens: &m.ctx.as_view(),
-            block_size: self.block_size,
-            settled: false,
-        };
-        ops::tree_attention_into(gpu, dims, &pa, &m.tree.as_view(), &mut attn.as_view_mut()).map_err(ke)?;
-        let mut o = zeros::<f32>(gpu, rows * h)?;
-        linear(gpu, &attn, &self.w.wo, h, qd, &mut o)?;
-        let mut normed = zeros::<bf16>(gpu, rows * h)?;
-        let post = self.w.post_norm.as_view();
-        ops::add_rmsnorm_into(gpu, &mut x.as_view_mut(), &o.as_view(), &post, eps, &mut normed.as_view_mut())
-            .map_err(ke)?;
-        let mut gu = zeros::<f32>(gpu, rows * 2 * inter)?;
-        linear(gpu, &normed, &self.w.wgu, 2 * inter, h, &mut gu)?;
-        let mut act = zeros::<bf16>(gpu, rows * inter)?;
-        ops::swiglu_into(gpu, &gu.as_view(), inter, false, &mut act.as_view_mut()).map_err(ke)?;
-        linear(gpu, &act, &self.w.wdown, h, inter, &mut o)?;
-        let fin = self.w.final_norm.as_view();
-        ops::add_rmsnorm_into(gpu, &mut x.as_view_mut(), &o.as_view(), &fin, eps, &mut normed.as_view_mut())
-            .map_err(ke)?;
-        Ok(normed)
+        // Out of the list while it runs: the level's ops borrow the draft's other buffers.
+        let mut lv = self.levels.swap_remove(i);
+        let ran = (|| {
+            if lr.len() != lv.layer.rows() {
+                return Err(EngineError::Backend(format!(
+                    "a tree level of {} inputs on buffers for {}",
+                    lr.len(),
+                    lv.layer.rows()
+                )));
+            }
+            lv.layer.write(&s, lr)?;
+            s.memcpy_htod(parents, &mut lv.parents).map_err(driver_err("upload draft parents"))?;
+            if !graphs {
+                return self.level_ops(gpu, embed, &mut lv);
+            }
+            if lv.graph.is_none() {
+                s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                    .map_err(driver_err("begin draft level capture"))?;
+                let recorded = self.level_ops(gpu, embed, &mut lv);
+                // End the capture whatever happened, or the stream stays unusable.
+                let ended = s.end_capture(sys::CUgraphInstantiate_flags(0));
+                recorded?;
+                let g = ended
+                    .map_err(driver_err("end draft level capture"))?
+                    .ok_or_else(|| EngineError::Backend("draft level capture recorded nothing".into()))?;
+                tracing::info!(batch, "captured draft level graph");
+                lv.graph = Some(OwnedGraph(g));
+            }
+            let g = lv.graph.as_ref().expect("captured above");
+            g.0.launch().map_err(driver_err("draft level graph launch"))
+        })()
+        .and_then(|()| self.pairs(gpu, (&lv.top_ids, &lv.top_lp)));
+        self.levels.push(lv);
+        ran
     }
 
-    /// lm_head over the normed rows `h`, then each row's `k` best (target id,
-    /// log-probability) pairs, best first: all the search reads of a distribution.
-    fn top_pairs(&self, gpu: &Gpu, h: &CudaSlice<bf16>, k: usize) -> Result<Vec<Vec<(u32, f32)>>> {
+    /// A level's kernels: parents' hidden states in, the layer, its outputs kept in `src`
+    /// for the next level, lm_head and the top-k.
+    fn level_ops(&mut self, gpu: &Gpu, embed: &CudaSlice<bf16>, lv: &mut Level) -> Result<()> {
+        let (h, n) = (self.c.hidden_size, lv.layer.rows());
+        {
+            let mut x = lv.layer.x.as_view_mut();
+            ops::rows_gather_into(gpu, &self.src.as_view(), &lv.parents.as_view(), h, &mut x)
+                .map_err(kernel_err)?;
+        }
+        Layer { c: &self.c, w: &self.w, k: &mut self.k, v: &mut self.v, block_size: self.block_size }.run(
+            gpu,
+            embed,
+            &mut lv.layer,
+            &self.tables.as_view(),
+        )?;
+        let at = lv.batch * h;
+        gpu.stream()
+            .memcpy_dtod(&lv.layer.x, &mut self.src.slice_mut(at..at + n * h))
+            .map_err(driver_err("keep draft level outputs"))?;
+        self.logits_topk(gpu, &lv.layer.normed, &mut lv.logits, (&mut lv.top_ids, &mut lv.top_lp))
+    }
+
+    /// lm_head over the normed rows `h` into `logits`, then each row's top-k ids and
+    /// log-probabilities.
+    fn logits_topk(
+        &self,
+        gpu: &Gpu,
+        h: &CudaSlice<bf16>,
+        logits: &mut CudaSlice<f32>,
+        (ids, lp): (&mut CudaSlice<i32>, &mut CudaSlice<f32>),
+    ) -> Result<()> {
         let (hd, dv) = (self.c.hidden_size, self.c.draft_vocab_size);
-        let rows = h.len() / hd;
-        let mut logits = zeros::<f32>(gpu, rows * dv)?;
-        linear(gpu, h, &self.w.lm_head, dv, hd, &mut logits)?;
-        let (mut ids, mut lp) = (zeros::<i32>(gpu, rows * k)?, zeros::<f32>(gpu, rows * k)?);
-        ops::topk_logprobs_into(gpu, &logits.as_view(), dv, k, &mut ids.as_view_mut(), &mut lp.as_view_mut())
-            .map_err(kernel_err)?;
+        linear_w(gpu, h, &self.w.lm_head, dv, hd, logits, None)?;
+        ops::topk_logprobs_into(
+            gpu,
+            &logits.as_view(),
+            dv,
+            self.topk,
+            &mut ids.as_view_mut(),
+            &mut lp.as_view_mut(),
+        )
+        .map_err(kernel_err)
+    }
+
+    /// The top-k ids and log-probabilities downloaded, as each row's (target id,
+    /// log-probability) pairs, best first: all the search reads of a distribution.
+    fn pairs(
+        &self,
+        gpu: &Gpu,
+        (ids, lp): (&CudaSlice<i32>, &CudaSlice<f32>),
+    ) -> Result<Vec<Vec<(u32, f32)>>> {
         let s = gpu.stream();
-        let ids = s.clone_dtoh(&ids).map_err(driver_err("download draft top-k"))?;
-        let lp = s.clone_dtoh(&lp).map_err(driver_err("download draft top-k"))?;
+        let ids = s.clone_dtoh(ids).map_err(driver_err("download draft top-k"))?;
+        let lp = s.clone_dtoh(lp).map_err(driver_err("download draft top-k"))?;
         gpu.sync().map_err(kernel_err)?;
-        Ok((0..rows)
-            .map(|r| (0..k).map(|j| (self.d2t[ids[r * k + j] as usize], lp[r * k + j])).collect())
+        let k = self.topk;
+        Ok(ids
+            .chunks_exact(k)
+            .zip(lp.chunks_exact(k))
+            .map(|(i, l)| i.iter().zip(l).map(|(&d, &p)| (self.d2t[d as usize], p)).collect())
             .collect())
     }
 }

@@ -4,6 +4,7 @@
 //! (tests/cuda_backend.rs, `#[ignore = "gpu"]`, run on the GPU machine).
 
 mod draft;
+mod draft_layer;
 mod graph;
 mod meta;
 mod prefill_copy;

@@ -24,27 +24,33 @@ pub(super) fn make_copies(gpu: &Gpu, cfg: &ModelConfig, w: &mut GpuWeights) -> R
             (&mut l.wdown, hd, inter),
         ];
         for (lin, n, k) in shapes {
-            let GpuLinear::Fp8 { codes, scale_inv, scale_rows, interleave, prefill } = lin else {
-                continue;
-            };
-            if prefill.is_some() {
-                continue;
-            }
-            let mut copy =
-                gpu.stream().alloc_zeros::<bf16>(n * k).map_err(driver_err("alloc FP8 prefill copy"))?;
-            let m8 = ops::Fp8Matrix {
-                codes: &codes.as_view(),
-                scale_inv: &scale_inv.as_view(),
-                scale_rows: *scale_rows,
-                n,
-                k,
-                interleave: *interleave,
-            };
-            ops::fp8_dequant_into(gpu, &m8, &mut copy.as_view_mut()).map_err(kernel_err)?;
-            bytes += n * k * std::mem::size_of::<bf16>();
-            *prefill = Some(copy);
+            bytes += keep_copy(gpu, lin, n, k)?;
         }
     }
     gpu.sync().map_err(kernel_err)?;
     Ok(bytes)
+}
+
+/// Give `lin` [n, k] its bf16 prefill copy if it is FP8 without one; returns the bytes
+/// allocated. The EAGLE-3 draft's FP8 matrices take one too (its first extension after a
+/// prefill runs over the whole prompt).
+pub(super) fn keep_copy(gpu: &Gpu, lin: &mut GpuLinear, n: usize, k: usize) -> Result<usize> {
+    let GpuLinear::Fp8 { codes, scale_inv, scale_rows, interleave, prefill } = lin else {
+        return Ok(0);
+    };
+    if prefill.is_some() {
+        return Ok(0);
+    }
+    let mut copy = gpu.stream().alloc_zeros::<bf16>(n * k).map_err(driver_err("alloc FP8 prefill copy"))?;
+    let m8 = ops::Fp8Matrix {
+        codes: &codes.as_view(),
+        scale_inv: &scale_inv.as_view(),
+        scale_rows: *scale_rows,
+        n,
+        k,
+        interleave: *interleave,
+    };
+    ops::fp8_dequant_into(gpu, &m8, &mut copy.as_view_mut()).map_err(kernel_err)?;
+    *prefill = Some(copy);
+    Ok(n * k * std::mem::size_of::<bf16>())
 }

@@ -8,6 +8,7 @@ use super::draft::GpuDraft;
 use super::meta::{HostMeta, StepMeta};
 use super::step::{Scratch, forward_layers};
 use super::verify_graph::padded_trees;
+use super::weights::GpuLinear;
 use super::{CudaBackend, GpuKvCache, driver_err, kernel_err};
 use crate::error::{EngineError, Result};
 use crate::model::{KeepRow, Next, ProposeRow, VerifyRow};
@@ -140,14 +141,16 @@ impl CudaBackend {
             return Err(EngineError::Backend("attach the draft before capturing decode graphs".into()));
         }
         let info = draft.describe();
-        let drafter = match draft.eagle3() {
-            Some(e) => {
+        let drafter = match draft.into_eagle3() {
+            Ok(e) => {
                 let pages = (self.cache.num_pages, self.cache.block_size);
-                let d = GpuDraft::upload(&self.gpu, e, &cfg, pages, max_rows)?;
-                tracing::info!(bytes = d.bytes(), max_rows, "EAGLE-3 draft on the GPU");
+                // The draft takes the target's weight format.
+                let fp8 = self.w.layers.first().is_some_and(|l| matches!(l.wqkv, GpuLinear::Fp8 { .. }));
+                let d = GpuDraft::upload(&self.gpu, e, (&cfg, fp8), pages, max_rows)?;
+                tracing::info!(bytes = d.bytes(), max_rows, fp8, "EAGLE-3 draft on the GPU");
                 Drafter::Gpu(Box::new(d))
             }
-            None => Drafter::Host(draft),
+            Err(host) => Drafter::Host(host),
         };
         self.cache.add_aux(&self.gpu, layers, hidden)?;
         // A step queued ahead would not know of verify steps between decode steps.
@@ -229,7 +232,8 @@ impl CudaBackend {
         let spec = self.spec.as_mut().ok_or_else(|| EngineError::Backend("no draft".into()))?;
         let draft = match &mut spec.drafter {
             Drafter::Gpu(d) => {
-                let trees = d.propose(&self.gpu, &self.w.embed, aux, rows, &spec.cfg)?;
+                let trees =
+                    d.propose(&self.gpu, &self.w.embed, aux, rows, (&spec.cfg, self.graphs_enabled))?;
                 for t in &trees {
                     t.check()?;
                 }

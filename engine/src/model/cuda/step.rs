@@ -20,8 +20,8 @@ mod half_x;
 mod linear;
 mod scratch;
 
-use linear::{gate_up_act, linear_w};
-pub(super) use linear::{linear, lm_head_into};
+use linear::gate_up_act;
+pub(super) use linear::{gate_up_swiglu, linear_w, lm_head_into};
 pub(super) use scratch::Scratch;
 
 pub(super) use fold::folds_norms;

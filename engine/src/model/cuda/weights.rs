@@ -45,6 +45,16 @@ impl GpuLinear {
         }
     }
 
+    /// Bytes on the device: the matrix, and its tiled or bf16 prefill copy.
+    pub fn bytes(&self) -> usize {
+        match self {
+            GpuLinear::Bf16 { rows, tiled } => 2 * (rows.len() + tiled.as_ref().map_or(0, |t| t.len())),
+            GpuLinear::Fp8 { codes, scale_inv, prefill, .. } => {
+                codes.len() + 4 * scale_inv.len() + 2 * prefill.as_ref().map_or(0, |p| p.len())
+            }
+        }
+    }
+
     /// The layout the decode GEMMs read.
     pub fn decode_layout(&self) -> WeightLayout {
         match self {
@@ -193,7 +203,7 @@ fn upload_bf16(gpu: &Gpu, what: &str, w: Vec<bf16>, (n, k): (usize, usize)) -> R
 }
 
 /// Upload `mats` fused along rows, as FP8 when they all carry codes, else as bf16.
-fn upload_linear(gpu: &Gpu, what: &str, mats: &[&Mat]) -> Result<GpuLinear> {
+pub(super) fn upload_linear(gpu: &Gpu, what: &str, mats: &[&Mat]) -> Result<GpuLinear> {
     let shape = (mats.iter().map(|m| m.rows).sum(), mats[0].cols);
     match fp8_parts(what, mats)? {
         Some(parts) => upload_fp8(gpu, what, parts, 0),
@@ -203,7 +213,7 @@ fn upload_linear(gpu: &Gpu, what: &str, mats: &[&Mat]) -> Result<GpuLinear> {
 
 /// gate|up fused, interleaved by 8 rows when the intermediate size is a multiple of 8
 /// (returns whether it was).
-fn upload_gate_up(gpu: &Gpu, what: &str, gate: &Mat, up: &Mat) -> Result<(GpuLinear, bool)> {
+pub(super) fn upload_gate_up(gpu: &Gpu, what: &str, gate: &Mat, up: &Mat) -> Result<(GpuLinear, bool)> {
     let (inter, k) = (gate.rows, gate.cols);
     if !inter.is_multiple_of(GATE_UP_GROUP) || up.rows != inter || up.cols != k {
         return Ok((upload_linear(gpu, what, &[gate, up])?, false));
@@ -223,7 +233,7 @@ fn upload_gate_up(gpu: &Gpu, what: &str, gate: &Mat, up: &Mat) -> Result<(GpuLin
     Ok((w, true))
 }
 
-fn upload_f32(gpu: &Gpu, what: &str, v: &[f32]) -> Result<CudaSlice<f32>> {
+pub(super) fn upload_f32(gpu: &Gpu, what: &str, v: &[f32]) -> Result<CudaSlice<f32>> {
     gpu.stream().clone_htod(v).map_err(gpu_err(what))
 }
 

@@ -151,6 +151,12 @@ impl Eagle3Draft {
     pub fn weights(&self) -> &DraftWeights {
         &self.w
     }
+
+    /// Every matrix to 128x128-block FP8 in place (its values become the dequantized ones),
+    /// as the CUDA backend runs the draft of an FP8 target.
+    pub fn quantize_fp8(&mut self) -> Result<()> {
+        self.w.quantize_fp8()
+    }
 }
 
 /// The config and what `describe` says; the weights and the KV store are too large to print.
@@ -180,7 +186,7 @@ impl Draft for Eagle3Draft {
         self.info.clone()
     }
 
-    fn eagle3(&self) -> Option<&Eagle3Draft> {
-        Some(self)
+    fn into_eagle3(self: Box<Self>) -> std::result::Result<Box<Eagle3Draft>, Box<dyn Draft>> {
+        Ok(self)
     }
 }

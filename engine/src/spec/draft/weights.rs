@@ -83,6 +83,25 @@ pub fn d2t_offsets(draft_to_target: &[u32]) -> Vec<i64> {
 }
 
 impl DraftWeights {
+    /// Every matrix to 128x128-block FP8 in place (`Mat::quantize_fp8`); norms stay f32.
+    pub fn quantize_fp8(&mut self) -> Result<()> {
+        let mats = [
+            &mut self.fc,
+            &mut self.q_proj,
+            &mut self.k_proj,
+            &mut self.v_proj,
+            &mut self.o_proj,
+            &mut self.gate_proj,
+            &mut self.up_proj,
+            &mut self.down_proj,
+            &mut self.lm_head,
+        ];
+        for m in mats {
+            m.quantize_fp8().map_err(|e| EngineError::Weights(format!("draft FP8: {e}")))?;
+        }
+        Ok(())
+    }
+
     /// Seeded random weights (bf16-rounded, like the target's: what `write_random_draft`
     /// stores loads back exactly).
     pub fn random(c: &DraftConfig, seed: u64) -> Self {

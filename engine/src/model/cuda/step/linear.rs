@@ -104,7 +104,7 @@ pub(super) fn fp8_matrix<'a, 'b>(
 /// cuBLAS on the kept bf16 copy, or expands the matrix into `deq` first, which measured
 /// faster than 8-row passes over the codes (cuBLASLt FP8 buys nothing at small M, and
 /// prefill's M is large enough for bf16 tensor cores: engine/PERF.md).
-pub(super) fn linear_w(
+pub(in crate::model::cuda) fn linear_w(
     gpu: &Gpu,
     x: &CudaSlice<bf16>,
     w: &GpuLinear,
@@ -153,13 +153,27 @@ pub(super) fn gate_up_act(
     sc: &mut Scratch,
     deq: Option<&mut CudaSlice<bf16>>,
 ) -> Result<()> {
-    let Scratch { h: x, gu: sc_gu, act, .. } = sc;
+    let Scratch { h: x, gu, act, .. } = sc;
+    gate_up_swiglu(gpu, (&lw.wgu, lw.gu_tiled), (inter, k), x, (gu, act), deq)
+}
+
+/// act = SwiGLU(x · gate|up) over `w` (gate|up interleaved by 8 when `interleaved`): one
+/// kernel up to 8 rows over interleaved weights, else `linear_w` into `gu` and the swiglu
+/// kernel. The target's MLP and the EAGLE-3 draft's.
+pub(in crate::model::cuda) fn gate_up_swiglu(
+    gpu: &Gpu,
+    (w, interleaved): (&GpuLinear, bool),
+    (inter, k): (usize, usize),
+    x: &CudaSlice<bf16>,
+    (gu, act): (&mut CudaSlice<f32>, &mut CudaSlice<bf16>),
+    deq: Option<&mut CudaSlice<bf16>>,
+) -> Result<()> {
     let rows = x.len() / k;
-    if lw.gu_tiled && rows <= SKINNY_MAX_ROWS {
-        return swiglu_decode(gpu, &lw.wgu, (inter, k), (x, act));
+    if interleaved && rows <= SKINNY_MAX_ROWS {
+        return swiglu_decode(gpu, w, (inter, k), (x, act));
     }
-    linear_w(gpu, x, &lw.wgu, 2 * inter, k, sc_gu, deq)?;
-    ops::swiglu_into(gpu, &sc_gu.as_view(), inter, lw.gu_tiled, &mut act.as_view_mut()).map_err(kernel_err)
+    linear_w(gpu, x, w, 2 * inter, k, gu, deq)?;
+    ops::swiglu_into(gpu, &gu.as_view(), inter, interleaved, &mut act.as_view_mut()).map_err(kernel_err)
 }
 
 /// The decode MLP's first half in one kernel over interleaved gate|up weights: act =
