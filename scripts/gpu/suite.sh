@@ -145,10 +145,11 @@ if has fp8prefill; then
 fi
 if has http; then
   # HTTP_QUANTS picks the weights (default both), HTTP_CONCURRENCY the loads (default 1;
-  # each runs max(10, 2 x concurrency) prompts).
+  # each runs max(10, 2 x concurrency) prompts), HTTP_SERVE_ARGS more server flags (e.g.
+  # speculative decoding's), named in the logs by HTTP_TAG.
   for q in ${HTTP_QUANTS:-none fp8}; do
     $T/latlab-engine serve --model random:qwen3-8b --served-model-name qwen3-8b --device cuda \
-      --port 8100 --max-model-len 1024 --tokenizer .gpu/tok --quantization $q > "$OUT/serve_$q.log" 2>&1 &
+      --port 8100 --max-model-len 1024 --tokenizer .gpu/tok --quantization $q ${HTTP_SERVE_ARGS:-} > "$OUT/serve_$q${HTTP_TAG:-}.log" 2>&1 &
     sp=$!
     for _ in $(seq 1 120); do curl -sf http://127.0.0.1:8100/health > /dev/null && break; sleep 1; done
     for c in ${HTTP_CONCURRENCY:-1}; do
@@ -156,20 +157,20 @@ if has http; then
       timeout 100 $T/latlab-bench --base-url http://127.0.0.1:8100 --backend openai --endpoint /v1/completions \
         --model qwen3-8b --tokenizer .gpu/tok --dataset-name random --random-input-len 232 \
         --random-output-len 220 --num-prompts $n --max-concurrency $c --ignore-eos --warmup-requests 2 \
-        --metric-percentiles 50,99 > "$OUT/http_${q}_c$c.log" 2>&1
-      echo "http $q concurrency $c rc=$?"
-      grep -E "Mean TTFT|P99 TTFT|Mean TPOT|P99 ITL \(|Output token throughput" "$OUT/http_${q}_c$c.log"
+        --metric-percentiles 50,99 > "$OUT/http_${q}${HTTP_TAG:-}_c$c.log" 2>&1
+      echo "http $q${HTTP_TAG:-} concurrency $c rc=$?"
+      grep -E "Mean TTFT|P99 TTFT|Mean TPOT|P99 ITL \(|Output token throughput" "$OUT/http_${q}${HTTP_TAG:-}_c$c.log"
     done
     # The server's own TTFT (engine submit -> first token event, after tokenization; the
     # warm-ups included): the client's TTFT less this is parsing, tokenization and the SSE
     # path on both sides.
-    curl -s http://127.0.0.1:8100/metrics > "$OUT/metrics_$q.txt"
+    curl -s http://127.0.0.1:8100/metrics > "$OUT/metrics_$q${HTTP_TAG:-}.txt"
     awk '/^latlab_time_to_first_token_seconds_sum/ {s = $2} /^latlab_time_to_first_token_seconds_count/ {c = $2}
-      END {if (c > 0) printf "server TTFT mean (ms): %.2f over %d requests\n", 1000 * s / c, c}' "$OUT/metrics_$q.txt"
+      END {if (c > 0) printf "server TTFT mean (ms): %.2f over %d requests\n", 1000 * s / c, c}' "$OUT/metrics_$q${HTTP_TAG:-}.txt"
     # What the server says produced these numbers: the backend, and with CUDA the kernels'
     # tuning, run-ahead policy and graphs (plan.cuda).
-    curl -s http://127.0.0.1:8100/v1/engine/info > "$OUT/info_$q.json"
-    python3 -c 'import json,sys; i=json.load(open(sys.argv[1])); p=i["plan"]; print("engine info: backend", p["backend"], "gpu", p.get("gpu"), "max_batch", p.get("max_batch"), "decode_graphs", p.get("decode_graphs"), "plan.cuda", json.dumps(p.get("cuda")))' "$OUT/info_$q.json" || head -c 600 "$OUT/info_$q.json"
+    curl -s http://127.0.0.1:8100/v1/engine/info > "$OUT/info_$q${HTTP_TAG:-}.json"
+    python3 -c 'import json,sys; i=json.load(open(sys.argv[1])); p=i["plan"]; print("engine info: backend", p["backend"], "gpu", p.get("gpu"), "max_batch", p.get("max_batch"), "decode_graphs", p.get("decode_graphs"), "plan.cuda", json.dumps(p.get("cuda")), "speculative", json.dumps(i.get("speculative")))' "$OUT/info_$q${HTTP_TAG:-}.json" || head -c 600 "$OUT/info_$q${HTTP_TAG:-}.json"
     kill $sp; wait $sp 2> /dev/null
   done
 fi
