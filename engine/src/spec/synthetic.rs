@@ -59,6 +59,8 @@ pub struct Synthetic {
     owed: f64,
     /// The target's vocabulary: corrupted tokens stay inside it.
     vocab: u32,
+    /// `--speculative-num-steps`: the deepest a round may accept.
+    num_steps: usize,
     pub recordings: Recordings,
 }
 
@@ -73,15 +75,25 @@ impl Synthetic {
             )));
         }
         let vocab = u32::try_from(vocab).unwrap_or(u32::MAX);
-        Ok(Synthetic { mean_accepted, owed: 0.0, vocab, recordings: Recordings::default() })
+        Ok(Synthetic { mean_accepted, owed: 0.0, vocab, num_steps, recordings: Recordings::default() })
     }
 
     /// The next round's tree for a row whose recorded continuation from here is `next`:
     /// `tree` rewritten to take `next_round`'s share of it; and what the round accepts,
     /// when the recording reaches past it.
+    ///
+    /// A tree shallower than the round's share is first re-parented into a chain of that
+    /// depth with the other nodes under the root (`deepen`): a random draft's distributions
+    /// are nearly flat, so its best candidates are the shallow ones (4 + 11 of the seed's
+    /// 15 at depths 1 and 2), and no round could take 3 drafted tokens; every round took 2
+    /// (3.0 per round asked for 3.3, H200, 2026-12-03). A trained draft at that acceptance
+    /// is confident along its main line and proposes deep trees. The node count, and with
+    /// it the verify's cost, stays the same.
     pub fn shape(&mut self, tree: &mut DraftTree, next: &[u32]) -> Option<Shaped> {
-        let deepest = tree.chunk_depths().into_iter().max().unwrap_or(0);
-        let k = self.next_round(deepest);
+        let k = self.next_round(self.num_steps.min(tree.tokens.len()));
+        if tree.chunk_depths().into_iter().max().unwrap_or(0) < k {
+            deepen(tree, k);
+        }
         let taken = rewrite(tree, next, k, self.vocab);
         let bonus = *next.get(taken)?;
         Some(Shaped { path: first_path(tree, taken), bonus })
@@ -116,6 +128,14 @@ fn first_path(tree: &DraftTree, k: usize) -> Vec<usize> {
         path.push(parent);
     }
     path
+}
+
+/// `tree`'s first `depth` nodes as a chain from the root (each the first child of the one
+/// before), every other node a child of the root; parents still come first.
+fn deepen(tree: &mut DraftTree, depth: usize) {
+    for (i, p) in tree.parents.iter_mut().enumerate() {
+        *p = if i < depth { i } else { 0 };
+    }
 }
 
 /// Rewrites `tree` so that its first path (the first child at every level) carries the
@@ -187,6 +207,25 @@ mod tests {
         assert_eq!(rewrite(&mut t, &[7], 3, 1000), 1);
         assert_eq!(t.tokens[0], 7);
         assert_ne!(t.tokens[1], 0);
+    }
+
+    /// A tree too shallow for the round's share is deepened (same node count), so 3.3
+    /// asked of a seed-sized tree whose nodes sit at depths 1 and 2 gives 3.3.
+    #[test]
+    fn a_shallow_tree_is_deepened_to_the_rounds_share() {
+        let mut s = Synthetic::new(3.3, 4, 1000).unwrap();
+        let next: Vec<u32> = (100..110).collect();
+        let mut emitted = 0;
+        for _ in 0..10 {
+            // Four children of the root, then two under each of the first two.
+            let mut t = DraftTree { tokens: vec![9; 8], parents: vec![0, 0, 0, 0, 1, 1, 2, 2] };
+            let got = s.shape(&mut t, &next).unwrap();
+            t.check().unwrap();
+            assert_eq!(t.tokens.len(), 8, "the node count stays");
+            assert_eq!(got.bonus, next[got.path.len()]);
+            emitted += got.path.len() + 1;
+        }
+        assert_eq!(emitted, 33, "3.3 tokens per round over 10 rounds");
     }
 
     /// A shaped round accepts the recorded path (chunk indices) and the recorded token
