@@ -224,3 +224,102 @@ fn attend(g: &kernels::Gpu, d: AttnDims, pa: &PagedAttnArgs<'_, '_>, splits: usi
     ops::decode_attention_into(g, d, pa, splits, &mut scratch, &mut o.as_view_mut()).unwrap();
     down_bf16(g, &o)
 }
+
+/// Tree attention (a speculative verify's) against a masked f64 reference, at one split
+/// (direct write) and at several (partials merged by the second kernel): two 16-node
+/// trees of different shapes on scattered pages, after 150 and 300 committed positions,
+/// in one call (one block of 16 rows per tree). Row j of a tree sees the committed
+/// positions and its ancestors and itself among the tree's nodes.
+#[test]
+#[ignore = "gpu"]
+fn tree_attention_matches_a_masked_reference_at_every_split_count() {
+    let g = gpu();
+    let d = AttnDims { heads: 32, kv_heads: 8, head_dim: 128 };
+    let (qd, kvd, bs, pages) = (d.q_dim(), d.kv_dim(), 16usize, 48usize);
+    let mut r = Rng(71);
+    // Parents per node (node 0 is the root, its own ancestor only): the seed's shape
+    // (four children of the root, then chains and forks) and a chain.
+    let shapes: [Vec<usize>; 2] = [
+        vec![usize::MAX, 0, 0, 0, 0, 1, 1, 2, 3, 5, 5, 6, 7, 9, 10, 11],
+        (0..16).map(|j| if j == 0 { usize::MAX } else { j - 1 }).collect(),
+    ];
+    let los = [150usize, 300];
+    let tables: Vec<Vec<u32>> =
+        vec![(0..11).map(|i| 47 - 2 * i).collect(), (0..20).map(|i| (i * 5 % 20) as u32 + 2).collect()];
+    let kc_host = r.vec(pages * bs * kvd);
+    let vc_host = r.vec(pages * bs * kvd);
+    let (kc, vc) = (up_bf16(&g, &kc_host), up_bf16(&g, &vc_host));
+    let (kb, vb) = (down_bf16(&g, &kc), down_bf16(&g, &vc));
+    let q = up_bf16(&g, &r.vec(32 * qd));
+    let qb = down_bf16(&g, &q);
+    let (mut flat, mut offs, mut ctx, mut tree) = (vec![], vec![], vec![], vec![]);
+    let mut visible: Vec<Vec<usize>> = vec![];
+    for (s, parents) in shapes.iter().enumerate() {
+        let off = flat.len() as i32;
+        flat.extend(tables[s].iter().map(|&p| p as i32));
+        let lo = los[s];
+        for j in 0..16 {
+            let (mut mask, mut at) = (0u64, j);
+            while at != usize::MAX {
+                mask |= 1 << at;
+                at = parents[at];
+            }
+            offs.push(off);
+            ctx.push((lo + j + 1) as i32);
+            tree.extend([lo as i32, mask as u32 as i32, (mask >> 32) as u32 as i32]);
+            let tb = &tables[s];
+            let slot = |p: usize| tb[p / bs] as usize * bs + p % bs;
+            visible.push((0..lo + 16).filter(|&p| p < lo || (mask >> (p - lo)) & 1 == 1).map(slot).collect());
+        }
+    }
+    let scale = 1.0 / (d.head_dim as f64).sqrt();
+    let mut want = vec![0f32; 32 * qd];
+    for (row, slots) in visible.iter().enumerate() {
+        for h in 0..d.heads {
+            let kvh = h / (d.heads / d.kv_heads);
+            let qv = &qb[row * qd + h * 128..][..128];
+            let sc: Vec<f64> = slots
+                .iter()
+                .map(|&sl| {
+                    qv.iter()
+                        .zip(&kb[sl * kvd + kvh * 128..][..128])
+                        .map(|(a, b)| *a as f64 * *b as f64)
+                        .sum::<f64>()
+                        * scale
+                })
+                .collect();
+            let mx = sc.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let z: f64 = sc.iter().map(|s| (s - mx).exp()).sum();
+            for dd in 0..128 {
+                want[row * qd + h * 128 + dd] = slots
+                    .iter()
+                    .zip(&sc)
+                    .map(|(&sl, s)| (s - mx).exp() / z * vb[sl * kvd + kvh * 128 + dd] as f64)
+                    .sum::<f64>() as f32;
+            }
+        }
+    }
+    let (dt, dof, dctx, dtree) = (up(&g, &flat), up(&g, &offs), up(&g, &ctx), up(&g, &tree));
+    let pa = PagedAttnArgs {
+        q: &q.as_view(),
+        k_cache: &kc.as_view(),
+        v_cache: &vc.as_view(),
+        tables: &dt.as_view(),
+        table_offs: &dof.as_view(),
+        ctx_lens: &dctx.as_view(),
+        block_size: bs,
+        settled: false,
+    };
+    let engine_splits = ops::tree_attention_splits(&g, 32, d.kv_heads);
+    for splits in [1, 2, 3, engine_splits, ops::MAX_TREE_SPLITS] {
+        let s = g.stream();
+        let (na, nm) = ops::attention_partials_len(32, d, splits);
+        let (mut acc, mut ml) = (s.alloc_zeros::<f32>(na).unwrap(), s.alloc_zeros::<f32>(nm).unwrap());
+        let mut o = s.alloc_zeros::<bf16>(32 * qd).unwrap();
+        let mut scratch = ops::SplitScratch { acc: acc.as_view_mut(), ml: ml.as_view_mut() };
+        ops::tree_attention_into(&g, d, &pa, &dtree.as_view(), (splits, &mut scratch), &mut o.as_view_mut())
+            .unwrap();
+        // P rounds to bf16 as in the prefill kernel: its bound (rope_kv_write_... above).
+        check(&format!("tree_attention ({splits} splits, bf16 P)"), &down_bf16(&g, &o), &want, 0.5, 5e-3);
+    }
+}

@@ -26,6 +26,13 @@
 // here and nowhere else: a verify's nodes share one block table, so one block stages each
 // K/V tile once for all of them, which the decode kernels (one block per row) would not.
 //
+// Tree rows may split the context (gridDim.z = nsplit > 1): split z takes its share of each
+// pass's 64-position tiles and writes its unnormalized output and (max, sum) per (row, head)
+// to part_acc / part_ml in decode_attention_combine's layout, which merges them. Why: a
+// verify of one 16-node tree is one block per KV head, 8 blocks walking the whole context
+// while 124 SMs idle: 30 us per layer at 248 positions, where the 16 rows of a decode step
+// take 11 (engine/PERF-LOG.md, step 69).
+//
 // Requires head_dim == 128 and G <= 8 (checked by the launcher); block = 32 * G threads.
 #include <cuda_bf16.h>
 
@@ -50,9 +57,9 @@ extern "C" __global__ void __launch_bounds__(PA_MAXG * 32)
                       const __nv_bfloat16* __restrict__ k_cache,
                       const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,
                       const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,
-                      const int* __restrict__ tree, __nv_bfloat16* __restrict__ out, int T,
-                      int heads, int kv_heads,
-                      int block_size, float scale) {
+                      const int* __restrict__ tree, __nv_bfloat16* __restrict__ out,
+                      float* __restrict__ part_acc, float* __restrict__ part_ml, int T,
+                      int heads, int kv_heads, int block_size, float scale) {
     __shared__ __align__(16) __nv_bfloat16 s_k[PA_TILE][PA_KPITCH];
     __shared__ __align__(16) __nv_bfloat16 s_vt[PA_D][PA_VPITCH];
     __shared__ int s_slot[PA_TILE];
@@ -116,7 +123,11 @@ extern "C" __global__ void __launch_bounds__(PA_MAXG * 32)
             }
         const bool act_a = (active >> g) & 1u, act_b = (active >> (g + 8)) & 1u;
         const int* table = tables + cur;
-        for (int t0 = 0; t0 < kv_end; t0 += PA_TILE) {
+        // This split's tiles of the pass (all of them without splits).
+        const int tiles = (kv_end + PA_TILE - 1) / PA_TILE;
+        const int per = (tiles + gridDim.z - 1) / gridDim.z;
+        const int t_end = min(kv_end, (int)(blockIdx.z + 1) * per * PA_TILE);
+        for (int t0 = blockIdx.z * per * PA_TILE; t0 < t_end; t0 += PA_TILE) {
             const int n = min(PA_TILE, kv_end - t0);
             __syncthreads();  // the previous tile's shared reads are done
             for (int i = tid; i < PA_TILE; i += nthreads)
@@ -228,6 +239,27 @@ extern "C" __global__ void __launch_bounds__(PA_MAXG * 32)
     for (int o2 = 1; o2 <= 2; o2 <<= 1) {
         l_a += __shfl_xor_sync(0xffffffffu, l_a, o2);
         l_b += __shfl_xor_sync(0xffffffffu, l_b, o2);
+    }
+    if (gridDim.z > 1) {
+        // Partial state of (row, head, split z): acc unnormalized, against max m.
+        const int nsplit = gridDim.z;
+        if (g < rows) {
+            const size_t part = ((size_t)(row0 + g) * heads + head) * nsplit + blockIdx.z;
+#pragma unroll
+            for (int nd = 0; nd < PA_D / 8; ++nd)
+                *reinterpret_cast<float2*>(&part_acc[part * PA_D + nd * 8 + 2 * t]) =
+                    make_float2(o[nd][0], o[nd][1]);
+            if (t == 0) *reinterpret_cast<float2*>(&part_ml[2 * part]) = make_float2(m_a, l_a);
+        }
+        if (g + 8 < rows) {
+            const size_t part = ((size_t)(row0 + g + 8) * heads + head) * nsplit + blockIdx.z;
+#pragma unroll
+            for (int nd = 0; nd < PA_D / 8; ++nd)
+                *reinterpret_cast<float2*>(&part_acc[part * PA_D + nd * 8 + 2 * t]) =
+                    make_float2(o[nd][2], o[nd][3]);
+            if (t == 0) *reinterpret_cast<float2*>(&part_ml[2 * part]) = make_float2(m_b, l_b);
+        }
+        return;
     }
     const float inv_a = l_a > 0.f ? 1.f / l_a : 0.f, inv_b = l_b > 0.f ? 1.f / l_b : 0.f;
     float unused0, unused1;

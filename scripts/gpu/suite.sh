@@ -152,14 +152,25 @@ if has http; then
       --port 8100 --max-model-len 1024 --tokenizer .gpu/tok --quantization $q ${HTTP_SERVE_ARGS:-} > "$OUT/serve_$q${HTTP_TAG:-}.log" 2>&1 &
     sp=$!
     for _ in $(seq 1 120); do curl -sf http://127.0.0.1:8100/health > /dev/null && break; sleep 1; done
+    # Synthetic acceptance speculates only on prompts the server has seen (spec/synthetic.rs):
+    # each load then runs twice over the same prompts, the first pass plain (recording) and
+    # the second speculating.
+    passes=1
+    [[ "${HTTP_SERVE_ARGS:-}" == *synthetic-acceptance* ]] && passes=2
     for c in ${HTTP_CONCURRENCY:-1}; do
       n=$((2 * c > 10 ? 2 * c : 10))
-      timeout 100 $T/latlab-bench --base-url http://127.0.0.1:8100 --backend openai --endpoint /v1/completions \
-        --model qwen3-8b --tokenizer .gpu/tok --dataset-name random --random-input-len 232 \
-        --random-output-len 220 --num-prompts $n --max-concurrency $c --ignore-eos --warmup-requests 2 \
-        --metric-percentiles 50,99 > "$OUT/http_${q}${HTTP_TAG:-}_c$c.log" 2>&1
-      echo "http $q${HTTP_TAG:-} concurrency $c rc=$?"
-      grep -E "Mean TTFT|P99 TTFT|Mean TPOT|P99 ITL \(|Output token throughput" "$OUT/http_${q}${HTTP_TAG:-}_c$c.log"
+      for pass in $(seq 1 $passes); do
+        log="$OUT/http_${q}${HTTP_TAG:-}_c${c}_p$pass.log"
+        timeout 100 $T/latlab-bench --base-url http://127.0.0.1:8100 --backend openai --endpoint /v1/completions \
+          --model qwen3-8b --tokenizer .gpu/tok --dataset-name random --random-input-len 232 \
+          --random-output-len 220 --num-prompts $n --max-concurrency $c --ignore-eos --warmup-requests 2 \
+          --seed 7 --metric-percentiles 50,99 > "$log" 2>&1
+        echo "http $q${HTTP_TAG:-} concurrency $c pass $pass/$passes rc=$?"
+        grep -E "Mean TTFT|P99 TTFT|Mean TPOT|P99 ITL \(|Output token throughput" "$log"
+        # Speculation's mean accepted length so far (the histogram's sum over its count).
+        curl -s http://127.0.0.1:8100/metrics | awk '/^latlab_spec_accept_length_sum/ {s = $2}
+          /^latlab_spec_accept_length_count/ {c = $2} END {if (c > 0) printf "  accepted per round so far: %.2f over %d row-steps\n", s / c, c}'
+      done
     done
     # The server's own TTFT (engine submit -> first token event, after tokenization; the
     # warm-ups included): the client's TTFT less this is parsing, tokenization and the SSE

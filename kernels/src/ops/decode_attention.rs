@@ -143,7 +143,7 @@ fn check_args(
 
 /// The merge kernel over the partial states of `rows` x `heads` x `splits` (checked by
 /// the caller) into out; `(h, hd)`: heads and head_dim as the kernel's ints.
-fn merge_splits(
+pub(super) fn merge_splits(
     gpu: &Gpu,
     (rows, heads, splits): (usize, usize, usize),
     (h, hd): (i32, i32),

@@ -33,8 +33,8 @@ pub use elementwise::{
 };
 pub use kv_slots::{aux_store_into, slot_rows_move};
 pub use prefill_attention::{
-    MAX_TREE_NODES, PREFILL_HEAD_DIM, prefill_attention_into, prefill_attention_supported,
-    tree_attention_into,
+    MAX_TREE_NODES, MAX_TREE_SPLITS, PREFILL_HEAD_DIM, prefill_attention_into, prefill_attention_supported,
+    tree_attention_into, tree_attention_splits,
 };
 pub use skinny::{
     FP8_BLOCK, Fp8Matrix, GATE_UP_GROUP, SKINNY_MAX_ROWS, SkinnyX, fp8_dequant_into, interleave_gate_up,

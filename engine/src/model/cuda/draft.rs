@@ -24,6 +24,7 @@
 use super::draft_layer::{DraftWeights, Layer, LayerBufs, LayerRows, dims, upload, zeros};
 use super::graph::OwnedGraph;
 use super::spec::AuxStore;
+use super::spec_timing::{Part, SpecTiming};
 use super::step::linear_w;
 use super::{driver_err, kernel_err};
 use crate::error::{EngineError, Result};
@@ -189,11 +190,13 @@ impl GpuDraft {
         aux: &AuxStore,
         rows: &[ProposeRow<'_>],
         (spec, graphs): (&SpecConfig, bool),
+        mut timing: Option<&mut SpecTiming>,
     ) -> Result<Vec<DraftTree>> {
         self.check(rows, spec)?;
         if rows.is_empty() {
             return Ok(vec![]);
         }
+        let mut ext_part = timing.as_mut().map(|t| t.begin(gpu, Part::Extend)).transpose()?;
         let (bs, h, topk, batch, stride) =
             (self.block_size, self.c.hidden_size, spec.topk, rows.len(), self.stride);
         let s = gpu.stream().clone();
@@ -253,8 +256,14 @@ impl GpuDraft {
             zeros(gpu, batch * topk)?,
         );
         self.logits_topk(gpu, &root_h, &mut logits, (&mut ids, &mut lp))?;
+        if let (Some(t), Some(b)) = (timing.as_mut(), ext_part.as_mut()) {
+            t.queued(gpu, b)?;
+        }
         let mut searches: Vec<TreeSearch> =
             self.pairs(gpu, (&ids, &lp))?.iter().map(|p| TreeSearch::new(topk, p)).collect();
+        if let (Some(t), Some(b)) = (timing.as_mut(), ext_part) {
+            t.end(gpu, b)?;
+        }
         // 2. levels: where each candidate's output hidden sits in `src`, and its forwarded
         // index (its KV position past lo).
         let mut src_row: Vec<Vec<usize>> = vec![vec![]; batch];
@@ -292,7 +301,7 @@ impl GpuDraft {
                     );
                 }
             }
-            let tops = self.run_level(gpu, embed, (batch, graphs), &lr, &parents)?;
+            let tops = self.run_level(gpu, embed, (batch, graphs), (&lr, &parents), timing.as_deref_mut())?;
             let mut j = 0;
             for (r, search) in searches.iter_mut().enumerate() {
                 let n = search.frontier().len();
@@ -315,10 +324,11 @@ impl GpuDraft {
         gpu: &Gpu,
         embed: &CudaSlice<bf16>,
         (batch, graphs): (usize, bool),
-        lr: &LayerRows,
-        parents: &[i32],
+        (lr, parents): (&LayerRows, &[i32]),
+        mut timing: Option<&mut SpecTiming>,
     ) -> Result<Vec<Vec<(u32, f32)>>> {
         let s = gpu.stream().clone();
+        let mut part = timing.as_mut().map(|t| t.begin(gpu, Part::Level)).transpose()?;
         let i = match self.levels.iter().position(|l| l.batch == batch) {
             Some(i) => i,
             None => {
@@ -350,6 +360,7 @@ impl GpuDraft {
             if !graphs {
                 return self.level_ops(gpu, embed, &mut lv);
             }
+            let (t, b) = (timing.as_mut(), part.as_mut());
             if lv.graph.is_none() {
                 s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
                     .map_err(driver_err("begin draft level capture"))?;
@@ -364,10 +375,17 @@ impl GpuDraft {
                 lv.graph = Some(OwnedGraph(g));
             }
             let g = lv.graph.as_ref().expect("captured above");
-            g.0.launch().map_err(driver_err("draft level graph launch"))
+            g.0.launch().map_err(driver_err("draft level graph launch"))?;
+            match (t, b) {
+                (Some(t), Some(b)) => t.queued(gpu, b),
+                _ => Ok(()),
+            }
         })()
         .and_then(|()| self.pairs(gpu, (&lv.top_ids, &lv.top_lp)));
         self.levels.push(lv);
+        if let (Some(t), Some(b)) = (timing, part) {
+            t.end(gpu, b)?;
+        }
         ran
     }
 

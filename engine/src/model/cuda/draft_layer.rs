@@ -139,12 +139,24 @@ pub(super) struct LayerBufs {
     pub normed: CudaSlice<bf16>,
     gu: CudaSlice<f32>,
     act: CudaSlice<bf16>,
+    /// The tree attention's context splits and their partial states.
+    splits: usize,
+    part_acc: CudaSlice<f32>,
+    part_ml: CudaSlice<f32>,
 }
 
 impl LayerBufs {
     pub fn new(gpu: &Gpu, c: &DraftConfig, rows: usize) -> Result<Self> {
         let (h, inter, qd, kvd) = (c.hidden_size, c.intermediate_size, c.q_dim(), c.kv_dim());
+        let splits = ops::tree_attention_splits(gpu, rows, c.num_key_value_heads);
+        let (na, nm) = match splits {
+            1 => (1, 1),
+            s => ops::attention_partials_len(rows, dims(c), s),
+        };
         Ok(LayerBufs {
+            splits,
+            part_acc: zeros(gpu, na)?,
+            part_ml: zeros(gpu, nm)?,
             ids: zeros(gpu, rows)?,
             meta: zeros(gpu, 7 * rows)?,
             x: zeros(gpu, rows * h)?,
@@ -247,8 +259,17 @@ impl Layer<'_> {
                 block_size: self.block_size,
                 settled: false,
             };
-            ops::tree_attention_into(gpu, dims, &pa, &part(&b.meta, rows, 4, 3), &mut b.attn.as_view_mut())
-                .map_err(ke)?;
+            let mut split = ops::SplitScratch { acc: b.part_acc.as_view_mut(), ml: b.part_ml.as_view_mut() };
+            let tree = part(&b.meta, rows, 4, 3);
+            ops::tree_attention_into(
+                gpu,
+                dims,
+                &pa,
+                &tree,
+                (b.splits, &mut split),
+                &mut b.attn.as_view_mut(),
+            )
+            .map_err(ke)?;
         }
         linear_w(gpu, &b.attn, &self.w.wo, h, qd, &mut b.o, None)?;
         let post = self.w.post_norm.as_view();

@@ -10,6 +10,7 @@ mod meta;
 mod prefill_copy;
 mod run_ahead;
 mod spec;
+mod spec_timing;
 mod step;
 mod step_timing;
 mod tree_meta;

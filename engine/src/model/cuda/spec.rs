@@ -6,6 +6,7 @@
 
 use super::draft::GpuDraft;
 use super::meta::{HostMeta, StepMeta};
+use super::spec_timing::{Part, SpecTiming};
 use super::step::{Scratch, forward_layers};
 use super::verify_graph::padded_trees;
 use super::weights::GpuLinear;
@@ -71,6 +72,8 @@ pub(super) struct CudaSpec {
     drafter: Drafter,
     cfg: SpecConfig,
     info: DraftInfo,
+    /// Where the round's time goes (spec_timing.rs; `Tuning::step_timing`).
+    pub timing: Option<SpecTiming>,
 }
 
 impl CudaSpec {
@@ -155,7 +158,8 @@ impl CudaBackend {
         self.cache.add_aux(&self.gpu, layers, hidden)?;
         // A step queued ahead would not know of verify steps between decode steps.
         self.run_ahead = false;
-        self.spec = Some(CudaSpec { drafter, cfg, info });
+        let timing = self.gpu.tuning().step_timing.then(SpecTiming::new);
+        self.spec = Some(CudaSpec { drafter, cfg, info, timing });
         Ok(self)
     }
 
@@ -166,6 +170,7 @@ impl CudaBackend {
     /// Every row's nodes' logits, or their greedy tokens when `greedy` (argmax on the GPU:
     /// 4 bytes per node come back instead of a vocabulary of floats).
     pub(super) fn verify_trees(&mut self, rows: &[VerifyRow<'_>], greedy: bool) -> Result<Vec<Vec<Next>>> {
+        let began = std::time::Instant::now();
         self.aux_store()?;
         self.ahead = None;
         let (vocab, pages, bs) = (self.cfg.vocab_size, self.cache.num_pages, self.cache.block_size);
@@ -175,12 +180,12 @@ impl CudaBackend {
         // Graphs where every tree has one size and the GEMMs need no dequant buffer (bf16,
         // or FP8 with its bf16 copies kept).
         if self.graphs_enabled && same_shape && self.deq.is_none() && padded_trees(rows.len()).is_some() {
-            let mut out = self.verify_with_graph(host, (rows.len(), nodes), greedy)?.into_iter();
+            let mut out = self.verify_with_graph(host, (rows.len(), nodes), greedy, began)?.into_iter();
             return Ok(rows.iter().map(|r| out.by_ref().take(r.tokens.len()).collect()).collect());
         }
         let t = host.ids.len();
         let meta = StepMeta::upload(self.gpu.stream(), &host)?;
-        let mut sc = Scratch::new(&self.gpu, &self.cfg, t)?;
+        let mut sc = Scratch::for_tree(&self.gpu, &self.cfg, t)?;
         let (gpu, cfg, w) = (&self.gpu, &self.cfg, &self.w);
         forward_layers(gpu, cfg, w, &mut self.cache, &mut sc, &meta, self.deq.as_mut(), false)?;
         let all: Vec<usize> = (0..t).collect();
@@ -232,8 +237,15 @@ impl CudaBackend {
         let spec = self.spec.as_mut().ok_or_else(|| EngineError::Backend("no draft".into()))?;
         let draft = match &mut spec.drafter {
             Drafter::Gpu(d) => {
+                let gpu = &self.gpu;
+                let mut timing = spec.timing.as_mut();
+                let call = timing.as_mut().map(|t| t.begin(gpu, Part::Propose)).transpose()?;
                 let trees =
-                    d.propose(&self.gpu, &self.w.embed, aux, rows, (&spec.cfg, self.graphs_enabled))?;
+                    d.propose(gpu, &self.w.embed, aux, rows, (&spec.cfg, self.graphs_enabled), timing)?;
+                if let (Some(t), Some(b)) = (spec.timing.as_mut(), call) {
+                    t.end(gpu, b)?;
+                    t.settle(gpu)?;
+                }
                 for t in &trees {
                     t.check()?;
                 }

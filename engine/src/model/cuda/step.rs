@@ -194,11 +194,12 @@ impl<'a> Forward<'a> {
             block_size: cache.block_size,
             settled: self.settled,
         };
+        let mut split = ops::SplitScratch { acc: sc.part_acc.as_view_mut(), ml: sc.part_ml.as_view_mut() };
         if let Some(tree) = meta.tree() {
-            return ops::tree_attention_into(gpu, dims, &pa, &tree, &mut sc.attn.as_view_mut())
+            let mut out = sc.attn.as_view_mut();
+            return ops::tree_attention_into(gpu, dims, &pa, &tree, (sc.tree_splits, &mut split), &mut out)
                 .map_err(kernel_err);
         }
-        let mut split = ops::SplitScratch { acc: sc.part_acc.as_view_mut(), ml: sc.part_ml.as_view_mut() };
         attention(gpu, dims, &pa, sc.attn_splits, &mut split, &mut sc.attn).map_err(kernel_err)
     }
 

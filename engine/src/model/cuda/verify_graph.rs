@@ -6,6 +6,7 @@
 
 use super::graph::{GRAPH_BATCHES, OwnedGraph, graph_results};
 use super::meta::{HostMeta, StepMeta};
+use super::spec_timing::Part;
 use super::step::{Scratch, forward_layers, lm_head_into};
 use super::{CudaBackend, driver_err, kernel_err};
 use crate::error::{EngineError, Result};
@@ -38,6 +39,7 @@ impl CudaBackend {
         mut host: HostMeta,
         (trees, nodes): (usize, usize),
         greedy: bool,
+        began: std::time::Instant,
     ) -> Result<Vec<Next>> {
         let padded = padded_trees(trees).expect("the caller checked the tree count");
         let n = host.ids.len();
@@ -53,9 +55,19 @@ impl CudaBackend {
         };
         let (gpu, vocab) = (&self.gpu, self.cfg.vocab_size);
         let g = &mut self.verify_graphs[slot];
+        let mut timing = self.spec.as_mut().and_then(|s| s.timing.as_mut());
+        let mut part = timing.as_mut().map(|t| t.begin_at(gpu, Part::Verify, began)).transpose()?;
         g.meta.write(gpu.stream(), &host)?;
         g.graph.0.launch().map_err(driver_err("verify graph launch"))?;
-        graph_results(gpu, (&g.tokens, &g.logits), n, vocab, greedy)
+        if let (Some(t), Some(b)) = (timing.as_mut(), part.as_mut()) {
+            t.queued(gpu, b)?;
+        }
+        let out = graph_results(gpu, (&g.tokens, &g.logits), n, vocab, greedy)?;
+        if let (Some(t), Some(b)) = (timing, part) {
+            t.end(gpu, b)?;
+            t.settle(gpu)?;
+        }
+        Ok(out)
     }
 
     /// Records a verify of `shape` over fresh fixed buffers (`host` only sizes the tables).
@@ -67,7 +79,7 @@ impl CudaBackend {
         let mut meta = StepMeta::alloc_tree(s, rows, shape.0 * self.cache.num_pages + 1)?;
         meta.write(s, host)?;
         let a = driver_err("alloc verify graph buffers");
-        let mut sc = Scratch::new(gpu, cfg, rows)?;
+        let mut sc = Scratch::for_tree(gpu, cfg, rows)?;
         let mut logits = s.alloc_zeros::<f32>(rows * vocab).map_err(&a)?;
         let mut tokens = s.alloc_zeros::<u32>(rows).map_err(&a)?;
         let mut keys = s.alloc_zeros::<u64>(rows * ops::ARGMAX_PARTS).map_err(&a)?;

@@ -102,7 +102,7 @@ fn qwen3_8b_step_kernel_times() {
     }
     let d = AttnDims { heads: 32, kv_heads: 8, head_dim: 128 };
     let bs = 16usize;
-    for (r, ctx) in [(1usize, 452usize), (8, 452), (1, 2048), (232, 232)] {
+    for (r, ctx) in [(1usize, 452usize), (8, 452), (16, 264), (1, 2048), (232, 232)] {
         let per_row = ctx.div_ceil(bs);
         let pages = r * per_row;
         let kc: CudaSlice<bf16> = s.alloc_zeros(pages * bs * d.kv_dim()).unwrap();
@@ -159,6 +159,35 @@ fn qwen3_8b_step_kernel_times() {
                 "| attention ctx {ctx}, prefill kernel (tensor cores) | {r} | {us:.1} | x36 = {:.0} us |",
                 us * 36.0
             );
+        }
+        if r == 16 {
+            // A verify's tree: 16 nodes after ctx - 16 committed positions, one table, each
+            // node seeing the committed KV and a chain of ancestors (the mask's shape does
+            // not change the work: every tile is staged and multiplied).
+            let lo = (ctx - r) as i32;
+            let same: Vec<i32> = vec![0; r];
+            let ctxs: Vec<i32> = (0..r as i32).map(|j| lo + j + 1).collect();
+            let tree: Vec<i32> = (0..r).flat_map(|j| [lo, ((1u64 << (j + 1)) - 1) as i32, 0]).collect();
+            let (o, c, tr) =
+                (s.clone_htod(&same).unwrap(), s.clone_htod(&ctxs).unwrap(), s.clone_htod(&tree).unwrap());
+            let ta = PagedAttnArgs { table_offs: &o.as_view(), ctx_lens: &c.as_view(), settled: false, ..a };
+            let engine = ops::tree_attention_splits(&g, r, d.kv_heads);
+            let (na, nm) = ops::attention_partials_len(r, d, ops::MAX_TREE_SPLITS);
+            let (mut ta_acc, mut ta_ml) =
+                (s.alloc_zeros::<f32>(na).unwrap(), s.alloc_zeros::<f32>(nm).unwrap());
+            for splits in [1, 2, 4, engine, ops::MAX_TREE_SPLITS] {
+                let us = time_us(&g, || {
+                    let mut sc = ops::SplitScratch { acc: ta_acc.as_view_mut(), ml: ta_ml.as_view_mut() };
+                    let tv = tr.as_view();
+                    ops::tree_attention_into(&g, d, &ta, &tv, (splits, &mut sc), &mut out.as_view_mut())
+                        .unwrap()
+                });
+                let mark = if splits == engine { " (engine)" } else { "" };
+                println!(
+                    "| tree attention, 16 nodes after {lo}, {splits} splits{mark} | {r} | {us:.1} | x36 = {:.0} us |",
+                    us * 36.0
+                );
+            }
         }
     }
     for r in [1usize, 8] {
