@@ -2,10 +2,11 @@
 //! device buffers (draft_layer.rs), the tree search between levels on the host.
 //!
 //! One `propose` call, for every row at once:
-//! 1. **extend** (eager: its row count follows what was accepted): the aux rows of the
-//!    positions the draft has not seen are gathered by KV slot from the target's aux store,
-//!    `fc` fuses them, and the layer runs over them (causal over the row's draft KV); the
-//!    last position's top-k starts the search;
+//! 1. **extend**, a CUDA graph per (batch, positions) that recurs (`Extension`; the first
+//!    extension over a whole prompt runs eagerly): the aux rows of the positions the draft
+//!    has not seen are gathered by KV slot from the target's aux store, `fc` fuses them,
+//!    and the layer runs over them (causal over the row's draft KV); the last position's
+//!    top-k starts the search;
 //! 2. **levels** 2..=num_steps, each a CUDA graph per batch size (`Level`): the frontier's
 //!    nodes run the layer on their parents' output hidden states. Forwarded node f of a row
 //!    (f = (level - 2) x topk + its frontier rank) keeps its K/V at draft position lo + f
@@ -21,7 +22,7 @@
 //! Between levels k (id, log-probability) pairs per node come back to the host (a sync per
 //! level); the search (spec/tree.rs) picks the next frontier there.
 
-use super::draft_layer::{DraftWeights, Layer, LayerBufs, LayerRows, dims, upload, zeros};
+use super::draft_layer::{DraftWeights, Layer, LayerBufs, LayerRows, dims, zeros};
 use super::graph::OwnedGraph;
 use super::spec::AuxStore;
 use super::spec_timing::{Part, SpecTiming};
@@ -50,6 +51,29 @@ struct Level {
     graph: Option<OwnedGraph>,
 }
 
+/// The extension's buffers for `batch` rows extending over `rows` positions in all, and
+/// its graph once captured: kept and replayed when the same shape comes again (at batch 1
+/// a round extends over 1..=num_steps + 1 positions, so a handful of shapes recur).
+struct Extension {
+    shape: (usize, usize),
+    layer: LayerBufs,
+    /// The aux store's slot of each position, the gathered aux rows, and each batch row's
+    /// last position (whose output roots the tree).
+    aux_slots: CudaSlice<i32>,
+    aux: CudaSlice<bf16>,
+    last: CudaSlice<i32>,
+    root_h: CudaSlice<bf16>,
+    logits: CudaSlice<f32>,
+    ids: CudaSlice<i32>,
+    lp: CudaSlice<f32>,
+    graph: Option<OwnedGraph>,
+}
+
+/// Most positions an extension replays on a graph: a round's (batch x (num_steps + 1) at
+/// most); the first extension after a prompt runs eagerly on buffers of its own.
+const MAX_GRAPH_EXTENSION: usize = 128;
+const MAX_KEPT_EXTENSIONS: usize = 48;
+
 pub(super) struct GpuDraft {
     c: DraftConfig,
     w: DraftWeights,
@@ -72,6 +96,7 @@ pub(super) struct GpuDraft {
     /// level's outputs.
     src: CudaSlice<f32>,
     levels: Vec<Level>,
+    extensions: Vec<Extension>,
 }
 
 impl GpuDraft {
@@ -141,6 +166,7 @@ impl GpuDraft {
             forwarded,
             topk: spec.topk,
             levels: vec![],
+            extensions: vec![],
         })
     }
 
@@ -197,8 +223,7 @@ impl GpuDraft {
             return Ok(vec![]);
         }
         let mut ext_part = timing.as_mut().map(|t| t.begin(gpu, Part::Extend)).transpose()?;
-        let (bs, h, topk, batch, stride) =
-            (self.block_size, self.c.hidden_size, spec.topk, rows.len(), self.stride);
+        let (bs, topk, batch, stride) = (self.block_size, spec.topk, rows.len(), self.stride);
         let s = gpu.stream().clone();
         let mut tables = vec![0i32; batch * stride];
         for (r, row) in rows.iter().enumerate() {
@@ -223,44 +248,49 @@ impl GpuDraft {
             }
             last.push((ext.len() - 1) as i32);
         }
-        let mut eb = LayerBufs::new(gpu, &self.c, ext.len())?;
-        eb.write(&s, &ext)?;
-        let aw = aux.width();
-        let mut a = zeros::<bf16>(gpu, ext.len() * aw)?;
-        // The aux store's slots are the target's: the draft's for positions below lo.
-        let aux_slots = upload(gpu, "upload draft aux slots", ext.slots())?;
-        ops::rows_gather_into(gpu, &aux.rows().as_view(), &aux_slots.as_view(), aw, &mut a.as_view_mut())
-            .map_err(kernel_err)?;
-        linear_w(gpu, &a, &self.w.fc, h, aw, &mut eb.x, None)?;
-        Layer { c: &self.c, w: &self.w, k: &mut self.k, v: &mut self.v, block_size: bs }.run(
-            gpu,
-            embed,
-            &mut eb,
-            &self.tables.as_view(),
-        )?;
-        let last_d = upload(gpu, "upload draft rows", &last)?;
-        ops::rows_gather_into(
-            gpu,
-            &eb.x.as_view(),
-            &last_d.as_view(),
-            h,
-            &mut self.src.slice_mut(..batch * h),
-        )
-        .map_err(kernel_err)?;
-        let mut root_h = zeros::<bf16>(gpu, batch * h)?;
-        ops::rows_gather_into(gpu, &eb.normed.as_view(), &last_d.as_view(), h, &mut root_h.as_view_mut())
-            .map_err(kernel_err)?;
-        let (mut logits, mut ids, mut lp) = (
-            zeros(gpu, batch * self.c.draft_vocab_size)?,
-            zeros(gpu, batch * topk)?,
-            zeros(gpu, batch * topk)?,
-        );
-        self.logits_topk(gpu, &root_h, &mut logits, (&mut ids, &mut lp))?;
+        let shape = (batch, ext.len());
+        let keep = graphs && ext.len() <= MAX_GRAPH_EXTENSION;
+        let mut e = match self.extensions.iter().position(|e| e.shape == shape) {
+            Some(i) if keep => self.extensions.remove(i),
+            _ => self.new_extension(gpu, aux.width(), shape)?,
+        };
+        let ran = (|| {
+            e.layer.write(&s, &ext)?;
+            // The aux store's slots are the target's: the draft's for positions below lo.
+            s.memcpy_htod(ext.slots(), &mut e.aux_slots).map_err(driver_err("upload draft aux slots"))?;
+            s.memcpy_htod(&last, &mut e.last).map_err(driver_err("upload draft rows"))?;
+            if !keep {
+                return self.extension_ops(gpu, embed, aux, &mut e);
+            }
+            if e.graph.is_none() {
+                s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                    .map_err(driver_err("begin draft extension capture"))?;
+                let recorded = self.extension_ops(gpu, embed, aux, &mut e);
+                // End the capture whatever happened, or the stream stays unusable.
+                let ended = s.end_capture(sys::CUgraphInstantiate_flags(0));
+                recorded?;
+                let g = ended
+                    .map_err(driver_err("end draft extension capture"))?
+                    .ok_or_else(|| EngineError::Backend("draft extension capture recorded nothing".into()))?;
+                tracing::info!(batch, positions = shape.1, "captured draft extension graph");
+                e.graph = Some(OwnedGraph(g));
+            }
+            let g = e.graph.as_ref().expect("captured above");
+            g.0.launch().map_err(driver_err("draft extension graph launch"))
+        })();
         if let (Some(t), Some(b)) = (timing.as_mut(), ext_part.as_mut()) {
             t.queued(gpu, b)?;
         }
-        let mut searches: Vec<TreeSearch> =
-            self.pairs(gpu, (&ids, &lp))?.iter().map(|p| TreeSearch::new(topk, p)).collect();
+        let pairs = ran.and_then(|()| self.pairs(gpu, (&e.ids, &e.lp)));
+        if keep {
+            // A bound on the shapes kept (batch x positions can take ~150 at batch 1-8): the
+            // least recently used goes (the list runs from it to the one just used).
+            if self.extensions.len() == MAX_KEPT_EXTENSIONS {
+                self.extensions.remove(0);
+            }
+            self.extensions.push(e);
+        }
+        let mut searches: Vec<TreeSearch> = pairs?.iter().map(|p| TreeSearch::new(topk, p)).collect();
         if let (Some(t), Some(b)) = (timing.as_mut(), ext_part) {
             t.end(gpu, b)?;
         }
@@ -315,6 +345,66 @@ impl GpuDraft {
             }
         }
         Ok(searches.iter().map(|s| s.select(spec.num_draft_tokens)).collect())
+    }
+
+    fn new_extension(&self, gpu: &Gpu, aux_width: usize, (batch, n): (usize, usize)) -> Result<Extension> {
+        let (h, dv) = (self.c.hidden_size, self.c.draft_vocab_size);
+        Ok(Extension {
+            shape: (batch, n),
+            layer: LayerBufs::new(gpu, &self.c, n)?,
+            aux_slots: zeros(gpu, n)?,
+            aux: zeros(gpu, n * aux_width)?,
+            last: zeros(gpu, batch)?,
+            root_h: zeros(gpu, batch * h)?,
+            logits: zeros(gpu, batch * dv)?,
+            ids: zeros(gpu, batch * self.topk)?,
+            lp: zeros(gpu, batch * self.topk)?,
+            graph: None,
+        })
+    }
+
+    /// The extension's kernels: the aux rows gathered, `fc`, the layer, each batch row's
+    /// last output kept in `src` (the first level's parents) and its lm_head and top-k.
+    fn extension_ops(
+        &mut self,
+        gpu: &Gpu,
+        embed: &CudaSlice<bf16>,
+        aux: &AuxStore,
+        e: &mut Extension,
+    ) -> Result<()> {
+        let (h, aw, batch) = (self.c.hidden_size, aux.width(), e.shape.0);
+        ops::rows_gather_into(
+            gpu,
+            &aux.rows().as_view(),
+            &e.aux_slots.as_view(),
+            aw,
+            &mut e.aux.as_view_mut(),
+        )
+        .map_err(kernel_err)?;
+        linear_w(gpu, &e.aux, &self.w.fc, h, aw, &mut e.layer.x, None)?;
+        Layer { c: &self.c, w: &self.w, k: &mut self.k, v: &mut self.v, block_size: self.block_size }.run(
+            gpu,
+            embed,
+            &mut e.layer,
+            &self.tables.as_view(),
+        )?;
+        ops::rows_gather_into(
+            gpu,
+            &e.layer.x.as_view(),
+            &e.last.as_view(),
+            h,
+            &mut self.src.slice_mut(..batch * h),
+        )
+        .map_err(kernel_err)?;
+        ops::rows_gather_into(
+            gpu,
+            &e.layer.normed.as_view(),
+            &e.last.as_view(),
+            h,
+            &mut e.root_h.as_view_mut(),
+        )
+        .map_err(kernel_err)?;
+        self.logits_topk(gpu, &e.root_h, &mut e.logits, (&mut e.ids, &mut e.lp))
     }
 
     /// One tree level of `lr`'s inputs (batch x topk of them) on the level's buffers: on

@@ -30,10 +30,6 @@ pub(super) struct DraftWeights {
     pub lm_head: GpuLinear,
 }
 
-pub(super) fn upload<T: DeviceRepr>(gpu: &Gpu, what: &'static str, v: &[T]) -> Result<CudaSlice<T>> {
-    gpu.stream().clone_htod(v).map_err(driver_err(what))
-}
-
 pub(super) fn zeros<T: DeviceRepr + ValidAsZeroBits>(gpu: &Gpu, n: usize) -> Result<CudaSlice<T>> {
     gpu.stream().alloc_zeros::<T>(n).map_err(driver_err("alloc draft buffer"))
 }
