@@ -103,3 +103,58 @@ fn norms_match_cpu(g: &kernels::Gpu, r: &mut Rng, t: usize, hd: usize, kind: &st
     rms_norm(&mut plain, &w, 1e-6);
     check(&format!("rmsnorm {kind} out (bf16)"), &down_bf16(g, &out), &plain, 1e-3, 5e-3);
 }
+
+/// The draft's top-k (`ops::topk_logprobs_into`) against the CPU search's `top_k` over an
+/// f64 log-softmax, for every per-thread list size (k 1..16) and rows shorter and longer
+/// than the block: ids exactly (logits on a 1/64 grid make ties, which go to the lower id;
+/// a NaN counts as -inf), log-probabilities within 1e-4.
+#[test]
+#[ignore = "gpu"]
+fn topk_logprobs_matches_the_cpu_top_k() {
+    let g = gpu();
+    let mut r = Rng(9);
+    for (rows, vocab) in [(5usize, 32000usize), (3, 300), (2, 17)] {
+        let mut logits: Vec<f32> =
+            r.vec(rows * vocab).iter().map(|v| (v * 8.0 * 64.0).round() / 64.0).collect();
+        logits[vocab / 2] = f32::NAN;
+        if vocab > 100 {
+            // A tie at the top of row 1: the lower id comes first.
+            let (a, b) = (vocab + 40, vocab + 90);
+            logits[a] = 9.0;
+            logits[b] = 9.0;
+        }
+        let dl = up(&g, &logits);
+        for k in [1usize, 2, 3, 4, 7, 8, 16].into_iter().filter(|&k| k <= vocab) {
+            let (mut ids, mut lp) = (
+                g.stream().alloc_zeros::<i32>(rows * k).unwrap(),
+                g.stream().alloc_zeros::<f32>(rows * k).unwrap(),
+            );
+            ops::topk_logprobs_into(
+                &g,
+                &dl.as_view(),
+                vocab,
+                k,
+                &mut ids.as_view_mut(),
+                &mut lp.as_view_mut(),
+            )
+            .unwrap();
+            let (ids, lp) = (down(&g, &ids), down(&g, &lp));
+            for row in 0..rows {
+                let x = &logits[row * vocab..][..vocab];
+                let clean = |v: f32| if v.is_nan() { f64::NEG_INFINITY } else { v as f64 };
+                let mx = x.iter().map(|&v| clean(v)).fold(f64::NEG_INFINITY, f64::max);
+                let lse = mx + x.iter().map(|&v| (clean(v) - mx).exp()).sum::<f64>().ln();
+                let want_lp: Vec<f32> = x.iter().map(|&v| (clean(v) - lse) as f32).collect();
+                let want = engine::spec::tree::top_k(&want_lp, k);
+                for (j, &(id, p)) in want.iter().enumerate() {
+                    let (gi, gp) = (ids[row * k + j], lp[row * k + j]);
+                    assert_eq!(gi as usize, id, "rows {rows} vocab {vocab} k {k} row {row} rank {j}: id");
+                    assert!(
+                        (gp - p).abs() <= 1e-4,
+                        "rows {rows} vocab {vocab} k {k} row {row} rank {j}: lp {gp} vs {p}"
+                    );
+                }
+            }
+        }
+    }
+}

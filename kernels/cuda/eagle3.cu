@@ -145,36 +145,75 @@ __device__ __forceinline__ float e3_block_max(float v, float* shared) {
 }
 
 // One block per row of logits [rows, V]: the k best draft ids (ids[r, j], best first, ties
-// to the lower id) and their log-probabilities lp[r, j] = min(logit - logsumexp(row), 0).
-// Pass j takes the best key below pass j-1's, so k passes over the row (k <= 16, a row
-// of 32k floats stays in L2) replace a sort; only k pairs per node leave the GPU.
-extern "C" __global__ void topk_logprobs(const float* __restrict__ logits, int* __restrict__ ids,
-                                         float* __restrict__ lp, int V, int k) {
+// to the lower id) and their log-probabilities lp[r, j] = min(logit - logsumexp(row), 0),
+// NaN counting as -inf. One pass over the row: each thread keeps its max, its sum of
+// e^(x - max) (rescaled when the max grows) and its KC best keys, sorted, in registers
+// (KC: k rounded up to a power of two, a template per size so the list never spills);
+// then the block merges: the max and the sum, and k rounds that each take the best head of
+// the threads' lists. Why: k + 2 passes over the row in one block took 36 us for 4 rows of
+// 32k (H200, engine/PERF-LOG.md step 72), as long as the draft's lm_head.
+template <int KC>
+__device__ __forceinline__ void topk_logprobs_body(const float* __restrict__ logits,
+                                                   int* __restrict__ ids, float* __restrict__ lp,
+                                                   int V, int k) {
     pdl_trigger();
     pdl_wait();
     __shared__ float fpart[32];
     __shared__ unsigned long long kpart[32];
     const float* row = logits + (size_t)blockIdx.x * V;
-    float m = E3_NEG_INF;
-    for (int i = threadIdx.x; i < V; i += blockDim.x) m = fmaxf(m, row[i]);
-    m = e3_block_max(m, fpart);
-    float s = 0.f;
-    for (int i = threadIdx.x; i < V; i += blockDim.x) s += expf(row[i] - m);
-    const float lse = m + logf(e3_block_sum(s, fpart));
-    unsigned long long prev = ~0ULL;
-    for (int j = 0; j < k; ++j) {
-        unsigned long long best = 0;
-        for (int i = threadIdx.x; i < V; i += blockDim.x) {
-            const unsigned long long key = topk_key(row[i], i);
-            if (key < prev && key > best) best = key;
+    float m = E3_NEG_INF, s = 0.f;
+    unsigned long long best[KC];
+#pragma unroll
+    for (int j = 0; j < KC; ++j) best[j] = 0ull;  // below every key (-inf's included)
+#pragma unroll 4
+    for (int i = threadIdx.x; i < V; i += blockDim.x) {
+        float x = row[i];
+        if (x != x) x = E3_NEG_INF;
+        if (x > m) {
+            s = s * expf(m - x) + 1.f;
+            m = x;
+        } else if (x > E3_NEG_INF) {
+            s += expf(x - m);
         }
-        best = e3_block_max_key(best, kpart);
-        prev = best;
+        unsigned long long c = topk_key(x, i);
+        if (c > best[KC - 1]) {
+            // Insert into the descending list: each slot keeps the larger, passes the other on.
+#pragma unroll
+            for (int j = 0; j < KC; ++j) {
+                const unsigned long long hi = best[j] > c ? best[j] : c;
+                c = best[j] > c ? c : best[j];
+                best[j] = hi;
+            }
+        }
+    }
+    const float gm = e3_block_max(m, fpart);
+    const float sum = e3_block_sum(m > E3_NEG_INF ? s * expf(m - gm) : 0.f, fpart);
+    const float lse = gm + logf(sum);
+    for (int j = 0; j < k; ++j) {
+        const unsigned long long top = e3_block_max_key(best[0], kpart);
+        if (best[0] == top) {
+            // This thread's head won (keys are unique: they carry the index): pop it.
+#pragma unroll
+            for (int q = 0; q + 1 < KC; ++q) best[q] = best[q + 1];
+            best[KC - 1] = 0ull;
+        }
         if (threadIdx.x == 0) {
-            const int id = (int)(0xffffffffu - (unsigned)(best & 0xffffffffu));
+            const int id = (int)(0xffffffffu - (unsigned)(top & 0xffffffffu));
             const float v = row[id];
             ids[(size_t)blockIdx.x * k + j] = id;
             lp[(size_t)blockIdx.x * k + j] = v != v ? E3_NEG_INF : fminf(v - lse, 0.f);
         }
     }
 }
+
+#define TOPK_ENTRY(KC)                                                                          \
+    extern "C" __global__ void __launch_bounds__(512)                                          \
+        topk_logprobs_k##KC(const float* __restrict__ logits, int* __restrict__ ids,           \
+                            float* __restrict__ lp, int V, int k) {                            \
+        topk_logprobs_body<KC>(logits, ids, lp, V, k);                                         \
+    }
+TOPK_ENTRY(1)
+TOPK_ENTRY(2)
+TOPK_ENTRY(4)
+TOPK_ENTRY(8)
+TOPK_ENTRY(16)

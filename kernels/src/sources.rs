@@ -128,7 +128,17 @@ pub const ALL: &[KernelSource] = &[
     KernelSource {
         file: "eagle3.cu",
         src: with_headers!(["common.cuh", "rope.cuh"], "eagle3.cu"),
-        kernels: &["eagle3_input", "rope_kv", "rows_gather_bf16", "rows_gather_f32", "topk_logprobs"],
+        kernels: &[
+            "eagle3_input",
+            "rope_kv",
+            "rows_gather_bf16",
+            "rows_gather_f32",
+            "topk_logprobs_k1",
+            "topk_logprobs_k2",
+            "topk_logprobs_k4",
+            "topk_logprobs_k8",
+            "topk_logprobs_k16",
+        ],
     },
     KernelSource {
         file: "kv_slots.cu",

@@ -134,8 +134,20 @@ pub fn rows_gather_into<T: GatherRow>(
 /// Most candidates per row `topk_logprobs_into` returns (the flag's bound, spec::MAX_TOPK).
 pub const MAX_TOPK: usize = 16;
 
+/// The kernel whose per-thread list holds k: k rounded up to a power of two (1..=16).
+fn topk_kernel(k: usize) -> &'static str {
+    match k.next_power_of_two() {
+        1 => "topk_logprobs_k1",
+        2 => "topk_logprobs_k2",
+        4 => "topk_logprobs_k4",
+        8 => "topk_logprobs_k8",
+        _ => "topk_logprobs_k16",
+    }
+}
+
 /// For each row of logits [rows, vocab]: its `k` best ids, best first (ties to the lower id,
-/// NaN last), into `ids` [rows, k], and their log-softmax values, clamped to <= 0, into `lp`.
+/// NaN last), into `ids` [rows, k], and their log-softmax values (NaN counting as -inf),
+/// clamped to <= 0, into `lp`.
 pub fn topk_logprobs_into(
     gpu: &Gpu,
     logits: &CudaView<'_, f32>,
@@ -156,7 +168,7 @@ pub fn topk_logprobs_into(
     if rows == 0 {
         return Ok(());
     }
-    let mut b = Launch::new(gpu, OP)?;
+    let mut b = Launch::new(gpu, topk_kernel(k))?;
     b.input(logits).output(ids).output(lp).i32(to_i32(OP, "vocab", vocab)?).i32(k as i32);
     // SAFETY: shapes checked above.
     unsafe { b.launch(rows_cfg(rows, 512)) }?;

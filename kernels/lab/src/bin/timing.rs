@@ -1,5 +1,6 @@
 //! Kernel timings at Qwen3-8B shapes (GPU machine only; prints, asserts nothing about
-//! speed): `cargo run -p kernels-lab --bin timing`.
+//! speed): `cargo run -p kernels-lab --bin timing`; `LATLAB_TIMING_DRAFT=1` times only the
+//! EAGLE-3 draft level's GEMMs and top-k.
 //! Each op is captured 20 times back to back in a CUDA graph (as a decode step runs it, so
 //! eager launch overhead, ~13 us per launch here, does not hide the kernel); the graph is
 //! replayed 3 times to warm up, then 7 times timed with CUDA events: the median / 20.
@@ -373,5 +374,64 @@ fn whole_model_linears(g: &Gpu, tunings: &[(String, Gpu)], quick: bool) {
 }
 
 fn main() {
+    // LATLAB_TIMING_DRAFT=1: only the EAGLE-3 draft level's kernels.
+    if std::env::var("LATLAB_TIMING_DRAFT").is_ok_and(|v| v == "1") {
+        let g = Gpu::new(&GpuOptions::from_env().unwrap()).unwrap();
+        return draft_level_kernel_times(&g);
+    }
     qwen3_8b_step_kernel_times();
+}
+
+/// The EAGLE-3 draft's GEMMs and top-k at one tree level of batch 1 (4 rows: the topk
+/// frontier nodes), FP8 as for an FP8 target. Each matrix is held in enough copies (160 MB
+/// or more in all) that the replays stream it from HBM, as a level does (its ~350 MB of
+/// weights exceed the L2). What the level's graph adds beyond these (tree attention, ~15
+/// us for 16 rows above; norms, RoPE, gathers) is the rest of its time.
+fn draft_level_kernel_times(g: &Gpu) {
+    let s = g.stream().clone();
+    let m = 4usize;
+    let shapes: [(&str, usize, usize); 6] = [
+        ("fc (extension only)", 4096, 12288),
+        ("qkv", 6144, 8192),
+        ("o_proj", 4096, 4096),
+        ("gate_up", 24576, 4096),
+        ("down", 4096, 12288),
+        ("lm_head (32k)", 32000, 4096),
+    ];
+    let mut level = 0f32;
+    for (name, n, k) in shapes {
+        let copies = (160usize << 20).div_ceil(n * k).max(1);
+        let w8: Vec<CudaSlice<u8>> = (0..copies).map(|_| s.alloc_zeros(n * k).unwrap()).collect();
+        let sc: CudaSlice<f32> = s.alloc_zeros(n.div_ceil(128) * k.div_ceil(128)).unwrap();
+        let x: CudaSlice<bf16> = s.alloc_zeros(m * k).unwrap();
+        let mut y: CudaSlice<f32> = s.alloc_zeros(m * n).unwrap();
+        let mut i = 0;
+        let us = time_us(g, || {
+            let codes = w8[i % copies].as_view();
+            i += 1;
+            let m8 = ops::Fp8Matrix {
+                codes: &codes,
+                scale_inv: &sc.as_view(),
+                scale_rows: 128,
+                n,
+                k,
+                interleave: 0,
+            };
+            ops::skinny_gemm_fp8_into(g, &x.as_view(), &m8, &mut y.as_view_mut()).unwrap()
+        });
+        row(&format!("draft fp8 {name} {n}x{k}"), m, us, n * k);
+        if !name.starts_with("fc") {
+            level += us;
+        }
+    }
+    let (vocab, k) = (32000usize, 4usize);
+    let logits: CudaSlice<f32> = s.alloc_zeros(m * vocab).unwrap();
+    let (mut ids, mut lp) = (s.alloc_zeros::<i32>(m * k).unwrap(), s.alloc_zeros::<f32>(m * k).unwrap());
+    let us = time_us(g, || {
+        ops::topk_logprobs_into(g, &logits.as_view(), vocab, k, &mut ids.as_view_mut(), &mut lp.as_view_mut())
+            .unwrap()
+    });
+    println!("| draft top-{k} of {vocab} | {m} | {us:.1} | |");
+    level += us;
+    println!("| draft level: its GEMMs and top-k | {m} | {level:.1} | |");
 }
