@@ -34,7 +34,7 @@ use crate::spec::draft::Eagle3Draft;
 use crate::spec::draft::config::DraftConfig;
 use crate::spec::tree::TreeSearch;
 use crate::spec::{DraftTree, SpecConfig};
-use kernels::cudarc::driver::{CudaSlice, sys};
+use kernels::cudarc::driver::CudaSlice;
 use kernels::ops;
 use kernels::{Gpu, bf16};
 
@@ -263,17 +263,9 @@ impl GpuDraft {
                 return self.extension_ops(gpu, embed, aux, &mut e);
             }
             if e.graph.is_none() {
-                s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-                    .map_err(driver_err("begin draft extension capture"))?;
-                let recorded = self.extension_ops(gpu, embed, aux, &mut e);
-                // End the capture whatever happened, or the stream stays unusable.
-                let ended = s.end_capture(sys::CUgraphInstantiate_flags(0));
-                recorded?;
-                let g = ended
-                    .map_err(driver_err("end draft extension capture"))?
-                    .ok_or_else(|| EngineError::Backend("draft extension capture recorded nothing".into()))?;
+                let g = OwnedGraph::capture(gpu, || self.extension_ops(gpu, embed, aux, &mut e))?;
                 tracing::info!(batch, positions = shape.1, "captured draft extension graph");
-                e.graph = Some(OwnedGraph(g));
+                e.graph = Some(g);
             }
             let g = e.graph.as_ref().expect("captured above");
             g.0.launch().map_err(driver_err("draft extension graph launch"))
@@ -452,17 +444,9 @@ impl GpuDraft {
             }
             let (t, b) = (timing.as_mut(), part.as_mut());
             if lv.graph.is_none() {
-                s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-                    .map_err(driver_err("begin draft level capture"))?;
-                let recorded = self.level_ops(gpu, embed, &mut lv);
-                // End the capture whatever happened, or the stream stays unusable.
-                let ended = s.end_capture(sys::CUgraphInstantiate_flags(0));
-                recorded?;
-                let g = ended
-                    .map_err(driver_err("end draft level capture"))?
-                    .ok_or_else(|| EngineError::Backend("draft level capture recorded nothing".into()))?;
+                let g = OwnedGraph::capture(gpu, || self.level_ops(gpu, embed, &mut lv))?;
                 tracing::info!(batch, "captured draft level graph");
-                lv.graph = Some(OwnedGraph(g));
+                lv.graph = Some(g);
             }
             let g = lv.graph.as_ref().expect("captured above");
             g.0.launch().map_err(driver_err("draft level graph launch"))?;

@@ -40,6 +40,23 @@ pub fn graph_sizes(max_batch: usize) -> Vec<usize> {
 pub(super) struct OwnedGraph(pub(super) CudaGraph);
 unsafe impl Send for OwnedGraph {}
 
+impl OwnedGraph {
+    /// What `record` launches on `gpu`'s stream, captured as a graph. The capture ends
+    /// whatever `record` returns, or the stream would stay unusable; its error comes first.
+    pub(super) fn capture(gpu: &Gpu, record: impl FnOnce() -> Result<()>) -> Result<Self> {
+        let s = gpu.stream();
+        s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .map_err(driver_err("begin graph capture"))?;
+        let recorded = record();
+        let ended = s.end_capture(sys::CUgraphInstantiate_flags(0));
+        recorded?;
+        let graph = ended
+            .map_err(driver_err("end graph capture"))?
+            .ok_or_else(|| EngineError::Backend("graph capture recorded nothing".into()))?;
+        Ok(OwnedGraph(graph))
+    }
+}
+
 pub(super) struct DecodeGraph {
     pub(super) rows: usize,
     pub(super) meta: StepMeta,
@@ -102,31 +119,24 @@ impl DecodeGraph {
         w: &super::weights::GpuWeights,
         cache: &mut GpuKvCache,
     ) -> Result<()> {
-        let s = gpu.stream();
         let (vocab, hd) = (cfg.vocab_size, cfg.hidden_size);
-        s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-            .map_err(driver_err("begin graph capture"))?;
-        // One token per sequence (run() checks): the cache before it is settled.
-        let recorded = forward_layers(gpu, cfg, w, cache, &mut self.sc, &self.meta, None, true)
-            .and_then(|()| lm_head_into(gpu, &self.sc.h, w, (vocab, hd), &mut self.logits))
-            .and_then(|()| {
-                ops::argmax_into(
-                    gpu,
-                    &self.logits.as_view(),
-                    vocab,
-                    &mut self.argmax_keys.as_view_mut(),
-                    &mut self.tokens.as_view_mut(),
-                )
-                .map_err(kernel_err)
-            });
-        // End the capture whatever happened, or the stream stays unusable.
-        let ended = s.end_capture(sys::CUgraphInstantiate_flags(0));
-        recorded?;
-        let graph = ended
-            .map_err(driver_err("end graph capture"))?
-            .ok_or_else(|| EngineError::Backend("graph capture recorded nothing".into()))?;
+        let graph = OwnedGraph::capture(gpu, || {
+            // One token per sequence (run() checks): the cache before it is settled.
+            forward_layers(gpu, cfg, w, cache, &mut self.sc, &self.meta, None, true)
+                .and_then(|()| lm_head_into(gpu, &self.sc.h, w, (vocab, hd), &mut self.logits))
+                .and_then(|()| {
+                    ops::argmax_into(
+                        gpu,
+                        &self.logits.as_view(),
+                        vocab,
+                        &mut self.argmax_keys.as_view_mut(),
+                        &mut self.tokens.as_view_mut(),
+                    )
+                    .map_err(kernel_err)
+                })
+        })?;
         tracing::info!(batch = self.rows, "captured decode graph");
-        self.graph = Some(OwnedGraph(graph));
+        self.graph = Some(graph);
         Ok(())
     }
 

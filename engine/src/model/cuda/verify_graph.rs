@@ -9,9 +9,9 @@ use super::meta::{HostMeta, StepMeta};
 use super::spec_timing::Part;
 use super::step::{Scratch, forward_layers, lm_head_into};
 use super::{CudaBackend, driver_err, kernel_err};
-use crate::error::{EngineError, Result};
+use crate::error::Result;
 use crate::model::Next;
-use kernels::cudarc::driver::{CudaSlice, sys};
+use kernels::cudarc::driver::CudaSlice;
 use kernels::ops;
 
 pub(super) struct VerifyGraph {
@@ -83,23 +83,18 @@ impl CudaBackend {
         let mut logits = s.alloc_zeros::<f32>(rows * vocab).map_err(&a)?;
         let mut tokens = s.alloc_zeros::<u32>(rows).map_err(&a)?;
         let mut keys = s.alloc_zeros::<u64>(rows * ops::ARGMAX_PARTS).map_err(&a)?;
-        s.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-            .map_err(driver_err("begin verify graph capture"))?;
         let w = &self.w;
+        let cache = &mut self.cache;
         // No dequant buffer: the caller takes graphs only where the GEMMs need none.
-        let recorded = forward_layers(gpu, cfg, w, &mut self.cache, &mut sc, &meta, None, false)
-            .and_then(|()| lm_head_into(gpu, &sc.h, w, (vocab, hd), &mut logits))
-            .and_then(|()| {
-                let (lv, mut kv, mut tv) = (logits.as_view(), keys.as_view_mut(), tokens.as_view_mut());
-                ops::argmax_into(gpu, &lv, vocab, &mut kv, &mut tv).map_err(kernel_err)
-            });
-        // End the capture whatever happened, or the stream stays unusable.
-        let ended = s.end_capture(sys::CUgraphInstantiate_flags(0));
-        recorded?;
-        let graph = ended
-            .map_err(driver_err("end verify graph capture"))?
-            .ok_or_else(|| EngineError::Backend("verify graph capture recorded nothing".into()))?;
+        let graph = OwnedGraph::capture(gpu, || {
+            forward_layers(gpu, cfg, w, cache, &mut sc, &meta, None, false)
+                .and_then(|()| lm_head_into(gpu, &sc.h, w, (vocab, hd), &mut logits))
+                .and_then(|()| {
+                    let (lv, mut kv, mut tv) = (logits.as_view(), keys.as_view_mut(), tokens.as_view_mut());
+                    ops::argmax_into(gpu, &lv, vocab, &mut kv, &mut tv).map_err(kernel_err)
+                })
+        })?;
         tracing::info!(trees = shape.0, nodes = shape.1, "captured verify graph");
-        Ok(VerifyGraph { shape, meta, logits, tokens, _held: (sc, keys), graph: OwnedGraph(graph) })
+        Ok(VerifyGraph { shape, meta, logits, tokens, _held: (sc, keys), graph })
     }
 }
