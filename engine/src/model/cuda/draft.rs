@@ -22,6 +22,8 @@
 //! Between levels k (id, log-probability) pairs per node come back to the host (a sync per
 //! level); the search (spec/tree.rs) picks the next frontier there.
 
+mod extension;
+
 use super::draft_layer::{DraftWeights, Layer, LayerBufs, LayerRows, dims, zeros};
 use super::graph::OwnedGraph;
 use super::spec::AuxStore;
@@ -34,6 +36,7 @@ use crate::spec::draft::Eagle3Draft;
 use crate::spec::draft::config::DraftConfig;
 use crate::spec::tree::TreeSearch;
 use crate::spec::{DraftTree, SpecConfig};
+use extension::{Extension, MAX_GRAPH_EXTENSION, MAX_KEPT_EXTENSIONS};
 use kernels::cudarc::driver::CudaSlice;
 use kernels::ops;
 use kernels::{Gpu, bf16};
@@ -50,29 +53,6 @@ struct Level {
     top_lp: CudaSlice<f32>,
     graph: Option<OwnedGraph>,
 }
-
-/// The extension's buffers for `batch` rows extending over `rows` positions in all, and
-/// its graph once captured: kept and replayed when the same shape comes again (at batch 1
-/// a round extends over 1..=num_steps + 1 positions, so a handful of shapes recur).
-struct Extension {
-    shape: (usize, usize),
-    layer: LayerBufs,
-    /// The aux store's slot of each position, the gathered aux rows, and each batch row's
-    /// last position (whose output roots the tree).
-    aux_slots: CudaSlice<i32>,
-    aux: CudaSlice<bf16>,
-    last: CudaSlice<i32>,
-    root_h: CudaSlice<bf16>,
-    logits: CudaSlice<f32>,
-    ids: CudaSlice<i32>,
-    lp: CudaSlice<f32>,
-    graph: Option<OwnedGraph>,
-}
-
-/// Most positions an extension replays on a graph: a round's (batch x (num_steps + 1) at
-/// most); the first extension after a prompt runs eagerly on buffers of its own.
-const MAX_GRAPH_EXTENSION: usize = 128;
-const MAX_KEPT_EXTENSIONS: usize = 48;
 
 pub(super) struct GpuDraft {
     c: DraftConfig,
@@ -337,66 +317,6 @@ impl GpuDraft {
             }
         }
         Ok(searches.iter().map(|s| s.select(spec.num_draft_tokens)).collect())
-    }
-
-    fn new_extension(&self, gpu: &Gpu, aux_width: usize, (batch, n): (usize, usize)) -> Result<Extension> {
-        let (h, dv) = (self.c.hidden_size, self.c.draft_vocab_size);
-        Ok(Extension {
-            shape: (batch, n),
-            layer: LayerBufs::new(gpu, &self.c, n)?,
-            aux_slots: zeros(gpu, n)?,
-            aux: zeros(gpu, n * aux_width)?,
-            last: zeros(gpu, batch)?,
-            root_h: zeros(gpu, batch * h)?,
-            logits: zeros(gpu, batch * dv)?,
-            ids: zeros(gpu, batch * self.topk)?,
-            lp: zeros(gpu, batch * self.topk)?,
-            graph: None,
-        })
-    }
-
-    /// The extension's kernels: the aux rows gathered, `fc`, the layer, each batch row's
-    /// last output kept in `src` (the first level's parents) and its lm_head and top-k.
-    fn extension_ops(
-        &mut self,
-        gpu: &Gpu,
-        embed: &CudaSlice<bf16>,
-        aux: &AuxStore,
-        e: &mut Extension,
-    ) -> Result<()> {
-        let (h, aw, batch) = (self.c.hidden_size, aux.width(), e.shape.0);
-        ops::rows_gather_into(
-            gpu,
-            &aux.rows().as_view(),
-            &e.aux_slots.as_view(),
-            aw,
-            &mut e.aux.as_view_mut(),
-        )
-        .map_err(kernel_err)?;
-        linear_w(gpu, &e.aux, &self.w.fc, h, aw, &mut e.layer.x, None)?;
-        Layer { c: &self.c, w: &self.w, k: &mut self.k, v: &mut self.v, block_size: self.block_size }.run(
-            gpu,
-            embed,
-            &mut e.layer,
-            &self.tables.as_view(),
-        )?;
-        ops::rows_gather_into(
-            gpu,
-            &e.layer.x.as_view(),
-            &e.last.as_view(),
-            h,
-            &mut self.src.slice_mut(..batch * h),
-        )
-        .map_err(kernel_err)?;
-        ops::rows_gather_into(
-            gpu,
-            &e.layer.normed.as_view(),
-            &e.last.as_view(),
-            h,
-            &mut e.root_h.as_view_mut(),
-        )
-        .map_err(kernel_err)?;
-        self.logits_topk(gpu, &e.root_h, &mut e.logits, (&mut e.ids, &mut e.lp))
     }
 
     /// One tree level of `lr`'s inputs (batch x topk of them) on the level's buffers: on
