@@ -37,6 +37,20 @@ pub const WIDE_GEMM: &str = concat!(
     "\n",
     include_str!("../cuda/wide_gemm.cu")
 );
+/// The wide GEMM's variants (bin/wide_variants.rs): its main loop with the weight rows per
+/// block, the ring depth and the way the weights are read as parameters
+/// (lab/cuda/wide_variants.cu), behind the production kernel and the bulk ring's barriers.
+pub const WIDE_VARIANTS: &str = concat!(
+    include_str!("../../cuda/common.cuh"),
+    "\n",
+    include_str!("../../cuda/skinny_tiles.cuh"),
+    "\n",
+    include_str!("../../cuda/bulk_ring.cuh"),
+    "\n",
+    include_str!("../../cuda/wide_fp8.cu"),
+    "\n",
+    include_str!("../cuda/wide_variants.cu")
+);
 /// The warpgroup-MMA experiment (bin/wgmma_probe.rs).
 pub const WGMMA_PROBE: &str = behind_bulk_pipeline!("wgmma_probe.cu");
 /// The copy-ceiling experiment (bin/copy_ceiling.rs), with the fat-block kernels
@@ -82,4 +96,5 @@ pub const ALL: &[(&str, &str)] = &[
     ("mlp_fused_no_red.cu", MLP_FUSED_NO_RED),
     ("latency_load.cu", LATENCY_LOAD),
     ("wide_gemm.cu", WIDE_GEMM),
+    ("wide_variants.cu", WIDE_VARIANTS),
 ];
