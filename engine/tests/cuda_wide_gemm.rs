@@ -3,17 +3,21 @@
 //! --ignored`): every entry (f16 x, bf16 x, gate|up with SwiGLU over interleaved rows) at
 //! rows of both forms (9-16 and 17-32, some filling only part of a token group), on
 //! Qwen3-8B's four projection shapes and on small ones: 128-row and per-row scales, K split
-//! 96 ways, and a grid past the SMs' resident blocks (no split). Errors are judged relative
+//! 96 ways, a grid past the SMs' resident blocks (no split), and row counts that are a
+//! multiple of the 64-row tile but not of the 128-row scale block. The kernels read the
+//! codes' wide copy (`ops::wide_tiles`), so these also check that layout against the
+//! kernels' reads. Errors are judged relative
 //! to sum |x w|: split blocks add into y in whatever order they finish, so the f32 sums'
 //! bits may differ between runs, and nothing here compares bits. y starts as NaN, so an op
-//! that left y unzeroed before adding into it fails.
+//! that left y unzeroed before adding into it fails; so does a chained one (`WideZeros`)
+//! whose first GEMM did not clear the second's y.
 
 mod cuda_common;
 
 use cuda_common::skinny::{e4m3_value, random_e4m3_codes};
 use cuda_common::{Rng, check, down, gpu, up};
 use kernels::cudarc::driver::CudaSlice;
-use kernels::ops::{self, Fp8Matrix};
+use kernels::ops::{self, Fp8Matrix, WideFp8};
 use kernels::{Gpu, bf16, f16};
 use rayon::prelude::*;
 
@@ -77,32 +81,48 @@ fn case(g: &Gpu, r: &mut Rng, (n, k): (usize, usize), rows_per: usize, swiglu: b
     let x = shared_x(r, MOST_ROWS, k);
     let (want, mag) = reference(&x, &w, (MOST_ROWS, n, k));
     drop(w);
-    let (dcodes, ds) = (up(g, &codes), up(g, &scales));
+    let (dcodes, ds) = (up(g, &ops::wide_tiles(&codes, n, k)), up(g, &scales));
     let (cv, sv) = (dcodes.as_view(), ds.as_view());
-    let m8 = Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows: rows_per, n, k, interleave: 0 };
+    let m8 = WideFp8(Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows: rows_per, n, k, interleave: 0 });
     let xh: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
     let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
     for m in ROWS {
         let mut y = nan_y(g, m * n);
-        ops::wide_fp8_into(g, &up(g, &xh[..m * k]).as_view(), &m8, &mut y.as_view_mut()).unwrap();
+        let none = ops::WideZeros::default;
+        ops::wide_fp8_into(g, &up(g, &xh[..m * k]).as_view(), &m8, &mut y.as_view_mut(), none()).unwrap();
         let what = format!("wide fp8 f16 x, scales/{rows_per} rows m={m} n={n} k={k} (err / sum|xw|)");
         check(&what, &rel_errors(&down(g, &y), (&want, &mag), (m, n)), &vec![0.0; m * n], 1.0, 1e-5);
         // bf16 x (o_proj's), taken to f16 by the kernel; y holds the f16 run's sums now.
-        ops::wide_fp8_into(g, &up(g, &xb[..m * k]).as_view(), &m8, &mut y.as_view_mut()).unwrap();
+        ops::wide_fp8_into(g, &up(g, &xb[..m * k]).as_view(), &m8, &mut y.as_view_mut(), none()).unwrap();
         let what = format!("wide fp8 bf16 x, scales/{rows_per} rows m={m} n={n} k={k} (err / sum|xw|)");
         check(&what, &rel_errors(&down(g, &y), (&want, &mag), (m, n)), &vec![0.0; m * n], 1.0, 1e-5);
+        // As a step chains them: a first run clears the y of a second (NaN until then), which
+        // then adds into it with no memset.
+        let mut y2 = nan_y(g, m * n);
+        let first = ops::WideZeros { y_zeroed: false, clear: Some(&mut y2.as_view_mut()) };
+        ops::wide_fp8_into(g, &up(g, &xh[..m * k]).as_view(), &m8, &mut y.as_view_mut(), first).unwrap();
+        let then = ops::WideZeros { y_zeroed: true, clear: None };
+        ops::wide_fp8_into(g, &up(g, &xh[..m * k]).as_view(), &m8, &mut y2.as_view_mut(), then).unwrap();
+        let what = format!("wide fp8 into a y an earlier one cleared, m={m} n={n} k={k} (err / sum|xw|)");
+        check(&what, &rel_errors(&down(g, &y2), (&want, &mag), (m, n)), &vec![0.0; m * n], 1.0, 1e-5);
     }
     if !swiglu {
         return;
     }
     let inter = n / 2;
     let half = inter * k;
-    let dil = up(g, &ops::interleave_gate_up(&codes[..half], &codes[half..], k));
+    let dil = up(g, &ops::wide_tiles(&ops::interleave_gate_up(&codes[..half], &codes[half..], k), n, k));
     let ilv = dil.as_view();
-    let m8 = Fp8Matrix { codes: &ilv, scale_inv: &sv, scale_rows: rows_per, n, k, interleave: inter };
+    let m8 =
+        WideFp8(Fp8Matrix { codes: &ilv, scale_inv: &sv, scale_rows: rows_per, n, k, interleave: inter });
     for m in ROWS {
         let mut act = g.stream().alloc_zeros::<f16>(m * inter).unwrap();
-        ops::wide_fp8_swiglu_into(g, &up(g, &xh[..m * k]).as_view(), &m8, &mut act.as_view_mut()).unwrap();
+        // It clears a buffer as the step's gate|up clears down's y.
+        let mut cleared = nan_y(g, m * 4 * k);
+        let clear = Some(&mut cleared.as_view_mut());
+        ops::wide_fp8_swiglu_into(g, &up(g, &xh[..m * k]).as_view(), &m8, &mut act.as_view_mut(), clear)
+            .unwrap();
+        assert!(down(g, &cleared).iter().all(|&v| v == 0.0), "m={m}: the buffer to clear is not all zeros");
         let got: Vec<f32> = down(g, &act).iter().map(|v| v.to_f32()).collect();
         let dot = |t: usize, j: usize| want[j * MOST_ROWS + t];
         let want: Vec<f32> = (0..m * inter)
@@ -123,9 +143,9 @@ fn swiglu_f64(g: f64, u: f64) -> f64 {
     g / (1.0 + (-g).exp()) * u
 }
 
-/// Qwen3-8B's projections at 128x128 block scales: qkv (48 tiles, 6 splits on an H200),
-/// o_proj (32 tiles, 8 splits), gate|up (192 tiles: 2 splits as a plain GEMM; with SwiGLU,
-/// none) and down (32 tiles of 96 stages, 9 splits).
+/// Qwen3-8B's projections at 128x128 block scales: qkv (96 tiles, 5 splits on an H200 at
+/// 16 rows), o_proj (64 tiles, 8 splits), gate|up (384 tiles: 1 split; with SwiGLU, none)
+/// and down (64 tiles of 96 stages, 8 splits).
 #[test]
 #[ignore = "gpu"]
 fn wide_fp8_matches_f64_reference_on_qwen3_8b_shapes() {
@@ -138,21 +158,24 @@ fn wide_fp8_matches_f64_reference_on_qwen3_8b_shapes() {
     }
 }
 
-/// Small shapes at 128-row and per-row scales (split counts on an H200's 264 resident
-/// blocks): 2 stages (2 blocks per tile); 2 tiles of 96 stages (96 blocks per tile, one
-/// stage each, adding into y); 8 tiles of 32 stages (32); 272 tiles (no split: stores, no
-/// zeroing); and gate|up with SwiGLU at two sizes.
+/// Small shapes at 128-row and per-row scales (split counts on an H200's 528 resident
+/// blocks at 16 rows): 2 stages (2 blocks per tile); 4 tiles of 96 stages (96 blocks per
+/// tile, one stage each, adding into y); 16 tiles of 32 stages (32); 544 tiles (no split:
+/// stores, no zeroing); 3 and 5 tiles, whose last 64 rows share a scale block with rows of
+/// no tile; and gate|up with SwiGLU at three sizes (one of 64 rows per half).
 #[test]
 #[ignore = "gpu"]
 fn wide_fp8_matches_f64_reference_on_small_shapes() {
     let g = gpu();
     let mut r = Rng(31);
     for rows_per in [128usize, 1] {
-        for (n, k) in [(256usize, 256usize), (256, 12288), (1024, 4096), (34816, 256)] {
+        for (n, k) in
+            [(256usize, 256usize), (256, 12288), (1024, 4096), (34816, 256), (192, 256), (320, 4096)]
+        {
             case(&g, &mut r, (n, k), rows_per, false);
         }
     }
-    for (n, k) in [(1024usize, 1024usize), (3072, 4096)] {
+    for (n, k) in [(1024usize, 1024usize), (3072, 4096), (128, 512)] {
         case(&g, &mut r, (n, k), 128, true);
     }
 }
@@ -166,18 +189,22 @@ fn wide_fp8_refuses_what_it_cannot_do() {
     let sv = s.as_view();
     let codes = up(&g, &vec![0u8; 200 * 256]);
     let cv = codes.as_view();
-    let bad = Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows: 128, n: 200, k: 256, interleave: 0 };
+    let bad =
+        WideFp8(Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows: 128, n: 200, k: 256, interleave: 0 });
     let x = up(&g, &vec![f16::ZERO; 16 * 256]);
     let mut y = g.stream().alloc_zeros::<f32>(16 * 200).unwrap();
-    let e = ops::wide_fp8_into(&g, &x.as_view(), &bad, &mut y.as_view_mut()).unwrap_err().to_string();
-    assert!(e.contains("multiple of 128"), "{e}");
+    let none = ops::WideZeros::default;
+    let e = ops::wide_fp8_into(&g, &x.as_view(), &bad, &mut y.as_view_mut(), none()).unwrap_err().to_string();
+    assert!(e.contains("multiple of 64"), "{e}");
     let codes = up(&g, &vec![0u8; 256 * 256]);
     let cv = codes.as_view();
-    let ok = Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows: 128, n: 256, k: 256, interleave: 0 };
+    let ok =
+        WideFp8(Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows: 128, n: 256, k: 256, interleave: 0 });
     for rows in [8usize, 33] {
         let x = up(&g, &vec![f16::ZERO; rows * 256]);
         let mut y = g.stream().alloc_zeros::<f32>(rows * 256).unwrap();
-        let e = ops::wide_fp8_into(&g, &x.as_view(), &ok, &mut y.as_view_mut()).unwrap_err().to_string();
+        let e =
+            ops::wide_fp8_into(&g, &x.as_view(), &ok, &mut y.as_view_mut(), none()).unwrap_err().to_string();
         assert!(e.contains("9..=32 supported"), "{rows} rows: {e}");
     }
 }

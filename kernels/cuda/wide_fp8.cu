@@ -1,25 +1,36 @@
 // FP8 decode GEMM for 9-32 token rows: y[m, n] = sum_k x[m, k] w[n, k] with e4m3 weights
-// and block scales (skinny_tiles.cuh's layout and fp8_scale_row), x as f16 or bf16, f32
-// out, or gate|up interleaved by 8 rows with SwiGLU into an f16 act (the `_xh` kernels'
-// rounding). Two forms: 16 token rows (9-16) and 32 (17-32); rows past M are zero-filled.
+// and block scales (fp8_scale_row), x as f16 or bf16, f32 out, or gate|up interleaved by 8
+// rows with SwiGLU into an f16 act (the `_xh` kernels' rounding). Two forms: 16 token rows
+// (9-16) and 32 (17-32); rows past M are zero-filled.
 //
 // Why not the skinny kernels: they hold 16 weight rows per tile and read the tile's x
 // from L2 at every stage, so x traffic per weight byte is M/16, twice the weights' own at
-// 32 rows. Here a block holds 128 weight rows (8 warps of 16) and stages x once per stage
-// in shared memory for all of them: M/128. Over Qwen3-8B's projections that took 35 % and
-// 18 % less than cuBLAS on the bf16 copies at 16 and 32 rows (engine/PERF-LOG.md step 65).
+// 32 rows. Here a block holds 64 weight rows (4 warps of 16) and stages x once per stage
+// in shared memory for all of them: M/64. Over Qwen3-8B's projections the first form (128
+// rows) took 35 % and 18 % less than cuBLAS on the bf16 copies at 16 and 32 rows
+// (engine/PERF-LOG.md step 65).
 //
-// A stage is 128 k: 128 bytes of each of the block's 128 rows (one scale column) and the
-// same k of every token row of x, copied by all threads with cp.async into a ring of
-// WF_STAGES. Shared rows are XOR-swizzled by 16-byte unit so each fragment read hits every
-// bank once per phase. The MMAs are the skinny kernels' (thread t of a quad takes 32
-// contiguous codes of its rows g and g + 8, and the same k of token g of each 8-token
+// The weights come in their own layout (ops::wide_tiles, a copy made at load): a stage is
+// 128 k of a block's 64 rows, 8 KB in one contiguous run, which thread 0 moves with one bulk
+// copy completing on the stage's mbarrier, while every thread copies the stage's x (the same
+// k of every token row) with cp.async into a ring of WF_STAGES. Inside the run, row r's
+// 16-byte unit p holds the row's unit p ^ (r & 7), so each fragment read hits every bank once
+// per phase. 64-row blocks read that way beat 128-row blocks reading row-major matrices by
+// per-thread cp.async by 8.5 % / 11.5 % over the 144 projections at 16 / 32 rows (step 73):
+// one copy instruction per stage, and three or four blocks per SM spread a short grid's
+// tiles over the SMs more evenly. The MMAs are the skinny kernels' (thread t of a quad takes
+// 32 contiguous codes of its rows g and g + 8, and the same k of token g of each 8-token
 // group), the codes converted to f16 once per stage for all the groups.
 //
 // Grids short of SMs split K (the launcher picks the most blocks per tile that the SMs hold
 // at once): the `splits` blocks of a tile each take an equal run of stages and add their
 // partial sums into y with atomics (red.global.add.f32), so y must be zero before the
-// launch (the launcher zeroes it; a tile of one block stores instead). The order of those
+// launch (a tile of one block stores instead). A memset in front would cost a graph node
+// that PDL cannot overlap (~1.1 us, 108 of them in a Qwen3-8B step), so the wide GEMM before
+// it in the stream zeroes it: `clear` (clear_n4 float4s), zeroed by every block after its
+// pdl_wait, when every kernel before this one (the readers of that buffer's last sums among
+// them) has finished, and before the next kernel's pdl_wait returns. The launcher memsets
+// only where no such GEMM came first (ops::WideZeros). The order of those
 // adds varies from run to run, so at 9-32 rows the f32 sums are not the same bits at every
 // run: the price of the fastest form (vLLM and SGLang are not bit-deterministic at these
 // batches either). The deterministic forms lost: the blocks of a tile as a thread block
@@ -30,13 +41,13 @@
 // SwiGLU cannot follow a split-K sum inside the kernel (no block holds a whole sum), so the
 // SwiGLU form never splits: with gate|up interleaved by 8 rows a thread holds gate row g
 // and up row g + 8 of the same act column and applies SwiGLU in registers. Qwen3-8B's
-// gate|up has 192 tiles, one wave of at least one block per SM. At 16 rows that is the
-// fastest form (31.7 us, against 35.2 for the plain GEMM at 2 splits and 37.5 with the
+// gate|up has 384 tiles, several blocks per SM. At 16 rows that was the fastest form with
+// 128-row blocks (31.7 us, against 35.2 for the plain GEMM at 2 splits and 37.5 with the
 // swiglu kernel after it); at 32 rows the split GEMM and the swiglu kernel took 42.5 against
 // 43.9 alone, but in a step they add y's zeroing (a memset, which the GEMM cannot overlap
 // with PDL), a launch, and a bf16 act for down to convert: one form for both (step 65).
-#define WF_ROWS 128
-#define WF_THREADS 256
+#define WF_ROWS 64
+#define WF_THREADS 128
 #define WF_STAGES 4
 
 __device__ __forceinline__ int wf_w_unit(int r, int u) { return u ^ (r & 7); }
@@ -78,26 +89,34 @@ template <int MT, bool XBF, bool SWIGLU, class Out>
 __device__ __forceinline__ void wide_fp8(const unsigned char* __restrict__ x,
                                          const unsigned char* __restrict__ w,
                                          const float* __restrict__ scale_inv, Out* __restrict__ y,
-                                         int M, int N, int K, int R, int il, int splits) {
+                                         int M, int N, int K, int R, int il, int splits,
+                                         float* __restrict__ clear, int clear_n4) {
     constexpr int M8 = MT * 8, W_BYTES = WF_ROWS * 128, X_BYTES = M8 * 256, SLOT = W_BYTES + X_BYTES;
     extern __shared__ __align__(128) unsigned char ring[];
+    __shared__ __align__(8) unsigned long long full[WF_STAGES];
+    pdl_trigger();
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int nch = K / 128, per = (nch + splits - 1) / splits;
     const int tile = blockIdx.x / splits, split = blockIdx.x % splits;
     const int n0 = tile * WF_ROWS, kc0 = split * per, mine = max(0, min(nch, kc0 + per) - kc0);
-    const unsigned char* wt = w + (size_t)n0 * K;
+    // The tile's stages lie one after another (ops::wide_tiles).
+    const unsigned char* wt = w + (size_t)tile * nch * W_BYTES;
     const int ra = 16 * warp + g, rb = ra + 8;
     const int sc = (K + 127) / 128;
     const float* sra = scale_inv + (size_t)fp8_scale_row(n0 + ra, il, R) * sc + kc0;
     const float* srb = scale_inv + (size_t)fp8_scale_row(n0 + rb, il, R) * sc + kc0;
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    if (tid == 0) {
+        for (int s = 0; s < WF_STAGES; ++s) mbar_init(&full[s], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
 
+    // Thread 0 only: the stage's weights, one bulk copy onto its barrier.
     auto load_w = [&](int slot, int kc) {
-        unsigned char* ws = ring + slot * SLOT;
-#pragma unroll
-        for (int q = 0; q < WF_ROWS * 8 / WF_THREADS; ++q) {
-            const int i = tid + q * WF_THREADS, r = i >> 3, u = i & 7;
-            wf_copy16(ws + r * 128 + wf_w_unit(r, u) * 16, wt + (size_t)r * K + (size_t)kc * 128 + u * 16, true);
-        }
+        mbar_arrive_tx(&full[slot], W_BYTES);
+        bulk_load(ring + slot * SLOT, wt + (size_t)kc * W_BYTES, W_BYTES, &full[slot], policy);
     };
     auto load_x = [&](int slot, int kc) {
         unsigned char* xs = ring + slot * SLOT + W_BYTES;
@@ -113,14 +132,21 @@ __device__ __forceinline__ void wide_fp8(const unsigned char* __restrict__ x,
         }
     };
 
-    pdl_trigger();
     // The weights are constants: their first stages stream before the wait on the kernel
-    // that writes x. Each stage's copies are one commit group with its x (stage 0's group
-    // holds the early weights too).
+    // that writes x. Each stage's x is one cp.async commit group.
+    if (tid == 0) {
 #pragma unroll
-    for (int s = 0; s < WF_STAGES - 1; ++s)
-        if (s < mine) load_w(s, kc0 + s);
+        for (int s = 0; s < WF_STAGES - 1; ++s)
+            if (s < mine) load_w(s, kc0 + s);
+    }
     pdl_wait();
+    // The next split wide GEMM's y, zeroed here instead of by a memset in front of it (its
+    // readers finished before this wait returned; see the header).
+    if (clear != nullptr) {
+        float4* c4 = reinterpret_cast<float4*>(clear);
+        for (int i = blockIdx.x * WF_THREADS + tid; i < clear_n4; i += gridDim.x * WF_THREADS)
+            c4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
 #pragma unroll
     for (int s = 0; s < WF_STAGES - 1; ++s) {
         if (s < mine) load_x(s, kc0 + s);
@@ -131,9 +157,10 @@ __device__ __forceinline__ void wide_fp8(const unsigned char* __restrict__ x,
     for (int j = 0; j < MT; ++j) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.f;
     for (int i = 0; i < mine; ++i) {
         wf_wait_pending<WF_STAGES - 2>();
+        mbar_wait(&full[i % WF_STAGES], (i / WF_STAGES) & 1);
         __syncthreads();  // stage i landed for every thread; the slot of stage i - 1 is free
         if (i + WF_STAGES - 1 < mine) {
-            load_w((i + WF_STAGES - 1) % WF_STAGES, kc0 + i + WF_STAGES - 1);
+            if (tid == 0) load_w((i + WF_STAGES - 1) % WF_STAGES, kc0 + i + WF_STAGES - 1);
             load_x((i + WF_STAGES - 1) % WF_STAGES, kc0 + i + WF_STAGES - 1);
         }
         asm volatile("cp.async.commit_group;" ::: "memory");
@@ -211,17 +238,18 @@ __device__ __forceinline__ void wide_fp8(const unsigned char* __restrict__ x,
 }
 
 // Entry points by token rows (the 16- and 32-row forms), x type and output.
-#define WF_ENTRY(NAME, MT, XBF, SWIGLU, XT, OUT)                                                  \
-    extern "C" __global__ void __launch_bounds__(WF_THREADS, 2)                                  \
+// BLOCKS: resident blocks per SM, as the form's ring allows (ops::wide's blocks_per_sm).
+#define WF_ENTRY(NAME, MT, XBF, SWIGLU, XT, OUT, BLOCKS)                                          \
+    extern "C" __global__ void __launch_bounds__(WF_THREADS, BLOCKS)                             \
         NAME(const XT* __restrict__ x, const unsigned char* __restrict__ w,                       \
              const float* __restrict__ scale_inv, OUT* __restrict__ y, int M, int N, int K, int R, \
-             int il, int splits) {                                                                \
+             int il, int splits, float* __restrict__ clear, int clear_n4) {                       \
         wide_fp8<MT, XBF, SWIGLU>(reinterpret_cast<const unsigned char*>(x), w, scale_inv, y, M, N, \
-                                  K, R, il, splits);                                              \
+                                  K, R, il, splits, clear, clear_n4);                             \
     }
-WF_ENTRY(wide_fp8_m16, 2, false, false, __half, float)
-WF_ENTRY(wide_fp8_bx_m16, 2, true, false, __nv_bfloat16, float)
-WF_ENTRY(wide_fp8_swiglu_m16, 2, false, true, __half, __half)
-WF_ENTRY(wide_fp8_m32, 4, false, false, __half, float)
-WF_ENTRY(wide_fp8_bx_m32, 4, true, false, __nv_bfloat16, float)
-WF_ENTRY(wide_fp8_swiglu_m32, 4, false, true, __half, __half)
+WF_ENTRY(wide_fp8_m16, 2, false, false, __half, float, 4)
+WF_ENTRY(wide_fp8_bx_m16, 2, true, false, __nv_bfloat16, float, 4)
+WF_ENTRY(wide_fp8_swiglu_m16, 2, false, true, __half, __half, 4)
+WF_ENTRY(wide_fp8_m32, 4, false, false, __half, float, 3)
+WF_ENTRY(wide_fp8_bx_m32, 4, true, false, __nv_bfloat16, float, 3)
+WF_ENTRY(wide_fp8_swiglu_m32, 4, false, true, __half, __half, 3)

@@ -115,7 +115,7 @@ pub const ALL: &[KernelSource] = &[
     },
     KernelSource {
         file: "wide_fp8.cu",
-        src: with_tiles!("wide_fp8.cu"),
+        src: with_headers!(["common.cuh", "skinny_tiles.cuh", "bulk_ring.cuh"], "wide_fp8.cu"),
         kernels: &[
             "wide_fp8_m16",
             "wide_fp8_bx_m16",

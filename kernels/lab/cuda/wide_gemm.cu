@@ -1,20 +1,21 @@
 // Lab kernels (bin/wide_gemm.rs times them), behind the production wide FP8 GEMM
 // (kernels/cuda/wide_fp8.cu), which the program times at 16 and 32 token rows:
 // - wide_fp8_m64: the production kernel's main loop at 64 token rows, where it lost to
-//   cuBLAS (engine/PERF-LOG.md, 2026-12-03 16:00): one block per SM (128 KiB of ring).
+//   cuBLAS (engine/PERF-LOG.md, 2026-12-03 16:00, with 128-row blocks): one block per SM.
 // - wide_bf16_m16 / _m32 / _m64: the same tiling for bf16 weights, which never beat cuBLAS.
-//   A stage is 64 k (128 bytes of each of the 128 weight rows) and the same k of every
+//   A stage is 64 k (128 bytes of each of the WF_ROWS weight rows) and the same k of every
 //   token row of x; the MMAs are the skinny kernels' bf16 ones (skinny_tiles.cuh), repeated
 //   for each group of 8 tokens; split-K blocks add into a zeroed y.
-// Both take the production entries' arguments (x, w, scale_inv, y, M, N, K, R, il, splits);
-// the bf16 kernels ignore scale_inv, R and il, and read every one of the MT * 8 rows of x.
+// Both take the production entries' arguments (x, w, scale_inv, y, M, N, K, R, il, splits,
+// clear, clear_n4); the bf16 kernels ignore scale_inv, R, il and clear, and read every one
+// of the MT * 8 rows of x.
 
 extern "C" __global__ void __launch_bounds__(WF_THREADS, 1)
     wide_fp8_m64(const __half* __restrict__ x, const unsigned char* __restrict__ w,
                  const float* __restrict__ scale_inv, float* __restrict__ y, int M, int N, int K, int R,
-                 int il, int splits) {
+                 int il, int splits, float* __restrict__ clear, int clear_n4) {
     wide_fp8<8, false, false>(reinterpret_cast<const unsigned char*>(x), w, scale_inv, y, M, N, K, R, il,
-                              splits);
+                              splits, clear, clear_n4);
 }
 
 // Unit u of token row m's 64-k x piece (8 units of 16 bytes).
@@ -98,7 +99,7 @@ __device__ __forceinline__ void wide_bf16(const unsigned char* __restrict__ x,
     extern "C" __global__ void __launch_bounds__(WF_THREADS, 2)                                   \
         NAME(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,            \
              const float* __restrict__ scale_inv, float* __restrict__ y, int M, int N, int K, int R, \
-             int il, int splits) {                                                                 \
+             int il, int splits, float* __restrict__ clear, int clear_n4) {                        \
         wide_bf16<MT>(reinterpret_cast<const unsigned char*>(x),                                   \
                       reinterpret_cast<const unsigned char*>(w), y, N, K, splits);                 \
     }

@@ -2,12 +2,12 @@
 // (kernels/cuda/wide_fp8.cu) and the bulk ring's barriers (bulk_ring.cuh): its main loop
 // with the three things that shape how its weights stream made template parameters, to
 // find which one holds the 16- and 32-row forms at 2.2-3.2 TB/s:
-// - WARPS: weight rows per block (16 per warp; production 8, so 128-row tiles). Fewer rows
-//   balance a short grid better (gate|up's 192 tiles leave 60 SMs two blocks and 72 one);
-//   x staged per stage costs M / (16 WARPS) of the weight bytes.
-// - ST: ring stages (production 4, two blocks per SM).
-// - MODE: 0 the production reads (128 bytes of each row per stage, rows K apart, one
-//   cp.async of 16 bytes per thread per 16 bytes); 1 the weights tiled so that a block's
+// - WARPS: weight rows per block (16 per warp; production 8 until step 74, so 128-row
+//   tiles, then 4). Fewer rows balance a short grid better (gate|up's 192 tiles leave 60
+//   SMs two blocks and 72 one); x staged per stage costs M / (16 WARPS) of the weight bytes.
+// - ST: ring stages (production 4).
+// - MODE: 0 the reads of the production kernel until step 74 (128 bytes of each row per
+//   stage, rows K apart, one cp.async of 16 bytes per thread per 16 bytes); 1 the weights tiled so that a block's
 //   stage is one contiguous 16 KB (swizzle applied in the layout), still cp.async per
 //   thread; 2 the tiled stage moved by one bulk copy (cp.async.bulk, completing on an
 //   mbarrier) that thread 0 issues, x by cp.async as before.

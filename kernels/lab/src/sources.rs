@@ -33,6 +33,8 @@ pub const WIDE_GEMM: &str = concat!(
     "\n",
     include_str!("../../cuda/skinny_tiles.cuh"),
     "\n",
+    include_str!("../../cuda/bulk_ring.cuh"),
+    "\n",
     include_str!("../../cuda/wide_fp8.cu"),
     "\n",
     include_str!("../cuda/wide_gemm.cu")

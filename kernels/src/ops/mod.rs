@@ -44,7 +44,10 @@ pub use skinny::{
 pub use skinny_norm::{NormEpi, norm_parts};
 pub use skinny_plan::{STAGED_X_ROWS, SkinnyForm, skinny_kernel};
 pub use weight_layout::{STAGE_ROW_BYTES, WeightLayout, tile_weights, tiled_index};
-pub use wide::{WIDE_MAX_ROWS, wide_fp8_into, wide_fp8_supported, wide_fp8_swiglu_into};
+pub use wide::{
+    WIDE_MAX_ROWS, WIDE_TILE_ROWS, WideFp8, WideZeros, wide_fp8_into, wide_fp8_supported,
+    wide_fp8_swiglu_into, wide_index, wide_shape, wide_tiles,
+};
 
 use crate::error::{KernelError, Result};
 

@@ -1,6 +1,7 @@
-//! The FP8 decode GEMM for 9-32 token rows (wide_fp8.cu): 128 weight rows per block with x
+//! The FP8 decode GEMM for 9-32 token rows (wide_fp8.cu): 64 weight rows per block, read
+//! from their own tiled copy of the codes (`wide_tiles`) one bulk copy per stage, with x
 //! staged once per stage in shared memory, K split across blocks that add into a zeroed y
-//! where the grid is short of SMs. Past 8 rows the skinny kernels' per-tile x reads outgrow
+//! where the grid is short of SMs (zeroed by the wide GEMM before it: `WideZeros`). Past 8 rows the skinny kernels' per-tile x reads outgrow
 //! the weights; past 32 the staged x costs more than the FP8 bytes save, and cuBLAS on the
 //! bf16 copies is faster (engine/PERF-LOG.md, 2026-12-03 16:00).
 
@@ -11,37 +12,97 @@ use crate::gpu::Gpu;
 use crate::launch::Launch;
 use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig};
 use half::f16;
+use rayon::prelude::*;
 
 /// Most token rows the wide kernels take: a 16-row form for 9-16, a 32-row one for 17-32
 /// (rows past the batch are zero-filled).
 pub const WIDE_MAX_ROWS: usize = 32;
 /// Token rows of the smaller form.
 const SMALL_ROWS: usize = 16;
-/// Weight rows per block, and the k of a ring stage (one FP8 scale column): n and k must be
-/// multiples of it.
-const ROWS: usize = 128;
-const THREADS: u32 = 256;
+/// Weight rows per block: n must be a multiple of it.
+pub const WIDE_TILE_ROWS: usize = 64;
+/// The k of a ring stage (one FP8 scale column): k must be a multiple of it.
+const STAGE_K: usize = 128;
+const THREADS: u32 = 128;
 const STAGES: u32 = 4;
-/// Resident blocks per SM (the kernels' launch bounds and shared memory allow two).
-const BLOCKS_PER_SM: usize = 2;
+
+/// An FP8 matrix whose codes are in the wide kernels' layout (`wide_tiles` of the row-major
+/// codes); the scales as `Fp8Matrix` has them.
+pub struct WideFp8<'a, 'b>(pub Fp8Matrix<'a, 'b>);
+
+/// How a wide GEMM finds its y, and what it zeroes for the next one (wide_fp8.cu's header
+/// says why): a step chains them so that no split GEMM needs a memset in front.
+#[derive(Default)]
+pub struct WideZeros<'a, 'b> {
+    /// y is all zeros already: an earlier wide GEMM in the stream cleared it (`clear`) and
+    /// nothing wrote it since. Otherwise the op memsets y where K splits.
+    pub y_zeroed: bool,
+    /// A buffer the kernel zeroes once every kernel before it has finished: the y of a later
+    /// split wide GEMM. Nothing before this kernel may still read it and nothing between
+    /// this kernel and that GEMM may write it; neither x nor y of this op.
+    pub clear: Option<&'a mut CudaViewMut<'b, f32>>,
+}
 
 /// Whether `wide_fp8_into` takes an FP8 matrix [n, k] at `rows` token rows.
 pub fn wide_fp8_supported(rows: usize, n: usize, k: usize) -> bool {
-    (SKINNY_MAX_ROWS + 1..=WIDE_MAX_ROWS).contains(&rows) && n.is_multiple_of(ROWS) && k.is_multiple_of(ROWS)
+    (SKINNY_MAX_ROWS + 1..=WIDE_MAX_ROWS).contains(&rows) && wide_shape(n, k)
 }
 
-/// A form's dynamic shared memory: a ring of 128 rows x 128 bytes of weights and
+/// Whether an [n, k] matrix has a wide layout (`wide_tiles`).
+pub fn wide_shape(n: usize, k: usize) -> bool {
+    n > 0 && n.is_multiple_of(WIDE_TILE_ROWS) && k > 0 && k.is_multiple_of(STAGE_K)
+}
+
+/// FP8 codes [n, k] row-major -> the wide kernels' layout: tile by tile (64 rows), stage by
+/// stage (128 k), each stage's 64 x 128 bytes one contiguous run (one bulk copy), row after
+/// row; in a row the 16-byte unit at position p holds the row's unit p ^ (row % 8), the
+/// swizzle that lets the kernel's fragment reads hit every bank once. Element (r, c) lands
+/// at `wide_index`. `wide_shape(n, k)` must hold.
+pub fn wide_tiles(codes: &[u8], n: usize, k: usize) -> Vec<u8> {
+    assert!(wide_shape(n, k) && codes.len() == n * k, "codes {} are not a wide {n} x {k}", codes.len());
+    let mut out = vec![0u8; n * k];
+    // A tile is the same run of bytes in both layouts: permute the tiles in parallel.
+    let tile = WIDE_TILE_ROWS * k;
+    out.par_chunks_mut(tile).zip(codes.par_chunks(tile)).for_each(|(dst, src)| {
+        for s in 0..k / STAGE_K {
+            for r in 0..WIDE_TILE_ROWS {
+                for p in 0..8 {
+                    let from = r * k + s * STAGE_K + (p ^ (r % 8)) * 16;
+                    let to = (s * WIDE_TILE_ROWS + r) * STAGE_K + p * 16;
+                    dst[to..to + 16].copy_from_slice(&src[from..from + 16]);
+                }
+            }
+        }
+    });
+    out
+}
+
+/// Where `wide_tiles` puts code (row, col) of an [n, k] matrix (the index the kernel reads).
+pub fn wide_index(row: usize, col: usize, k: usize) -> usize {
+    let (t, r, s) = (row / WIDE_TILE_ROWS, row % WIDE_TILE_ROWS, col / STAGE_K);
+    let p = (col % STAGE_K / 16) ^ (r % 8);
+    t * WIDE_TILE_ROWS * k + (s * WIDE_TILE_ROWS + r) * STAGE_K + p * 16 + col % 16
+}
+
+/// A form's dynamic shared memory: a ring of 64 rows x 128 bytes of weights and
 /// `token_rows` rows x 256 bytes of x (128 k of f16) per stage.
 const fn smem(token_rows: usize) -> u32 {
-    STAGES * (ROWS as u32 * 128 + token_rows as u32 * 256)
+    STAGES * (WIDE_TILE_ROWS as u32 * 128 + token_rows as u32 * 256)
 }
-// Two blocks of either form fit an H100/H200 SM's 228 KiB (with the driver's 1 KiB per
-// block).
-const _: () = assert!(BLOCKS_PER_SM as u32 * (smem(WIDE_MAX_ROWS) + 1024) <= 228 * 1024);
 
-/// Blocks per tile for an [n, k] matrix: as many as the SMs' resident blocks hold at once.
-fn splits(gpu: &Gpu, n: usize, k: usize) -> usize {
-    split_count(n / ROWS, k / ROWS, BLOCKS_PER_SM * gpu.sms())
+/// Resident blocks per SM of a form: as many as an H100/H200 SM's 228 KiB of shared memory
+/// holds (with the driver's 1 KiB per block and the ring's barriers), at most 4; the
+/// kernels' launch bounds say the same (wide_fp8.cu's WF_ENTRY).
+const fn blocks_per_sm(token_rows: usize) -> usize {
+    let fit = 228 * 1024 / (smem(token_rows) as usize + 1024 + 64);
+    if fit < 4 { fit } else { 4 }
+}
+const _: () = assert!(blocks_per_sm(SMALL_ROWS) == 4 && blocks_per_sm(WIDE_MAX_ROWS) == 3);
+
+/// Blocks per tile for an [n, k] matrix at `token_rows` (the form): as many as the SMs'
+/// resident blocks hold at once.
+fn splits(gpu: &Gpu, n: usize, k: usize, token_rows: usize) -> usize {
+    split_count(n / WIDE_TILE_ROWS, k / STAGE_K, blocks_per_sm(token_rows) * gpu.sms())
 }
 
 /// `splits` for `tiles` tiles of `stages` stages on a GPU of `slots` resident blocks: the
@@ -59,16 +120,19 @@ fn split_count(tiles: usize, stages: usize, slots: usize) -> usize {
 }
 
 /// y[m, n] = sum_k x[m, k] w[n, k] for 9-32 rows of x (f16 as the `_f16` norms write it,
-/// or bf16), FP8 weights with their block scales (`Fp8Matrix`, plain or interleaved rows).
-/// Where K is split, y is zeroed on the stream first (a memset, which a CUDA graph
-/// captures) and the blocks add into it, so the sums' bits may differ between runs.
+/// or bf16), FP8 weights in the wide layout with their block scales (`WideFp8`, plain or
+/// interleaved rows).
+/// Where K is split the blocks add into a zeroed y (`zeros.y_zeroed`, else a memset on the
+/// stream first, which a CUDA graph captures), so the sums' bits may differ between runs.
 pub fn wide_fp8_into<X: SkinnyX>(
     gpu: &Gpu,
     x: &CudaView<'_, X>,
-    w: &Fp8Matrix<'_, '_>,
+    w: &WideFp8<'_, '_>,
     y: &mut CudaViewMut<'_, f32>,
+    zeros: WideZeros<'_, '_>,
 ) -> Result<()> {
     const OP: &str = "wide_fp8";
+    let w = &w.0;
     let m = check_shapes(OP, x.len(), w, y.len(), w.n)?;
     let name = match (X::F16, m <= SMALL_ROWS) {
         (true, true) => "wide_fp8_m16",
@@ -76,28 +140,30 @@ pub fn wide_fp8_into<X: SkinnyX>(
         (false, true) => "wide_fp8_bx_m16",
         (false, false) => "wide_fp8_bx_m32",
     };
-    let s = splits(gpu, w.n, w.k);
-    if s > 1 {
+    let s = splits(gpu, w.n, w.k, m);
+    if s > 1 && !zeros.y_zeroed {
         gpu.stream().memset_zeros(y).ctx("wide_fp8: zero y")?;
     }
-    launch(gpu, name, x, w, m, s, y)
+    launch(gpu, name, x, w, (m, s), y, zeros.clear)
 }
 
 /// act[m, n / 2] = SwiGLU of x w^T over gate|up rows interleaved by 8
 /// (`interleave_gate_up`), f16 x and act as the `_xh` skinny kernels (9-32 rows). K is
 /// never split: no block would hold a whole sum to apply SwiGLU to (wide_fp8.cu says why
-/// that costs Qwen3-8B's gate|up nothing).
+/// that costs Qwen3-8B's gate|up nothing). `clear`: as `WideZeros::clear`.
 pub fn wide_fp8_swiglu_into(
     gpu: &Gpu,
     x: &CudaView<'_, f16>,
-    w: &Fp8Matrix<'_, '_>,
+    w: &WideFp8<'_, '_>,
     act: &mut CudaViewMut<'_, f16>,
+    clear: Option<&mut CudaViewMut<'_, f32>>,
 ) -> Result<()> {
     const OP: &str = "wide_fp8_swiglu";
+    let w = &w.0;
     check(w.interleave > 0, OP, || "gate|up rows must be interleaved (interleave > 0)".into())?;
     let m = check_shapes(OP, x.len(), w, act.len(), w.n / 2)?;
     let name = if m <= SMALL_ROWS { "wide_fp8_swiglu_m16" } else { "wide_fp8_swiglu_m32" };
-    launch(gpu, name, x, w, m, 1, act)
+    launch(gpu, name, x, w, (m, 1), act, clear)
 }
 
 /// The rows of x [m, k] against the matrix and an output of m x `out_cols`.
@@ -108,8 +174,10 @@ fn check_shapes(
     out_len: usize,
     out_cols: usize,
 ) -> Result<usize> {
-    w.check(op, ROWS)?;
-    check(w.n.is_multiple_of(ROWS), op, || format!("n = {} must be a multiple of {ROWS}", w.n))?;
+    w.check(op, STAGE_K)?;
+    check(w.n.is_multiple_of(WIDE_TILE_ROWS), op, || {
+        format!("n = {} must be a multiple of {WIDE_TILE_ROWS}", w.n)
+    })?;
     check(x_len.is_multiple_of(w.k), op, || format!("x {x_len} is not rows x {}", w.k))?;
     let m = x_len / w.k;
     check((SKINNY_MAX_ROWS + 1..=WIDE_MAX_ROWS).contains(&m), op, || {
@@ -124,9 +192,9 @@ fn launch<X, O>(
     name: &'static str,
     x: &CudaView<'_, X>,
     w: &Fp8Matrix<'_, '_>,
-    m: usize,
-    splits: usize,
+    (m, splits): (usize, usize),
     out: &mut CudaViewMut<'_, O>,
+    clear: Option<&mut CudaViewMut<'_, f32>>,
 ) -> Result<()> {
     let (ni, ki) = (to_i32(name, "n", w.n)?, to_i32(name, "k", w.k)?);
     let (ri, il) = (to_i32(name, "scale_rows", w.scale_rows)?, to_i32(name, "interleave", w.interleave)?);
@@ -135,14 +203,26 @@ fn launch<X, O>(
     b.input_aligned16(w.codes, "codes")?;
     b.input(w.scale_inv).output(out);
     b.i32(m as i32).i32(ni).i32(ki).i32(ri).i32(il).i32(splits as i32);
+    match clear {
+        Some(c) => {
+            check(c.len().is_multiple_of(4), name, || format!("clear {} is not float4s", c.len()))?;
+            let n4 = to_i32(name, "clear", c.len() / 4)?;
+            b.output_aligned16(c)?.i32(n4);
+        }
+        None => {
+            b.null().i32(0);
+        }
+    }
     let cfg = LaunchConfig {
-        grid_dim: ((w.n / ROWS * splits) as u32, 1, 1),
+        grid_dim: ((w.n / WIDE_TILE_ROWS * splits) as u32, 1, 1),
         block_dim: (THREADS, 1, 1),
         shared_mem_bytes: smem(if m <= SMALL_ROWS { SMALL_ROWS } else { WIDE_MAX_ROWS }),
     };
-    // SAFETY: shapes checked by the callers (check_shapes); n and k are multiples of 128,
-    // so every tile and stage the kernel copies lies inside w, x rows past m are not read
-    // (zero-filled), and a split output was zeroed before the launch.
+    // SAFETY: shapes checked by the callers (check_shapes); n and k are multiples of 64 and
+    // 128, so every tile and stage the kernel copies lies inside w (the wide layout is a
+    // permutation of the n x k codes), x rows past m are not read (zero-filled), a split
+    // output was zeroed before the launch (here, or by the GEMM that cleared it: the
+    // caller's `WideZeros`), and `clear` is float4s the kernel only zeroes.
     unsafe { b.launch(cfg) }?;
     Ok(())
 }
@@ -152,19 +232,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn supported_shapes_are_wide_rows_of_128_multiples() {
+    fn supported_shapes_are_wide_rows_of_64_by_128_multiples() {
         assert!(wide_fp8_supported(9, 4096, 4096) && wide_fp8_supported(16, 24576, 12288));
         assert!(wide_fp8_supported(17, 4096, 4096) && wide_fp8_supported(32, 6144, 4096));
+        assert!(wide_fp8_supported(16, 192, 128), "n a multiple of 64 is enough");
         assert!(!wide_fp8_supported(8, 4096, 4096), "8 rows: the skinny kernels");
         assert!(!wide_fp8_supported(33, 4096, 4096), "33 rows: cuBLAS");
         assert!(!wide_fp8_supported(16, 4100, 4096) && !wide_fp8_supported(16, 4096, 4000));
+        assert!(!wide_fp8_supported(16, 4096, 4032) && !wide_fp8_supported(16, 0, 4096));
+    }
+
+    #[test]
+    fn wide_tiles_put_each_code_where_wide_index_says_and_lose_none() {
+        let (n, k) = (192, 384);
+        let codes: Vec<u8> = (0..n * k).map(|i| (i * 7 + i / 251) as u8).collect();
+        let t = wide_tiles(&codes, n, k);
+        let mut seen = vec![false; n * k];
+        for r in 0..n {
+            for c in 0..k {
+                let at = wide_index(r, c, k);
+                assert_eq!(t[at], codes[r * k + c], "({r}, {c}) at {at}");
+                assert!(!seen[at], "({r}, {c}) lands where another code did");
+                seen[at] = true;
+            }
+        }
+        // A stage is one run: tile 1, stage 2 starts at 64 k + 2 x 64 x 128; row 9's unit 0
+        // of it holds the row's unit 1 (the swizzle is 9 % 8 = 1).
+        assert_eq!(wide_index(64, 256, k), 64 * k + 2 * 64 * 128);
+        assert_eq!(wide_index(64 + 9, 256 + 16, k), 64 * k + 2 * 64 * 128 + 9 * 128);
     }
 
     #[test]
     fn splits_fill_one_wave_of_resident_blocks_without_idle_blocks() {
-        // Qwen3-8B on an H200 (132 SMs, 264 slots): qkv 48 tiles of 32 stages (5 splits of
-        // 7, 7, 7, 7 and 4 stages), o_proj 32 of 32, down 32 of 96, gate|up 192 of 32 (as a
-        // plain GEMM).
+        // Qwen3-8B on an H200 with 128-row blocks, two per SM (132 SMs, 264 slots): qkv 48
+        // tiles of 32 stages (5 splits of 7, 7, 7, 7 and 4 stages), o_proj 32 of 32, down
+        // 32 of 96, gate|up 192 of 32 (as a plain GEMM).
         assert_eq!(split_count(48, 32, 264), 5);
         assert_eq!(split_count(32, 32, 264), 8);
         assert_eq!(split_count(32, 96, 264), 8);
@@ -175,6 +277,10 @@ mod tests {
         assert_eq!(split_count(1, 3, 264), 3);
         assert_eq!(split_count(2, 96, 264), 96);
         assert_eq!(split_count(37, 12, 264), 6);
+        // 64-row blocks at 16 token rows, four per SM (528 slots): qkv 96 tiles, 5 splits;
+        // down 64 tiles of 96 stages, 8.
+        assert_eq!(split_count(96, 32, 4 * 132), 5);
+        assert_eq!(split_count(64, 96, 4 * 132), 8);
         for (tiles, stages) in [(1usize, 1usize), (3, 7), (5, 33), (48, 32), (7, 100)] {
             let s = split_count(tiles, stages, 264);
             let per = stages.div_ceil(s);
@@ -184,7 +290,8 @@ mod tests {
 
     #[test]
     fn the_rings_hold_four_stages_of_weights_and_x() {
-        assert_eq!(smem(16), 4 * (128 * 128 + 16 * 256));
-        assert_eq!(smem(32), 4 * (128 * 128 + 32 * 256));
+        assert_eq!(smem(16), 4 * (64 * 128 + 16 * 256));
+        assert_eq!(smem(32), 4 * (64 * 128 + 32 * 256));
+        assert_eq!((blocks_per_sm(16), blocks_per_sm(32)), (4, 3));
     }
 }

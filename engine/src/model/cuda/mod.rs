@@ -120,7 +120,7 @@ impl CudaBackend {
         tracing::info!(
             gpu = gpu.name(),
             arch = gpu.arch(),
-            tiled_copies_gb = weights.tiled_copy_bytes() as f64 / 1e9,
+            decode_copies_gb = weights.decode_copy_bytes() as f64 / 1e9,
             kernels_s,
             upload_s = started.elapsed().as_secs_f64() - kernels_s,
             "CUDA backend ready"

@@ -35,7 +35,7 @@ pub(super) fn make_copies(gpu: &Gpu, cfg: &ModelConfig, w: &mut GpuWeights) -> R
 /// allocated. The EAGLE-3 draft's FP8 matrices take one too (its first extension after a
 /// prefill runs over the whole prompt).
 pub(super) fn keep_copy(gpu: &Gpu, lin: &mut GpuLinear, n: usize, k: usize) -> Result<usize> {
-    let GpuLinear::Fp8 { codes, scale_inv, scale_rows, interleave, prefill } = lin else {
+    let GpuLinear::Fp8 { codes, scale_inv, scale_rows, interleave, prefill, .. } = lin else {
         return Ok(0);
     };
     if prefill.is_some() {

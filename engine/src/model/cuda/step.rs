@@ -155,7 +155,7 @@ impl<'a> Forward<'a> {
         }
         if self.xh {
             half_x::norm(gpu, sc, li > 0, &lw.input_norm, eps)?;
-            return half_x::qkv(gpu, lw, (n, hd), sc);
+            return half_x::qkv(gpu, li, lw, (n, hd), sc);
         }
         {
             let (mut x, nw, mut h) = (sc.x.as_view_mut(), lw.input_norm.as_view(), sc.h.as_view_mut());
@@ -217,10 +217,11 @@ impl<'a> Forward<'a> {
         if self.fold {
             return fold::after_attention(gpu, self.w, li, (hd, qd, inter), eps, sc);
         }
-        linear_w(gpu, &sc.attn, &lw.wo, hd, qd, &mut sc.o, deq.as_deref_mut())?;
         if self.xh {
+            half_x::o_proj(gpu, lw, (hd, qd), sc, deq)?;
             return half_x::mlp(gpu, lw, (hd, inter), eps, sc);
         }
+        linear_w(gpu, &sc.attn, &lw.wo, hd, qd, &mut sc.o, deq.as_deref_mut())?;
         {
             let (mut x, o, nw) = (sc.x.as_view_mut(), sc.o.as_view(), lw.post_norm.as_view());
             ops::add_rmsnorm_into(gpu, &mut x, &o, &nw, eps, &mut sc.h.as_view_mut()).map_err(kernel_err)?;

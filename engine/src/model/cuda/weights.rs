@@ -4,7 +4,12 @@
 //! [2 inter, hidden]. Norm weights stay f32 (tiny, and the norms compute in f32).
 //! FP8 projections (`Mat::fp8`) upload their e4m3 codes and block scales instead; fusing
 //! keeps 128-row scale blocks when every part's rows are a multiple of 128 (Qwen3-8B), and
-//! expands to one scale row per weight row otherwise (tiny test models).
+//! expands to one scale row per weight row otherwise (tiny test models). Their codes go up
+//! twice: row-major for the skinny GEMMs (1-8 rows) and prefill's dequantization, and in the
+//! wide GEMM's layout (`ops::wide_tiles`) for decode and verify batches of 9-32 rows, whose
+//! one-bulk-copy stages ran 8-12 % faster than any read of the row-major codes
+//! (engine/PERF-LOG.md step 73). One byte per weight more (7.6 GB on Qwen3-8B): the price of
+//! that speed at every batch past 8, EAGLE-3's verify included.
 //! gate|up rows are interleaved by 8 (`ops::interleave_gate_up`) when the intermediate size
 //! allows, so that decode runs gate|up and SwiGLU as one kernel (FP8 scales keep the
 //! checkpoint's gate-then-up order; the kernels map rows back).
@@ -14,7 +19,7 @@ use crate::weights::{Fp8Weight, Mat, ModelWeights};
 use kernels::Gpu;
 use kernels::bf16;
 use kernels::cudarc::driver::CudaSlice;
-use kernels::ops::{FP8_BLOCK, GATE_UP_GROUP, WeightLayout, interleave_gate_up, tile_weights};
+use kernels::ops::{self, FP8_BLOCK, GATE_UP_GROUP, WeightLayout, interleave_gate_up, tile_weights};
 use rayon::prelude::*;
 
 /// One (possibly fused) projection [n, k] on the device.
@@ -33,6 +38,9 @@ pub enum GpuLinear {
         /// (`CudaBackend::keep_fp8_prefill_copies`); None: prefill dequantizes into a
         /// scratch buffer every time.
         prefill: Option<CudaSlice<bf16>>,
+        /// The codes in the wide GEMM's layout (`ops::wide_tiles`) for 9-32 row decode; None
+        /// where the shape has none (`ops::wide_shape`: tiny test models' odd sizes).
+        wide: Option<CudaSlice<u8>>,
     },
 }
 
@@ -49,8 +57,11 @@ impl GpuLinear {
     pub fn bytes(&self) -> usize {
         match self {
             GpuLinear::Bf16 { rows, tiled } => 2 * (rows.len() + tiled.as_ref().map_or(0, |t| t.len())),
-            GpuLinear::Fp8 { codes, scale_inv, prefill, .. } => {
-                codes.len() + 4 * scale_inv.len() + 2 * prefill.as_ref().map_or(0, |p| p.len())
+            GpuLinear::Fp8 { codes, scale_inv, prefill, wide, .. } => {
+                codes.len()
+                    + 4 * scale_inv.len()
+                    + 2 * prefill.as_ref().map_or(0, |p| p.len())
+                    + wide.as_ref().map_or(0, |w| w.len())
             }
         }
     }
@@ -93,14 +104,15 @@ impl GpuWeights {
         self.lm_head.as_ref().unwrap_or(&self.embed)
     }
 
-    /// Bytes of the bf16 projections' tiled decode copies (`Tuning::tiled_weights`), held
-    /// beside their row-major matrices.
-    pub fn tiled_copy_bytes(&self) -> usize {
+    /// Bytes of the projections' decode copies held beside their row-major matrices: the
+    /// bf16 ones tiled (`Tuning::tiled_weights`), the FP8 ones in the wide GEMM's layout.
+    pub fn decode_copy_bytes(&self) -> usize {
         self.layers
             .iter()
             .flat_map(|l| [&l.wqkv, &l.wo, &l.wgu, &l.wdown])
             .filter_map(|w| match w {
                 GpuLinear::Bf16 { tiled: Some(t), .. } => Some(t.len() * 2),
+                GpuLinear::Fp8 { wide: Some(t), .. } => Some(t.len()),
                 _ => None,
             })
             .sum()
@@ -178,15 +190,22 @@ fn fp8_parts(what: &str, mats: &[&Mat]) -> Result<Option<Fp8Parts>> {
     Ok(Some(Fp8Parts { codes, scales, scale_rows: if aligned { FP8_BLOCK } else { 1 } }))
 }
 
-/// FP8 codes [n, k] and their scales, row-major.
-fn upload_fp8(gpu: &Gpu, what: &str, p: Fp8Parts, interleave: usize) -> Result<GpuLinear> {
+/// FP8 codes [n, k] (row-major, and in the wide layout where the shape has one) and their
+/// scales.
+fn upload_fp8(gpu: &Gpu, what: &str, p: Fp8Parts, k: usize, interleave: usize) -> Result<GpuLinear> {
     let s = gpu.stream();
+    let n = p.codes.len() / k;
+    let wide = match ops::wide_shape(n, k) {
+        true => Some(s.clone_htod(&ops::wide_tiles(&p.codes, n, k)).map_err(gpu_err(what))?),
+        false => None,
+    };
     Ok(GpuLinear::Fp8 {
         codes: s.clone_htod(&p.codes).map_err(gpu_err(what))?,
         scale_inv: s.clone_htod(&p.scales).map_err(gpu_err(what))?,
         scale_rows: p.scale_rows,
         interleave,
         prefill: None,
+        wide,
     })
 }
 
@@ -206,7 +225,7 @@ fn upload_bf16(gpu: &Gpu, what: &str, w: Vec<bf16>, (n, k): (usize, usize)) -> R
 pub(super) fn upload_linear(gpu: &Gpu, what: &str, mats: &[&Mat]) -> Result<GpuLinear> {
     let shape = (mats.iter().map(|m| m.rows).sum(), mats[0].cols);
     match fp8_parts(what, mats)? {
-        Some(parts) => upload_fp8(gpu, what, parts, 0),
+        Some(parts) => upload_fp8(gpu, what, parts, shape.1, 0),
         None => upload_bf16(gpu, what, to_bf16(mats), shape),
     }
 }
@@ -222,7 +241,7 @@ pub(super) fn upload_gate_up(gpu: &Gpu, what: &str, gate: &Mat, up: &Mat) -> Res
     let w = match fp8_parts(what, &[gate, up])? {
         Some(p) => {
             let codes = interleave_gate_up(&p.codes[..half], &p.codes[half..], k);
-            upload_fp8(gpu, what, Fp8Parts { codes, ..p }, inter)?
+            upload_fp8(gpu, what, Fp8Parts { codes, ..p }, k, inter)?
         }
         None => {
             let w = to_bf16(&[gate, up]);

@@ -1,16 +1,17 @@
 //! Experiment, GPU machine only (prints the speeds; asserts only correctness): decode GEMMs
-//! at 16, 32 and 64 token rows with 128-row tiles and x staged once per stage, on Qwen3-8B's
+//! at 16, 32 and 64 token rows with 64-row tiles and x staged once per stage, on Qwen3-8B's
 //! four projection shapes, FP8 (f16 x) and bf16, against what the engine ran there before
 //! (cuBLAS on bf16 weights) and against its skinny kernels 8 rows at a time. FP8 at 16 and
 //! 32 rows is the production kernel (kernels/cuda/wide_fp8.cu): its entries at several split
 //! counts, and the engine's ops as a step calls them (gate|up: SwiGLU fused with no split,
 //! against the split GEMM and the swiglu kernel after it); FP8 at 64 rows is its main loop
-//! in the lab's 64-row entry, bf16 the lab's own form (lab/cuda/wide_gemm.cu). Each matrix
+//! in the lab's 64-row entry (the FP8 wide kernels read the codes' wide copy,
+//! `ops::wide_tiles`), bf16 the lab's own form (lab/cuda/wide_gemm.cu). Each matrix
 //! is held in enough copies, run in turn, that no run finds its weights in L2. `cargo run
 //! -p kernels-lab --bin wide_gemm`.
 
 use kernels::cudarc::driver::{CudaFunction, CudaModule, CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
-use kernels::ops::{self, Fp8Matrix, WeightLayout};
+use kernels::ops::{self, Fp8Matrix, WeightLayout, WideFp8};
 use kernels::{Gpu, GpuOptions, bf16, f16};
 use kernels_lab::rng::Rng;
 use kernels_lab::sources;
@@ -18,8 +19,9 @@ use kernels_lab::timing::{opt_in_blocks_per_sm, time_us_reps};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-const ROWS: usize = 128;
-const THREADS: u32 = 256;
+/// Weight rows per block and threads (4 warps of 16 rows), as wide_fp8.cu's.
+const ROWS: usize = 64;
+const THREADS: u32 = 128;
 const STAGES: usize = 4;
 /// Bytes of weights each shape's copies add up to at least (L2 is 60 MB).
 const COPY_BYTES: usize = 200 << 20;
@@ -73,15 +75,18 @@ impl Wide {
         if splits > 1 {
             g.stream().memset_zeros(y).unwrap();
         }
-        let (mi, ni, ki, ri, ili, si) = (m as i32, n as i32, k as i32, ROWS as i32, il as i32, splits as i32);
+        let (mi, ni, ki, ri, ili, si) = (m as i32, n as i32, k as i32, 128i32, il as i32, splits as i32);
         let mut b = g.stream().launch_builder(&self.f);
+        // No buffer to clear for a next GEMM (a null `clear`).
+        let (clear, clear_n4) = (0u64, 0i32);
         b.arg(x).arg(w).arg(s).arg(y).arg(&mi).arg(&ni).arg(&ki).arg(&ri).arg(&ili).arg(&si);
+        b.arg(&clear).arg(&clear_n4);
         let cfg = LaunchConfig {
             grid_dim: ((n / ROWS * splits) as u32, 1, 1),
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: self.smem,
         };
-        // SAFETY: x [m, k], w [n, k], scales [n / 128, k / 128], y [m, n] (or the act
+        // SAFETY: x [m, k], w [n, k] (FP8: the wide copy), scales [n / 128, k / 128], y [m, n] (or the act
         // [m, n / 2]), as the kernel reads and writes them.
         unsafe { b.launch(cfg) }.unwrap();
     }
@@ -122,6 +127,13 @@ fn main() {
             let codes: Vec<u8> = if fp8 { (0..n * k).map(|_| r.code()).collect() } else { vec![] };
             let w8: Vec<CudaSlice<u8>> =
                 if fp8 { (0..copies).map(|_| st.clone_htod(&codes).unwrap()).collect() } else { vec![] };
+            // The same codes in the wide kernels' layout.
+            let w8t: Vec<CudaSlice<u8>> = if fp8 {
+                let t = ops::wide_tiles(&codes, n, k);
+                (0..copies).map(|_| st.clone_htod(&t).unwrap()).collect()
+            } else {
+                vec![]
+            };
             // bf16 weights: the bf16 model's, or for FP8 shapes what cuBLAS reads there.
             let wbh: Vec<bf16> = (0..n * k).map(|_| bf16::from_f32(r.unit() * 0.05)).collect();
             let wb: Vec<CudaSlice<bf16>> = (0..copies).map(|_| st.clone_htod(&wbh).unwrap()).collect();
@@ -184,7 +196,7 @@ fn main() {
                     let shape = (m, n, k, 0);
                     let launch = |y: &mut CudaSlice<f32>, c: usize| {
                         if fp8 {
-                            wide.run(&g, &xh, &w8[c], &s, y, shape, splits);
+                            wide.run(&g, &xh, &w8t[c], &s, y, shape, splits);
                         } else {
                             wide.run(&g, &xb, &wb[c], &s, y, shape, splits);
                         }
@@ -205,7 +217,7 @@ fn main() {
                 *totals.entry(format!("{wname} m={m} wide (best split count per shape)")).or_default() +=
                     best_wide * 36.0;
                 if fp8 && m <= ops::WIDE_MAX_ROWS {
-                    let step_us = engine_ops(&g, (name, n, k, m), (&w8, &s, &xh), &want, &mut rows);
+                    let step_us = engine_ops(&g, (name, n, k, m), (&w8t, &s, &xh), &want, &mut rows);
                     *totals.entry(format!("FP8 m={m} engine ops as a step calls them")).or_default() +=
                         step_us * 36.0;
                 }
@@ -242,7 +254,7 @@ fn main() {
     }
 }
 
-/// The engine's wide FP8 ops on one shape at m rows, timed over the weight copies into
+/// The engine's wide FP8 ops on one shape at m rows (`w8`: the wide copies), timed over the weight copies into
 /// `rows`: `wide_fp8_into` (y zeroed inside where K splits); for gate|up also the SwiGLU op
 /// the step runs (no split, act in f16) against the split GEMM into f32 and the swiglu
 /// kernel (act in bf16), checked against each other. Returns the time of the op the step
@@ -260,8 +272,8 @@ fn engine_ops(
     let sv = s.as_view();
     let gemm = |y: &mut CudaSlice<f32>, c: usize, il: usize| {
         let wv = w8[c].as_view();
-        let m8 = Fp8Matrix { codes: &wv, scale_inv: &sv, scale_rows: 128, n, k, interleave: il };
-        ops::wide_fp8_into(g, &xh.as_view(), &m8, &mut y.as_view_mut()).unwrap();
+        let m8 = WideFp8(Fp8Matrix { codes: &wv, scale_inv: &sv, scale_rows: 128, n, k, interleave: il });
+        ops::wide_fp8_into(g, &xh.as_view(), &m8, &mut y.as_view_mut(), Default::default()).unwrap();
     };
     gemm(&mut y, 0, 0);
     let err = rel_err(&st.clone_dtoh(&y).unwrap(), want);
@@ -282,8 +294,8 @@ fn engine_ops(
     let mut act_b = st.alloc_zeros::<bf16>(m * inter).unwrap();
     let swiglu = |act: &mut CudaSlice<f16>, c: usize| {
         let wv = w8[c].as_view();
-        let m8 = Fp8Matrix { codes: &wv, scale_inv: &sv, scale_rows: 128, n, k, interleave: inter };
-        ops::wide_fp8_swiglu_into(g, &xh.as_view(), &m8, &mut act.as_view_mut()).unwrap();
+        let m8 = WideFp8(Fp8Matrix { codes: &wv, scale_inv: &sv, scale_rows: 128, n, k, interleave: inter });
+        ops::wide_fp8_swiglu_into(g, &xh.as_view(), &m8, &mut act.as_view_mut(), None).unwrap();
     };
     let split_then_swiglu = |y: &mut CudaSlice<f32>, act_b: &mut CudaSlice<bf16>, c: usize| {
         gemm(y, c, inter);

@@ -5,12 +5,12 @@
 //! cp.async; tiled so a stage is one contiguous run, by cp.async; tiled by one bulk copy),
 //! each at the launcher's split rule for its own resident blocks (gate|up unsplit, as its
 //! SwiGLU form must be), beside the engine's op (`ops::wide_fp8_into`, its memset
-//! included) and the production kernel with no memset in front (timing only: the sums are
-//! wrong without it). Each matrix is held in enough copies that no run finds it in L2.
+//! included; since step 74 the 64-row bulk form) and the step-73 production form (128 rows,
+//! row-major) with no memset in front (timing only: the sums are wrong without it). Each matrix is held in enough copies that no run finds it in L2.
 //! `cargo run -p kernels-lab --bin wide_variants`.
 
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
-use kernels::ops::{self, Fp8Matrix};
+use kernels::ops::{self, Fp8Matrix, WideFp8};
 use kernels::{Gpu, GpuOptions, f16};
 use kernels_lab::rng::Rng;
 use kernels_lab::sources;
@@ -151,15 +151,16 @@ fn main() {
             let mut y = st.alloc_zeros::<f32>(m * n).unwrap();
             let sv = s.as_view();
             let op = |y: &mut CudaSlice<f32>, c: usize| {
-                let wv = rows_major[c].as_view();
-                let m8 = Fp8Matrix { codes: &wv, scale_inv: &sv, scale_rows: 128, n, k, interleave: 0 };
-                ops::wide_fp8_into(&g, &xh.as_view(), &m8, &mut y.as_view_mut()).unwrap();
+                let wv = tiles[&ops::WIDE_TILE_ROWS][c].as_view();
+                let m8 =
+                    WideFp8(Fp8Matrix { codes: &wv, scale_inv: &sv, scale_rows: 128, n, k, interleave: 0 });
+                ops::wide_fp8_into(&g, &xh.as_view(), &m8, &mut y.as_view_mut(), Default::default()).unwrap();
             };
             op(&mut y, 0);
             let want = st.clone_dtoh(&y).unwrap();
             let us = time_us_reps(&g, 4, || (0..copies).for_each(|c| op(&mut y, c))) / copies as f32;
             let tbs = |us: f32| (n * k) as f64 / (us as f64 * 1e-6) / 1e12;
-            println!("| {name} | {m} | engine wide_fp8 op | 2 | rule | {us:.1} | {:.2} | |", tbs(us));
+            println!("| {name} | {m} | engine wide_fp8 op | - | rule | {us:.1} | {:.2} | |", tbs(us));
             *totals.entry(format!("m={m} engine op")).or_default() += us * 36.0;
             for v in VARIANTS.iter().filter(|v| v.mt * 8 == m) {
                 let f = module.load_function(&v.name()).unwrap();

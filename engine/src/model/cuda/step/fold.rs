@@ -49,6 +49,28 @@ pub(super) fn with_fp8(
     }
 }
 
+/// Run `f` on an FP8 projection of `n` x `k` as the wide GEMM takes it (its codes in the
+/// wide layout); callers ask only where `has_wide` holds.
+pub(super) fn with_wide_fp8(
+    w: &GpuLinear,
+    (n, k): (usize, usize),
+    f: impl FnOnce(&ops::WideFp8<'_, '_>) -> kernels::Result<()>,
+) -> Result<()> {
+    match w {
+        GpuLinear::Fp8 { wide: Some(codes), scale_inv, scale_rows, interleave, .. } => {
+            let (cv, sv) = (codes.as_view(), scale_inv.as_view());
+            f(&ops::WideFp8(fp8_matrix(&cv, &sv, (*scale_rows, *interleave), n, k))).map_err(kernel_err)
+        }
+        _ => Err(EngineError::Backend("the wide GEMM runs FP8 projections with a wide copy only".into())),
+    }
+}
+
+/// Whether the wide GEMM takes `w` [n, k] at `rows` token rows: FP8 with its wide copy and a
+/// row count it runs (`ops::wide_fp8_supported`).
+pub(in crate::model::cuda) fn has_wide(w: &GpuLinear, rows: usize, (n, k): (usize, usize)) -> bool {
+    matches!(w, GpuLinear::Fp8 { wide: Some(_), .. }) && ops::wide_fp8_supported(rows, n, k)
+}
+
 /// y = x wᵀ for a decode batch with a folded norm's epilogue (`ops::NormEpi`).
 fn linear_folded(
     gpu: &Gpu,

@@ -117,16 +117,18 @@ pub(in crate::model::cuda) fn linear_w(
         GpuLinear::Bf16 { rows, tiled } => {
             return linear_bf16(gpu, x, (rows, tiled.as_ref()), n, k, y);
         }
-        GpuLinear::Fp8 { codes, scale_inv, scale_rows, interleave, prefill } => {
+        GpuLinear::Fp8 { codes, scale_inv, scale_rows, interleave, prefill, .. } => {
             (codes, scale_inv, (*scale_rows, *interleave), prefill)
         }
     };
+    let rows = x.len() / k;
+    if fold::has_wide(w, rows, (n, k)) {
+        let (xv, mut yv) = (x.as_view(), y.as_view_mut());
+        let zeros = ops::WideZeros::default();
+        return fold::with_wide_fp8(w, (n, k), |m8| ops::wide_fp8_into(gpu, &xv, m8, &mut yv, zeros));
+    }
     let (cv, sv) = (codes.as_view(), scale_inv.as_view());
     let m8 = fp8_matrix(&cv, &sv, how, n, k);
-    let rows = x.len() / k;
-    if ops::wide_fp8_supported(rows, n, k) {
-        return ops::wide_fp8_into(gpu, &x.as_view(), &m8, &mut y.as_view_mut()).map_err(kernel_err);
-    }
     if rows > SKINNY_MAX_ROWS && ops::blas_available(gpu) {
         // The kept bf16 copy (made by the same dequantization), else a fresh one.
         if let Some(wb) = prefill {
