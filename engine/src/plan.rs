@@ -102,6 +102,13 @@ pub const DEFAULT_MAX_BATCH_CPU: usize = 8;
 const CPU_DEFAULT_MAX_MODEL_LEN: usize = 4096;
 
 impl Plan {
+    /// Whether a step of this engine can decode 9-32 rows at once (the wide FP8 GEMM's
+    /// steps): batches past the skinny GEMMs' 8 rows, or any speculation (a verify runs
+    /// every tree node of every sequence as a row).
+    pub fn decodes_wide_rows(&self, speculative: bool) -> bool {
+        speculative || self.max_batch > kernels::ops::SKINNY_MAX_ROWS
+    }
+
     pub fn derive(cfg: &ModelConfig, a: &EngineArgs) -> Result<Plan> {
         let backend = match a.device {
             Device::Cpu => "cpu",
@@ -219,6 +226,18 @@ mod tests {
         assert!(err.to_string().contains("max_model_len"));
         let err = Plan::derive(&cfg, &EngineArgs { device: Device::Cuda, ..Default::default() }).unwrap_err();
         assert!(err.to_string().contains("device"));
+    }
+
+    #[test]
+    fn wide_rows_come_with_batches_past_8_or_speculation() {
+        let cfg = crate::presets::preset("tiny").unwrap();
+        let plan = |max_batch| {
+            let a = EngineArgs { device: Device::Cpu, max_batch: Some(max_batch), ..Default::default() };
+            Plan::derive(&cfg, &a).unwrap()
+        };
+        assert!(!plan(1).decodes_wide_rows(false) && !plan(8).decodes_wide_rows(false));
+        assert!(plan(9).decodes_wide_rows(false) && plan(64).decodes_wide_rows(false));
+        assert!(plan(1).decodes_wide_rows(true), "a verify of one sequence has a row per tree node");
     }
 
     #[test]

@@ -53,8 +53,15 @@ pub struct Tuning {
     /// contiguous run of bytes), uploaded beside the row-major matrices prefill's cuBLAS
     /// reads: faster decode for 2 bytes more GPU memory per layer weight (13.9 GB at
     /// Qwen3-8B). `0` keeps one row-major copy, for a larger KV cache. FP8 codes stay
-    /// row-major (tiled, they gained nothing). `LATLAB_TILED_WEIGHTS=0|1`.
+    /// row-major for the skinny GEMMs (tiled, they gained nothing). `LATLAB_TILED_WEIGHTS=0|1`.
     pub tiled_weights: bool,
+    /// FP8 projections also upload their codes in the wide GEMM's layout (`ops::wide_tiles`)
+    /// for steps of 9-32 rows (decode batches past 8, EAGLE-3's verify): 1 byte more GPU
+    /// memory per weight (7.6 GB at Qwen3-8B). Without them those steps run cuBLAS on bf16
+    /// copies, ~15 % slower a step (engine/PERF-LOG.md step 74). The engine turns it off
+    /// where no step can have 9-32 rows of decode (`--max-batch` 8 or less, no speculation).
+    /// `LATLAB_WIDE_FP8_COPIES=0|1`.
+    pub wide_fp8_copies: bool,
     /// Decode steps of 1-8 rows replay CUDA graphs (the engine's graph.rs). A diagnostic
     /// switch: `0` launches every kernel eagerly, several milliseconds slower a step, to
     /// tell a capture problem from a kernel one. `LATLAB_CUDA_GRAPHS=0|1`.
@@ -91,6 +98,7 @@ impl Default for Tuning {
             attention_blocks: 384,
             smem_carveout: Carveout::ATTENTION_MAX,
             tiled_weights: true,
+            wide_fp8_copies: true,
             graphs: true,
             run_ahead: true,
             step_timing: false,
@@ -153,6 +161,7 @@ impl Tuning {
                 })?,
             },
             tiled_weights: get("LATLAB_TILED_WEIGHTS", d.tiled_weights)?,
+            wide_fp8_copies: get("LATLAB_WIDE_FP8_COPIES", d.wide_fp8_copies)?,
             graphs: get("LATLAB_CUDA_GRAPHS", d.graphs)?,
             run_ahead: get("LATLAB_RUN_AHEAD", d.run_ahead)?,
             step_timing: get("LATLAB_STEP_TIMING", d.step_timing)?,

@@ -10,7 +10,7 @@ fn with(vars: &[(&str, &str)]) -> crate::Result<Tuning> {
 fn tuning_reads_every_variable() {
     let d = Tuning::default();
     assert_eq!(with(&[]).unwrap(), d);
-    assert!(d.pdl && d.tiled_weights && d.graphs && d.run_ahead && !d.step_timing);
+    assert!(d.pdl && d.tiled_weights && d.wide_fp8_copies && d.graphs && d.run_ahead && !d.step_timing);
     let t = with(&[
         ("LATLAB_PDL", "0"),
         ("LATLAB_BULK_STAGES", "6"),
@@ -21,12 +21,13 @@ fn tuning_reads_every_variable() {
         ("LATLAB_ATTENTION_BLOCKS", "132"),
         ("LATLAB_SMEM_CARVEOUT", "max-outside-gemms"),
         ("LATLAB_TILED_WEIGHTS", "0"),
+        ("LATLAB_WIDE_FP8_COPIES", "0"),
         ("LATLAB_CUDA_GRAPHS", "0"),
         ("LATLAB_RUN_AHEAD", "0"),
         ("LATLAB_STEP_TIMING", "1"),
     ])
     .unwrap();
-    assert!(!t.pdl && !t.tiled_weights && !t.graphs && !t.run_ahead && t.step_timing);
+    assert!(!t.pdl && !t.tiled_weights && !t.wide_fp8_copies && !t.graphs && !t.run_ahead && t.step_timing);
     assert_eq!((d.bulk_stages, t.bulk_stages), (4, 6));
     assert_eq!((d.bulk_stages_small, t.bulk_stages_small), (6, 8));
     assert_eq!((d.bulk_stages_wide, t.bulk_stages_wide), (5, 3));
@@ -46,6 +47,7 @@ fn a_bad_value_is_an_error_naming_the_variable() {
         for var in [
             "LATLAB_PDL",
             "LATLAB_TILED_WEIGHTS",
+            "LATLAB_WIDE_FP8_COPIES",
             "LATLAB_CUDA_GRAPHS",
             "LATLAB_RUN_AHEAD",
             "LATLAB_STEP_TIMING",
@@ -77,6 +79,7 @@ fn every_knob_is_named_in_json() {
         ("fp8_bulk_stages_small", serde_json::json!(5)),
         ("attention_blocks", serde_json::json!(384)),
         ("tiled_weights", serde_json::json!(true)),
+        ("wide_fp8_copies", serde_json::json!(true)),
         ("graphs", serde_json::json!(true)),
         ("run_ahead", serde_json::json!(true)),
         ("step_timing", serde_json::json!(false)),
@@ -85,5 +88,5 @@ fn every_knob_is_named_in_json() {
     }
     assert_eq!(v["smem_carveout"]["attention"], 100);
     assert!(v["smem_carveout"]["bf16_gemm"].is_null());
-    assert_eq!(v.as_object().unwrap().len(), 12, "a knob without a check here: {v}");
+    assert_eq!(v.as_object().unwrap().len(), 13, "a knob without a check here: {v}");
 }

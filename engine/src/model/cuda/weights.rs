@@ -9,7 +9,8 @@
 //! wide GEMM's layout (`ops::wide_tiles`) for decode and verify batches of 9-32 rows, whose
 //! one-bulk-copy stages ran 8-12 % faster than any read of the row-major codes
 //! (engine/PERF-LOG.md step 73). One byte per weight more (7.6 GB on Qwen3-8B): the price of
-//! that speed at every batch past 8, EAGLE-3's verify included.
+//! that speed at every batch past 8, EAGLE-3's verify included; an engine that never runs
+//! those steps skips it (`Tuning::wide_fp8_copies`).
 //! gate|up rows are interleaved by 8 (`ops::interleave_gate_up`) when the intermediate size
 //! allows, so that decode runs gate|up and SwiGLU as one kernel (FP8 scales keep the
 //! checkpoint's gate-then-up order; the kernels map rows back).
@@ -39,7 +40,8 @@ pub enum GpuLinear {
         /// scratch buffer every time.
         prefill: Option<CudaSlice<bf16>>,
         /// The codes in the wide GEMM's layout (`ops::wide_tiles`) for 9-32 row decode; None
-        /// where the shape has none (`ops::wide_shape`: tiny test models' odd sizes).
+        /// where the shape has none (`ops::wide_shape`: tiny test models' odd sizes) or the
+        /// engine needs none (`Tuning::wide_fp8_copies`): those steps then run cuBLAS.
         wide: Option<CudaSlice<u8>>,
     },
 }
@@ -190,12 +192,12 @@ fn fp8_parts(what: &str, mats: &[&Mat]) -> Result<Option<Fp8Parts>> {
     Ok(Some(Fp8Parts { codes, scales, scale_rows: if aligned { FP8_BLOCK } else { 1 } }))
 }
 
-/// FP8 codes [n, k] (row-major, and in the wide layout where the shape has one) and their
-/// scales.
+/// FP8 codes [n, k] (row-major, and in the wide layout where the shape has one and
+/// `Tuning::wide_fp8_copies` asks for it) and their scales.
 fn upload_fp8(gpu: &Gpu, what: &str, p: Fp8Parts, k: usize, interleave: usize) -> Result<GpuLinear> {
     let s = gpu.stream();
     let n = p.codes.len() / k;
-    let wide = match ops::wide_shape(n, k) {
+    let wide = match gpu.tuning().wide_fp8_copies && ops::wide_shape(n, k) {
         true => Some(s.clone_htod(&ops::wide_tiles(&p.codes, n, k)).map_err(gpu_err(what))?),
         false => None,
     };
