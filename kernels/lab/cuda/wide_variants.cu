@@ -181,3 +181,11 @@ WV_ENTRY(4, 8, 4, 1, 2)
 WV_ENTRY(4, 8, 4, 2, 2)
 WV_ENTRY(4, 4, 4, 2, 4)
 WV_ENTRY(4, 4, 6, 2, 2)
+// After step 74 (the 64-row bulk form in production): 32-row blocks (more, shorter-lived
+// blocks for qkv and o_proj's small grids) and ring depths around 4.
+WV_ENTRY(2, 2, 4, 2, 8)
+WV_ENTRY(2, 2, 8, 2, 4)
+WV_ENTRY(2, 4, 3, 2, 5)
+WV_ENTRY(2, 4, 5, 2, 3)
+WV_ENTRY(4, 2, 4, 2, 6)
+WV_ENTRY(4, 4, 3, 2, 4)

@@ -10,7 +10,7 @@
 //! `cargo run -p kernels-lab --bin wide_variants`.
 
 use kernels::cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
-use kernels::ops::{self, Fp8Matrix, WideFp8};
+use kernels::ops::{self, Fp8Matrix, WideFp8, WideZeros};
 use kernels::{Gpu, GpuOptions, f16};
 use kernels_lab::rng::Rng;
 use kernels_lab::sources;
@@ -41,7 +41,7 @@ impl Variant {
     }
 }
 
-const VARIANTS: [Variant; 12] = [
+const VARIANTS: [Variant; 18] = [
     Variant { mt: 2, warps: 8, stages: 4, mode: 0 },
     Variant { mt: 2, warps: 8, stages: 4, mode: 1 },
     Variant { mt: 2, warps: 8, stages: 4, mode: 2 },
@@ -54,6 +54,12 @@ const VARIANTS: [Variant; 12] = [
     Variant { mt: 4, warps: 8, stages: 4, mode: 2 },
     Variant { mt: 4, warps: 4, stages: 4, mode: 2 },
     Variant { mt: 4, warps: 4, stages: 6, mode: 2 },
+    Variant { mt: 2, warps: 2, stages: 4, mode: 2 },
+    Variant { mt: 2, warps: 2, stages: 8, mode: 2 },
+    Variant { mt: 2, warps: 4, stages: 3, mode: 2 },
+    Variant { mt: 2, warps: 4, stages: 5, mode: 2 },
+    Variant { mt: 4, warps: 2, stages: 4, mode: 2 },
+    Variant { mt: 4, warps: 4, stages: 3, mode: 2 },
 ];
 
 /// Codes [n, k] in the variants' tiled layout for `rows`-row tiles: stage s of tile T at
@@ -140,7 +146,7 @@ fn main() {
         let s = st.clone_htod(&scales).unwrap();
         let rows_major: Vec<CudaSlice<u8>> = (0..copies).map(|_| st.clone_htod(&codes).unwrap()).collect();
         let mut tiles = BTreeMap::<usize, Vec<CudaSlice<u8>>>::new();
-        for rows in [64usize, 128] {
+        for rows in [32usize, 64, 128] {
             let t = tiled(&codes, n, k, rows);
             tiles.insert(rows, (0..copies).map(|_| st.clone_htod(&t).unwrap()).collect());
         }
@@ -198,4 +204,100 @@ fn main() {
     for (what, us) in totals {
         println!("  {what}: {us:.0}");
     }
+    println!("\nThe 144 projections as a step chains them (the engine's ops, one graph, PDL), us:");
+    for m in [16usize, 32] {
+        let (chained, memsets) = chain_us(&g, &mut r, m);
+        println!(
+            "  m={m}: {chained:.0} chained (each split y cleared by the GEMM before); {memsets:.0} with a memset before each split GEMM"
+        );
+    }
+}
+
+/// Layers held for the chain: cycled over 36, 1.5 GB of codes, so no GEMM finds its
+/// weights in L2.
+const CHAIN_LAYERS: usize = 8;
+
+/// One layer's four FP8 projections in the wide layout (gate|up read as interleaved, as the
+/// step's SwiGLU form needs; random codes time the same in any order) and their scales.
+struct ChainLayer {
+    w: [(CudaSlice<u8>, CudaSlice<f32>); 4],
+}
+
+/// Qwen3-8B's 36 layers of qkv, o_proj, gate|up with SwiGLU and down at `m` rows through
+/// the engine's ops in one captured graph, as half_x.rs calls them: f16 x for qkv, gate|up
+/// and down, bf16 x (the attention's output) for o_proj; each split GEMM's y cleared by the
+/// wide GEMM before it (`WideZeros`), and again with a memset in front of each split GEMM
+/// instead (the engine before step 74). Asserts that the last down's sums match a
+/// standalone op's. Returns both times in us per chain.
+fn chain_us(g: &Gpu, r: &mut Rng, m: usize) -> (f32, f32) {
+    let st = g.stream();
+    let (hd, qkv_n, inter) = (4096usize, 6144usize, 12288usize);
+    let shapes = [(qkv_n, hd), (hd, hd), (2 * inter, hd), (hd, inter)];
+    let layers: Vec<ChainLayer> = (0..CHAIN_LAYERS)
+        .map(|_| ChainLayer {
+            w: shapes.map(|(n, k)| {
+                let codes: Vec<u8> = (0..n * k).map(|_| r.code()).collect();
+                let scales: Vec<f32> = (0..n / 128 * (k / 128)).map(|_| r.scale()).collect();
+                (st.clone_htod(&ops::wide_tiles(&codes, n, k)).unwrap(), st.clone_htod(&scales).unwrap())
+            }),
+        })
+        .collect();
+    let xf = |len: usize, r: &mut Rng| (0..len).map(|_| r.unit()).collect::<Vec<f32>>();
+    let h16 = st.clone_htod(&xf(m * hd, r).iter().map(|&v| f16::from_f32(v)).collect::<Vec<_>>()).unwrap();
+    let act16 =
+        st.clone_htod(&xf(m * inter, r).iter().map(|&v| f16::from_f32(v * 0.1)).collect::<Vec<_>>()).unwrap();
+    let attn = st
+        .clone_htod(&xf(m * hd, r).iter().map(|&v| kernels::bf16::from_f32(v)).collect::<Vec<_>>())
+        .unwrap();
+    let mut act_out = st.alloc_zeros::<f16>(m * inter).unwrap();
+    let mut qkv = st.alloc_zeros::<f32>(m * qkv_n).unwrap();
+    let mut o = st.alloc_zeros::<f32>(m * hd).unwrap();
+    // down reads `act16` (fixed), not the SwiGLU's output, so every down's sums are known.
+    let mut chain = |chained: bool| {
+        for li in 0..36 {
+            let l = &layers[li % CHAIN_LAYERS];
+            let m8 = |i: usize, il: usize| (l.w[i].0.as_view(), l.w[i].1.as_view(), shapes[i], il);
+            {
+                let ((c, s, (n, k), il), mut clear) = (m8(0, 0), o.as_view_mut());
+                let w =
+                    WideFp8(Fp8Matrix { codes: &c, scale_inv: &s, scale_rows: 128, n, k, interleave: il });
+                let z = WideZeros { y_zeroed: chained && li > 0, clear: chained.then_some(&mut clear) };
+                ops::wide_fp8_into(g, &h16.as_view(), &w, &mut qkv.as_view_mut(), z).unwrap();
+            }
+            {
+                let (c, s, (n, k), il) = m8(1, 0);
+                let w =
+                    WideFp8(Fp8Matrix { codes: &c, scale_inv: &s, scale_rows: 128, n, k, interleave: il });
+                let z = WideZeros { y_zeroed: chained, clear: None };
+                ops::wide_fp8_into(g, &attn.as_view(), &w, &mut o.as_view_mut(), z).unwrap();
+            }
+            {
+                let ((c, s, (n, k), il), mut clear) = (m8(2, inter), o.as_view_mut());
+                let w =
+                    WideFp8(Fp8Matrix { codes: &c, scale_inv: &s, scale_rows: 128, n, k, interleave: il });
+                let clear = chained.then_some(&mut clear);
+                ops::wide_fp8_swiglu_into(g, &h16.as_view(), &w, &mut act_out.as_view_mut(), clear).unwrap();
+            }
+            {
+                let ((c, s, (n, k), il), mut clear) = (m8(3, 0), qkv.as_view_mut());
+                let w =
+                    WideFp8(Fp8Matrix { codes: &c, scale_inv: &s, scale_rows: 128, n, k, interleave: il });
+                let z = WideZeros { y_zeroed: chained, clear: chained.then_some(&mut clear) };
+                ops::wide_fp8_into(g, &act16.as_view(), &w, &mut o.as_view_mut(), z).unwrap();
+            }
+        }
+    };
+    let chained = time_us_reps(g, 2, || chain(true));
+    let memsets = time_us_reps(g, 2, || chain(false));
+    // The last chain the stream ran, eagerly and chained, leaves the last down's sums in o.
+    chain(true);
+    let got = st.clone_dtoh(&o).unwrap();
+    let last = &layers[35 % CHAIN_LAYERS];
+    let (c, s) = (last.w[3].0.as_view(), last.w[3].1.as_view());
+    let w = WideFp8(Fp8Matrix { codes: &c, scale_inv: &s, scale_rows: 128, n: hd, k: inter, interleave: 0 });
+    let mut want = st.alloc_zeros::<f32>(m * hd).unwrap();
+    ops::wide_fp8_into(g, &act16.as_view(), &w, &mut want.as_view_mut(), WideZeros::default()).unwrap();
+    let err = rel_err(&got, &st.clone_dtoh(&want).unwrap());
+    assert!(err < 1e-4, "m={m}: the chained down is off a standalone one by {err:e}");
+    (chained, memsets)
 }
