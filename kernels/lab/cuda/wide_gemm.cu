@@ -2,7 +2,9 @@
 // (kernels/cuda/wide_fp8.cu), which the program times at 16 and 32 token rows:
 // - wide_fp8_m64: the production kernel's main loop at 64 token rows, where it lost to
 //   cuBLAS (engine/PERF-LOG.md, 2026-12-03 16:00, with 128-row blocks): one block per SM.
-// - wide_bf16_m16 / _m32 / _m64: the same tiling for bf16 weights, which never beat cuBLAS.
+// - wide_bf16_m16 / _m32 / _m64: the same tiling for bf16 weights, which never beat cuBLAS
+//   (row-major, 128-row blocks, 2026-12-03); wide_bf16_bulk_*: read as the FP8 kernel reads
+//   since step 74 (64-row blocks, a tiled copy, one bulk copy per stage).
 //   A stage is 64 k (128 bytes of each of the WF_ROWS weight rows) and the same k of every
 //   token row of x; the MMAs are the skinny kernels' bf16 ones (skinny_tiles.cuh), repeated
 //   for each group of 8 tokens; split-K blocks add into a zeroed y.
@@ -21,26 +23,52 @@ extern "C" __global__ void __launch_bounds__(WF_THREADS, 1)
 // Unit u of token row m's 64-k x piece (8 units of 16 bytes).
 __device__ __forceinline__ int wg_x_unit(int m, int u) { return u ^ (m & 7); }
 
-template <int MT>
+// BULK: the weights come tiled as the FP8 wide kernel's (ops::wide_tiles over the bf16
+// matrix's bytes, [n, 2k]: a stage is 64 k of the block's WF_ROWS rows, 128 bytes each, one
+// contiguous run moved by one bulk copy), else row-major by per-thread cp.async. Both wait
+// for the kernel before them with PDL (the weights' first stages stream before the wait),
+// zero `clear` for a later GEMM as the FP8 kernel does, and store where K is not split.
+template <int MT, bool BULK>
 __device__ __forceinline__ void wide_bf16(const unsigned char* __restrict__ x,
                                           const unsigned char* __restrict__ w, float* __restrict__ y,
-                                          int N, int K, int splits) {
+                                          int N, int K, int splits, float* __restrict__ clear,
+                                          int clear_n4) {
     constexpr int M = MT * 8, W_BYTES = WF_ROWS * 128, X_BYTES = M * 128, SLOT = W_BYTES + X_BYTES;
     extern __shared__ __align__(128) unsigned char ring[];
+    __shared__ __align__(8) unsigned long long full[WF_STAGES];
+    pdl_trigger();
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int nch = K / 64, per = (nch + splits - 1) / splits;
     const int tile = blockIdx.x / splits, split = blockIdx.x % splits;
     const int n0 = tile * WF_ROWS, kc0 = split * per, mine = max(0, min(nch, kc0 + per) - kc0);
-    const unsigned char* wt = w + (size_t)n0 * 2 * K;
-
-    auto load = [&](int slot, int kc) {
-        unsigned char* ws = ring + slot * SLOT;
-        unsigned char* xs = ws + W_BYTES;
-#pragma unroll
-        for (int q = 0; q < WF_ROWS * 8 / WF_THREADS; ++q) {
-            const int i = tid + q * WF_THREADS, r = i >> 3, u = i & 7;
-            cp_async16(ws + r * 128 + wf_w_unit(r, u) * 16, wt + (size_t)r * 2 * K + (size_t)kc * 128 + u * 16);
+    const unsigned char* wt = BULK ? w + (size_t)tile * nch * W_BYTES : w + (size_t)n0 * 2 * K;
+    unsigned long long policy = 0;
+    if constexpr (BULK) {
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+        if (tid == 0) {
+            for (int s = 0; s < WF_STAGES; ++s) mbar_init(&full[s], 1);
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         }
+        __syncthreads();
+    }
+
+    auto load_w = [&](int slot, int kc) {
+        unsigned char* ws = ring + slot * SLOT;
+        if constexpr (BULK) {
+            if (tid == 0) {
+                mbar_arrive_tx(&full[slot], W_BYTES);
+                bulk_load(ws, wt + (size_t)kc * W_BYTES, W_BYTES, &full[slot], policy);
+            }
+        } else {
+#pragma unroll
+            for (int q = 0; q < WF_ROWS * 8 / WF_THREADS; ++q) {
+                const int i = tid + q * WF_THREADS, r = i >> 3, u = i & 7;
+                cp_async16(ws + r * 128 + wf_w_unit(r, u) * 16, wt + (size_t)r * 2 * K + (size_t)kc * 128 + u * 16);
+            }
+        }
+    };
+    auto load_x = [&](int slot, int kc) {
+        unsigned char* xs = ring + slot * SLOT + W_BYTES;
 #pragma unroll
         for (int q = 0; q < (M * 8 + WF_THREADS - 1) / WF_THREADS; ++q) {
             const int i = tid + q * WF_THREADS;
@@ -55,15 +83,28 @@ __device__ __forceinline__ void wide_bf16(const unsigned char* __restrict__ x,
 #pragma unroll
     for (int j = 0; j < MT; ++j) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.f;
 #pragma unroll
+    for (int s = 0; s < WF_STAGES - 1; ++s)
+        if (s < mine) load_w(s, kc0 + s);
+    pdl_wait();
+    if (clear != nullptr) {
+        float4* c4 = reinterpret_cast<float4*>(clear);
+        for (int i = blockIdx.x * WF_THREADS + tid; i < clear_n4; i += gridDim.x * WF_THREADS)
+            c4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
     for (int s = 0; s < WF_STAGES - 1; ++s) {
-        if (s < mine) load(s, kc0 + s);
+        if (s < mine) load_x(s, kc0 + s);
         asm volatile("cp.async.commit_group;" ::: "memory");
     }
     const int ra = 16 * warp + g, rb = ra + 8;
     for (int i = 0; i < mine; ++i) {
         wf_wait_pending<WF_STAGES - 2>();
+        if constexpr (BULK) mbar_wait(&full[i % WF_STAGES], (i / WF_STAGES) & 1);
         __syncthreads();  // stage i landed for every thread; slot (i - 1) is free again
-        if (i + WF_STAGES - 1 < mine) load((i + WF_STAGES - 1) % WF_STAGES, kc0 + i + WF_STAGES - 1);
+        if (i + WF_STAGES - 1 < mine) {
+            load_w((i + WF_STAGES - 1) % WF_STAGES, kc0 + i + WF_STAGES - 1);
+            load_x((i + WF_STAGES - 1) % WF_STAGES, kc0 + i + WF_STAGES - 1);
+        }
         asm volatile("cp.async.commit_group;" ::: "memory");
         const unsigned char* ws = ring + (i % WF_STAGES) * SLOT;
         const unsigned char* xs = ws + W_BYTES;
@@ -85,24 +126,29 @@ __device__ __forceinline__ void wide_bf16(const unsigned char* __restrict__ x,
         }
     }
     // c[j]: rows ra (0, 1) and rb (2, 3), tokens 8j + 2t and 8j + 2t + 1.
+    const bool add = splits > 1;
 #pragma unroll
     for (int j = 0; j < MT; ++j) {
-        const size_t m0 = 8 * j + 2 * t;
-        atomicAdd(y + m0 * N + n0 + ra, c[j][0]);
-        atomicAdd(y + (m0 + 1) * N + n0 + ra, c[j][1]);
-        atomicAdd(y + m0 * N + n0 + rb, c[j][2]);
-        atomicAdd(y + (m0 + 1) * N + n0 + rb, c[j][3]);
+        float* y0 = y + (size_t)(8 * j + 2 * t) * N + n0;
+        wf_out(y0 + ra, c[j][0], add);
+        wf_out(y0 + N + ra, c[j][1], add);
+        wf_out(y0 + rb, c[j][2], add);
+        wf_out(y0 + N + rb, c[j][3], add);
     }
 }
 
-#define WG_BF16_ENTRY(NAME, MT)                                                                    \
-    extern "C" __global__ void __launch_bounds__(WF_THREADS, 2)                                   \
+#define WG_BF16_ENTRY(NAME, MT, BULK)                                                              \
+    extern "C" __global__ void __launch_bounds__(WF_THREADS, 3)                                   \
         NAME(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,            \
              const float* __restrict__ scale_inv, float* __restrict__ y, int M, int N, int K, int R, \
              int il, int splits, float* __restrict__ clear, int clear_n4) {                        \
-        wide_bf16<MT>(reinterpret_cast<const unsigned char*>(x),                                   \
-                      reinterpret_cast<const unsigned char*>(w), y, N, K, splits);                 \
+        wide_bf16<MT, BULK>(reinterpret_cast<const unsigned char*>(x),                             \
+                            reinterpret_cast<const unsigned char*>(w), y, N, K, splits, clear,     \
+                            clear_n4);                                                             \
     }
-WG_BF16_ENTRY(wide_bf16_m16, 2)
-WG_BF16_ENTRY(wide_bf16_m32, 4)
-WG_BF16_ENTRY(wide_bf16_m64, 8)
+WG_BF16_ENTRY(wide_bf16_m16, 2, false)
+WG_BF16_ENTRY(wide_bf16_m32, 4, false)
+WG_BF16_ENTRY(wide_bf16_m64, 8, false)
+WG_BF16_ENTRY(wide_bf16_bulk_m16, 2, true)
+WG_BF16_ENTRY(wide_bf16_bulk_m32, 4, true)
+WG_BF16_ENTRY(wide_bf16_bulk_m64, 8, true)

@@ -6,16 +6,20 @@
 //! counts, and the engine's ops as a step calls them (gate|up: SwiGLU fused with no split,
 //! against the split GEMM and the swiglu kernel after it); FP8 at 64 rows is its main loop
 //! in the lab's 64-row entry (the FP8 wide kernels read the codes' wide copy,
-//! `ops::wide_tiles`), bf16 the lab's own form (lab/cuda/wide_gemm.cu). Each matrix
+//! `ops::wide_tiles`), bf16 the lab's own form (lab/cuda/wide_gemm.cu), row-major and
+//! tiled (bulk copies, as the FP8 kernel since step 74); last, the 144 bf16 projections in
+//! one graph, cuBLAS against the bulk form chained with PDL (`bf16_chain`). Each matrix
 //! is held in enough copies, run in turn, that no run finds its weights in L2. `cargo run
 //! -p kernels-lab --bin wide_gemm`.
 
-use kernels::cudarc::driver::{CudaFunction, CudaModule, CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
+use kernels::cudarc::driver::{
+    CudaFunction, CudaModule, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
+};
 use kernels::ops::{self, Fp8Matrix, WeightLayout, WideFp8};
 use kernels::{Gpu, GpuOptions, bf16, f16};
 use kernels_lab::rng::Rng;
 use kernels_lab::sources;
-use kernels_lab::timing::{opt_in_blocks_per_sm, time_us_reps};
+use kernels_lab::timing::{launch_pdl, opt_in_blocks_per_sm, time_us_reps};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -137,6 +141,15 @@ fn main() {
             // bf16 weights: the bf16 model's, or for FP8 shapes what cuBLAS reads there.
             let wbh: Vec<bf16> = (0..n * k).map(|_| bf16::from_f32(r.unit() * 0.05)).collect();
             let wb: Vec<CudaSlice<bf16>> = (0..copies).map(|_| st.clone_htod(&wbh).unwrap()).collect();
+            // bf16 weights tiled as the FP8 wide kernel's codes ([n, 2k] bytes), for the bf16
+            // bulk form.
+            let wbt: Vec<CudaSlice<u8>> = if fp8 {
+                vec![]
+            } else {
+                let bytes: Vec<u8> = wbh.iter().flat_map(|v| v.to_bits().to_le_bytes()).collect();
+                let t = ops::wide_tiles(&bytes, n, 2 * k);
+                (0..copies).map(|_| st.clone_htod(&t).unwrap()).collect()
+            };
             for m in [16usize, 32, 64] {
                 let xf: Vec<f32> = (0..m * k).map(|_| r.unit()).collect();
                 let xh = st.clone_htod(&xf.iter().map(|&v| f16::from_f32(v)).collect::<Vec<_>>()).unwrap();
@@ -179,43 +192,48 @@ fn main() {
                 let mut rows: Vec<Row> = Vec::new();
                 // The wide kernel at split counts from 1 to 32 (as many as the stages allow
                 // without idle blocks), the production rule's among them.
-                let entry = match (fp8, m) {
-                    (true, 64) => "wide_fp8_m64".to_string(),
-                    (true, _) => format!("wide_fp8_m{m}"),
-                    (false, _) => format!("wide_bf16_m{m}"),
+                // Each wide entry and whether it reads the tiled (wide) copy: FP8 always; bf16
+                // row-major, then tiled with bulk copies.
+                let entries: Vec<(String, bool)> = match (fp8, m) {
+                    (true, 64) => vec![("wide_fp8_m64".to_string(), true)],
+                    (true, _) => vec![(format!("wide_fp8_m{m}"), true)],
+                    (false, _) => {
+                        vec![(format!("wide_bf16_m{m}"), false), (format!("wide_bf16_bulk_m{m}"), true)]
+                    }
                 };
-                let wide = Wide::new(&module, &entry, m, fp8);
-                let mut counts: Vec<usize> = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 16, 24, 32]
-                    .iter()
-                    .map(|&s| wide.no_idle(k, s))
-                    .collect();
-                counts.dedup();
-                let engine_count = wide.engine_splits(&g, n, k);
-                let mut best_wide = f32::MAX;
-                for splits in counts {
-                    let shape = (m, n, k, 0);
-                    let launch = |y: &mut CudaSlice<f32>, c: usize| {
-                        if fp8 {
-                            wide.run(&g, &xh, &w8t[c], &s, y, shape, splits);
-                        } else {
-                            wide.run(&g, &xb, &wb[c], &s, y, shape, splits);
-                        }
-                    };
-                    launch(&mut y, 0);
-                    let err = rel_err(&st.clone_dtoh(&y).unwrap(), &want);
-                    assert!(err < 1e-4, "{wname} {name} m={m} {splits} splits: wide kernel off by {err:e}");
-                    let us = time_us_reps(&g, 4, || {
-                        for c in 0..copies {
-                            launch(&mut y, c);
-                        }
-                    }) / copies as f32;
-                    best_wide = best_wide.min(us);
-                    let mark = if splits == engine_count { ", the launcher's rule" } else { "" };
-                    let what = format!("wide {entry}, {splits} splits ({} per SM){mark}", wide.per_sm);
-                    rows.push((what, us, Some(err)));
+                for (entry, tiled) in entries {
+                    let wide = Wide::new(&module, &entry, m, fp8);
+                    let mut counts: Vec<usize> = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 16, 24, 32]
+                        .iter()
+                        .map(|&s| wide.no_idle(k, s))
+                        .collect();
+                    counts.dedup();
+                    let engine_count = wide.engine_splits(&g, n, k);
+                    let mut best_wide = f32::MAX;
+                    for splits in counts {
+                        let shape = (m, n, k, 0);
+                        let launch = |y: &mut CudaSlice<f32>, c: usize| match (fp8, tiled) {
+                            (true, _) => wide.run(&g, &xh, &w8t[c], &s, y, shape, splits),
+                            (false, true) => wide.run(&g, &xb, &wbt[c], &s, y, shape, splits),
+                            (false, false) => wide.run(&g, &xb, &wb[c], &s, y, shape, splits),
+                        };
+                        launch(&mut y, 0);
+                        let err = rel_err(&st.clone_dtoh(&y).unwrap(), &want);
+                        assert!(err < 1e-4, "{wname} {name} m={m} {entry} {splits} splits: off by {err:e}");
+                        let us = time_us_reps(&g, 4, || {
+                            for c in 0..copies {
+                                launch(&mut y, c);
+                            }
+                        }) / copies as f32;
+                        best_wide = best_wide.min(us);
+                        let mark = if splits == engine_count { ", the launcher's rule" } else { "" };
+                        let what = format!("wide {entry}, {splits} splits ({} per SM){mark}", wide.per_sm);
+                        rows.push((what, us, Some(err)));
+                    }
+                    *totals
+                        .entry(format!("{wname} m={m} {entry} (best split count per shape)"))
+                        .or_default() += best_wide * 36.0;
                 }
-                *totals.entry(format!("{wname} m={m} wide (best split count per shape)")).or_default() +=
-                    best_wide * 36.0;
                 if fp8 && m <= ops::WIDE_MAX_ROWS {
                     let step_us = engine_ops(&g, (name, n, k, m), (&w8t, &s, &xh), &want, &mut rows);
                     *totals.entry(format!("FP8 m={m} engine ops as a step calls them")).or_default() +=
@@ -252,6 +270,101 @@ fn main() {
     for (k, us) in totals {
         println!("  {k}: {:.0} us", us);
     }
+    println!("\nbf16: the 144 projections chained as a step runs them (one graph), us:");
+    for m in [16usize, 32] {
+        let (cublas, wide) = bf16_chain(&g, &module, &mut r, m);
+        println!(
+            "  m={m}: cuBLAS {cublas:.0}; wide_bf16_bulk with PDL, each split y cleared by the GEMM before {wide:.0}"
+        );
+    }
+}
+
+/// Layers the bf16 chain cycles over 36: 3 GB in each layout, so nothing stays in L2.
+const CHAIN_LAYERS: usize = 8;
+
+/// Qwen3-8B's 36 layers of qkv, o_proj, gate|up (plain, into f32) and down at `m` rows of
+/// bf16 x in one graph: cuBLAS on row-major weights (the engine's bf16 path past 8 rows),
+/// against the lab's bulk bf16 form on tiled weights launched with PDL at the launcher's
+/// split rule, each split GEMM's y cleared by the GEMM before it (layer 0's qkv: a memset).
+/// Asserts that the last down's sums agree. Returns (cuBLAS, wide) in us per chain.
+fn bf16_chain(g: &Gpu, module: &Arc<CudaModule>, r: &mut Rng, m: usize) -> (f32, f32) {
+    let st = g.stream();
+    let (hd, inter) = (4096usize, 12288usize);
+    let shapes = [(6144usize, hd), (hd, hd), (2 * inter, hd), (hd, inter)];
+    // Per layer and shape: (row-major, tiled bytes).
+    let layers: Vec<Vec<(CudaSlice<bf16>, CudaSlice<u8>)>> = (0..CHAIN_LAYERS)
+        .map(|_| {
+            shapes
+                .iter()
+                .map(|&(n, k)| {
+                    let w: Vec<bf16> = (0..n * k).map(|_| bf16::from_f32(r.unit() * 0.05)).collect();
+                    let bytes: Vec<u8> = w.iter().flat_map(|v| v.to_bits().to_le_bytes()).collect();
+                    (st.clone_htod(&w).unwrap(), st.clone_htod(&ops::wide_tiles(&bytes, n, 2 * k)).unwrap())
+                })
+                .collect()
+        })
+        .collect();
+    let xb = st.clone_htod(&(0..m * hd).map(|_| bf16::from_f32(r.unit())).collect::<Vec<_>>()).unwrap();
+    let act =
+        st.clone_htod(&(0..m * inter).map(|_| bf16::from_f32(r.unit() * 0.1)).collect::<Vec<_>>()).unwrap();
+    let mut ys: Vec<CudaSlice<f32>> =
+        [6144, hd, 2 * inter].iter().map(|&n| st.alloc_zeros(m * n).unwrap()).collect();
+    let wide = Wide::new(module, &format!("wide_bf16_bulk_m{m}"), m, false);
+    let cublas = |ys: &mut [CudaSlice<f32>]| {
+        for li in 0..36 {
+            let l = &layers[li % CHAIN_LAYERS];
+            for (i, &(n, k)) in shapes.iter().enumerate() {
+                let x = if i == 3 { act.as_view() } else { xb.as_view() };
+                let y = &mut ys[if i == 3 { 1 } else { i }];
+                ops::gemm_into(g, &x, &l[i].0.as_view(), n, k, &mut y.as_view_mut()).unwrap();
+            }
+        }
+    };
+    // i's y and the y it clears for the next split GEMM: qkv clears o (o_proj's), gate|up
+    // clears o (down's), down clears qkv (the next layer's).
+    let (y_of, clears) = ([0usize, 1, 2, 1], [Some(1usize), None, Some(1), Some(0)]);
+    let chained = |ys: &mut [CudaSlice<f32>]| {
+        for li in 0..36 {
+            let l = &layers[li % CHAIN_LAYERS];
+            for (i, &(n, k)) in shapes.iter().enumerate() {
+                let splits = wide.engine_splits(g, n, k);
+                // Nothing clears gate|up's y (the step's SwiGLU form never splits; this plain
+                // one does not at Qwen3-8B's 384 tiles on 132 SMs), nor layer 0's qkv.
+                if splits > 1 && ((li == 0 && i == 0) || i == 2) {
+                    st.memset_zeros(&mut ys[y_of[i]]).unwrap();
+                }
+                let x = if i == 3 { &act } else { &xb };
+                let (clear, clear_n4) = match clears[i] {
+                    Some(c) => (ys[c].device_ptr(st).0, (ys[c].len() / 4) as u64),
+                    None => (0, 0),
+                };
+                let mut args = [
+                    x.device_ptr(st).0,
+                    l[i].1.device_ptr(st).0,
+                    0,
+                    ys[y_of[i]].device_ptr(st).0,
+                    m as u64,
+                    n as u64,
+                    k as u64,
+                    128,
+                    0,
+                    splits as u64,
+                    clear,
+                    clear_n4,
+                ];
+                let grid = (n / ROWS * splits) as u32;
+                launch_pdl(g, &wide.f, grid, THREADS, wide.smem, &mut args);
+            }
+        }
+    };
+    cublas(&mut ys);
+    let want = st.clone_dtoh(&ys[1]).unwrap();
+    chained(&mut ys);
+    let err = rel_err(&st.clone_dtoh(&ys[1]).unwrap(), &want);
+    assert!(err < 1e-4, "bf16 chain m={m}: the wide chain's last down is off cuBLAS's by {err:e}");
+    let cublas_us = time_us_reps(g, 2, || cublas(&mut ys));
+    let wide_us = time_us_reps(g, 2, || chained(&mut ys));
+    (cublas_us, wide_us)
 }
 
 /// The engine's wide FP8 ops on one shape at m rows (`w8`: the wide copies), timed over the weight copies into
