@@ -61,6 +61,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/runs/:id") view=pages::RunPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs/:id/delete") view=pages::DeleteRunPage ssr=SsrMode::Async/>
                     <Route path=path!("/c/:slug") view=pages::ComparisonPage ssr=SsrMode::Async/>
+                    <Route path=path!("/c/:slug/delete") view=pages::DeleteComparisonPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
         </Router>

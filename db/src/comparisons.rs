@@ -50,6 +50,20 @@ pub async fn create(tx: &mut Transaction<'_, Postgres>, new: &NewComparison) -> 
     Ok(slug)
 }
 
+/// Deletes the comparison `slug`: its permalink and run list go (`comparison_runs` cascades),
+/// its runs stay, and a run no other comparison lists may then be deleted
+/// (`run_removal`). False when there is no such comparison.
+pub async fn delete(pool: &PgPool, slug: &str) -> Result<bool, DbError> {
+    // Unchecked at compile time (`query`, not `query!`): one statement over two columns,
+    // covered by server/tests/run_admin.rs against a real database.
+    let n = sqlx::query("DELETE FROM comparisons WHERE slug = $1")
+        .bind(slug)
+        .execute(pool)
+        .await?
+        .rows_affected();
+    Ok(n == 1)
+}
+
 pub async fn get(pool: &PgPool, slug: &str) -> Result<Option<ComparisonView>, DbError> {
     let Some(c) = sqlx::query!(
         "SELECT id, slug, title, view, created_at, tags, note FROM comparisons WHERE slug = $1",

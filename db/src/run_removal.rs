@@ -3,7 +3,8 @@
 //! A comparison is a permalink people share as evidence, so a run in one is never deleted
 //! from under it: deleting is refused with the comparisons named, and archiving (which
 //! hides the run from the runs list but keeps it, its numbers and every comparison whole)
-//! is what tidies such a run away. A queued or running run is refused too: cancel it first,
+//! is what tidies such a run away, unless its comparisons are deleted first
+//! (`comparisons::delete`: whoever shares a permalink may also retract it). A queued or running run is refused too: cancel it first,
 //! so a worker never finds its run gone mid-benchmark. Everything else a run owns (result,
 //! request records, telemetry, log) goes with it, in one transaction.
 

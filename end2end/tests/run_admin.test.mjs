@@ -1,7 +1,8 @@
 // Managing runs in the browser: a tag added on a run's page filters the runs list to
 // exactly the tagged runs; deleting asks first (cancel keeps the run, confirm removes it),
 // with and without JavaScript; a run in a comparison is offered archiving instead and stays
-// in its comparison.
+// in its comparison; deleting a comparison asks first and keeps its runs, which may then be
+// deleted.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startLatlab, launchBrowser, api } from '../harness.mjs';
@@ -113,6 +114,28 @@ test('a run in a comparison is offered archiving instead, and stays in its compa
   await Promise.all([page.waitForURL(/archived=only/), page.click('#filter-apply')]);
   await page.waitForSelector('[data-testid=list-count]');
   assert.deepEqual(await listed(page), [m]);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('deleting a comparison asks first, keeps its runs, and then lets them be deleted', async () => {
+  const { run_ids: [a, b], comparison_slug: slug } = await finishedRuns('compared then freed', [1, 2]);
+  const page = await browser.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${app.base}/c/${slug}`);
+  await Promise.all([page.waitForURL(`${app.base}/c/${slug}/delete`), page.click('#comparison-delete')]);
+  assert.match(await page.textContent('[data-testid=delete-question]'), /stops working.*Its 2 runs stay/);
+  await Promise.all([page.waitForURL(`${app.base}/c/${slug}`), page.click('#delete-cancel')]);
+  assert.equal((await fetch(`${app.base}/api/comparisons/${slug}`)).status, 200, 'cancel keeps it');
+  await page.waitForSelector('#comparison-delete');
+  await Promise.all([page.waitForURL(`${app.base}/c/${slug}/delete`), page.click('#comparison-delete')]);
+  await Promise.all([page.waitForURL(`${app.base}/comparisons?deleted=${slug}`), page.click('#delete-confirm')]);
+  assert.match(await page.textContent('[data-testid=deleted-note]'), new RegExp(`/c/${slug} was deleted`));
+  assert.equal(await page.$(`tr[data-slug="${slug}"]`), null, 'gone from the list');
+  assert.equal((await fetch(`${app.base}/api/comparisons/${slug}`)).status, 404);
+  for (const id of [a, b]) assert.equal((await fetch(`${app.base}/api/runs/${id}`)).status, 200, `run ${id} stays`);
+  // Nothing lists the runs now: they may be deleted.
+  assert.equal((await fetch(`${app.base}/api/runs/${a}`, { method: 'DELETE' })).status, 204);
   assert.deepEqual(errors, []);
   await page.close();
 });

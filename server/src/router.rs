@@ -48,12 +48,13 @@ pub fn router(state: AppState) -> Router {
         .route("/c/{slug}/chart.svg", get(crate::api::exports::chart_svg))
         .route("/runs/{id}/chart.svg", get(crate::api::run_chart::chart_svg))
         .route(app::pages::COMPARE_PATH, axum::routing::post(crate::compare_form::submit))
-        // The run and comparison pages' plain forms; GET /runs/{id}/delete is the Leptos
-        // confirmation page.
+        // The run and comparison pages' plain forms; GET /runs/{id}/delete and
+        // /c/{slug}/delete are the Leptos confirmation pages.
         .route("/runs/{id}/annotations", axum::routing::post(crate::run_forms::annotate_run))
         .route("/runs/{id}/archive", axum::routing::post(crate::run_forms::archive))
         .route("/runs/{id}/delete", axum::routing::post(crate::run_forms::delete))
         .route("/c/{slug}/annotations", axum::routing::post(crate::run_forms::annotate_comparison))
+        .route("/c/{slug}/delete", axum::routing::post(crate::run_forms::delete_comparison))
         .leptos_routes_with_context(
             &state,
             routes,

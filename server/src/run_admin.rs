@@ -42,6 +42,15 @@ pub async fn set_archived(pool: &PgPool, id: i64, archived: bool) -> Result<(), 
     Ok(())
 }
 
+/// Deletes a comparison (its runs stay); a 404 when there is none.
+pub async fn delete_comparison(pool: &PgPool, slug: &str) -> Result<(), ApiError> {
+    if !db::comparisons::delete(pool, slug).await? {
+        return Err(ApiError::NotFound(format!("no comparison {slug:?}")));
+    }
+    tracing::info!(comparison = slug, "comparison deleted");
+    Ok(())
+}
+
 /// Deletes a finished run that no comparison lists; otherwise a 409 that says why and what
 /// to do instead.
 pub async fn delete_run(pool: &PgPool, id: i64) -> Result<(), ApiError> {
@@ -59,7 +68,8 @@ pub async fn delete_run(pool: &PgPool, id: i64) -> Result<(), ApiError> {
                 list.iter().map(|c| format!("\"{}\" (/c/{})", c.title, c.slug)).collect();
             Err(ApiError::Conflict(format!(
                 "run #{id} is in {} {}: {}; a comparison keeps every run it shows, so this run cannot be \
-                 deleted. Archive it instead to hide it from the runs list",
+                 deleted. Archive it instead to hide it from the runs list, or delete those comparisons \
+                 first",
                 list.len(),
                 if list.len() == 1 { "comparison" } else { "comparisons" },
                 names.join(", ")

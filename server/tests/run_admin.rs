@@ -140,6 +140,8 @@ async fn writes_need_the_token_and_the_same_origin(pool: PgPool) {
         ("DELETE", format!("/api/runs/{id}")),
         ("POST", format!("/runs/{id}/annotations")),
         ("POST", format!("/runs/{id}/delete")),
+        ("DELETE", "/api/comparisons/any".to_string()),
+        ("POST", "/c/any/delete".to_string()),
     ] {
         let r = app
             .send(
@@ -251,4 +253,70 @@ async fn deleting_asks_first_and_never_takes_a_run_from_a_comparison_or_a_worker
     );
     let r = app.send(Request::delete(format!("/api/runs/{lone}")).body(Body::empty()).unwrap()).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+#[sqlx::test(migrator = "db::MIGRATOR")]
+async fn deleting_a_comparison_asks_first_keeps_its_runs_and_frees_them(pool: PgPool) {
+    let app = TestApp::new(pool.clone());
+    let mut s = spec_json();
+    s["label"] = "swept".into();
+    s["load"]["max_concurrency"] = serde_json::json!([1, 2]);
+    let created = app.post_json("/api/runs", &s).await.json();
+    let slug = created["comparison_slug"].as_str().unwrap().to_string();
+    let runs: Vec<i64> = created["run_ids"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+    for &id in &runs {
+        finish(&pool, id).await;
+    }
+    // A second comparison of the first run keeps that run after the first goes.
+    let other = app
+        .post_json("/api/comparisons", &serde_json::json!({"title": "kept", "run_ids": [runs[0]]}))
+        .await
+        .json()["slug"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let refused =
+        app.send(Request::delete(format!("/api/runs/{}", runs[1])).body(Body::empty()).unwrap()).await;
+    assert!(refused.body.contains("delete those comparisons first"), "{}", refused.body);
+
+    // The comparison page links to the question; the question names the permalink and
+    // what stays, and Cancel goes back.
+    assert!(app.get(&format!("/c/{slug}")).await.body.contains(&format!("href=\"/c/{slug}/delete\"")));
+    let confirm = app.get(&format!("/c/{slug}/delete")).await;
+    assert_eq!(confirm.status, StatusCode::OK);
+    assert!(
+        confirm.body.contains("id=\"delete-confirm\"")
+            && confirm.body.contains(&format!("/c/{slug} stops working"))
+            && confirm.body.contains("Its 2 runs stay")
+            && confirm.body.contains(&format!("href=\"/c/{slug}\"")),
+        "{}",
+        confirm.body
+    );
+    assert_eq!(app.get("/c/no-such-slug/delete").await.status, StatusCode::NOT_FOUND);
+
+    // The form deletes and says so on the list; the runs stay.
+    let r = app.send(form(&format!("/c/{slug}/delete"), "")).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert_eq!(location(&r), format!("/comparisons?deleted={slug}"));
+    assert_eq!(app.get(&format!("/api/comparisons/{slug}")).await.status, StatusCode::NOT_FOUND);
+    assert!(app.get(&location(&r)).await.body.contains(&format!("The comparison /c/{slug} was deleted")));
+    for &id in &runs {
+        assert_eq!(app.get(&format!("/api/runs/{id}")).await.status, StatusCode::OK, "run {id} stays");
+    }
+    // A run only it listed may now be deleted; one another comparison lists may not.
+    let r = app.send(Request::delete(format!("/api/runs/{}", runs[1])).body(Body::empty()).unwrap()).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    let r = app.send(Request::delete(format!("/api/runs/{}", runs[0])).body(Body::empty()).unwrap()).await;
+    assert!(r.status == StatusCode::CONFLICT && r.body.contains(&format!("/c/{other}")), "{}", r.body);
+
+    // The API: 204, then 404; a second form post goes back to the question with the reason;
+    // a slug that could not be one goes to the list.
+    let r = app.send(Request::delete(format!("/api/comparisons/{other}")).body(Body::empty()).unwrap()).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let r = app.send(Request::delete(format!("/api/comparisons/{other}")).body(Body::empty()).unwrap()).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let r = app.send(form(&format!("/c/{other}/delete"), "")).await;
+    assert!(location(&r).starts_with(&format!("/c/{other}/delete?error=")), "{}", location(&r));
+    let r = app.send(form("/c/a%0Ab/delete", "")).await;
+    assert_eq!(location(&r), "/comparisons");
 }

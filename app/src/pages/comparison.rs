@@ -161,7 +161,8 @@ fn Comparison(c: Arc<ComparisonView>, view: Memo<Result<ChartView, ValidationErr
         {(live > 0).then(|| view! {
             <p class="live-note" data-testid="live-note">{format!("{live} of {} runs still going; this page updates as they finish.", c.runs.len())}</p>
         })}
-        <p class="muted">"Permalink: " <code>{format!("/c/{}", c.slug)}</code></p>
+        <p class="muted">"Permalink: " <code>{format!("/c/{}", c.slug)}</code>
+            " · " <a href=format!("/c/{}/delete", c.slug) id="comparison-delete">"Delete this comparison…"</a></p>
         <crate::components::AnnotationsPanel action=format!("/c/{}/annotations", c.slug) tags=c.tags.clone() note=c.note.clone()/>
         <ul class="warnings">{warn}</ul>
         <ChartControls c=c.clone() view/>

@@ -14,9 +14,16 @@ pub fn ComparisonsPage() -> impl IntoView {
     let query = use_query_map();
     let before = move || query.read().get("before");
     let list = Resource::new(before, |b| list_comparisons(PAGE, b, None));
+    // After a delete (`server::run_forms::delete_comparison` redirects here).
+    let deleted = move || {
+        query.read().get("deleted").map(|slug| {
+            view! { <p class="notice" role="status" data-testid="deleted-note">{format!("The comparison /c/{slug} was deleted; its runs are still on the runs list.")}</p> }
+        })
+    };
     view! {
         <Title text="Comparisons · latlab"/>
         <h1>"Comparisons"</h1>
+        {deleted}
         <p class="muted">"A comparison is a permalink to runs side by side. A sweep makes one; so does picking runs on the "<a href="/runs">"runs list"</a>"."</p>
         <Suspense fallback=|| view! { <p>"Loading comparisons…"</p> }>
             {move || list.get().map(|r| match r {

@@ -37,7 +37,7 @@ pub fn DeleteRunPage() -> impl IntoView {
                         }.into_any()
                     } else if !comparisons.is_empty() {
                         view! {
-                            <p data-testid="delete-refused">{format!("Run #{id} is in {} comparison(s); a comparison keeps every run it shows, so this run cannot be deleted. Archive it instead: it leaves the runs list and stays in its comparisons.", comparisons.len())}</p>
+                            <p data-testid="delete-refused">{format!("Run #{id} is in {} comparison(s); a comparison keeps every run it shows, so this run cannot be deleted. Archive it instead: it leaves the runs list and stays in its comparisons. Or delete those comparisons first (each page has a delete link).", comparisons.len())}</p>
                             <ul>{comparisons.into_iter().map(|c| view! { <li><a href=format!("/c/{}", c.slug)>{c.title}</a></li> }).collect_view()}</ul>
                             <form method="post" action=format!("/runs/{id}/archive") class="inline-form">
                                 <input type="hidden" name="archived" value="true"/>

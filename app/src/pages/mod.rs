@@ -2,6 +2,7 @@
 
 mod comparison;
 mod comparisons;
+mod delete_comparison;
 mod delete_run;
 mod home;
 mod import;
@@ -12,6 +13,7 @@ mod runs;
 
 pub use comparison::ComparisonPage;
 pub use comparisons::ComparisonsPage;
+pub use delete_comparison::DeleteComparisonPage;
 pub use delete_run::DeleteRunPage;
 pub use home::HomePage;
 pub use import::{IMPORT_PATH, ImportFormState, ImportPage};

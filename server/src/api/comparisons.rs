@@ -1,4 +1,5 @@
-//! `/api/comparisons`: create a permalink for an ordered set of runs; read one back.
+//! `/api/comparisons`: create a permalink for an ordered set of runs; read one back; delete
+//! one (its runs stay).
 
 use super::ApiError;
 use super::json_body::JsonBody;
@@ -34,4 +35,10 @@ pub async fn annotate(
     JsonBody(a): JsonBody<Annotations>,
 ) -> Result<Json<Annotations>, ApiError> {
     Ok(Json(crate::run_admin::annotate_comparison(&st.pool, &slug, &a).await?))
+}
+
+/// Deletes a comparison: 204, or 404 when there is none. Its runs stay.
+pub async fn delete(State(st): State<AppState>, Path(slug): Path<String>) -> Result<StatusCode, ApiError> {
+    crate::run_admin::delete_comparison(&st.pool, &slug).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

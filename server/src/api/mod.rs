@@ -28,7 +28,7 @@ pub fn routes() -> Router<AppState> {
         .route("/runs/{id}/log", get(runs::log))
         .route("/runs/{id}/target", get(runs::target_info))
         .route("/comparisons", axum::routing::post(comparisons::create))
-        .route("/comparisons/{slug}", get(comparisons::get_one))
+        .route("/comparisons/{slug}", get(comparisons::get_one).delete(comparisons::delete))
         .route("/comparisons/{slug}/annotations", axum::routing::post(comparisons::annotate))
         .route("/comparisons/{slug}/export.csv", get(exports::csv))
         .route("/comparisons/{slug}/export.json", get(exports::json))
