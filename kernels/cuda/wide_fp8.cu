@@ -30,9 +30,8 @@
 // it in the stream zeroes it: `clear` (clear_n4 float4s), zeroed by every block after its
 // pdl_wait, when every kernel before this one (the readers of that buffer's last sums among
 // them) has finished, and before the next kernel's pdl_wait returns. The launcher memsets
-// only where no such GEMM came first (ops::WideZeros). The order of those
-// adds varies from run to run, so at 9-32 rows the f32 sums are not the same bits at every
-// run: the price of the fastest form (vLLM and SGLang are not bit-deterministic at these
+// only where no such GEMM came first (ops::WideZeros). The order of the split adds varies
+// from run to run, so at 9-32 rows the f32 sums are not the same bits at every run: the price of the fastest form (vLLM and SGLang are not bit-deterministic at these
 // batches either). The deterministic forms lost: the blocks of a tile as a thread block
 // cluster summing through distributed shared memory took 1.4-1.9x the atomics' time on the
 // split shapes (engine/PERF-LOG.md step 64), and partials in scratch summed in split order
@@ -65,6 +64,29 @@ __device__ __forceinline__ void wf_copy16(void* dst, const void* src, bool valid
 template <int N_>
 __device__ __forceinline__ void wf_wait_pending() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N_) : "memory");
+}
+
+// The ring's barriers, one per stage, for thread 0's bulk copies (every thread calls it;
+// it ends in a __syncthreads), and the L2 policy that lets the streamed weights go first.
+template <int STAGES>
+__device__ __forceinline__ unsigned long long wf_ring_init(unsigned long long* full) {
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) mbar_init(&full[s], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    return policy;
+}
+
+// `clear` (n4 float4s) zeroed by the whole grid: the next split GEMM's y (header). Only
+// after pdl_wait, when the buffer's last readers have finished.
+__device__ __forceinline__ void wf_clear(float* __restrict__ clear, int n4) {
+    if (clear == nullptr) return;
+    float4* c4 = reinterpret_cast<float4*>(clear);
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += gridDim.x * blockDim.x)
+        c4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
 }
 
 // One output of a split: stored where the tile has one block, else added into the zeroed y.
@@ -105,13 +127,7 @@ __device__ __forceinline__ void wide_fp8(const unsigned char* __restrict__ x,
     const int sc = (K + 127) / 128;
     const float* sra = scale_inv + (size_t)fp8_scale_row(n0 + ra, il, R) * sc + kc0;
     const float* srb = scale_inv + (size_t)fp8_scale_row(n0 + rb, il, R) * sc + kc0;
-    unsigned long long policy;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-    if (tid == 0) {
-        for (int s = 0; s < WF_STAGES; ++s) mbar_init(&full[s], 1);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
+    const unsigned long long policy = wf_ring_init<WF_STAGES>(full);
 
     // Thread 0 only: the stage's weights, one bulk copy onto its barrier.
     auto load_w = [&](int slot, int kc) {
@@ -140,13 +156,8 @@ __device__ __forceinline__ void wide_fp8(const unsigned char* __restrict__ x,
             if (s < mine) load_w(s, kc0 + s);
     }
     pdl_wait();
-    // The next split wide GEMM's y, zeroed here instead of by a memset in front of it (its
-    // readers finished before this wait returned; see the header).
-    if (clear != nullptr) {
-        float4* c4 = reinterpret_cast<float4*>(clear);
-        for (int i = blockIdx.x * WF_THREADS + tid; i < clear_n4; i += gridDim.x * WF_THREADS)
-            c4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-    }
+    // The next split wide GEMM's y, zeroed here instead of by a memset in front of it.
+    wf_clear(clear, clear_n4);
 #pragma unroll
     for (int s = 0; s < WF_STAGES - 1; ++s) {
         if (s < mine) load_x(s, kc0 + s);

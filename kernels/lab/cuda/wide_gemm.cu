@@ -43,14 +43,7 @@ __device__ __forceinline__ void wide_bf16(const unsigned char* __restrict__ x,
     const int n0 = tile * WF_ROWS, kc0 = split * per, mine = max(0, min(nch, kc0 + per) - kc0);
     const unsigned char* wt = BULK ? w + (size_t)tile * nch * W_BYTES : w + (size_t)n0 * 2 * K;
     unsigned long long policy = 0;
-    if constexpr (BULK) {
-        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-        if (tid == 0) {
-            for (int s = 0; s < WF_STAGES; ++s) mbar_init(&full[s], 1);
-            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        }
-        __syncthreads();
-    }
+    if constexpr (BULK) policy = wf_ring_init<WF_STAGES>(full);
 
     auto load_w = [&](int slot, int kc) {
         unsigned char* ws = ring + slot * SLOT;
@@ -86,11 +79,7 @@ __device__ __forceinline__ void wide_bf16(const unsigned char* __restrict__ x,
     for (int s = 0; s < WF_STAGES - 1; ++s)
         if (s < mine) load_w(s, kc0 + s);
     pdl_wait();
-    if (clear != nullptr) {
-        float4* c4 = reinterpret_cast<float4*>(clear);
-        for (int i = blockIdx.x * WF_THREADS + tid; i < clear_n4; i += gridDim.x * WF_THREADS)
-            c4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-    }
+    wf_clear(clear, clear_n4);
 #pragma unroll
     for (int s = 0; s < WF_STAGES - 1; ++s) {
         if (s < mine) load_x(s, kc0 + s);

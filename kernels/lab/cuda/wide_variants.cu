@@ -32,14 +32,7 @@ __device__ __forceinline__ void wide_variant(const unsigned char* __restrict__ x
     const float* sra = scale_inv + (size_t)((n0 + ra) / 128) * nch + kc0;
     const float* srb = scale_inv + (size_t)((n0 + rb) / 128) * nch + kc0;
     unsigned long long policy = 0;
-    if constexpr (MODE == 2) {
-        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-        if (tid == 0) {
-            for (int s = 0; s < ST; ++s) mbar_init(&full[s], 1);
-            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        }
-        __syncthreads();
-    }
+    if constexpr (MODE == 2) policy = wf_ring_init<ST>(full);
 
     auto load_w = [&](int slot, int kc) {
         unsigned char* ws = ring + slot * SLOT;
