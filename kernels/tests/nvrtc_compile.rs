@@ -85,8 +85,17 @@ fn compile_all(include: PathBuf) {
     }
     // The lab's experiments build on the production headers and pipeline.
     for (name, src) in lab_sources::ALL {
-        let (cubin, _) = compile_with_usage(name, src, &opts).unwrap_or_else(|e| panic!("{e}"));
+        let (cubin, usage) = compile_with_usage(name, src, &opts).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(&cubin[..4], b"\x7fELF", "{name}: no cubin");
+        // The wide GEMM's shapes: registers and spills say which ones can run as timed.
+        if name.starts_with("wide_") {
+            for u in &usage {
+                eprintln!(
+                    "  {name} {:<28} {:>3} registers, spills {} / {} B",
+                    u.kernel, u.registers, u.spill_stores, u.spill_loads
+                );
+            }
+        }
         if *name != "latency_load.cu" {
             continue;
         }

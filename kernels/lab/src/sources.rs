@@ -53,6 +53,20 @@ pub const WIDE_VARIANTS: &str = concat!(
     "\n",
     include_str!("../cuda/wide_variants.cu")
 );
+/// The wide FP8 GEMM at 64 token rows (bin/wide_rows64.rs): its main loop with the block's
+/// shape as template parameters (lab/cuda/wide_rows64.cu), behind the production kernel
+/// whose helpers it uses.
+pub const WIDE_ROWS64: &str = concat!(
+    include_str!("../../cuda/common.cuh"),
+    "\n",
+    include_str!("../../cuda/skinny_tiles.cuh"),
+    "\n",
+    include_str!("../../cuda/bulk_ring.cuh"),
+    "\n",
+    include_str!("../../cuda/wide_fp8.cu"),
+    "\n",
+    include_str!("../cuda/wide_rows64.cu")
+);
 /// The warpgroup-MMA experiment (bin/wgmma_probe.rs).
 pub const WGMMA_PROBE: &str = behind_bulk_pipeline!("wgmma_probe.cu");
 /// The copy-ceiling experiment (bin/copy_ceiling.rs), with the fat-block kernels
@@ -99,4 +113,5 @@ pub const ALL: &[(&str, &str)] = &[
     ("latency_load.cu", LATENCY_LOAD),
     ("wide_gemm.cu", WIDE_GEMM),
     ("wide_variants.cu", WIDE_VARIANTS),
+    ("wide_rows64.cu", WIDE_ROWS64),
 ];
