@@ -23,50 +23,38 @@ macro_rules! behind_bulk_pipeline {
     };
 }
 
+/// An experiment's file under lab/cuda/ behind the production wide FP8 GEMM (its helpers,
+/// entries and main loop) and the headers it needs.
+macro_rules! behind_wide_fp8 {
+    ($file:literal) => {
+        concat!(
+            include_str!("../../cuda/common.cuh"),
+            "\n",
+            include_str!("../../cuda/skinny_tiles.cuh"),
+            "\n",
+            include_str!("../../cuda/bulk_ring.cuh"),
+            "\n",
+            include_str!("../../cuda/wide_fp8.cu"),
+            "\n",
+            include_str!(concat!("../cuda/", $file))
+        )
+    };
+}
+
 /// The streaming experiment (bin/stream_chain.rs).
 pub const STREAM_CHAIN: &str = behind_bulk_pipeline!("stream_chain.cu");
 /// The wide decode GEMM experiment (bin/wide_gemm.rs): the production wide FP8 GEMM, whose
 /// entries it times at chosen split counts and whose main loop its 64-row form runs, and
 /// the bf16 forms beside it.
-pub const WIDE_GEMM: &str = concat!(
-    include_str!("../../cuda/common.cuh"),
-    "\n",
-    include_str!("../../cuda/skinny_tiles.cuh"),
-    "\n",
-    include_str!("../../cuda/bulk_ring.cuh"),
-    "\n",
-    include_str!("../../cuda/wide_fp8.cu"),
-    "\n",
-    include_str!("../cuda/wide_gemm.cu")
-);
+pub const WIDE_GEMM: &str = behind_wide_fp8!("wide_gemm.cu");
 /// The wide GEMM's variants (bin/wide_variants.rs): its main loop with the weight rows per
 /// block, the ring depth and the way the weights are read as parameters
 /// (lab/cuda/wide_variants.cu), behind the production kernel and the bulk ring's barriers.
-pub const WIDE_VARIANTS: &str = concat!(
-    include_str!("../../cuda/common.cuh"),
-    "\n",
-    include_str!("../../cuda/skinny_tiles.cuh"),
-    "\n",
-    include_str!("../../cuda/bulk_ring.cuh"),
-    "\n",
-    include_str!("../../cuda/wide_fp8.cu"),
-    "\n",
-    include_str!("../cuda/wide_variants.cu")
-);
+pub const WIDE_VARIANTS: &str = behind_wide_fp8!("wide_variants.cu");
 /// The wide FP8 GEMM at 64 token rows (bin/wide_rows64.rs): its main loop with the block's
 /// shape as template parameters (lab/cuda/wide_rows64.cu), behind the production kernel
 /// whose helpers it uses.
-pub const WIDE_ROWS64: &str = concat!(
-    include_str!("../../cuda/common.cuh"),
-    "\n",
-    include_str!("../../cuda/skinny_tiles.cuh"),
-    "\n",
-    include_str!("../../cuda/bulk_ring.cuh"),
-    "\n",
-    include_str!("../../cuda/wide_fp8.cu"),
-    "\n",
-    include_str!("../cuda/wide_rows64.cu")
-);
+pub const WIDE_ROWS64: &str = behind_wide_fp8!("wide_rows64.cu");
 /// The warpgroup-MMA experiment (bin/wgmma_probe.rs).
 pub const WGMMA_PROBE: &str = behind_bulk_pipeline!("wgmma_probe.cu");
 /// The copy-ceiling experiment (bin/copy_ceiling.rs), with the fat-block kernels

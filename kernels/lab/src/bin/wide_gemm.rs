@@ -17,6 +17,7 @@ use kernels::cudarc::driver::{
 };
 use kernels::ops::{self, Fp8Matrix, WeightLayout, WideFp8};
 use kernels::{Gpu, GpuOptions, bf16, f16};
+use kernels_lab::rel_err;
 use kernels_lab::rng::Rng;
 use kernels_lab::sources;
 use kernels_lab::timing::{launch_pdl, opt_in_blocks_per_sm, time_us_reps};
@@ -59,9 +60,7 @@ impl Wide {
     /// `want` blocks per tile of k, at most one per stage, then the fewest that keep the
     /// same stages per block (none idle).
     fn no_idle(&self, k: usize, want: usize) -> usize {
-        let stages = k / self.stage_k;
-        let want = want.clamp(1, stages);
-        stages.div_ceil(stages.div_ceil(want))
+        kernels_lab::no_idle(k / self.stage_k, want)
     }
 
     /// One launch at `splits` blocks per tile, y zeroed first where they add.
@@ -94,12 +93,6 @@ impl Wide {
         // [m, n / 2]), as the kernel reads and writes them.
         unsafe { b.launch(cfg) }.unwrap();
     }
-}
-
-/// max |a - b| / max |b|.
-fn rel_err(a: &[f32], b: &[f32]) -> f32 {
-    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
-    a.iter().zip(b).fold(0f32, |m, (p, q)| m.max((p - q).abs())) / scale
 }
 
 /// One row of the table: what ran, its time, and its error against the reference if any.

@@ -15,6 +15,7 @@ use kernels::{Gpu, GpuOptions, f16};
 use kernels_lab::rng::Rng;
 use kernels_lab::sources;
 use kernels_lab::timing::{opt_in_blocks_per_sm, time_us_reps};
+use kernels_lab::{no_idle, rel_err};
 use std::collections::BTreeMap;
 
 /// Bytes of weights each shape's copies add up to at least (L2 is 60 MB).
@@ -81,19 +82,6 @@ fn tiled(codes: &[u8], n: usize, k: usize, rows: usize) -> Vec<u8> {
         }
     }
     out
-}
-
-/// `want` blocks per tile, at most one per stage, then the fewest that keep the same
-/// stages per block (ops::wide's rule).
-fn no_idle(stages: usize, want: usize) -> usize {
-    let want = want.clamp(1, stages);
-    stages.div_ceil(stages.div_ceil(want))
-}
-
-/// max |a - b| / max |b|.
-fn rel_err(a: &[f32], b: &[f32]) -> f32 {
-    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
-    a.iter().zip(b).fold(0f32, |m, (p, q)| m.max((p - q).abs())) / scale
 }
 
 #[allow(clippy::too_many_arguments)]
