@@ -47,10 +47,6 @@ pub const STREAM_CHAIN: &str = behind_bulk_pipeline!("stream_chain.cu");
 /// entries it times at chosen split counts and whose main loop its 64-row form runs, and
 /// the bf16 forms beside it.
 pub const WIDE_GEMM: &str = behind_wide_fp8!("wide_gemm.cu");
-/// The wide GEMM's variants (bin/wide_variants.rs): its main loop with the weight rows per
-/// block, the ring depth and the way the weights are read as parameters
-/// (lab/cuda/wide_variants.cu), behind the production kernel and the bulk ring's barriers.
-pub const WIDE_VARIANTS: &str = behind_wide_fp8!("wide_variants.cu");
 /// The wide FP8 GEMM at 64 token rows (bin/wide_rows64.rs): its main loop with the block's
 /// shape as template parameters (lab/cuda/wide_rows64.cu), behind the production kernel
 /// whose helpers it uses.
@@ -100,6 +96,5 @@ pub const ALL: &[(&str, &str)] = &[
     ("mlp_fused_no_red.cu", MLP_FUSED_NO_RED),
     ("latency_load.cu", LATENCY_LOAD),
     ("wide_gemm.cu", WIDE_GEMM),
-    ("wide_variants.cu", WIDE_VARIANTS),
     ("wide_rows64.cu", WIDE_ROWS64),
 ];
