@@ -1,9 +1,10 @@
 //! The FP8 decode GEMM for 9-32 token rows (wide_fp8.cu): 64 weight rows per block, read
 //! from their own tiled copy of the codes (`wide_tiles`) one bulk copy per stage, with x
 //! staged once per stage in shared memory, K split across blocks that add into a zeroed y
-//! where the grid is short of SMs (zeroed by the wide GEMM before it: `WideZeros`). Past 8 rows the skinny kernels' per-tile x reads outgrow
-//! the weights; past 32 the staged x costs more than the FP8 bytes save, and cuBLAS on the
-//! bf16 copies is faster (engine/PERF-LOG.md, 2026-12-03 16:00).
+//! where the grid is short of SMs (zeroed by the wide GEMM before it: `WideZeros`). Past 8
+//! rows the skinny kernels' per-tile x reads outgrow the weights; past 32 this block's
+//! staged x costs more than the FP8 bytes save, and cuBLAS on the bf16 copies is faster
+//! (engine/PERF-LOG.md, 2026-12-03 16:00; a 64-row form is step 76's).
 
 use super::skinny::{Fp8Matrix, SKINNY_MAX_ROWS, SkinnyX};
 use super::to_i32;
@@ -14,17 +15,67 @@ use cudarc::driver::{CudaView, CudaViewMut, LaunchConfig};
 use half::f16;
 use rayon::prelude::*;
 
-/// Most token rows the wide kernels take: a 16-row form for 9-16, a 32-row one for 17-32
-/// (rows past the batch are zero-filled).
+/// Most token rows the wide kernels take (`FORMS`; rows past the batch are zero-filled).
 pub const WIDE_MAX_ROWS: usize = 32;
-/// Token rows of the smaller form.
-const SMALL_ROWS: usize = 16;
-/// Weight rows per block: n must be a multiple of it.
+/// Weight rows of a tile of the wide layout (`wide_tiles`): n must be a multiple of it, and
+/// of the block rows of the form that runs.
 pub const WIDE_TILE_ROWS: usize = 64;
 /// The k of a ring stage (one FP8 scale column): k must be a multiple of it.
 const STAGE_K: usize = 128;
-const THREADS: u32 = 128;
-const STAGES: u32 = 4;
+
+/// One form of the wide kernels: the token rows it takes and its block's shape, as
+/// wide_fp8.cu builds it (WF_THREADS, WF_STAGES, and the entries' launch bounds).
+#[derive(Clone, Copy)]
+struct Form {
+    /// Token rows of x it stages (a batch of fewer is zero-filled).
+    rows: usize,
+    warps: usize,
+    /// 16-weight-row fragments per warp.
+    fragments: usize,
+    /// Ring stages.
+    stages: usize,
+    /// Resident blocks per SM (the entries' launch bounds; `fits` checks the ring allows it).
+    blocks: usize,
+    /// Entries: f16 x, bf16 x, SwiGLU.
+    names: [&'static str; 3],
+}
+
+/// The forms by token rows: 4 warps of one fragment (64-row blocks, one tile of the layout)
+/// and 4 stages (engine/PERF-LOG.md step 73). A form of other blocks is one more row here
+/// and its entries in wide_fp8.cu (the 64-row one of step 76: 4 warps of two fragments,
+/// 128-row blocks, 3 stages).
+const FORMS: [Form; 2] = [
+    Form { rows: 16, warps: 4, fragments: 1, stages: 4, blocks: 4, names: WF16 },
+    Form { rows: 32, warps: 4, fragments: 1, stages: 4, blocks: 3, names: WF32 },
+];
+const WF16: [&str; 3] = ["wide_fp8_m16", "wide_fp8_bx_m16", "wide_fp8_swiglu_m16"];
+const WF32: [&str; 3] = ["wide_fp8_m32", "wide_fp8_bx_m32", "wide_fp8_swiglu_m32"];
+
+impl Form {
+    /// The smallest form that takes `rows` token rows (9..=WIDE_MAX_ROWS).
+    fn for_rows(rows: usize) -> &'static Form {
+        FORMS.iter().find(|f| rows <= f.rows).unwrap_or(&FORMS[FORMS.len() - 1])
+    }
+    /// Weight rows per block: n must be a multiple of it.
+    const fn block_rows(&self) -> usize {
+        16 * self.warps * self.fragments
+    }
+    const fn threads(&self) -> u32 {
+        32 * self.warps as u32
+    }
+    /// Dynamic shared memory: a ring of the block's weight rows x 128 bytes and the form's
+    /// token rows x 256 bytes (128 k of f16) per stage.
+    const fn smem(&self) -> u32 {
+        (self.stages * (self.block_rows() * 128 + self.rows * 256)) as u32
+    }
+    /// Whether `blocks` of it fit an H100/H200 SM's 228 KiB of shared memory (with the
+    /// driver's 1 KiB per block and the ring's barriers).
+    const fn fits(&self) -> bool {
+        self.blocks * (self.smem() as usize + 1024 + 64) <= 228 * 1024
+    }
+}
+const _: () = assert!(FORMS[0].fits() && FORMS[1].fits());
+const _: () = assert!(FORMS[FORMS.len() - 1].rows == WIDE_MAX_ROWS);
 
 /// An FP8 matrix whose codes are in the wide kernels' layout (`wide_tiles` of the row-major
 /// codes); the scales as `Fp8Matrix` has them.
@@ -43,9 +94,12 @@ pub struct WideZeros<'a, 'b> {
     pub clear: Option<&'a mut CudaViewMut<'b, f32>>,
 }
 
-/// Whether `wide_fp8_into` takes an FP8 matrix [n, k] at `rows` token rows.
+/// Whether `wide_fp8_into` takes an FP8 matrix [n, k] at `rows` token rows: a wide shape
+/// whose n the form's blocks divide.
 pub fn wide_fp8_supported(rows: usize, n: usize, k: usize) -> bool {
-    (SKINNY_MAX_ROWS + 1..=WIDE_MAX_ROWS).contains(&rows) && wide_shape(n, k)
+    (SKINNY_MAX_ROWS + 1..=WIDE_MAX_ROWS).contains(&rows)
+        && wide_shape(n, k)
+        && n.is_multiple_of(Form::for_rows(rows).block_rows())
 }
 
 /// Whether an [n, k] matrix has a wide layout (`wide_tiles`).
@@ -84,25 +138,10 @@ pub fn wide_index(row: usize, col: usize, k: usize) -> usize {
     t * WIDE_TILE_ROWS * k + (s * WIDE_TILE_ROWS + r) * STAGE_K + p * 16 + col % 16
 }
 
-/// A form's dynamic shared memory: a ring of 64 rows x 128 bytes of weights and
-/// `token_rows` rows x 256 bytes of x (128 k of f16) per stage.
-const fn smem(token_rows: usize) -> u32 {
-    STAGES * (WIDE_TILE_ROWS as u32 * 128 + token_rows as u32 * 256)
-}
-
-/// Resident blocks per SM of a form: as many as an H100/H200 SM's 228 KiB of shared memory
-/// holds (with the driver's 1 KiB per block and the ring's barriers), at most 4; the
-/// kernels' launch bounds say the same (wide_fp8.cu's WF_ENTRY).
-const fn blocks_per_sm(token_rows: usize) -> usize {
-    let fit = 228 * 1024 / (smem(token_rows) as usize + 1024 + 64);
-    if fit < 4 { fit } else { 4 }
-}
-const _: () = assert!(blocks_per_sm(SMALL_ROWS) == 4 && blocks_per_sm(WIDE_MAX_ROWS) == 3);
-
-/// Blocks per tile for an [n, k] matrix at `token_rows` (the form): as many as the SMs'
-/// resident blocks hold at once.
-fn splits(gpu: &Gpu, n: usize, k: usize, token_rows: usize) -> usize {
-    split_count(n / WIDE_TILE_ROWS, k / STAGE_K, blocks_per_sm(token_rows) * gpu.sms())
+/// Blocks per block-row tile for an [n, k] matrix in `form`: as many as the SMs' resident
+/// blocks hold at once.
+fn splits(gpu: &Gpu, n: usize, k: usize, form: &Form) -> usize {
+    split_count(n / form.block_rows(), k / STAGE_K, form.blocks * gpu.sms())
 }
 
 /// `splits` for `tiles` tiles of `stages` stages on a GPU of `slots` resident blocks: the
@@ -133,18 +172,13 @@ pub fn wide_fp8_into<X: SkinnyX>(
 ) -> Result<()> {
     const OP: &str = "wide_fp8";
     let w = &w.0;
-    let m = check_shapes(OP, x.len(), w, y.len(), w.n)?;
-    let name = match (X::F16, m <= SMALL_ROWS) {
-        (true, true) => "wide_fp8_m16",
-        (true, false) => "wide_fp8_m32",
-        (false, true) => "wide_fp8_bx_m16",
-        (false, false) => "wide_fp8_bx_m32",
-    };
-    let s = splits(gpu, w.n, w.k, m);
+    let (m, form) = check_shapes(OP, x.len(), w, y.len(), w.n)?;
+    let name = if X::F16 { form.names[0] } else { form.names[1] };
+    let s = splits(gpu, w.n, w.k, form);
     if s > 1 && !zeros.y_zeroed {
         gpu.stream().memset_zeros(y).ctx("wide_fp8: zero y")?;
     }
-    launch(gpu, name, x, w, (m, s), y, zeros.clear)
+    launch(gpu, (name, form), x, w, (m, s), y, zeros.clear)
 }
 
 /// act[m, n / 2] = SwiGLU of x w^T over gate|up rows interleaved by 8
@@ -161,35 +195,35 @@ pub fn wide_fp8_swiglu_into(
     const OP: &str = "wide_fp8_swiglu";
     let w = &w.0;
     check(w.interleave > 0, OP, || "gate|up rows must be interleaved (interleave > 0)".into())?;
-    let m = check_shapes(OP, x.len(), w, act.len(), w.n / 2)?;
-    let name = if m <= SMALL_ROWS { "wide_fp8_swiglu_m16" } else { "wide_fp8_swiglu_m32" };
-    launch(gpu, name, x, w, (m, 1), act, clear)
+    let (m, form) = check_shapes(OP, x.len(), w, act.len(), w.n / 2)?;
+    launch(gpu, (form.names[2], form), x, w, (m, 1), act, clear)
 }
 
-/// The rows of x [m, k] against the matrix and an output of m x `out_cols`.
+/// The rows of x [m, k] against the matrix and an output of m x `out_cols`, and the form
+/// that runs them.
 fn check_shapes(
     op: &'static str,
     x_len: usize,
     w: &Fp8Matrix<'_, '_>,
     out_len: usize,
     out_cols: usize,
-) -> Result<usize> {
+) -> Result<(usize, &'static Form)> {
     w.check(op, STAGE_K)?;
-    check(w.n.is_multiple_of(WIDE_TILE_ROWS), op, || {
-        format!("n = {} must be a multiple of {WIDE_TILE_ROWS}", w.n)
-    })?;
     check(x_len.is_multiple_of(w.k), op, || format!("x {x_len} is not rows x {}", w.k))?;
     let m = x_len / w.k;
     check((SKINNY_MAX_ROWS + 1..=WIDE_MAX_ROWS).contains(&m), op, || {
         format!("{m} rows; {}..={WIDE_MAX_ROWS} supported", SKINNY_MAX_ROWS + 1)
     })?;
+    let form = Form::for_rows(m);
+    let br = form.block_rows();
+    check(w.n.is_multiple_of(br), op, || format!("n = {} must be a multiple of {br} at {m} rows", w.n))?;
     check(out_len == m * out_cols, op, || format!("out {out_len} != {m} x {out_cols}"))?;
-    Ok(m)
+    Ok((m, form))
 }
 
 fn launch<X, O>(
     gpu: &Gpu,
-    name: &'static str,
+    (name, form): (&'static str, &Form),
     x: &CudaView<'_, X>,
     w: &Fp8Matrix<'_, '_>,
     (m, splits): (usize, usize),
@@ -214,12 +248,12 @@ fn launch<X, O>(
         }
     }
     let cfg = LaunchConfig {
-        grid_dim: ((w.n / WIDE_TILE_ROWS * splits) as u32, 1, 1),
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: smem(if m <= SMALL_ROWS { SMALL_ROWS } else { WIDE_MAX_ROWS }),
+        grid_dim: ((w.n / form.block_rows() * splits) as u32, 1, 1),
+        block_dim: (form.threads(), 1, 1),
+        shared_mem_bytes: form.smem(),
     };
-    // SAFETY: shapes checked by the callers (check_shapes); n and k are multiples of 64 and
-    // 128, so every tile and stage the kernel copies lies inside w (the wide layout is a
+    // SAFETY: shapes checked by the callers (check_shapes); n and k are multiples of the
+    // form's block rows and 128, so every tile and stage the kernel copies lies inside w (the wide layout is a
     // permutation of the n x k codes), x rows past m are not read (zero-filled), a split
     // output was zeroed before the launch (here, or by the GEMM that cleared it: the
     // caller's `WideZeros`), and `clear` is float4s the kernel only zeroes.
@@ -236,6 +270,7 @@ mod tests {
         assert!(wide_fp8_supported(9, 4096, 4096) && wide_fp8_supported(16, 24576, 12288));
         assert!(wide_fp8_supported(17, 4096, 4096) && wide_fp8_supported(32, 6144, 4096));
         assert!(wide_fp8_supported(16, 192, 128), "n a multiple of 64 is enough");
+        assert!(wide_fp8_supported(32, 192, 128), "32 rows: 64-row blocks");
         assert!(!wide_fp8_supported(8, 4096, 4096), "8 rows: the skinny kernels");
         assert!(!wide_fp8_supported(33, 4096, 4096), "33 rows: cuBLAS");
         assert!(!wide_fp8_supported(16, 4100, 4096) && !wide_fp8_supported(16, 4096, 4000));
@@ -289,9 +324,21 @@ mod tests {
     }
 
     #[test]
-    fn the_rings_hold_four_stages_of_weights_and_x() {
-        assert_eq!(smem(16), 4 * (64 * 128 + 16 * 256));
-        assert_eq!(smem(32), 4 * (64 * 128 + 32 * 256));
-        assert_eq!((blocks_per_sm(16), blocks_per_sm(32)), (4, 3));
+    fn forms_take_their_rows_and_their_rings_fit_their_blocks() {
+        let rows = |m: usize| Form::for_rows(m).rows;
+        assert_eq!([rows(9), rows(16), rows(17), rows(32)], [16, 16, 32, 32]);
+        assert_eq!(FORMS[0].smem(), 4 * (64 * 128 + 16 * 256));
+        assert_eq!(FORMS[1].smem(), 4 * (64 * 128 + 32 * 256));
+        assert_eq!(FORMS.map(|f| f.block_rows()), [64, 64]);
+        assert_eq!(FORMS.map(|f| f.blocks), [4, 3]);
+        // Step 76's 64-row form: 4 warps of two fragments, 3 stages, two blocks an SM.
+        let w64 = Form { rows: 64, warps: 4, fragments: 2, stages: 3, blocks: 2, names: WF32 };
+        assert_eq!((w64.block_rows(), w64.smem()), (128, 3 * (128 * 128 + 64 * 256)));
+        assert!(w64.fits() && !Form { blocks: 3, ..w64 }.fits());
+        // One block more would not fit: the forms use what the SM holds.
+        for f in &FORMS {
+            let more = Form { blocks: f.blocks + 1, names: f.names, ..*f };
+            assert!(!more.fits(), "{} rows: {} blocks fit", f.rows, more.blocks);
+        }
     }
 }
