@@ -253,10 +253,11 @@ fn launch<X, O>(
         shared_mem_bytes: form.smem(),
     };
     // SAFETY: shapes checked by the callers (check_shapes); n and k are multiples of the
-    // form's block rows and 128, so every tile and stage the kernel copies lies inside w (the wide layout is a
-    // permutation of the n x k codes), x rows past m are not read (zero-filled), a split
-    // output was zeroed before the launch (here, or by the GEMM that cleared it: the
-    // caller's `WideZeros`), and `clear` is float4s the kernel only zeroes.
+    // form's block rows and 128, so every tile and stage the kernel copies lies inside w
+    // (the wide layout is a permutation of the n x k codes), x rows past m are not read
+    // (zero-filled), a split output was zeroed before the launch (here, or by the GEMM
+    // that cleared it: the caller's `WideZeros`), and `clear` is float4s the kernel only
+    // zeroes.
     unsafe { b.launch(cfg) }?;
     Ok(())
 }
@@ -337,7 +338,7 @@ mod tests {
         assert!(w64.fits() && !Form { blocks: 3, ..w64 }.fits());
         // One block more would not fit: the forms use what the SM holds.
         for f in &FORMS {
-            let more = Form { blocks: f.blocks + 1, names: f.names, ..*f };
+            let more = Form { blocks: f.blocks + 1, ..*f };
             assert!(!more.fits(), "{} rows: {} blocks fit", f.rows, more.blocks);
         }
     }
