@@ -1,7 +1,8 @@
-//! The wide FP8 GEMM (9-32 token rows, kernels/cuda/wide_fp8.cu) against an f64 reference on
+//! The wide FP8 GEMM (9-64 token rows, kernels/cuda/wide_fp8.cu) against an f64 reference on
 //! fresh random inputs (GPU machine only: `cargo test -p engine --test cuda_wide_gemm --
 //! --ignored`): every entry (f16 x, bf16 x, gate|up with SwiGLU over interleaved rows) at
-//! rows of both forms (9-16 and 17-32, some filling only part of a token group), on
+//! rows of all three forms (9-16, 17-32 and 33-64, some filling only part of a token
+//! group; the 64-row form's 128-row blocks refuse an n they do not divide), on
 //! Qwen3-8B's four projection shapes and on small ones: 128-row and per-row scales, K split
 //! 96 ways, a grid past the SMs' resident blocks (no split), and row counts that are a
 //! multiple of the 64-row tile but not of the 128-row scale block. The kernels read the
@@ -21,9 +22,10 @@ use kernels::ops::{self, Fp8Matrix, WideFp8};
 use kernels::{Gpu, bf16, f16};
 use rayon::prelude::*;
 
-/// Token rows of each case: the 16-row form (9-16) and the 32-row one (17-32).
-const ROWS: [usize; 7] = [9, 12, 16, 17, 24, 31, 32];
-const MOST_ROWS: usize = 32;
+/// Token rows of each case: the 16-row form (9-16), the 32-row one (17-32) and the 64-row
+/// one (33-64).
+const ROWS: [usize; 11] = [9, 12, 16, 17, 24, 31, 32, 33, 40, 48, 64];
+const MOST_ROWS: usize = 64;
 
 /// Real weights of an [n, k] FP8 matrix whose scales cover `rows_per` rows each.
 fn dequant(codes: &[u8], scales: &[f32], (n, k): (usize, usize), rows_per: usize) -> Vec<f32> {
@@ -87,8 +89,12 @@ fn case(g: &Gpu, r: &mut Rng, (n, k): (usize, usize), rows_per: usize, swiglu: b
     let xh: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
     let xb: Vec<bf16> = x.iter().map(|&v| bf16::from_f32(v)).collect();
     for m in ROWS {
-        let mut y = nan_y(g, m * n);
         let none = ops::WideZeros::default;
+        if !ops::wide_fp8_supported(m, n, k) {
+            refused(g, (&xh[..m * k], &m8), m * n);
+            continue;
+        }
+        let mut y = nan_y(g, m * n);
         ops::wide_fp8_into(g, &up(g, &xh[..m * k]).as_view(), &m8, &mut y.as_view_mut(), none()).unwrap();
         let what = format!("wide fp8 f16 x, scales/{rows_per} rows m={m} n={n} k={k} (err / sum|xw|)");
         check(&what, &rel_errors(&down(g, &y), (&want, &mag), (m, n)), &vec![0.0; m * n], 1.0, 1e-5);
@@ -115,7 +121,7 @@ fn case(g: &Gpu, r: &mut Rng, (n, k): (usize, usize), rows_per: usize, swiglu: b
     let ilv = dil.as_view();
     let m8 =
         WideFp8(Fp8Matrix { codes: &ilv, scale_inv: &sv, scale_rows: rows_per, n, k, interleave: inter });
-    for m in ROWS {
+    for m in ROWS.into_iter().filter(|&m| ops::wide_fp8_supported(m, n, k)) {
         let mut act = g.stream().alloc_zeros::<f16>(m * inter).unwrap();
         // It clears a buffer as the step's gate|up clears down's y.
         let mut cleared = nan_y(g, m * 4 * k);
@@ -136,6 +142,14 @@ fn case(g: &Gpu, r: &mut Rng, (n, k): (usize, usize), rows_per: usize, swiglu: b
         let floor = 0.01 * want.iter().fold(0f32, |a, v| a.max(v.abs()));
         check(&format!("wide fp8 swiglu m={m} inter={inter} k={k}"), &got, &want, floor, 8e-3);
     }
+}
+
+/// An n the form's blocks do not divide (past 32 rows, 128-row blocks): refused, naming it.
+fn refused(g: &Gpu, (x, m8): (&[f16], &WideFp8<'_, '_>), y_len: usize) {
+    let mut y = nan_y(g, y_len);
+    let e = ops::wide_fp8_into(g, &up(g, x).as_view(), m8, &mut y.as_view_mut(), Default::default());
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("multiple of 128"), "n = {}, {} rows: {e}", m8.0.n, x.len() / m8.0.k);
 }
 
 /// SiLU(g) * u in f64.
@@ -162,7 +176,8 @@ fn wide_fp8_matches_f64_reference_on_qwen3_8b_shapes() {
 /// blocks at 16 rows): 2 stages (2 blocks per tile); 4 tiles of 96 stages (96 blocks per
 /// tile, one stage each, adding into y); 16 tiles of 32 stages (32); 544 tiles (no split:
 /// stores, no zeroing); 3 and 5 tiles, whose last 64 rows share a scale block with rows of
-/// no tile; and gate|up with SwiGLU at three sizes (one of 64 rows per half).
+/// no tile (refused past 32 rows); and gate|up with SwiGLU at three sizes (one of 64 rows
+/// per half: one 128-row block past 32 rows).
 #[test]
 #[ignore = "gpu"]
 fn wide_fp8_matches_f64_reference_on_small_shapes() {
@@ -195,16 +210,16 @@ fn wide_fp8_refuses_what_it_cannot_do() {
     let mut y = g.stream().alloc_zeros::<f32>(16 * 200).unwrap();
     let none = ops::WideZeros::default;
     let e = ops::wide_fp8_into(&g, &x.as_view(), &bad, &mut y.as_view_mut(), none()).unwrap_err().to_string();
-    assert!(e.contains("multiple of 64"), "{e}");
+    assert!(e.contains("n = 200 must be a multiple of 64"), "{e}");
     let codes = up(&g, &vec![0u8; 256 * 256]);
     let cv = codes.as_view();
     let ok =
         WideFp8(Fp8Matrix { codes: &cv, scale_inv: &sv, scale_rows: 128, n: 256, k: 256, interleave: 0 });
-    for rows in [8usize, 33] {
+    for rows in [8usize, 65] {
         let x = up(&g, &vec![f16::ZERO; rows * 256]);
         let mut y = g.stream().alloc_zeros::<f32>(rows * 256).unwrap();
         let e =
             ops::wide_fp8_into(&g, &x.as_view(), &ok, &mut y.as_view_mut(), none()).unwrap_err().to_string();
-        assert!(e.contains("9..=32 supported"), "{rows} rows: {e}");
+        assert!(e.contains("9..=64 supported"), "{rows} rows: {e}");
     }
 }

@@ -1,7 +1,7 @@
-// FP8 decode GEMM for 9-32 token rows: y[m, n] = sum_k x[m, k] w[n, k] with e4m3 weights
+// FP8 decode GEMM for 9-64 token rows: y[m, n] = sum_k x[m, k] w[n, k] with e4m3 weights
 // and block scales (fp8_scale_row), x as f16 or bf16, f32 out, or gate|up interleaved by 8
-// rows with SwiGLU into an f16 act (the `_xh` kernels' rounding). Two forms: 16 token rows
-// (9-16) and 32 (17-32); rows past M are zero-filled.
+// rows with SwiGLU into an f16 act (the `_xh` kernels' rounding). Three forms: 16 token rows
+// (9-16), 32 (17-32) and 64 (33-64); rows past M are zero-filled.
 //
 // Why not the skinny kernels: they hold 16 weight rows per tile and read the tile's x
 // from L2 at every stage, so x traffic per weight byte is M/16, twice the weights' own at
@@ -13,7 +13,7 @@
 // The weights come in their own layout (ops::wide_tiles, a copy made at load): a stage is
 // 128 k of a block's 64 rows, 8 KB in one contiguous run, which thread 0 moves with one bulk
 // copy completing on the stage's mbarrier, while every thread copies the stage's x (the same
-// k of every token row) with cp.async into a ring of WF_STAGES. Inside the run, row r's
+// k of every token row) with cp.async into a ring of STAGES. Inside the run, row r's
 // 16-byte unit p holds the row's unit p ^ (r & 7), so each fragment read hits every bank once
 // per phase. 64-row blocks read that way beat 128-row blocks reading row-major matrices by
 // per-thread cp.async by 8.5 % / 11.5 % over the 144 projections at 16 / 32 rows (step 73):
@@ -21,6 +21,13 @@
 // tiles over the SMs more evenly. The MMAs are the skinny kernels' (thread t of a quad takes
 // 32 contiguous codes of its rows g and g + 8, and the same k of token g of each 8-token
 // group), the codes converted to f16 once per stage for all the groups.
+//
+// At 64 token rows that block loses to cuBLAS on the bf16 copies: per weight byte it reads
+// 8 bytes of x from shared memory (each warp's 16 rows against all 64 tokens) and 2 from L2
+// (a stage's x is twice its weights). The 64-row form's block holds 128 weight rows, two
+// tiles of the layout (two bulk copies a stage), as 4 warps of two 16-row fragments: each x
+// fragment read feeds both, and a stage's x serves twice the weights, halving both; 3
+// stages, so that two blocks fit an SM (engine/PERF-LOG.md step 76).
 //
 // Grids short of SMs split K (the launcher picks the most blocks per tile that the SMs hold
 // at once): the `splits` blocks of a tile each take an equal run of stages and add their
@@ -31,11 +38,12 @@
 // pdl_wait, when every kernel before this one (the readers of that buffer's last sums among
 // them) has finished, and before the next kernel's pdl_wait returns. The launcher memsets
 // only where no such GEMM came first (ops::WideZeros). The order of the split adds varies
-// from run to run, so at 9-32 rows the f32 sums are not the same bits at every run: the price of the fastest form (vLLM and SGLang are not bit-deterministic at these
-// batches either). The deterministic forms lost: the blocks of a tile as a thread block
-// cluster summing through distributed shared memory took 1.4-1.9x the atomics' time on the
-// split shapes (engine/PERF-LOG.md step 64), and partials in scratch summed in split order
-// by the tile's last block ~1.27x over Qwen3-8B's 144 projections (step 65).
+// from run to run, so the f32 sums are not the same bits at every run: the price of the
+// fastest form (vLLM and SGLang are not bit-deterministic at these batches either). The
+// deterministic forms lost: the blocks of a tile as a thread block cluster summing through
+// distributed shared memory took 1.4-1.9x the atomics' time on the split shapes
+// (engine/PERF-LOG.md step 64), and partials in scratch summed in split order by the
+// tile's last block ~1.27x over Qwen3-8B's 144 projections (step 65).
 //
 // SwiGLU cannot follow a split-K sum inside the kernel (no block holds a whole sum), so the
 // SwiGLU form never splits: with gate|up interleaved by 8 rows a thread holds gate row g
@@ -46,8 +54,6 @@
 // 43.9 alone, but in a step they add y's zeroing (a memset, which the GEMM cannot overlap
 // with PDL), a launch, and a bf16 act for down to convert: one form for both (step 65).
 #define WF_ROWS 64
-#define WF_THREADS 128
-#define WF_STAGES 4
 
 __device__ __forceinline__ int wf_w_unit(int r, int u) { return u ^ (r & 7); }
 // x rows hold 16 units; a quad reads units 4t..4t+3, so the second half's units also swap
@@ -104,41 +110,57 @@ __device__ __forceinline__ void wf_store_act(__half* act, int m, int inter, int 
     reinterpret_cast<unsigned short*>(act)[(size_t)m * inter + col] = (unsigned short)h;
 }
 
-// MT: groups of 8 token rows (2: up to 16 rows, 4: up to 32). XBF: x is bf16 (o_proj reads
-// the attention's output), converted to f16 per word as TileFp8 does; else f16 as the
-// `_f16` norms and the SwiGLU act write it. SWIGLU: splits must be 1.
-template <int MT, bool XBF, bool SWIGLU, class Out>
+// MT: groups of 8 token rows (2: up to 16 rows, 4: up to 32, 8: up to 64). WARPS, RF,
+// STAGES: the block's warps, each taking RF fragments of 16 weight rows (contiguous: the
+// block holds 16 WARPS RF rows, as WF_ROWS-row tiles of the wide layout one after another
+// in shared memory), and its ring depth. XBF: x is bf16 (o_proj reads the attention's
+// output), converted to f16 per word as TileFp8 does; else f16 as the `_f16` norms and the
+// SwiGLU act write it. SWIGLU: splits must be 1.
+template <int MT, int WARPS, int RF, int STAGES, bool XBF, bool SWIGLU, class Out>
 __device__ __forceinline__ void wide_fp8(const unsigned char* __restrict__ x,
-                                         const unsigned char* __restrict__ w,
-                                         const float* __restrict__ scale_inv, Out* __restrict__ y,
+                                          const unsigned char* __restrict__ w,
+                                          const float* __restrict__ scale_inv, Out* __restrict__ y,
                                          int M, int N, int K, int R, int il, int splits,
                                          float* __restrict__ clear, int clear_n4) {
-    constexpr int M8 = MT * 8, W_BYTES = WF_ROWS * 128, X_BYTES = M8 * 256, SLOT = W_BYTES + X_BYTES;
+    constexpr int THREADS = 32 * WARPS, TR = 16 * WARPS * RF, SUB = TR / WF_ROWS;
+    constexpr int M8 = MT * 8, TILE_BYTES = WF_ROWS * 128, W_BYTES = TR * 128, X_BYTES = M8 * 256;
+    constexpr int SLOT = W_BYTES + X_BYTES;
+    static_assert(TR % WF_ROWS == 0, "a block takes whole tiles of the layout");
     extern __shared__ __align__(128) unsigned char ring[];
-    __shared__ __align__(8) unsigned long long full[WF_STAGES];
+    __shared__ __align__(8) unsigned long long full[STAGES];
     pdl_trigger();
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int nch = K / 128, per = (nch + splits - 1) / splits;
     const int tile = blockIdx.x / splits, split = blockIdx.x % splits;
-    const int n0 = tile * WF_ROWS, kc0 = split * per, mine = max(0, min(nch, kc0 + per) - kc0);
-    // The tile's stages lie one after another (ops::wide_tiles).
-    const unsigned char* wt = w + (size_t)tile * nch * W_BYTES;
-    const int ra = 16 * warp + g, rb = ra + 8;
+    const int n0 = tile * TR, kc0 = split * per, mine = max(0, min(nch, kc0 + per) - kc0);
+    // The block's tiles of the layout, each with its stages one after another (ops::wide_tiles).
+    const unsigned char* wt = w + (size_t)tile * SUB * nch * TILE_BYTES;
     const int sc = (K + 127) / 128;
-    const float* sra = scale_inv + (size_t)fp8_scale_row(n0 + ra, il, R) * sc + kc0;
-    const float* srb = scale_inv + (size_t)fp8_scale_row(n0 + rb, il, R) * sc + kc0;
-    const unsigned long long policy = wf_ring_init<WF_STAGES>(full);
+    // Fragment f of this warp: block rows ra[f] and ra[f] + 8.
+    int ra[RF];
+    const float* sra[RF];
+    const float* srb[RF];
+#pragma unroll
+    for (int f = 0; f < RF; ++f) {
+        ra[f] = 16 * (warp * RF + f) + g;
+        sra[f] = scale_inv + (size_t)fp8_scale_row(n0 + ra[f], il, R) * sc + kc0;
+        srb[f] = scale_inv + (size_t)fp8_scale_row(n0 + ra[f] + 8, il, R) * sc + kc0;
+    }
+    const unsigned long long policy = wf_ring_init<STAGES>(full);
 
-    // Thread 0 only: the stage's weights, one bulk copy onto its barrier.
+    // Thread 0 only: the stage's weights, one bulk copy per tile onto its barrier.
     auto load_w = [&](int slot, int kc) {
         mbar_arrive_tx(&full[slot], W_BYTES);
-        bulk_load(ring + slot * SLOT, wt + (size_t)kc * W_BYTES, W_BYTES, &full[slot], policy);
+#pragma unroll
+        for (int q = 0; q < SUB; ++q)
+            bulk_load(ring + slot * SLOT + q * TILE_BYTES, wt + ((size_t)q * nch + kc) * TILE_BYTES,
+                      TILE_BYTES, &full[slot], policy);
     };
     auto load_x = [&](int slot, int kc) {
         unsigned char* xs = ring + slot * SLOT + W_BYTES;
 #pragma unroll
-        for (int q = 0; q < (M8 * 16 + WF_THREADS - 1) / WF_THREADS; ++q) {
-            const int i = tid + q * WF_THREADS;
+        for (int q = 0; q < (M8 * 16 + THREADS - 1) / THREADS; ++q) {
+            const int i = tid + q * THREADS;
             if (i < M8 * 16) {
                 const int m = i >> 4, u = i & 15;
                 const bool ok = m < M;
@@ -152,48 +174,59 @@ __device__ __forceinline__ void wide_fp8(const unsigned char* __restrict__ x,
     // that writes x. Each stage's x is one cp.async commit group.
     if (tid == 0) {
 #pragma unroll
-        for (int s = 0; s < WF_STAGES - 1; ++s)
+        for (int s = 0; s < STAGES - 1; ++s)
             if (s < mine) load_w(s, kc0 + s);
     }
     pdl_wait();
     // The next split wide GEMM's y, zeroed here instead of by a memset in front of it.
     wf_clear(clear, clear_n4);
 #pragma unroll
-    for (int s = 0; s < WF_STAGES - 1; ++s) {
+    for (int s = 0; s < STAGES - 1; ++s) {
         if (s < mine) load_x(s, kc0 + s);
         asm volatile("cp.async.commit_group;" ::: "memory");
     }
-    float c[MT][4];
+    float c[RF][MT][4];
 #pragma unroll
-    for (int j = 0; j < MT; ++j) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.f;
+    for (int f = 0; f < RF; ++f)
+#pragma unroll
+        for (int j = 0; j < MT; ++j) c[f][j][0] = c[f][j][1] = c[f][j][2] = c[f][j][3] = 0.f;
     for (int i = 0; i < mine; ++i) {
-        wf_wait_pending<WF_STAGES - 2>();
-        mbar_wait(&full[i % WF_STAGES], (i / WF_STAGES) & 1);
+        wf_wait_pending<STAGES - 2>();
+        mbar_wait(&full[i % STAGES], (i / STAGES) & 1);
         __syncthreads();  // stage i landed for every thread; the slot of stage i - 1 is free
-        if (i + WF_STAGES - 1 < mine) {
-            if (tid == 0) load_w((i + WF_STAGES - 1) % WF_STAGES, kc0 + i + WF_STAGES - 1);
-            load_x((i + WF_STAGES - 1) % WF_STAGES, kc0 + i + WF_STAGES - 1);
+        if (i + STAGES - 1 < mine) {
+            if (tid == 0) load_w((i + STAGES - 1) % STAGES, kc0 + i + STAGES - 1);
+            load_x((i + STAGES - 1) % STAGES, kc0 + i + STAGES - 1);
         }
         asm volatile("cp.async.commit_group;" ::: "memory");
-        const unsigned char* ws = ring + (i % WF_STAGES) * SLOT;
+        const unsigned char* ws = ring + (i % STAGES) * SLOT;
         const unsigned char* xs = ws + W_BYTES;
-        // The thread's 32 codes of rows ra and rb as f16 pairs, once for every group: word
-        // e of piece h holds codes 16h + 4e..+3, the MMA's a0 / a2 (row ra) and a1 / a3 (rb).
-        unsigned af[2][4][4];
+        // The thread's 32 codes of rows ra and rb of each fragment as f16 pairs, once for
+        // every group: word e of piece h holds codes 16h + 4e..+3, the MMA's a0 / a2 (row
+        // ra) and a1 / a3 (rb).
+        unsigned af[RF][2][4][4];
+        float sa[RF], sb[RF];
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const uint4 a = *reinterpret_cast<const uint4*>(ws + ra * 128 + wf_w_unit(ra, 2 * t + h) * 16);
-            const uint4 b = *reinterpret_cast<const uint4*>(ws + rb * 128 + wf_w_unit(rb, 2 * t + h) * 16);
-            const unsigned aw[4] = {a.x, a.y, a.z, a.w}, bw[4] = {b.x, b.y, b.z, b.w};
+        for (int f = 0; f < RF; ++f) {
+            const int fa = ra[f], fb = fa + 8;
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                af[h][e][0] = fp8x2_to_f16x2(aw[e] & 0xffff);
-                af[h][e][1] = fp8x2_to_f16x2(bw[e] & 0xffff);
-                af[h][e][2] = fp8x2_to_f16x2(aw[e] >> 16);
-                af[h][e][3] = fp8x2_to_f16x2(bw[e] >> 16);
+            for (int h = 0; h < 2; ++h) {
+                const unsigned char* pa = ws + fa * 128 + wf_w_unit(fa, 2 * t + h) * 16;
+                const unsigned char* pb = ws + fb * 128 + wf_w_unit(fb, 2 * t + h) * 16;
+                const uint4 a = *reinterpret_cast<const uint4*>(pa);
+                const uint4 b = *reinterpret_cast<const uint4*>(pb);
+                const unsigned aw[4] = {a.x, a.y, a.z, a.w}, bw[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    af[f][h][e][0] = fp8x2_to_f16x2(aw[e] & 0xffff);
+                    af[f][h][e][1] = fp8x2_to_f16x2(bw[e] & 0xffff);
+                    af[f][h][e][2] = fp8x2_to_f16x2(aw[e] >> 16);
+                    af[f][h][e][3] = fp8x2_to_f16x2(bw[e] >> 16);
+                }
             }
+            sa[f] = __ldg(sra[f] + i);
+            sb[f] = __ldg(srb[f] + i);
         }
-        const float sa = __ldg(sra + i), sb = __ldg(srb + i);
 #pragma unroll
         for (int j = 0; j < MT; ++j) {
             const int m = 8 * j + g;
@@ -210,57 +243,68 @@ __device__ __forceinline__ void wide_fp8(const unsigned char* __restrict__ x,
 #pragma unroll
                 for (int q = 0; q < 16; ++q) xw[q] = bf16x2_to_f16x2(xw[q]);
             }
-            float p[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
+            for (int f = 0; f < RF; ++f) {
+                float p[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    mma_f16(p, af[h][e][0], af[h][e][1], af[h][e][2], af[h][e][3], xw[8 * h + 2 * e],
-                            xw[8 * h + 2 * e + 1]);
-            c[j][0] = fmaf(sa, p[0], c[j][0]);
-            c[j][1] = fmaf(sa, p[1], c[j][1]);
-            c[j][2] = fmaf(sb, p[2], c[j][2]);
-            c[j][3] = fmaf(sb, p[3], c[j][3]);
-        }
-    }
-    // c[j]: rows ra (0, 1) and rb (2, 3), tokens 8j + 2t and 8j + 2t + 1. Every copy this
-    // block issued has landed (stage mine - 1 was waited for), so it may leave.
+                for (int h = 0; h < 2; ++h)
 #pragma unroll
-    for (int j = 0; j < MT; ++j) {
-        const int m0 = 8 * j + 2 * t;
-        if constexpr (SWIGLU) {
-            // Rows ra and rb are gate and up of act column n0 / 2 + 8 warp + g.
-            const int inter = N / 2, col = n0 / 2 + 8 * warp + g;
-            if (m0 < M) wf_store_act(y, m0, inter, col, c[j][0], c[j][2]);
-            if (m0 + 1 < M) wf_store_act(y, m0 + 1, inter, col, c[j][1], c[j][3]);
-        } else {
-            const bool add = splits > 1;
-            float* y0 = y + (size_t)m0 * N + n0;
-            if (m0 < M) {
-                wf_out(y0 + ra, c[j][0], add);
-                wf_out(y0 + rb, c[j][2], add);
-            }
-            if (m0 + 1 < M) {
-                wf_out(y0 + N + ra, c[j][1], add);
-                wf_out(y0 + N + rb, c[j][3], add);
+                    for (int e = 0; e < 4; ++e)
+                        mma_f16(p, af[f][h][e][0], af[f][h][e][1], af[f][h][e][2], af[f][h][e][3],
+                                xw[8 * h + 2 * e], xw[8 * h + 2 * e + 1]);
+                c[f][j][0] = fmaf(sa[f], p[0], c[f][j][0]);
+                c[f][j][1] = fmaf(sa[f], p[1], c[f][j][1]);
+                c[f][j][2] = fmaf(sb[f], p[2], c[f][j][2]);
+                c[f][j][3] = fmaf(sb[f], p[3], c[f][j][3]);
             }
         }
     }
+    // c[f][j]: rows ra[f] (0, 1) and ra[f] + 8 (2, 3), tokens 8j + 2t and 8j + 2t + 1. Every
+    // copy this block issued has landed (stage mine - 1 was waited for), so it may leave.
+#pragma unroll
+    for (int f = 0; f < RF; ++f)
+#pragma unroll
+        for (int j = 0; j < MT; ++j) {
+            const int m0 = 8 * j + 2 * t, fa = ra[f], fb = fa + 8;
+            if constexpr (SWIGLU) {
+                // Rows fa and fb are gate and up of one act column: the fragment's 16 rows
+                // start at n0 + fa - g and hold 8 columns.
+                const int inter = N / 2, col = (n0 + fa - g) / 2 + g;
+                if (m0 < M) wf_store_act(y, m0, inter, col, c[f][j][0], c[f][j][2]);
+                if (m0 + 1 < M) wf_store_act(y, m0 + 1, inter, col, c[f][j][1], c[f][j][3]);
+            } else {
+                const bool add = splits > 1;
+                float* y0 = y + (size_t)m0 * N + n0;
+                if (m0 < M) {
+                    wf_out(y0 + fa, c[f][j][0], add);
+                    wf_out(y0 + fb, c[f][j][2], add);
+                }
+                if (m0 + 1 < M) {
+                    wf_out(y0 + N + fa, c[f][j][1], add);
+                    wf_out(y0 + N + fb, c[f][j][3], add);
+                }
+            }
+        }
 }
 
-// Entry points by token rows (the 16- and 32-row forms), x type and output.
-// BLOCKS: resident blocks per SM, as the form's ring allows (ops::wide's blocks_per_sm).
-#define WF_ENTRY(NAME, MT, XBF, SWIGLU, XT, OUT, BLOCKS)                                          \
-    extern "C" __global__ void __launch_bounds__(WF_THREADS, BLOCKS)                             \
+// Entry points by token rows (the 16-, 32- and 64-row forms), x type and output, each with
+// its block shape (ops::wide's FORMS, which launches them, holds the same numbers).
+// BLOCKS: resident blocks per SM, as the form's ring allows.
+#define WF_ENTRY(NAME, MT, WARPS, RF, STAGES, XBF, SWIGLU, XT, OUT, BLOCKS)                       \
+    extern "C" __global__ void __launch_bounds__(32 * WARPS, BLOCKS)                              \
         NAME(const XT* __restrict__ x, const unsigned char* __restrict__ w,                       \
              const float* __restrict__ scale_inv, OUT* __restrict__ y, int M, int N, int K, int R, \
              int il, int splits, float* __restrict__ clear, int clear_n4) {                       \
-        wide_fp8<MT, XBF, SWIGLU>(reinterpret_cast<const unsigned char*>(x), w, scale_inv, y, M, N, \
-                                  K, R, il, splits, clear, clear_n4);                             \
+        wide_fp8<MT, WARPS, RF, STAGES, XBF, SWIGLU>(reinterpret_cast<const unsigned char*>(x), w, \
+                                                     scale_inv, y, M, N, K, R, il, splits, clear,  \
+                                                     clear_n4);                                    \
     }
-WF_ENTRY(wide_fp8_m16, 2, false, false, __half, float, 4)
-WF_ENTRY(wide_fp8_bx_m16, 2, true, false, __nv_bfloat16, float, 4)
-WF_ENTRY(wide_fp8_swiglu_m16, 2, false, true, __half, __half, 4)
-WF_ENTRY(wide_fp8_m32, 4, false, false, __half, float, 3)
-WF_ENTRY(wide_fp8_bx_m32, 4, true, false, __nv_bfloat16, float, 3)
-WF_ENTRY(wide_fp8_swiglu_m32, 4, false, true, __half, __half, 3)
+WF_ENTRY(wide_fp8_m16, 2, 4, 1, 4, false, false, __half, float, 4)
+WF_ENTRY(wide_fp8_bx_m16, 2, 4, 1, 4, true, false, __nv_bfloat16, float, 4)
+WF_ENTRY(wide_fp8_swiglu_m16, 2, 4, 1, 4, false, true, __half, __half, 4)
+WF_ENTRY(wide_fp8_m32, 4, 4, 1, 4, false, false, __half, float, 3)
+WF_ENTRY(wide_fp8_bx_m32, 4, 4, 1, 4, true, false, __nv_bfloat16, float, 3)
+WF_ENTRY(wide_fp8_swiglu_m32, 4, 4, 1, 4, false, true, __half, __half, 3)
+WF_ENTRY(wide_fp8_m64, 8, 4, 2, 3, false, false, __half, float, 2)
+WF_ENTRY(wide_fp8_bx_m64, 8, 4, 2, 3, true, false, __nv_bfloat16, float, 2)
+WF_ENTRY(wide_fp8_swiglu_m64, 8, 4, 2, 3, false, true, __half, __half, 2)

@@ -123,6 +123,9 @@ pub const ALL: &[KernelSource] = &[
             "wide_fp8_m32",
             "wide_fp8_bx_m32",
             "wide_fp8_swiglu_m32",
+            "wide_fp8_m64",
+            "wide_fp8_bx_m64",
+            "wide_fp8_swiglu_m64",
         ],
     },
     KernelSource {

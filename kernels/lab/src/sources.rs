@@ -47,9 +47,8 @@ pub const STREAM_CHAIN: &str = behind_bulk_pipeline!("stream_chain.cu");
 /// entries it times at chosen split counts and whose main loop its 64-row form runs, and
 /// the bf16 forms beside it.
 pub const WIDE_GEMM: &str = behind_wide_fp8!("wide_gemm.cu");
-/// The wide FP8 GEMM at 64 token rows (bin/wide_rows64.rs): its main loop with the block's
-/// shape as template parameters (lab/cuda/wide_rows64.cu), behind the production kernel
-/// whose helpers it uses.
+/// The wide FP8 GEMM at 64 token rows (bin/wide_rows64.rs): the production kernel's
+/// template in nine block shapes (lab/cuda/wide_rows64.cu's entries).
 pub const WIDE_ROWS64: &str = behind_wide_fp8!("wide_rows64.cu");
 /// The warpgroup-MMA experiment (bin/wgmma_probe.rs).
 pub const WGMMA_PROBE: &str = behind_bulk_pipeline!("wgmma_probe.cu");

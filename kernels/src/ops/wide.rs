@@ -1,10 +1,9 @@
-//! The FP8 decode GEMM for 9-32 token rows (wide_fp8.cu): 64 weight rows per block, read
-//! from their own tiled copy of the codes (`wide_tiles`) one bulk copy per stage, with x
-//! staged once per stage in shared memory, K split across blocks that add into a zeroed y
-//! where the grid is short of SMs (zeroed by the wide GEMM before it: `WideZeros`). Past 8
-//! rows the skinny kernels' per-tile x reads outgrow the weights; past 32 this block's
-//! staged x costs more than the FP8 bytes save, and cuBLAS on the bf16 copies is faster
-//! (engine/PERF-LOG.md, 2026-12-03 16:00; a 64-row form is step 76's).
+//! The FP8 decode GEMM for 9-64 token rows (wide_fp8.cu): 64 or 128 weight rows per block,
+//! read from their own tiled copy of the codes (`wide_tiles`) one bulk copy per 64-row tile
+//! and stage, with x staged once per stage in shared memory, K split across blocks that add
+//! into a zeroed y where the grid is short of SMs (zeroed by the wide GEMM before it:
+//! `WideZeros`). Past 8 rows the skinny kernels' per-tile x reads outgrow the weights; past
+//! 64 the engine runs cuBLAS on the bf16 copies.
 
 use super::skinny::{Fp8Matrix, SKINNY_MAX_ROWS, SkinnyX};
 use super::to_i32;
@@ -16,7 +15,7 @@ use half::f16;
 use rayon::prelude::*;
 
 /// Most token rows the wide kernels take (`FORMS`; rows past the batch are zero-filled).
-pub const WIDE_MAX_ROWS: usize = 32;
+pub const WIDE_MAX_ROWS: usize = 64;
 /// Weight rows of a tile of the wide layout (`wide_tiles`): n must be a multiple of it, and
 /// of the block rows of the form that runs.
 pub const WIDE_TILE_ROWS: usize = 64;
@@ -24,7 +23,7 @@ pub const WIDE_TILE_ROWS: usize = 64;
 const STAGE_K: usize = 128;
 
 /// One form of the wide kernels: the token rows it takes and its block's shape, as
-/// wide_fp8.cu builds it (WF_THREADS, WF_STAGES, and the entries' launch bounds).
+/// wide_fp8.cu's WF_ENTRY lines instantiate it.
 #[derive(Clone, Copy)]
 struct Form {
     /// Token rows of x it stages (a batch of fewer is zero-filled).
@@ -40,16 +39,18 @@ struct Form {
     names: [&'static str; 3],
 }
 
-/// The forms by token rows: 4 warps of one fragment (64-row blocks, one tile of the layout)
-/// and 4 stages (engine/PERF-LOG.md step 73). A form of other blocks is one more row here
-/// and its entries in wide_fp8.cu (the 64-row one of step 76: 4 warps of two fragments,
-/// 128-row blocks, 3 stages).
-const FORMS: [Form; 2] = [
+/// The forms by token rows. 16 and 32: 4 warps of one fragment (64-row blocks, one tile of
+/// the layout) and 4 stages (engine/PERF-LOG.md step 73); 64: 4 warps of two fragments
+/// (128-row blocks) and 3 stages, where the one-fragment block read twice the x per weight
+/// byte and lost to cuBLAS (step 76).
+const FORMS: [Form; 3] = [
     Form { rows: 16, warps: 4, fragments: 1, stages: 4, blocks: 4, names: WF16 },
     Form { rows: 32, warps: 4, fragments: 1, stages: 4, blocks: 3, names: WF32 },
+    Form { rows: 64, warps: 4, fragments: 2, stages: 3, blocks: 2, names: WF64 },
 ];
 const WF16: [&str; 3] = ["wide_fp8_m16", "wide_fp8_bx_m16", "wide_fp8_swiglu_m16"];
 const WF32: [&str; 3] = ["wide_fp8_m32", "wide_fp8_bx_m32", "wide_fp8_swiglu_m32"];
+const WF64: [&str; 3] = ["wide_fp8_m64", "wide_fp8_bx_m64", "wide_fp8_swiglu_m64"];
 
 impl Form {
     /// The smallest form that takes `rows` token rows (9..=WIDE_MAX_ROWS).
@@ -74,7 +75,7 @@ impl Form {
         self.blocks * (self.smem() as usize + 1024 + 64) <= 228 * 1024
     }
 }
-const _: () = assert!(FORMS[0].fits() && FORMS[1].fits());
+const _: () = assert!(FORMS[0].fits() && FORMS[1].fits() && FORMS[2].fits());
 const _: () = assert!(FORMS[FORMS.len() - 1].rows == WIDE_MAX_ROWS);
 
 /// An FP8 matrix whose codes are in the wide kernels' layout (`wide_tiles` of the row-major
@@ -158,7 +159,7 @@ fn split_count(tiles: usize, stages: usize, slots: usize) -> usize {
     stages.div_ceil(stages.div_ceil(want))
 }
 
-/// y[m, n] = sum_k x[m, k] w[n, k] for 9-32 rows of x (f16 as the `_f16` norms write it,
+/// y[m, n] = sum_k x[m, k] w[n, k] for 9-64 rows of x (f16 as the `_f16` norms write it,
 /// or bf16), FP8 weights in the wide layout with their block scales (`WideFp8`, plain or
 /// interleaved rows).
 /// Where K is split the blocks add into a zeroed y (`zeros.y_zeroed`, else a memset on the
@@ -182,7 +183,7 @@ pub fn wide_fp8_into<X: SkinnyX>(
 }
 
 /// act[m, n / 2] = SwiGLU of x w^T over gate|up rows interleaved by 8
-/// (`interleave_gate_up`), f16 x and act as the `_xh` skinny kernels (9-32 rows). K is
+/// (`interleave_gate_up`), f16 x and act as the `_xh` skinny kernels (9-64 rows). K is
 /// never split: no block would hold a whole sum to apply SwiGLU to (wide_fp8.cu says why
 /// that costs Qwen3-8B's gate|up nothing). `clear`: as `WideZeros::clear`.
 pub fn wide_fp8_swiglu_into(
@@ -271,9 +272,11 @@ mod tests {
         assert!(wide_fp8_supported(9, 4096, 4096) && wide_fp8_supported(16, 24576, 12288));
         assert!(wide_fp8_supported(17, 4096, 4096) && wide_fp8_supported(32, 6144, 4096));
         assert!(wide_fp8_supported(16, 192, 128), "n a multiple of 64 is enough");
+        assert!(wide_fp8_supported(33, 4096, 4096) && wide_fp8_supported(64, 24576, 4096));
         assert!(wide_fp8_supported(32, 192, 128), "32 rows: 64-row blocks");
+        assert!(!wide_fp8_supported(64, 192, 128), "64 rows: 128-row blocks");
         assert!(!wide_fp8_supported(8, 4096, 4096), "8 rows: the skinny kernels");
-        assert!(!wide_fp8_supported(33, 4096, 4096), "33 rows: cuBLAS");
+        assert!(!wide_fp8_supported(65, 4096, 4096), "65 rows: cuBLAS");
         assert!(!wide_fp8_supported(16, 4100, 4096) && !wide_fp8_supported(16, 4096, 4000));
         assert!(!wide_fp8_supported(16, 4096, 4032) && !wide_fp8_supported(16, 0, 4096));
     }
@@ -327,15 +330,15 @@ mod tests {
     #[test]
     fn forms_take_their_rows_and_their_rings_fit_their_blocks() {
         let rows = |m: usize| Form::for_rows(m).rows;
-        assert_eq!([rows(9), rows(16), rows(17), rows(32)], [16, 16, 32, 32]);
+        assert_eq!(
+            [rows(9), rows(16), rows(17), rows(32), rows(33), rows(48), rows(64)],
+            [16, 16, 32, 32, 64, 64, 64]
+        );
         assert_eq!(FORMS[0].smem(), 4 * (64 * 128 + 16 * 256));
         assert_eq!(FORMS[1].smem(), 4 * (64 * 128 + 32 * 256));
-        assert_eq!(FORMS.map(|f| f.block_rows()), [64, 64]);
-        assert_eq!(FORMS.map(|f| f.blocks), [4, 3]);
-        // Step 76's 64-row form: 4 warps of two fragments, 3 stages, two blocks an SM.
-        let w64 = Form { rows: 64, warps: 4, fragments: 2, stages: 3, blocks: 2, names: WF32 };
-        assert_eq!((w64.block_rows(), w64.smem()), (128, 3 * (128 * 128 + 64 * 256)));
-        assert!(w64.fits() && !Form { blocks: 3, ..w64 }.fits());
+        assert_eq!(FORMS[2].smem(), 3 * (128 * 128 + 64 * 256));
+        assert_eq!(FORMS.map(|f| f.block_rows()), [64, 64, 128]);
+        assert_eq!(FORMS.map(|f| f.blocks), [4, 3, 2]);
         // One block more would not fit: the forms use what the SM holds.
         for f in &FORMS {
             let more = Form { blocks: f.blocks + 1, ..*f };

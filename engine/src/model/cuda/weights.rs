@@ -6,7 +6,7 @@
 //! keeps 128-row scale blocks when every part's rows are a multiple of 128 (Qwen3-8B), and
 //! expands to one scale row per weight row otherwise (tiny test models). Their codes go up
 //! twice: row-major for the skinny GEMMs (1-8 rows) and prefill's dequantization, and in the
-//! wide GEMM's layout (`ops::wide_tiles`) for decode and verify batches of 9-32 rows, whose
+//! wide GEMM's layout (`ops::wide_tiles`) for decode and verify batches of 9-64 rows, whose
 //! one-bulk-copy stages ran 8-12 % faster than any read of the row-major codes
 //! (engine/PERF-LOG.md step 73). One byte per weight more (7.6 GB on Qwen3-8B): the price of
 //! that speed at every batch past 8, EAGLE-3's verify included; an engine that never runs
@@ -39,7 +39,7 @@ pub enum GpuLinear {
         /// (`CudaBackend::keep_fp8_prefill_copies`); None: prefill dequantizes into a
         /// scratch buffer every time.
         prefill: Option<CudaSlice<bf16>>,
-        /// The codes in the wide GEMM's layout (`ops::wide_tiles`) for 9-32 row decode; None
+        /// The codes in the wide GEMM's layout (`ops::wide_tiles`) for 9-64 row decode; None
         /// where the shape has none (`ops::wide_shape`: tiny test models' odd sizes) or the
         /// engine needs none (`Tuning::wide_fp8_copies`): those steps then run cuBLAS.
         wide: Option<CudaSlice<u8>>,

@@ -188,7 +188,7 @@ fn main() {
                 // Each wide entry and whether it reads the tiled (wide) copy: FP8 always; bf16
                 // row-major, then tiled with bulk copies.
                 let entries: Vec<(String, bool)> = match (fp8, m) {
-                    (true, 64) => vec![("wide_fp8_m64".to_string(), true)],
+                    (true, 64) => vec![("wide_fp8_m64_r1".to_string(), true)],
                     (true, _) => vec![(format!("wide_fp8_m{m}"), true)],
                     (false, _) => {
                         vec![(format!("wide_bf16_m{m}"), false), (format!("wide_bf16_bulk_m{m}"), true)]

@@ -1,10 +1,9 @@
 //! Experiment, GPU machine only (prints the speeds; asserts only correctness): which block
-//! shape lets the wide FP8 GEMM's main loop (kernels/cuda/wide_fp8.cu, generalized in
+//! shape lets the wide FP8 GEMM (kernels/cuda/wide_fp8.cu's template, entries in
 //! lab/cuda/wide_rows64.cu) beat cuBLAS on the bf16 copies at 48 and 64 token rows, on
 //! Qwen3-8B's four projection shapes. Each shape (warps, 16-row fragments per warp, ring
-//! stages) at the
-//! launcher's split rule for its own resident blocks; gate|up also unsplit, as a SwiGLU
-//! form must run. Against cuBLAS (`ops::gemm_into`, bf16 weights: what the engine runs past
+//! stages) at the launcher's split rule for its own resident blocks; gate|up also unsplit,
+//! as a SwiGLU form must run. Against cuBLAS (`ops::gemm_into`, bf16 weights: what the engine runs past
 //! 32 rows) and the engine's 32-row op run twice (the reference the sums are checked
 //! against). Each matrix is held in enough copies, run in turn, that no run finds it in
 //! L2. `cargo run -p kernels-lab --bin wide_rows64`.

@@ -1,8 +1,8 @@
 //! FP8 decode with x as f16 (`ops::SkinnyX`), for the batches whose norms do not fold
-//! (2-32 rows): the norms before qkv and gate|up write f16 (`ops::rmsnorm_f16_into`),
+//! (2-64 rows): the norms before qkv and gate|up write f16 (`ops::rmsnorm_f16_into`),
 //! gate|up's SwiGLU writes its act in f16, and the FP8 GEMMs read them as they are, so no
 //! block converts bf16 x at every ring stage (engine/PERF-LOG.md step 53). Same bits as
-//! bf16 x. Up to 8 rows the GEMMs are the skinny kernels, at 9-32 the wide ones
+//! bf16 x. Up to 8 rows the GEMMs are the skinny kernels, at 9-64 the wide ones
 //! (`ops::wide_fp8_into`: 64-row tiles read from the codes' wide copy, x staged once per
 //! stage, K split by atomics into a y the GEMM before cleared,
 //! so their sums' bits may vary from run to run; gate|up's SwiGLU fused, never split).
@@ -54,7 +54,7 @@ pub(super) fn norm(gpu: &Gpu, sc: &mut Scratch, add: bool, weight: &CudaSlice<f3
     .map_err(kernel_err)
 }
 
-/// y = x wᵀ for an FP8 projection over f16 x [rows <= 32, k]; past 8 rows the wide GEMM
+/// y = x wᵀ for an FP8 projection over f16 x [rows <= 64, k]; past 8 rows the wide GEMM
 /// with `zeros` (the chain below).
 fn linear(
     gpu: &Gpu,

@@ -1,7 +1,7 @@
 //! The linear layers of a step: bf16 or FP8 projections on the skinny GEMM for decode
 //! batches (up to 8 rows: it streams the weights once for all rows, where cuBLAS reached
-//! ~1.9 TB/s on the small decode shapes), FP8 ones on the wide GEMM at 9-32 rows, and the
-//! rest (bf16 past 8 rows, FP8 past 32, prefill) on cuBLAS; lm_head; the MLP's gate|up
+//! ~1.9 TB/s on the small decode shapes), FP8 ones on the wide GEMM at 9-64 rows, and the
+//! rest (bf16 past 8 rows, FP8 past 64, prefill) on cuBLAS; lm_head; the MLP's gate|up
 //! with SwiGLU.
 
 use super::Scratch;
@@ -99,7 +99,7 @@ pub(super) fn fp8_matrix<'a, 'b>(
 }
 
 /// `linear` for a layer projection, bf16 or FP8. FP8 runs the dequantizing skinny GEMM up
-/// to 8 rows and the wide one at 9-32 (`ops::wide_fp8_into`, where its shape allows:
+/// to 8 rows and the wide one at 9-64 (`ops::wide_fp8_into`, where its shape allows:
 /// o_proj's bf16 x, the attention's output); above (larger decode batches, prefill) it runs
 /// cuBLAS on the kept bf16 copy, or expands the matrix into `deq` first, which measured
 /// faster than 8-row passes over the codes (cuBLASLt FP8 buys nothing at small M, and

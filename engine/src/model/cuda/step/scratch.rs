@@ -21,7 +21,7 @@ pub(in crate::model::cuda) struct Scratch {
     /// The folded norms' partial sums of squares (`ops::NormEpi`): [rows, hidden / 16]
     /// (one element above a decode batch's rows, as `h16` and `act16`).
     pub(in crate::model::cuda::step) ss: CudaSlice<f32>,
-    /// FP8 decode's x as f16 at 2-32 rows (half_x.rs): the norms' and the act.
+    /// FP8 decode's x as f16 at 2-64 rows (half_x.rs): the norms' and the act.
     pub(in crate::model::cuda::step) h16: CudaSlice<f16>,
     pub(in crate::model::cuda::step) act16: CudaSlice<f16>,
     /// Split-context attention: how many splits and their partial states
@@ -52,7 +52,7 @@ impl Scratch {
         let (na, nm) = ops::attention_partials_len(rows, attn_dims(c), attn_splits.max(tree_splits));
         // One split writes its output directly and needs no partials.
         let split = |n: usize| if attn_splits.max(tree_splits) > 1 { n } else { 1 };
-        // The folded norms' sums serve decode batches of up to 8 rows, the f16 x up to 32
+        // The folded norms' sums serve decode batches of up to 8 rows, the f16 x up to 64
         // (the wide FP8 GEMMs): a prefill's step does not allocate (and zero) them.
         let decode = |n: usize| if rows <= ops::SKINNY_MAX_ROWS { n } else { 1 };
         let half = |n: usize| if rows <= ops::WIDE_MAX_ROWS { n } else { 1 };
