@@ -1,8 +1,8 @@
 //! The wide FP8 GEMM (9-64 token rows, kernels/cuda/wide_fp8.cu) against an f64 reference on
 //! fresh random inputs (GPU machine only: `cargo test -p engine --test cuda_wide_gemm --
 //! --ignored`): every entry (f16 x, bf16 x, gate|up with SwiGLU over interleaved rows) at
-//! rows of all three forms (9-16, 17-32 and 33-64, some filling only part of a token
-//! group; the 64-row form's 128-row blocks refuse an n they do not divide), on
+//! rows of all four forms (9-16, 17-32, 33-48 and 49-64, some filling only part of a token
+//! group; the 48- and 64-row forms' 128-row blocks refuse an n they do not divide), on
 //! Qwen3-8B's four projection shapes and on small ones: 128-row and per-row scales, K split
 //! 96 ways, a grid past the SMs' resident blocks (no split), and row counts that are a
 //! multiple of the 64-row tile but not of the 128-row scale block. The kernels read the
@@ -22,9 +22,9 @@ use kernels::ops::{self, Fp8Matrix, WideFp8};
 use kernels::{Gpu, bf16, f16};
 use rayon::prelude::*;
 
-/// Token rows of each case: the 16-row form (9-16), the 32-row one (17-32) and the 64-row
-/// one (33-64).
-const ROWS: [usize; 11] = [9, 12, 16, 17, 24, 31, 32, 33, 40, 48, 64];
+/// Token rows of each case: the 16-row form (9-16), the 32-row one (17-32), the 48-row one
+/// (33-48) and the 64-row one (49-64).
+const ROWS: [usize; 14] = [9, 12, 16, 17, 24, 31, 32, 33, 40, 41, 48, 49, 56, 64];
 const MOST_ROWS: usize = 64;
 
 /// Real weights of an [n, k] FP8 matrix whose scales cover `rows_per` rows each.
