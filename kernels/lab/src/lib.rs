@@ -31,3 +31,16 @@ pub fn module(g: &Gpu, opts: &GpuOptions, name: &str, src: &str) -> Arc<CudaModu
     let bin = cubin(g, opts, name, src);
     g.ctx().load_module(Ptx::from_binary(bin)).unwrap()
 }
+
+/// max |a - b| / max |b|: how far a timed kernel's output is off its reference.
+pub fn rel_err(a: &[f32], b: &[f32]) -> f32 {
+    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
+    a.iter().zip(b).fold(0f32, |m, (p, q)| m.max((p - q).abs())) / scale
+}
+
+/// Blocks per tile of a split-K wide GEMM over `stages` ring stages: `want`, at most one
+/// per stage, then the fewest that keep the same stages per block (ops::wide's rule).
+pub fn no_idle(stages: usize, want: usize) -> usize {
+    let want = want.clamp(1, stages);
+    stages.div_ceil(stages.div_ceil(want))
+}

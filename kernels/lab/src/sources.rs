@@ -23,8 +23,33 @@ macro_rules! behind_bulk_pipeline {
     };
 }
 
+/// An experiment's file under lab/cuda/ behind the production wide FP8 GEMM (its helpers,
+/// entries and main loop) and the headers it needs.
+macro_rules! behind_wide_fp8 {
+    ($file:literal) => {
+        concat!(
+            include_str!("../../cuda/common.cuh"),
+            "\n",
+            include_str!("../../cuda/skinny_tiles.cuh"),
+            "\n",
+            include_str!("../../cuda/bulk_ring.cuh"),
+            "\n",
+            include_str!("../../cuda/wide_fp8.cu"),
+            "\n",
+            include_str!(concat!("../cuda/", $file))
+        )
+    };
+}
+
 /// The streaming experiment (bin/stream_chain.rs).
 pub const STREAM_CHAIN: &str = behind_bulk_pipeline!("stream_chain.cu");
+/// The wide decode GEMM experiment (bin/wide_gemm.rs): the production wide FP8 GEMM, whose
+/// entries it times at chosen split counts and whose main loop its 64-row form runs, and
+/// the bf16 forms beside it.
+pub const WIDE_GEMM: &str = behind_wide_fp8!("wide_gemm.cu");
+/// The wide FP8 GEMM at 64 token rows (bin/wide_rows64.rs): the production kernel's
+/// template in nine block shapes (lab/cuda/wide_rows64.cu's entries).
+pub const WIDE_ROWS64: &str = behind_wide_fp8!("wide_rows64.cu");
 /// The warpgroup-MMA experiment (bin/wgmma_probe.rs).
 pub const WGMMA_PROBE: &str = behind_bulk_pipeline!("wgmma_probe.cu");
 /// The copy-ceiling experiment (bin/copy_ceiling.rs), with the fat-block kernels
@@ -69,4 +94,6 @@ pub const ALL: &[(&str, &str)] = &[
     ("mlp_fused_red_v4.cu", MLP_FUSED_RED_V4),
     ("mlp_fused_no_red.cu", MLP_FUSED_NO_RED),
     ("latency_load.cu", LATENCY_LOAD),
+    ("wide_gemm.cu", WIDE_GEMM),
+    ("wide_rows64.cu", WIDE_ROWS64),
 ];

@@ -28,8 +28,9 @@ const STAGE_K: usize = 128;
 struct Form {
     /// Token rows of x it stages (a batch of fewer is zero-filled).
     rows: usize,
-    /// Warpgroups per block, each the MMAs of one 64-row tile of the layout.
-    warpgroups: usize,
+    warps: usize,
+    /// 16-weight-row fragments per warp.
+    fragments: usize,
     /// Ring stages.
     stages: usize,
     /// Resident blocks per SM (the entries' launch bounds; `fits` checks the ring allows it).
@@ -38,16 +39,15 @@ struct Form {
     names: [&'static str; 3],
 }
 
-/// The forms by token rows. 16 and 32: one warpgroup (64-row blocks, one tile of the
-/// layout) and 4 stages (engine/PERF-LOG.md step 73); 48 and 64: two warpgroups (128-row
-/// blocks, so that a stage's x serves twice the weights) and 6 stages, one block per SM:
-/// two would leave 128 registers a thread, and the 64-token sums, the A fragments and x
-/// on its way spill past them (step 79).
+/// The forms by token rows. 16 and 32: 4 warps of one fragment (64-row blocks, one tile of
+/// the layout) and 4 stages (engine/PERF-LOG.md step 73); 48 and 64: 4 warps of two
+/// fragments (128-row blocks) and 3 stages, where the one-fragment block read twice the x
+/// per weight byte and lost to cuBLAS (steps 76 and 80).
 const FORMS: [Form; 4] = [
-    Form { rows: 16, warpgroups: 1, stages: 4, blocks: 4, names: WF16 },
-    Form { rows: 32, warpgroups: 1, stages: 4, blocks: 3, names: WF32 },
-    Form { rows: 48, warpgroups: 2, stages: 6, blocks: 1, names: WF48 },
-    Form { rows: 64, warpgroups: 2, stages: 6, blocks: 1, names: WF64 },
+    Form { rows: 16, warps: 4, fragments: 1, stages: 4, blocks: 4, names: WF16 },
+    Form { rows: 32, warps: 4, fragments: 1, stages: 4, blocks: 3, names: WF32 },
+    Form { rows: 48, warps: 4, fragments: 2, stages: 3, blocks: 2, names: WF48 },
+    Form { rows: 64, warps: 4, fragments: 2, stages: 3, blocks: 2, names: WF64 },
 ];
 const WF16: [&str; 3] = ["wide_fp8_m16", "wide_fp8_bx_m16", "wide_fp8_swiglu_m16"];
 const WF32: [&str; 3] = ["wide_fp8_m32", "wide_fp8_bx_m32", "wide_fp8_swiglu_m32"];
@@ -61,10 +61,10 @@ impl Form {
     }
     /// Weight rows per block: n must be a multiple of it.
     const fn block_rows(&self) -> usize {
-        WIDE_TILE_ROWS * self.warpgroups
+        16 * self.warps * self.fragments
     }
     const fn threads(&self) -> u32 {
-        128 * self.warpgroups as u32
+        32 * self.warps as u32
     }
     /// Dynamic shared memory: a ring of the block's weight rows x 128 bytes and the form's
     /// token rows x 256 bytes (128 k of f16) per stage.
@@ -112,10 +112,9 @@ pub fn wide_shape(n: usize, k: usize) -> bool {
 
 /// FP8 codes [n, k] row-major -> the wide kernels' layout: tile by tile (64 rows), stage by
 /// stage (128 k), each stage's 64 x 128 bytes one contiguous run (one bulk copy), row after
-/// row. In a row the 128 codes are in the order the kernel's MMAs take them (`mma_order`),
-/// and the 16-byte unit at position p holds unit p ^ (row % 8) of that order, the swizzle
-/// that lets the kernel's fragment reads hit every bank once. Element (r, c) lands at
-/// `wide_index`. `wide_shape(n, k)` must hold.
+/// row; in a row the 16-byte unit at position p holds the row's unit p ^ (row % 8), the
+/// swizzle that lets the kernel's fragment reads hit every bank once. Element (r, c) lands
+/// at `wide_index`. `wide_shape(n, k)` must hold.
 pub fn wide_tiles(codes: &[u8], n: usize, k: usize) -> Vec<u8> {
     assert!(wide_shape(n, k) && codes.len() == n * k, "codes {} are not a wide {n} x {k}", codes.len());
     let mut out = vec![0u8; n * k];
@@ -124,10 +123,10 @@ pub fn wide_tiles(codes: &[u8], n: usize, k: usize) -> Vec<u8> {
     out.par_chunks_mut(tile).zip(codes.par_chunks(tile)).for_each(|(dst, src)| {
         for s in 0..k / STAGE_K {
             for r in 0..WIDE_TILE_ROWS {
-                let row = &src[r * k + s * STAGE_K..][..STAGE_K];
-                let run = &mut dst[(s * WIDE_TILE_ROWS + r) * STAGE_K..][..STAGE_K];
-                for (c, &code) in row.iter().enumerate() {
-                    run[row_position(r, c)] = code;
+                for p in 0..8 {
+                    let from = r * k + s * STAGE_K + (p ^ (r % 8)) * 16;
+                    let to = (s * WIDE_TILE_ROWS + r) * STAGE_K + p * 16;
+                    dst[to..to + 16].copy_from_slice(&src[from..from + 16]);
                 }
             }
         }
@@ -138,24 +137,8 @@ pub fn wide_tiles(codes: &[u8], n: usize, k: usize) -> Vec<u8> {
 /// Where `wide_tiles` puts code (row, col) of an [n, k] matrix (the index the kernel reads).
 pub fn wide_index(row: usize, col: usize, k: usize) -> usize {
     let (t, r, s) = (row / WIDE_TILE_ROWS, row % WIDE_TILE_ROWS, col / STAGE_K);
-    t * WIDE_TILE_ROWS * k + (s * WIDE_TILE_ROWS + r) * STAGE_K + row_position(r, col % STAGE_K)
-}
-
-/// The byte of a tile row's 128-code run that holds the code at k `c` of the stage: its
-/// place in `mma_order`, with the unit swizzle.
-fn row_position(r: usize, c: usize) -> usize {
-    let p = mma_order(c);
-    ((p / 16) ^ (r % 8)) * 16 + p % 16
-}
-
-/// The order of a row's 128 codes of a stage for the warpgroup MMAs (wide_fp8.cu): MMA s
-/// takes k 16s..16s + 15, of which thread t of a quad holds 2t, 2t + 1 (its a0 / a1) and
-/// 2t + 8, 2t + 9 (a2 / a3). Thread t's 32 codes are bytes 32t..32t + 31, MMA s's four at
-/// 4s..4s + 3 of them (the low pair of k 2t, the high pair of 2t + 8), so that each thread
-/// reads its codes with two 16-byte loads and the x rows stay in k order.
-const fn mma_order(c: usize) -> usize {
-    let (s, hi, t, pair) = (c / 16, c / 8 % 2, c % 8 / 2, c % 2);
-    32 * t + 4 * s + 2 * hi + pair
+    let p = (col % STAGE_K / 16) ^ (r % 8);
+    t * WIDE_TILE_ROWS * k + (s * WIDE_TILE_ROWS + r) * STAGE_K + p * 16 + col % 16
 }
 
 /// Blocks per block-row tile for an [n, k] matrix in `form`: as many as the SMs' resident
@@ -315,25 +298,10 @@ mod tests {
                 seen[at] = true;
             }
         }
-        // A stage is one run: tile 1, stage 2 starts at 64 k + 2 x 64 x 128. In row 9 of it
-        // k 16 (MMA 1's first code of thread 0) is byte 4 of thread 0's units, unit 0 of the
-        // order, which the swizzle (9 % 8 = 1) puts at unit 1.
+        // A stage is one run: tile 1, stage 2 starts at 64 k + 2 x 64 x 128; row 9's unit 0
+        // of it holds the row's unit 1 (the swizzle is 9 % 8 = 1).
         assert_eq!(wide_index(64, 256, k), 64 * k + 2 * 64 * 128);
-        assert_eq!(wide_index(64 + 9, 256 + 16, k), 64 * k + 2 * 64 * 128 + 9 * 128 + 16 + 4);
-    }
-
-    #[test]
-    fn mma_order_gives_each_thread_its_codes_of_every_mma_in_one_run() {
-        let mut seen = [false; 128];
-        for c in 0..128 {
-            assert!(!std::mem::replace(&mut seen[mma_order(c)], true), "k {c} lands twice");
-        }
-        // MMA s, thread t: a0 / a1 at k 16s + 2t (+1), a2 / a3 at 16s + 8 + 2t (+1), as the
-        // four bytes 4s..4s + 3 of the thread's 32 (the kernel's word s % 4 of unit s / 4).
-        for (s, t) in (0..8).flat_map(|s| (0..4).map(move |t| (s, t))) {
-            let at = |c: usize| mma_order(c) - 32 * t - 4 * s;
-            assert_eq!([0, 1, 8, 9].map(|d| at(16 * s + 2 * t + d)), [0, 1, 2, 3], "s {s} t {t}");
-        }
+        assert_eq!(wide_index(64 + 9, 256 + 16, k), 64 * k + 2 * 64 * 128 + 9 * 128);
     }
 
     #[test]
@@ -371,11 +339,10 @@ mod tests {
         );
         assert_eq!(FORMS[0].smem(), 4 * (64 * 128 + 16 * 256));
         assert_eq!(FORMS[1].smem(), 4 * (64 * 128 + 32 * 256));
-        assert_eq!(FORMS[2].smem(), 6 * (128 * 128 + 48 * 256));
-        assert_eq!(FORMS[3].smem(), 6 * (128 * 128 + 64 * 256));
+        assert_eq!(FORMS[2].smem(), 3 * (128 * 128 + 48 * 256));
+        assert_eq!(FORMS[3].smem(), 3 * (128 * 128 + 64 * 256));
         assert_eq!(FORMS.map(|f| f.block_rows()), [64, 64, 128, 128]);
-        assert_eq!(FORMS.map(|f| f.threads()), [128, 128, 256, 256]);
-        assert_eq!(FORMS.map(|f| f.blocks), [4, 3, 1, 1]);
+        assert_eq!(FORMS.map(|f| f.blocks), [4, 3, 2, 2]);
         // One block more would not fit: the forms use what the SM holds.
         for f in &FORMS {
             let more = Form { blocks: f.blocks + 1, ..*f };
