@@ -208,7 +208,7 @@ fn cuda_backend(
     spec: Option<&crate::spec::SpeculativeArgs>,
 ) -> Result<Box<dyn Backend>> {
     let mut opts = kernels::GpuOptions::from_env().map_err(|e| EngineError::Backend(e.to_string()))?;
-    // The wide FP8 copies serve only steps of 9-32 rows: decode batches past 8 and the
+    // The wide FP8 copies serve only steps of 9-64 rows: decode batches past 8 and the
     // verify. Without either, they would be 1 byte per weight of GPU memory for nothing.
     if !plan.decodes_wide_rows(spec.is_some()) {
         opts.tuning.wide_fp8_copies = false;

@@ -102,7 +102,7 @@ pub const DEFAULT_MAX_BATCH_CPU: usize = 8;
 const CPU_DEFAULT_MAX_MODEL_LEN: usize = 4096;
 
 impl Plan {
-    /// Whether a step of this engine can decode 9-32 rows at once (the wide FP8 GEMM's
+    /// Whether a step of this engine can decode 9-64 rows at once (the wide FP8 GEMM's
     /// steps): batches past the skinny GEMMs' 8 rows, or any speculation (a verify runs
     /// every tree node of every sequence as a row).
     pub fn decodes_wide_rows(&self, speculative: bool) -> bool {
