@@ -4,28 +4,18 @@
 
 mod common;
 
-use bench_types::RunStatus;
+use bench_types::{RunStatus, RunView};
 use common::fake_openai::fresh_database;
+use common::processes::{latlab_command, wait_for_run};
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 /// `latlab <cmd>` on `url`, engines as `nobody` when that user can reach them.
 fn latlab(cmd: &str, url: &str, data_dir: &std::path::Path) -> Child {
-    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_latlab"));
-    let engine = bin.with_file_name("latlab-engine");
-    let mut c = Command::new(bin);
-    c.arg(cmd)
-        .env("DATABASE_URL", url)
-        .env("LATLAB_ADDR", "127.0.0.1:0")
-        .env("LATLAB_SEED", "0")
-        .env("LATLAB_DATA_DIR", data_dir)
-        .env("LATLAB_ASSETS_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"))
-        .env("LATLAB_LEASE_S", "2")
-        .env("LATLAB_HEARTBEAT_S", "0.3")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
+    let engine = std::path::Path::new(env!("CARGO_BIN_EXE_latlab")).with_file_name("latlab-engine");
+    let mut c = latlab_command(cmd, url);
+    c.env("LATLAB_ADDR", "127.0.0.1:0").env("LATLAB_SEED", "0").env("LATLAB_DATA_DIR", data_dir);
     if server::unix_user::running_as_root()
         && server::unix_user::unreachable_ancestor(&engine, 65534, 65534).is_some()
     {
@@ -34,21 +24,11 @@ fn latlab(cmd: &str, url: &str, data_dir: &std::path::Path) -> Child {
     c.spawn().expect("starting latlab")
 }
 
-async fn wait_for(
-    pool: &sqlx::PgPool,
-    id: i64,
-    what: &str,
-    ok: impl Fn(&bench_types::RunView) -> bool,
-) -> bench_types::RunView {
-    let deadline = Instant::now() + Duration::from_secs(180);
-    loop {
-        let r = db::runs::get(pool, id).await.unwrap().unwrap();
-        if ok(&r) {
-            return r;
-        }
-        assert!(Instant::now() < deadline, "run {id} never {what}: {r:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+/// How long a run may take to reach what a test waits for (a native engine starts first).
+const WAIT: Duration = Duration::from_secs(180);
+
+async fn wait_for(pool: &sqlx::PgPool, id: i64, what: &str, ok: impl Fn(&RunView) -> bool) -> RunView {
+    wait_for_run(pool, id, what, WAIT, ok).await
 }
 
 /// A native CPU engine on the tiny random model, long enough to be killed mid-run.

@@ -4,26 +4,16 @@
 
 mod common;
 
-use bench_types::RunStatus;
+use bench_types::{RunStatus, RunView};
 use common::fake_openai::{fresh_database, start as fake_openai};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use common::processes::{engine_user, latlab_command, wait_for_run};
+use std::time::Duration;
 
-async fn wait_for(
-    pool: &sqlx::PgPool,
-    id: i64,
-    what: &str,
-    ok: impl Fn(&bench_types::RunView) -> bool,
-) -> bench_types::RunView {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let r = db::runs::get(pool, id).await.unwrap().unwrap();
-        if ok(&r) {
-            return r;
-        }
-        assert!(Instant::now() < deadline, "run {id} never {what}: {r:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+/// How long a run may take to reach what a test waits for.
+const WAIT: Duration = Duration::from_secs(90);
+
+async fn wait_for(pool: &sqlx::PgPool, id: i64, what: &str, ok: impl Fn(&RunView) -> bool) -> RunView {
+    wait_for_run(pool, id, what, WAIT, ok).await
 }
 
 fn spec(base_url: &str, model: &str, prompts: u32) -> bench_types::RunSpec {
@@ -41,17 +31,9 @@ async fn dead_targets_fail_partial_failures_are_counted_and_cancels_keep_what_fi
     let pool = db::connect(&url, 4).await.unwrap();
     let (fake, _) = fake_openai().await;
     let tmp = tempfile::tempdir().unwrap();
-    let mut worker = Command::new(env!("CARGO_BIN_EXE_latlab"))
-        .arg("worker")
-        .env("DATABASE_URL", &url)
+    let mut worker = latlab_command("worker", &url)
         .env("LATLAB_DATA_DIR", tmp.path())
-        .env("LATLAB_ENGINE_USER", if server::unix_user::running_as_root() { "root" } else { "" })
-        .env("LATLAB_ASSETS_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"))
-        .env("LATLAB_LEASE_S", "2")
-        .env("LATLAB_HEARTBEAT_S", "0.3")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
+        .env("LATLAB_ENGINE_USER", engine_user())
         .spawn()
         .unwrap();
     let create = |s| {

@@ -13,9 +13,9 @@ use axum::{Json, Router};
 use bench_types::RunStatus;
 use bench_types::telemetry::Series;
 use common::fake_openai::{fresh_database, start as target_without_metrics};
+use common::processes::{engine_user, latlab_command};
 use futures_util::stream::{self, StreamExt};
 use std::convert::Infallible;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -131,17 +131,11 @@ async fn a_runs_server_telemetry_is_sampled_stored_and_plotted_and_a_missing_met
     let pool = db::connect(&url, 4).await.unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let worker = Worker(
-        Command::new(env!("CARGO_BIN_EXE_latlab"))
-            .arg("worker")
-            .env("DATABASE_URL", &url)
+        latlab_command("worker", &url)
             .env("LATLAB_DATA_DIR", tmp.path())
-            .env("LATLAB_ENGINE_USER", if server::unix_user::running_as_root() { "root" } else { "" })
-            .env("LATLAB_ASSETS_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"))
+            .env("LATLAB_ENGINE_USER", engine_user())
             .env("LATLAB_TELEMETRY_S", "0.1")
             .env("LATLAB_TELEMETRY_FLUSH_S", "0.3")
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
             .spawn()
             .unwrap(),
     );

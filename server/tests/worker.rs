@@ -2,14 +2,17 @@
 //! a fake OpenAI server, is killed with SIGKILL mid-run, and the run becomes
 //! `interrupted` with nothing stored; a second worker then runs the next run to the end.
 
+mod common;
+
 use axum::response::sse::{Event, Sse};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use bench_types::RunStatus;
+use bench_types::{RunStatus, RunView};
+use common::processes::{latlab_command, wait_for_run};
 use futures_util::stream::{self, Stream, StreamExt};
 use std::convert::Infallible;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Child;
+use std::time::Duration;
 
 /// Streams 30 one-token chunks; model "slow" waits 200 ms between them, others 1 ms.
 async fn chat(Json(body): Json<serde_json::Value>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
@@ -60,34 +63,14 @@ fn spec(base_url: &str, model: &str, prompts: u32) -> serde_json::Value {
 }
 
 fn start_worker(url: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_latlab"))
-        .arg("worker")
-        .env("DATABASE_URL", url)
-        .env("LATLAB_LEASE_S", "2")
-        .env("LATLAB_HEARTBEAT_S", "0.3")
-        .env("LATLAB_ASSETS_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starting latlab worker")
+    latlab_command("worker", url).spawn().expect("starting latlab worker")
 }
 
-async fn wait_for<F: Fn(&bench_types::RunView) -> bool>(
-    pool: &sqlx::PgPool,
-    id: i64,
-    what: &str,
-    ok: F,
-) -> bench_types::RunView {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let r = db::runs::get(pool, id).await.unwrap().unwrap();
-        if ok(&r) {
-            return r;
-        }
-        assert!(Instant::now() < deadline, "run {id} never {what}: {r:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+/// How long a run may take to reach what a test waits for.
+const WAIT: Duration = Duration::from_secs(90);
+
+async fn wait_for(pool: &sqlx::PgPool, id: i64, what: &str, ok: impl Fn(&RunView) -> bool) -> RunView {
+    wait_for_run(pool, id, what, WAIT, ok).await
 }
 
 #[tokio::test]

@@ -8,9 +8,10 @@ mod common;
 
 use bench_types::RunStatus;
 use common::fake_openai::{Seen, fresh_database, start as fake_openai};
+use common::processes::{engine_user, latlab_command, wait_for_run};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "worker-api-token-0123456789abcdef";
@@ -41,15 +42,7 @@ async fn store_raw(pool: &sqlx::PgPool, spec: serde_json::Value) -> i64 {
 }
 
 async fn wait_end(pool: &sqlx::PgPool, id: i64, within: Duration) -> bench_types::RunView {
-    let deadline = Instant::now() + within;
-    loop {
-        let r = db::runs::get(pool, id).await.unwrap().unwrap();
-        if r.status.is_terminal() {
-            return r;
-        }
-        assert!(Instant::now() < deadline, "run {id} did not end within {within:?}: {r:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for_run(pool, id, &format!("ended within {within:?}"), within, |r| r.status.is_terminal()).await
 }
 
 #[tokio::test]
@@ -77,20 +70,12 @@ async fn a_worker_sends_only_opted_in_keys_reads_only_its_folders_and_starts_eng
     .unwrap();
     std::fs::set_permissions(&fake_vllm, std::fs::Permissions::from_mode(0o755)).unwrap();
 
-    let mut worker: Child = Command::new(env!("CARGO_BIN_EXE_latlab"))
-        .arg("worker")
-        .env("DATABASE_URL", &url)
+    let mut worker: Child = latlab_command("worker", &url)
         .env("LATLAB_API_TOKEN", TOKEN)
         .env("LATLAB_KEY_TEST", KEY)
         .env("LATLAB_VLLM_BIN", &fake_vllm)
         .env("LATLAB_FILE_ROOTS", &root)
         .env("LATLAB_DATA_DIR", &data_dir)
-        .env("LATLAB_ASSETS_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"))
-        .env("LATLAB_LEASE_S", "2")
-        .env("LATLAB_HEARTBEAT_S", "0.3")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
         .spawn()
         .expect("starting latlab worker");
     let random = serde_json::json!({"kind": "random", "input_len": 16, "output_len": 8});
@@ -183,17 +168,9 @@ async fn a_busy_slot_does_not_hold_up_lease_expiry() {
     let pool = db::connect(&url, 4).await.unwrap();
     let (fake, _) = fake_openai().await;
     let tmp = tempfile::tempdir().unwrap();
-    let mut worker = Command::new(env!("CARGO_BIN_EXE_latlab"))
-        .arg("worker")
-        .env("DATABASE_URL", &url)
+    let mut worker = latlab_command("worker", &url)
         .env("LATLAB_DATA_DIR", tmp.path())
-        .env("LATLAB_ENGINE_USER", if server::unix_user::running_as_root() { "root" } else { "" })
-        .env("LATLAB_ASSETS_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/cache"))
-        .env("LATLAB_LEASE_S", "2")
-        .env("LATLAB_HEARTBEAT_S", "0.3")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
+        .env("LATLAB_ENGINE_USER", engine_user())
         .spawn()
         .unwrap();
     let mut slow = spec(

@@ -3,32 +3,18 @@
 
 use bench_types::*;
 
+/// A run of 3 random prompts against an external URL at each of `concurrency`; every other
+/// field as a spec that names only these gets it (the serde defaults).
 pub fn spec(concurrency: &[u32]) -> RunSpec {
-    RunSpec {
-        label: "fixture".into(),
-        target: Target::External { base_url: "http://127.0.0.1:8000".into(), api_key_env: None },
-        model: "Qwen/Qwen3-8B".into(),
-        tokenizer: None,
-        backend: Backend::OpenaiChat,
-        dataset: Dataset::Random { input_len: 232, output_len: 220, range_ratio: 0.0, prefix_len: 0 },
-        num_prompts: 3,
-        load: LoadProfile {
-            max_concurrency: concurrency.to_vec(),
-            request_rate: None,
-            request_rates: vec![],
-            burstiness: 1.0,
-        },
-        sampling: Sampling::default(),
-        seed: 0,
-        warmup_requests: 0,
-        request_timeout_s: 600.0,
-        percentiles: vec![99.0],
-        goodput: Goodput::default(),
-        time_limit_s: None,
-        ramp_up: None,
-        disable_shuffle: false,
-        no_oversample: false,
-    }
+    serde_json::from_value(serde_json::json!({
+        "label": "fixture",
+        "target": {"kind": "external", "base_url": "http://127.0.0.1:8000"},
+        "model": "Qwen/Qwen3-8B",
+        "dataset": {"kind": "random", "input_len": 232, "output_len": 220},
+        "num_prompts": 3,
+        "load": {"max_concurrency": concurrency},
+    }))
+    .unwrap()
 }
 
 pub fn record(index: u32, chunks: Vec<f64>, tokens: Option<Vec<u32>>) -> RequestRecord {

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fake_openai;
+pub mod processes;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
