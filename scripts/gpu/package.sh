@@ -12,7 +12,7 @@ TD=${CARGO_TARGET_DIR:-target}
 cargo build -p engine-server -p bench -p kernels-lab --bins
 cp "$TD/debug/latlab-engine" "$TD/debug/latlab-bench" .gpu/t/
 # The kernel lab (kernels/lab/README.md): one program per experiment.
-for b in timing step_chain step_trace stream_chain wgmma_probe copy_ceiling latency_load l2_reuse mlp_fused wide_gemm wide_rows64; do
+for b in timing step_chain step_trace stream_chain wgmma_probe copy_ceiling latency_load l2_reuse mlp_fused wide_gemm wide_wgmma; do
   cp "$TD/debug/$b" ".gpu/t/$b"
 done
 # Test binaries have hashed names: ask cargo for them.

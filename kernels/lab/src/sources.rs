@@ -47,9 +47,9 @@ pub const STREAM_CHAIN: &str = behind_bulk_pipeline!("stream_chain.cu");
 /// entries it times at chosen split counts and whose main loop its 64-row form runs, and
 /// the bf16 forms beside it.
 pub const WIDE_GEMM: &str = behind_wide_fp8!("wide_gemm.cu");
-/// The wide FP8 GEMM at 64 token rows (bin/wide_rows64.rs): the production kernel's
-/// template in nine block shapes (lab/cuda/wide_rows64.cu's entries).
-pub const WIDE_ROWS64: &str = behind_wide_fp8!("wide_rows64.cu");
+/// The wide FP8 GEMM on the warpgroup MMA (bin/wide_wgmma.rs): 8b64780's form and one with
+/// two stages of MMAs in flight, behind the production kernel's helpers.
+pub const WIDE_WGMMA: &str = behind_wide_fp8!("wide_wgmma.cu");
 /// The warpgroup-MMA experiment (bin/wgmma_probe.rs).
 pub const WGMMA_PROBE: &str = behind_bulk_pipeline!("wgmma_probe.cu");
 /// The copy-ceiling experiment (bin/copy_ceiling.rs), with the fat-block kernels
@@ -95,5 +95,5 @@ pub const ALL: &[(&str, &str)] = &[
     ("mlp_fused_no_red.cu", MLP_FUSED_NO_RED),
     ("latency_load.cu", LATENCY_LOAD),
     ("wide_gemm.cu", WIDE_GEMM),
-    ("wide_rows64.cu", WIDE_ROWS64),
+    ("wide_wgmma.cu", WIDE_WGMMA),
 ];
