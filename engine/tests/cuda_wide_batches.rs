@@ -1,8 +1,9 @@
 //! Decode batches past 8 rows on the GPU (GPU machine only: `cargo test -p engine --test
 //! cuda_wide_batches -- --ignored`): the graphs of the batch ladder (captured at start,
 //! padded to the next size), the GEMMs inside them (FP8 at 9-64 rows: the wide FP8 kernels,
-//! whose split-K sums may differ in their last bits between runs; bf16 on cuBLAS) and the split-context attention at up to 64 rows, against the CPU reference and
-//! against the same sequences decoded alone, within tolerances (never bit for bit).
+//! whose split-K sums may differ in their last bits between runs; bf16 on cuBLAS) and the
+//! split-context attention at up to 64 rows, against the CPU reference and against the
+//! same sequences decoded alone, within tolerances (never bit for bit).
 
 mod cuda_common;
 
@@ -46,8 +47,8 @@ fn prompts(n: usize) -> Vec<Vec<u32>> {
 /// Batches of 12 (a graph of its own), 16, 20 (padded to 24), 32, 40 (padded to 48) and
 /// 64 rows: a prefill of every prompt in one step (the prefill attention; FP8 projections
 /// of 9-64 rows on the wide kernels, else cuBLAS), then decode steps (the graph of the
-/// padded size: FP8's 16-, 32- and 64-row wide forms; the split-context attention) fed the CPU's tokens. Every row's logits within `matches_cpu`
-/// of the CPU reference's.
+/// padded size: FP8's 16-, 32-, 48- and 64-row wide forms; the split-context attention)
+/// fed the CPU's tokens. Every row's logits within `matches_cpu` of the CPU reference's.
 #[test]
 #[ignore = "gpu"]
 fn wide_decode_batches_match_cpu() {

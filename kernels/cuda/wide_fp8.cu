@@ -112,6 +112,28 @@ __device__ __forceinline__ void wf_store_act(__half* act, int m, int inter, int 
     reinterpret_cast<unsigned short*>(act)[(size_t)m * inter + col] = (unsigned short)h;
 }
 
+// The thread's 32 codes of rows fa and fb (fa + 8) of a stage's run ws (thread t of a quad
+// reads units 2t and 2t + 1 of each) as f16 pairs: word e of unit h holds codes
+// 16h + 4e..+3, the MMA's a0 / a2 (row fa) and a1 / a3 (row fb) in af[h][e].
+__device__ __forceinline__ void wf_fragment(const unsigned char* ws, int fa, int fb, int t,
+                                            unsigned (&af)[2][4][4]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const unsigned char* pa = ws + fa * 128 + wf_w_unit(fa, 2 * t + h) * 16;
+        const unsigned char* pb = ws + fb * 128 + wf_w_unit(fb, 2 * t + h) * 16;
+        const uint4 a = *reinterpret_cast<const uint4*>(pa);
+        const uint4 b = *reinterpret_cast<const uint4*>(pb);
+        const unsigned aw[4] = {a.x, a.y, a.z, a.w}, bw[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            af[h][e][0] = fp8x2_to_f16x2(aw[e] & 0xffff);
+            af[h][e][1] = fp8x2_to_f16x2(bw[e] & 0xffff);
+            af[h][e][2] = fp8x2_to_f16x2(aw[e] >> 16);
+            af[h][e][3] = fp8x2_to_f16x2(bw[e] >> 16);
+        }
+    }
+}
+
 // MT: groups of 8 token rows (2: up to 16 rows, 4: up to 32, 8: up to 64). WARPS, RF,
 // STAGES: the block's warps, each taking RF fragments of 16 weight rows (contiguous: the
 // block holds 16 WARPS RF rows, as WF_ROWS-row tiles of the wide layout one after another
@@ -203,29 +225,13 @@ __device__ __forceinline__ void wide_fp8(const unsigned char* __restrict__ x,
         asm volatile("cp.async.commit_group;" ::: "memory");
         const unsigned char* ws = ring + (i % STAGES) * SLOT;
         const unsigned char* xs = ws + W_BYTES;
-        // The thread's 32 codes of rows ra and rb of each fragment as f16 pairs, once for
-        // every group: word e of piece h holds codes 16h + 4e..+3, the MMA's a0 / a2 (row
-        // ra) and a1 / a3 (rb).
+        // Each fragment's codes as f16 pairs, once for every group (wf_fragment).
         unsigned af[RF][2][4][4];
         float sa[RF], sb[RF];
 #pragma unroll
         for (int f = 0; f < RF; ++f) {
             const int fa = ra[f], fb = fa + 8;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const unsigned char* pa = ws + fa * 128 + wf_w_unit(fa, 2 * t + h) * 16;
-                const unsigned char* pb = ws + fb * 128 + wf_w_unit(fb, 2 * t + h) * 16;
-                const uint4 a = *reinterpret_cast<const uint4*>(pa);
-                const uint4 b = *reinterpret_cast<const uint4*>(pb);
-                const unsigned aw[4] = {a.x, a.y, a.z, a.w}, bw[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    af[f][h][e][0] = fp8x2_to_f16x2(aw[e] & 0xffff);
-                    af[f][h][e][1] = fp8x2_to_f16x2(bw[e] & 0xffff);
-                    af[f][h][e][2] = fp8x2_to_f16x2(aw[e] >> 16);
-                    af[f][h][e][3] = fp8x2_to_f16x2(bw[e] >> 16);
-                }
-            }
+            wf_fragment(ws, fa, fb, t, af[f]);
             sa[f] = __ldg(sra[f] + i);
             sb[f] = __ldg(srb[f] + i);
         }

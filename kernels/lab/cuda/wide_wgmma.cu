@@ -18,7 +18,8 @@
 // The warpgroup MMA: d (64 weight rows x NP tokens, f32) = A (64 x 16 f16 in registers, each
 // warp's 16 rows in mma.sync's m16n8k16 A layout) x B (16 x NP f16 in shared memory, K-major
 // core matrices without swizzle, through the descriptor b) + (acc ? d : 0); one overload per
-// token count. d[4j..4j+3]: rows g and g + 8 of the warp, tokens 8j + 2t and 8j + 2t + 1.
+// token count (16, 32, 64). d[4j..4j+3]: rows g and g + 8 of the warp, tokens 8j + 2t and
+// 8j + 2t + 1.
 // wg_wait holds d as operands: to the compiler the MMA's asm wrote d when it was issued, so
 // without them it may read d before the hardware is done (the lab's wgmma probe saw this).
 #define WG_D0(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), \
@@ -45,14 +46,6 @@ __device__ __forceinline__ void wg_mma(float (&d)[16], const unsigned (&a)[4], u
                  : WG_D0(d), WG_D1(d)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));
 }
-__device__ __forceinline__ void wg_mma(float (&d)[24], const unsigned (&a)[4], unsigned long long b,
-                                       int acc) {
-    asm volatile(WG_SETP(29) "wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-                 "%16,%17,%18,%19,%20,%21,%22,%23}, {%24,%25,%26,%27}, %28, p, 1, 1, 0;\n}\n"
-                 : WG_D0(d), WG_D1(d), WG_D2(d)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(acc));
-}
 __device__ __forceinline__ void wg_mma(float (&d)[32], const unsigned (&a)[4], unsigned long long b,
                                        int acc) {
     asm volatile(WG_SETP(37) "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
@@ -69,20 +62,20 @@ __device__ __forceinline__ void wg_wait(float (&d)[8]) {
 __device__ __forceinline__ void wg_wait(float (&d)[16]) {
     asm volatile(WG_WAIT : WG_D0(d), WG_D1(d)::"memory");
 }
-__device__ __forceinline__ void wg_wait(float (&d)[24]) {
-    asm volatile(WG_WAIT : WG_D0(d), WG_D1(d), WG_D2(d)::"memory");
-}
 __device__ __forceinline__ void wg_wait(float (&d)[32]) {
     asm volatile(WG_WAIT : WG_D0(d), WG_D1(d), WG_D2(d), WG_D3(d)::"memory");
 }
 // The A fragments of a stage's MMAs, after wg_wait: until then the hardware may still read
 // them, so the compiler must not give their registers to anything else.
-__device__ __forceinline__ void wg_keep(unsigned (&a)[8][4]) {
+__device__ __forceinline__ void wg_keep(unsigned (&a)[2][4][4]) {
 #pragma unroll
-    for (int s = 0; s < 8; s += 2)
-        asm volatile(""
-                     : "+r"(a[s][0]), "+r"(a[s][1]), "+r"(a[s][2]), "+r"(a[s][3]),
-                       "+r"(a[s + 1][0]), "+r"(a[s + 1][1]), "+r"(a[s + 1][2]), "+r"(a[s + 1][3]));
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 4; e += 2)
+            asm volatile(""
+                         : "+r"(a[h][e][0]), "+r"(a[h][e][1]), "+r"(a[h][e][2]), "+r"(a[h][e][3]),
+                           "+r"(a[h][e + 1][0]), "+r"(a[h][e + 1][1]), "+r"(a[h][e + 1][2]),
+                           "+r"(a[h][e + 1][3]));
 }
 // A shared-memory matrix descriptor without swizzle: start, leading byte offset (between the
 // two core matrices along k) and stride byte offset (between core matrices along n), each in
@@ -101,27 +94,6 @@ __device__ __forceinline__ unsigned mul_f16x2(unsigned a, unsigned b) {
     unsigned r;
     asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
     return r;
-}
-
-// The thread's 32 codes of a stage's rows fa and fb as f16 A fragments: word e of unit h
-// holds MMA 4h + e's codes (k 2t, 2t + 1 and 2t + 8, 2t + 9 of its 16).
-__device__ __forceinline__ void wgw_a_fragments(const unsigned char* ws, int fa, int fb, int t,
-                                                unsigned (&a)[8][4]) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const unsigned char* pa = ws + fa * 128 + wf_w_unit(fa, 2 * t + h) * 16;
-        const unsigned char* pb = ws + fb * 128 + wf_w_unit(fb, 2 * t + h) * 16;
-        const uint4 wa = *reinterpret_cast<const uint4*>(pa);
-        const uint4 wb = *reinterpret_cast<const uint4*>(pb);
-        const unsigned aw[4] = {wa.x, wa.y, wa.z, wa.w}, bw[4] = {wb.x, wb.y, wb.z, wb.w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            a[4 * h + e][0] = fp8x2_to_f16x2(aw[e] & 0xffff);
-            a[4 * h + e][1] = fp8x2_to_f16x2(bw[e] & 0xffff);
-            a[4 * h + e][2] = fp8x2_to_f16x2(aw[e] >> 16);
-            a[4 * h + e][3] = fp8x2_to_f16x2(bw[e] >> 16);
-        }
-    }
 }
 
 // The stage's sums in its scales (one per row and 128 k).
@@ -240,16 +212,16 @@ __device__ __forceinline__ void wide_wgmma(const unsigned char* __restrict__ x,
     for (int v = 0; v < NP / 2; ++v) c[v] = 0.f;
     if constexpr (PIPE == 1) {
         float d[NP / 2];
-        unsigned a[8][4];
+        unsigned a[2][4][4];
 #pragma unroll
         for (int v = 0; v < NP / 2; ++v) d[v] = 0.f;
         for (int i = 0; i < mine; ++i) {
             advance(i);
-            wgw_a_fragments(ring + (i % STAGES) * SLOT, fa, fb, t, a);
+            wf_fragment(ring + (i % STAGES) * SLOT, fa, fb, t, a);
             const float sa = __ldg(sra + i), sb = __ldg(srb + i);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-            for (int s = 0; s < 8; ++s) wg_mma(d, a[s], desc(i, s), s);
+            for (int s = 0; s < 8; ++s) wg_mma(d, a[s / 4][s % 4], desc(i, s), s);
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             wg_wait(d);
             wg_keep(a);
@@ -261,23 +233,24 @@ __device__ __forceinline__ void wide_wgmma(const unsigned char* __restrict__ x,
         // stage's MMAs go out before the last stage's are waited for. Two sets of A
         // fragments, stage i in set i % 2; the loop unrolled by two keeps both in registers.
         float d[NP / 2];
-        unsigned a0[8][4], a1[8][4];
+        unsigned a0[2][4][4], a1[2][4][4];
 #pragma unroll
         for (int v = 0; v < NP / 2; ++v) d[v] = 0.f;
-        auto step = [&](int i, unsigned (&a)[8][4], unsigned (&ap)[8][4]) {
+        auto step = [&](int i, unsigned (&a)[2][4][4], unsigned (&ap)[2][4][4]) {
             advance(i);
-            wgw_a_fragments(ring + (i % STAGES) * SLOT, fa, fb, t, a);
+            wf_fragment(ring + (i % STAGES) * SLOT, fa, fb, t, a);
             const unsigned sa = f32_to_f16x2(__ldg(sra + i)), sb = f32_to_f16x2(__ldg(srb + i));
 #pragma unroll
             for (int s = 0; s < 8; ++s) {
-                a[s][0] = mul_f16x2(a[s][0], sa);
-                a[s][1] = mul_f16x2(a[s][1], sb);
-                a[s][2] = mul_f16x2(a[s][2], sa);
-                a[s][3] = mul_f16x2(a[s][3], sb);
+                unsigned(&q)[4] = a[s / 4][s % 4];
+                q[0] = mul_f16x2(q[0], sa);
+                q[1] = mul_f16x2(q[1], sb);
+                q[2] = mul_f16x2(q[2], sa);
+                q[3] = mul_f16x2(q[3], sb);
             }
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-            for (int s = 0; s < 8; ++s) wg_mma(d, a[s], desc(i, s), 1);
+            for (int s = 0; s < 8; ++s) wg_mma(d, a[s / 4][s % 4], desc(i, s), 1);
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             if (i > 0) {
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
