@@ -8,16 +8,17 @@
 //! plus the dependency hand-offs around it), which a kernel timed alone cannot show: with
 //! programmatic dependent launch a kernel's cost depends on its neighbours.
 //!
-//! `LATLAB_CHAIN_WEIGHTS` and `LATLAB_CHAIN_BATCHES` pick the cases (kernels_lab::step::cases).
+//! `LATLAB_CHAIN_WEIGHTS` and `LATLAB_CHAIN_BATCHES` pick the cases (kernels_lab::step::cases),
+//! 1-64 rows: past 8 the linears are the engine's wide ones (FP8) or cuBLAS (bf16).
 
 use kernels::cudarc::driver::CudaSlice;
-use kernels::{Gpu, GpuOptions, bf16};
+use kernels::{Gpu, GpuOptions, bf16, ops};
 use kernels_lab::step::*;
 use kernels_lab::timing::time_us_reps;
 
 fn decode_step_marginal_costs() {
     let opts = GpuOptions::from_env().unwrap();
-    let (weights, batches) = cases();
+    let (weights, batches) = cases(ops::WIDE_MAX_ROWS);
     let variants: [(&str, Omit); 5] = [
         ("whole step", Omit::default()),
         ("without norms", Omit { norms: true, ..Omit::default() }),
@@ -32,7 +33,7 @@ fn decode_step_marginal_costs() {
     for fp8 in weights {
         let g = Gpu::new(&opts).unwrap();
         let head: CudaSlice<bf16> = g.stream().alloc_zeros(VOCAB * HIDDEN).unwrap();
-        let mut layers = Layer::all_zeros(&g, fp8);
+        let mut layers = Layer::all_zeros(&g, fp8, batches.iter().copied().max().unwrap_or(1));
         for &m in &batches {
             let meta = Meta::new(&g, m);
             let mut b = Buffers::new(&g, m);

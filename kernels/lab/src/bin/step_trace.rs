@@ -81,7 +81,8 @@ fn decode_step_block_timeline() {
     let us = |ns: f64| ns / 1e3;
     // LATLAB_TRACE_ATTENTION_TWICE=1: the attention twice per layer (instruction caches).
     let twice = std::env::var("LATLAB_TRACE_ATTENTION_TWICE").as_deref() == Ok("1");
-    let (weights, batches) = cases();
+    // Its kernel list (one layer's, in step order) is the skinny path's: 1-8 rows.
+    let (weights, batches) = cases(kernels::ops::SKINNY_MAX_ROWS);
     for fp8 in weights {
         let base = env.clone();
         let plain = Gpu::new(&base).unwrap();
@@ -92,7 +93,7 @@ fn decode_step_block_timeline() {
             let mut events = vec![];
             for g in [&plain, &traced] {
                 let head: CudaSlice<bf16> = g.stream().alloc_zeros(VOCAB * HIDDEN).unwrap();
-                let mut layers = Layer::all_zeros(g, fp8);
+                let mut layers = Layer::all_zeros(g, fp8, m);
                 let meta = Meta::new(g, m);
                 let mut b = Buffers::new(g, m);
                 let omit = Omit { attention_twice: twice, ..Omit::default() };

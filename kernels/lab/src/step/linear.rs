@@ -1,6 +1,8 @@
 //! The chain's layer projections (`Linear`): zero or random weights in the engine's decode
 //! layouts, bf16 or FP8, and their skinny GEMMs plain, with a folded norm, or with SwiGLU;
-//! FP8 ones also on f16 x.
+//! FP8 ones also on f16 x. Past 8 rows they run as the engine does there: FP8 on the wide
+//! GEMM (the same bytes read as its wide layout: the values do not matter to the timing),
+//! bf16 on cuBLAS and the swiglu kernel after it.
 
 use super::{HIDDEN, INTER};
 use kernels::cudarc::driver::CudaSlice;
@@ -92,14 +94,27 @@ impl Linear {
     /// y = x w^T, f32 out.
     pub fn run(&self, g: &Gpu, x: &CudaSlice<bf16>, n: usize, k: usize, y: &mut CudaSlice<f32>) {
         let (xv, mut yv) = (x.as_view(), y.as_view_mut());
+        let wide = x.len() / k > ops::SKINNY_MAX_ROWS;
         match self {
+            Linear::Bf16(w) if wide => ops::gemm_into(g, &xv, &w.as_view(), n, k, &mut yv),
             Linear::Bf16(w) => ops::skinny_gemm_into(g, &xv, &w.as_view(), Self::layout(g), n, k, &mut yv),
             Linear::Fp8(c, s) => {
                 let (cv, sv) = (c.as_view(), s.as_view());
-                ops::skinny_gemm_fp8_into(g, &xv, &Self::fp8(&cv, &sv, n, k, 0), &mut yv)
+                let m8 = Self::fp8(&cv, &sv, n, k, 0);
+                if wide {
+                    ops::wide_fp8_into(g, &xv, &ops::WideFp8(m8), &mut yv, Self::zeroed())
+                } else {
+                    ops::skinny_gemm_fp8_into(g, &xv, &m8, &mut yv)
+                }
             }
         }
         .unwrap()
+    }
+
+    /// The engine zeroes a split wide GEMM's y inside the wide GEMM before it (ops::WideZeros);
+    /// here nothing does, and the sums of zeros stay zero: no memset in the chain either.
+    fn zeroed() -> ops::WideZeros<'static, 'static> {
+        ops::WideZeros { y_zeroed: true, clear: None }
     }
 
     pub fn is_fp8(&self) -> bool {
@@ -111,7 +126,13 @@ impl Linear {
         let Linear::Fp8(c, s) = self else { panic!("f16 x runs FP8 projections only") };
         let (cv, sv) = (c.as_view(), s.as_view());
         let m8 = Self::fp8(&cv, &sv, n, k, 0);
-        ops::skinny_gemm_fp8_into(g, &x.as_view(), &m8, &mut y.as_view_mut()).unwrap()
+        let (xv, mut yv) = (x.as_view(), y.as_view_mut());
+        if x.len() / k > ops::SKINNY_MAX_ROWS {
+            ops::wide_fp8_into(g, &xv, &ops::WideFp8(m8), &mut yv, Self::zeroed())
+        } else {
+            ops::skinny_gemm_fp8_into(g, &xv, &m8, &mut yv)
+        }
+        .unwrap()
     }
 
     /// `run_swiglu` on f16 x with an f16 act; FP8 weights only.
@@ -119,7 +140,13 @@ impl Linear {
         let Linear::Fp8(c, s) = self else { panic!("f16 x runs FP8 projections only") };
         let (cv, sv) = (c.as_view(), s.as_view());
         let m8 = Self::fp8(&cv, &sv, 2 * INTER, HIDDEN, INTER);
-        ops::skinny_gemm_fp8_swiglu_into(g, &x.as_view(), &m8, &mut act.as_view_mut()).unwrap()
+        let (xv, mut av) = (x.as_view(), act.as_view_mut());
+        if x.len() / HIDDEN > ops::SKINNY_MAX_ROWS {
+            ops::wide_fp8_swiglu_into(g, &xv, &ops::WideFp8(m8), &mut av, None)
+        } else {
+            ops::skinny_gemm_fp8_swiglu_into(g, &xv, &m8, &mut av)
+        }
+        .unwrap()
     }
 
     /// `run` with a folded norm's epilogue (`ops::NormEpi`; the engine's FP8 decode at one
@@ -154,9 +181,20 @@ impl Linear {
         ops::skinny_swiglu_norm_into(g, &xv, &m8, &mut av, epi).unwrap()
     }
 
-    /// act = SwiGLU(x gate|up^T), the fused decode kernel.
-    pub fn run_swiglu(&self, g: &Gpu, x: &CudaSlice<bf16>, act: &mut CudaSlice<bf16>) {
+    /// act = SwiGLU(x gate|up^T), the fused decode kernel; past 8 rows (bf16 only: FP8
+    /// runs `run_swiglu_f16` there) cuBLAS into `gu`, then the swiglu kernel.
+    pub fn run_swiglu(
+        &self,
+        g: &Gpu,
+        x: &CudaSlice<bf16>,
+        gu: &mut CudaSlice<f32>,
+        act: &mut CudaSlice<bf16>,
+    ) {
         let (xv, mut av) = (x.as_view(), act.as_view_mut());
+        if let (Linear::Bf16(w), true) = (self, x.len() / HIDDEN > ops::SKINNY_MAX_ROWS) {
+            ops::gemm_into(g, &xv, &w.as_view(), 2 * INTER, HIDDEN, &mut gu.as_view_mut()).unwrap();
+            return ops::swiglu_into(g, &gu.as_view(), INTER, true, &mut av).unwrap();
+        }
         match self {
             Linear::Bf16(w) => {
                 ops::skinny_gemm_swiglu_into(g, &xv, &w.as_view(), Self::layout(g), INTER, HIDDEN, &mut av)

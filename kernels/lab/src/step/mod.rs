@@ -21,8 +21,8 @@ pub const CTX: usize = 342;
 
 /// The weight types and batch sizes a step experiment runs, from `LATLAB_CHAIN_WEIGHTS`
 /// (`bf16`, `fp8`, or both by default) and `LATLAB_CHAIN_BATCHES` (comma-separated, default
-/// `1,8`): a device call that needs one case pays for one.
-pub fn cases() -> (Vec<bool>, Vec<usize>) {
+/// `1,8`, each at most `max_rows`): a device call that needs one case pays for one.
+pub fn cases(max_rows: usize) -> (Vec<bool>, Vec<usize>) {
     let fp8 = match std::env::var("LATLAB_CHAIN_WEIGHTS").as_deref() {
         Err(_) => vec![false, true],
         Ok("bf16") => vec![false],
@@ -33,8 +33,8 @@ pub fn cases() -> (Vec<bool>, Vec<usize>) {
         .unwrap_or_else(|_| "1,8".into())
         .split(',')
         .map(|b| match b.trim().parse() {
-            Ok(m @ 1..=8) => m,
-            _ => panic!("LATLAB_CHAIN_BATCHES: {b:?} is not a batch size in 1..=8"),
+            Ok(m) if (1..=max_rows).contains(&m) => m,
+            _ => panic!("LATLAB_CHAIN_BATCHES: {b:?} is not a batch size in 1..={max_rows}"),
         })
         .collect();
     (fp8, batches)
@@ -61,11 +61,11 @@ pub struct Layer {
 }
 
 impl Layer {
-    /// The step's 36 layers of zero weights, and K/V caches for up to 8 rows.
-    pub fn all_zeros(g: &Gpu, fp8: bool) -> Vec<Layer> {
+    /// The step's 36 layers of zero weights, and K/V caches for up to `rows` rows.
+    pub fn all_zeros(g: &Gpu, fp8: bool, rows: usize) -> Vec<Layer> {
         let d = dims();
         let (qd, kvd) = (d.q_dim(), d.kv_dim());
-        let pages = 8 * pages_per_row() * PAGE * kvd;
+        let pages = rows * pages_per_row() * PAGE * kvd;
         let random = random_weights().then(|| random_block(g, fp8));
         let r = random.as_ref();
         (0..LAYERS)
@@ -86,7 +86,8 @@ impl Layer {
 /// GEMMs (engine/src/model/cuda/step/fold.rs; "without norms" then leaves out only the
 /// first and the last), FP8 weights at 2-8 rows run the GEMMs on f16 x
 /// (step/half_x.rs: the norms before qkv and gate|up write f16, and gate|up's SwiGLU its
-/// act), bf16 weights neither.
+/// act), bf16 weights neither. Past 8 rows the linears and lm_head run as the engine runs
+/// them there (`Linear`; lm_head on cuBLAS).
 pub fn step(
     g: &Gpu,
     m: usize,
@@ -217,20 +218,17 @@ pub fn step(
             continue;
         }
         norm(b, false);
-        l.gate_up.run_swiglu(g, &b.h, &mut b.act);
+        l.gate_up.run_swiglu(g, &b.h, &mut b.gu, &mut b.act);
         l.down.run(g, &b.act, HIDDEN, INTER, &mut b.o);
     }
     norm(b, false);
     let mut logits = b.logits.slice_mut(..m * VOCAB);
-    ops::skinny_gemm_into(
-        g,
-        &b.h.as_view(),
-        &head.as_view(),
-        ops::WeightLayout::Rows,
-        VOCAB,
-        HIDDEN,
-        &mut logits,
-    )
+    let (h, w) = (b.h.as_view(), head.as_view());
+    if m > ops::SKINNY_MAX_ROWS {
+        ops::gemm_into(g, &h, &w, VOCAB, HIDDEN, &mut logits)
+    } else {
+        ops::skinny_gemm_into(g, &h, &w, ops::WeightLayout::Rows, VOCAB, HIDDEN, &mut logits)
+    }
     .unwrap();
     ops::argmax_into(
         g,
@@ -290,6 +288,8 @@ pub struct Buffers {
     pub attn: CudaSlice<bf16>,
     pub o: CudaSlice<f32>,
     pub act: CudaSlice<bf16>,
+    /// gate|up's output before the swiglu kernel (bf16 weights past 8 rows).
+    pub gu: CudaSlice<f32>,
     /// The folded norms' partial sums of squares [m, HIDDEN / 16].
     pub ss: CudaSlice<f32>,
     /// h and act as f16, for FP8 GEMMs on f16 x.
@@ -318,6 +318,7 @@ impl Buffers {
             attn: s.alloc_zeros(m * qd).unwrap(),
             o: s.alloc_zeros(m * HIDDEN).unwrap(),
             act: s.alloc_zeros(m * INTER).unwrap(),
+            gu: s.alloc_zeros(m * 2 * INTER).unwrap(),
             ss: s.alloc_zeros(m * ops::norm_parts(HIDDEN)).unwrap(),
             h16: s.alloc_zeros(m * HIDDEN).unwrap(),
             act16: s.alloc_zeros(m * INTER).unwrap(),
