@@ -30,13 +30,6 @@
 #define DM_PITCH (DM_D + 8)
 // A warp's P^T, [head][position], padded likewise for its B-fragment reads.
 #define DM_PPITCH (16 + 8)
-// Tiles in flight: tile i + 1 streams while tile i is multiplied (dynamic shared memory,
-// ops::decode_attention's DM_RING_BYTES).
-#define DM_STAGES 2
-struct DmStage {
-    __nv_bfloat16 k[DM_TILE][DM_PITCH];
-    __nv_bfloat16 v[DM_TILE][DM_PITCH];
-};
 
 // Four 8x8 bf16 matrices from shared memory, lane l giving row l % 8 of matrix l / 8;
 // `trans`: each delivered transposed.
@@ -79,10 +72,10 @@ __device__ __forceinline__ void decode_attention_mma_body(
     float* __restrict__ part_acc, float* __restrict__ part_ml, __nv_bfloat16* __restrict__ out,
     int heads, int kv_heads, int D_arg, int block_size, float scale, int settled) {
     pdl_trigger();
-    extern __shared__ __align__(16) unsigned char dm_ring[];
-    DmStage* ring = reinterpret_cast<DmStage*>(dm_ring);
+    __shared__ __align__(16) __nv_bfloat16 s_k[DM_TILE][DM_PITCH];
+    __shared__ __align__(16) __nv_bfloat16 s_v[DM_TILE][DM_PITCH];
     __shared__ __align__(16) __nv_bfloat16 s_p[DM_WARPS][DM_MAXG][DM_PPITCH];
-    __shared__ int s_slot[DM_STAGES][DM_TILE];
+    __shared__ int s_slot[DM_TILE];
     __shared__ float s_wm[DM_WARPS][DM_MAXG], s_wl[DM_WARPS][DM_MAXG];
     (void)D_arg;  // DM_D, checked by the launcher
     const float NEG_INF = __int_as_float(0xff800000);
@@ -92,7 +85,6 @@ __device__ __forceinline__ void decode_attention_mma_body(
     const int ctx = ctx_lens[r];
     const int per = (ctx + nsplit - 1) / nsplit;
     const int start = split * per, end = min(ctx, start + per);
-    const int tiles = start < end ? (end - start + DM_TILE - 1) / DM_TILE : 0;
     const int* table = tables + table_offs[r];
     const int fresh = settled ? ctx - 1 : 0;
     // This lane's heads 2t and 2t + 1: running max and sum over the warp's positions, and
@@ -101,59 +93,40 @@ __device__ __forceinline__ void decode_attention_mma_body(
     float o[DM_D / 16][4];
 #pragma unroll
     for (int i = 0; i < DM_D / 16; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
-    // Tile i: its positions from start + i DM_TILE, in stage i % DM_STAGES with its slots.
-    auto tile_n = [&](int i) { return min(DM_TILE, end - (start + i * DM_TILE)); };
-    auto load = [&](int i, int fresh_at, bool early) {
-        DmStage& st = ring[i % DM_STAGES];
-        const int t0 = start + i * DM_TILE, n = tile_n(i);
-        dm_load_tile(st.k, k_cache, s_slot[i % DM_STAGES], t0, n, fresh_at, early, kvd, kv_off);
-        dm_load_tile(st.v, v_cache, s_slot[i % DM_STAGES], t0, n, fresh_at, early, kvd, kv_off);
-    };
-    // The first two tiles' slots; tile 0's settled positions stream before pdl_wait, the
-    // rest of it and all of tile 1 after. One cp.async group per tile (an empty one where
-    // there is no tile), so that waiting for all but the newest group waits for tile i.
-    // The slots' writes are seen by the copies after this barrier.
-#pragma unroll
-    for (int i = 0; i < DM_STAGES; ++i)
-        if (i < tiles) tile_slots(s_slot[i], table, start + i * DM_TILE, tile_n(i), block_size);
-    __syncthreads();
-    if (tiles > 0) load(0, fresh, true);
-    pdl_wait();  // q and the new token's K/V come from the previous kernel
     // Q^T's B fragments: head g (zero past G), dims 16ks + 2t, +1 and 16ks + 2t + 8, +9.
     unsigned qb[DM_D / 16][2];
-    {
-        const unsigned* qrow = reinterpret_cast<const unsigned*>(
-            q + ((size_t)r * heads + (size_t)kvh * G + (g < G ? g : 0)) * DM_D);
+    bool waited = false;
+    for (int t0 = start; t0 < end; t0 += DM_TILE) {
+        const int n = min(DM_TILE, end - t0);
+        tile_slots(s_slot, table, t0, n, block_size);
+        __syncthreads();  // also: the previous tile's readers of s_k and s_v are done
+        if (!waited) {
+            dm_load_tile(s_k, k_cache, s_slot, t0, n, fresh, true, kvd, kv_off);
+            dm_load_tile(s_v, v_cache, s_slot, t0, n, fresh, true, kvd, kv_off);
+            pdl_wait();  // q and the new token's K/V come from the previous kernel
+            waited = true;
+            const unsigned* qrow = reinterpret_cast<const unsigned*>(
+                q + ((size_t)r * heads + (size_t)kvh * G + (g < G ? g : 0)) * DM_D);
 #pragma unroll
-        for (int ks = 0; ks < DM_D / 16; ++ks) {
-            qb[ks][0] = g < G ? qrow[ks * 8 + t] : 0u;
-            qb[ks][1] = g < G ? qrow[ks * 8 + t + 4] : 0u;
+            for (int ks = 0; ks < DM_D / 16; ++ks) {
+                qb[ks][0] = g < G ? qrow[ks * 8 + t] : 0u;
+                qb[ks][1] = g < G ? qrow[ks * 8 + t + 4] : 0u;
+            }
+            dm_load_tile(s_k, k_cache, s_slot, t0, n, fresh, false, kvd, kv_off);
+            dm_load_tile(s_v, v_cache, s_slot, t0, n, fresh, false, kvd, kv_off);
+        } else {
+            dm_load_tile(s_k, k_cache, s_slot, t0, n, 0, false, kvd, kv_off);
+            dm_load_tile(s_v, v_cache, s_slot, t0, n, 0, false, kvd, kv_off);
         }
-    }
-    if (tiles > 0) load(0, fresh, false);
-    asm volatile("cp.async.commit_group;" ::: "memory");
-    if (tiles > 1) load(1, 0, false);
-    asm volatile("cp.async.commit_group;" ::: "memory");
-    for (int ti = 0; ti < tiles; ++ti) {
-        DmStage& st = ring[ti % DM_STAGES];
-        const int n = tile_n(ti);
-        __nv_bfloat16(*s_k)[DM_PITCH] = st.k;
-        __nv_bfloat16(*s_v)[DM_PITCH] = st.v;
-        asm volatile("cp.async.wait_group 1;" ::: "memory");  // tile ti; tile ti + 1 may fly
         // V rows past n that a warp's MMA reads: their P is 0, but 0 times a NaN left in
-        // shared memory would still poison the sum. (K's are masked by a select.) No copy
-        // of this tile writes them.
+        // shared memory would still poison the sum. (K's are masked by a select.)
         const int vend = min(DM_TILE, (n + 15) & ~15);
         for (int idx = tid; idx < (vend - n) * (DM_D / 8); idx += DM_THREADS)
             *reinterpret_cast<uint4*>(&s_v[n + idx / (DM_D / 8)][(idx % (DM_D / 8)) * 8]) =
                 make_uint4(0, 0, 0, 0);
-        __syncthreads();  // tile ti is in shared memory for every warp
-        if (ti == 0) TRACE_MARK(2);
-        // Tile ti + 2's slots where tile ti's were (every thread has issued tile ti's copies
-        // by now); its copies read them after the barrier that ends this tile.
-        if (ti + DM_STAGES < tiles)
-            tile_slots(s_slot[ti % DM_STAGES], table, start + (ti + DM_STAGES) * DM_TILE,
-                       tile_n(ti + DM_STAGES), block_size);
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        __syncthreads();  // the K and V tiles are in shared memory
+        if (t0 == start) TRACE_MARK(2);
         const int p0 = warp * 16;
         if (p0 < n) {  // warp-uniform
             float s[4] = {0.f, 0.f, 0.f, 0.f};
@@ -222,11 +195,11 @@ __device__ __forceinline__ void decode_attention_mma_body(
             }
             __syncwarp();  // pw is rewritten at the next tile
         }
-        if (ti == 0) TRACE_MARK(3);
-        __syncthreads();  // every warp is done with this stage: tile ti + 2 may fill it
-        if (ti + DM_STAGES < tiles) load(ti + DM_STAGES, 0, false);
-        asm volatile("cp.async.commit_group;" ::: "memory");
+        if (t0 == start) TRACE_MARK(3);
     }
+    // A split past the row's context loaded nothing, but its (empty) partials overwrite
+    // buffers the previous layer's merge may still read.
+    if (!waited) pdl_wait();
     if (!CLUSTER && per <= 16) {
         // Every position of the split was warp 0's (one tile, n <= 16; batch 1 at
         // Qwen3-8B: 32 splits of ~11): it writes the result from its fragments, with no
@@ -260,9 +233,6 @@ __device__ __forceinline__ void decode_attention_mma_body(
         TRACE_MARK(5);
         return;
     }
-    // Every copy has landed (the groups after the last tile's are empty).
-    __nv_bfloat16(*s_k)[DM_PITCH] = ring[0].k;
-    __nv_bfloat16(*s_v)[DM_PITCH] = ring[0].v;
     __syncthreads();  // every warp is done with s_k, which now holds the warps' O
     if (g == 0)
 #pragma unroll
@@ -333,7 +303,7 @@ __device__ __forceinline__ void decode_attention_mma_body(
 }
 
 #define DM_ENTRY(NAME, CLUSTER)                                                                \
-    extern "C" __global__ void __launch_bounds__(DM_THREADS, 3)                                \
+    extern "C" __global__ void __launch_bounds__(DM_THREADS, 5)                                \
         NAME(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k_cache,   \
              const __nv_bfloat16* __restrict__ v_cache, const int* __restrict__ tables,        \
              const int* __restrict__ table_offs, const int* __restrict__ ctx_lens,             \

@@ -57,11 +57,6 @@ pub fn uses_cluster(splits: usize) -> bool {
     (2..=MAX_CLUSTER_SPLITS).contains(&splits)
 }
 
-/// The tensor-core kernels' ring of K/V tiles in dynamic shared memory
-/// (decode_attention_mma.cu: DM_STAGES stages of a K and a V tile, 64 positions of 128 dims
-/// padded to 136, bf16).
-const MMA_RING_BYTES: u32 = 2 * 2 * 64 * 136 * 2;
-
 /// Scratch the split path needs: (acc floats, max/sum floats).
 pub fn attention_partials_len(rows: usize, d: AttnDims, splits: usize) -> (usize, usize) {
     let parts = rows * d.heads * splits;
@@ -99,15 +94,14 @@ pub fn decode_attention_into(
     let scale = 1.0f32 / (d.head_dim as f32).sqrt();
     // Several splits merge in a cluster or in the second kernel below.
     let cluster = uses_cluster(splits);
-    let kernel = attention_kernel(d, cluster);
-    let mut b = Launch::new(gpu, kernel)?;
+    let mut b = Launch::new(gpu, attention_kernel(d, cluster))?;
     a.push(&mut b);
     b.output(&mut scratch.acc).output(&mut scratch.ml).output(&mut *out);
     b.i32(h).i32(kv).i32(hd).i32(bs).f32(scale).i32(a.settled as i32);
     let cfg = LaunchConfig {
         grid_dim: (r as u32, d.kv_heads as u32, splits as u32),
         block_dim: (128, 1, 1),
-        shared_mem_bytes: if kernel.starts_with("decode_attention_mma") { MMA_RING_BYTES } else { 0 },
+        shared_mem_bytes: 0,
     };
     if cluster {
         b.cluster((1, 1, splits as u32));
