@@ -17,9 +17,13 @@ pub fn elapsed(from: &DateTime<Utc>, to: &DateTime<Utc>) -> String {
     if s < 120.0 { format!("{s:.1} s") } else { format!("{:.1} min", s / 60.0) }
 }
 
-/// `text` without terminal colour codes (ANSI CSI sequences): engine logs stored before
-/// the worker dropped them still read cleanly.
+/// `text` without terminal colour codes (ANSI CSI sequences `ESC [ ... final byte`, and lone
+/// escapes): the worker drops them from engine logs as it keeps them, and the run page from
+/// logs stored before it did.
 pub fn strip_ansi(text: &str) -> String {
+    if !text.contains('\x1b') {
+        return text.to_string();
+    }
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -29,6 +33,7 @@ pub fn strip_ansi(text: &str) -> String {
         }
         if chars.peek() == Some(&'[') {
             chars.next();
+            // Parameters and intermediates, then one final byte in '@'..='~'.
             for c in chars.by_ref() {
                 if ('@'..='~').contains(&c) {
                     break;
@@ -57,5 +62,8 @@ mod tests {
     fn colour_codes_are_dropped() {
         assert_eq!(strip_ansi("\x1b[32mINFO\x1b[0m ready"), "INFO ready");
         assert_eq!(strip_ansi("plain"), "plain");
+        // A lone escape goes; a CSI cut off at the end of the line takes the rest with it.
+        assert_eq!(strip_ansi("a\x1bb"), "ab");
+        assert_eq!(strip_ansi("done \x1b[1"), "done ");
     }
 }

@@ -3,6 +3,7 @@
 //! public as the run, so any secret the worker knows is masked before a line is kept, and
 //! terminal colour codes are dropped (the page shows text, not a terminal).
 
+use app::format::strip_ansi;
 use std::sync::{Arc, Mutex};
 
 #[derive(Clone, Default)]
@@ -46,31 +47,6 @@ impl LogRing {
     pub fn snapshot(&self) -> String {
         self.inner.lock().expect("log lock poisoned").clone()
     }
-}
-
-/// `line` without ANSI escape sequences (CSI `ESC [ ... letter`, and lone escapes).
-fn strip_ansi(line: &str) -> String {
-    if !line.contains('\x1b') {
-        return line.to_string();
-    }
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\x1b' {
-            out.push(c);
-            continue;
-        }
-        if chars.peek() == Some(&'[') {
-            chars.next();
-            // Parameters and intermediates, then one final byte in '@'..='~'.
-            for c in chars.by_ref() {
-                if ('@'..='~').contains(&c) {
-                    break;
-                }
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]
