@@ -32,6 +32,16 @@ pub enum DeviceArg {
     Cuda,
 }
 
+impl DeviceArg {
+    pub fn engine(self) -> engine::plan::Device {
+        match self {
+            DeviceArg::Auto => engine::plan::Device::Auto,
+            DeviceArg::Cpu => engine::plan::Device::Cpu,
+            DeviceArg::Cuda => engine::plan::Device::Cuda,
+        }
+    }
+}
+
 /// `--quantization`: how the linear projections are held (see engine::model_source).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum QuantArg {
@@ -72,10 +82,8 @@ impl Fp8PrefillArg {
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
-    /// A Hugging Face checkpoint directory, or `random:<preset>` (tiny, tiny-untied, tiny-mqa,
-    /// qwen3-0.6b, qwen3-8b) for seeded random weights built in memory.
-    #[arg(long)]
-    pub model: String,
+    #[command(flatten)]
+    pub load: ModelFlags,
     /// The model id served on /v1/models and accepted in requests (default: the --model value).
     #[arg(long)]
     pub served_model_name: Option<String>,
@@ -84,15 +92,10 @@ pub struct ServeArgs {
     /// 0 picks a free port; the bound address is printed as `listening on http://HOST:PORT`.
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
-    #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
-    pub device: DeviceArg,
     /// Most sequences in one batch (default: 64 on CUDA, the largest captured decode graph;
     /// 8 on CPU).
     #[arg(long)]
     pub max_batch: Option<usize>,
-    /// Longest prompt + completion in tokens (default: min(model's max, 4096) on CPU).
-    #[arg(long)]
-    pub max_model_len: Option<usize>,
     /// KV cache pages (default: derived from max batch, model length and a memory budget).
     #[arg(long)]
     pub kv_pages: Option<usize>,
@@ -102,6 +105,21 @@ pub struct ServeArgs {
     /// Token budget of one scheduler step (prefill chunk size).
     #[arg(long, default_value_t = 512)]
     pub max_batched_tokens: usize,
+}
+
+/// Which model `serve` and `bench` load, and how: the same flags for both.
+#[derive(clap::Args, Debug)]
+pub struct ModelFlags {
+    /// A Hugging Face checkpoint directory, or `random:<preset>` (tiny, tiny-untied, tiny-mqa,
+    /// qwen3-0.6b, qwen3-8b) for seeded random weights built in memory.
+    #[arg(long)]
+    pub model: String,
+    /// auto: CUDA when a GPU is present, else CPU.
+    #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
+    pub device: DeviceArg,
+    /// Longest prompt + completion in tokens (default: min(model's max, 4096) on CPU).
+    #[arg(long)]
+    pub max_model_len: Option<usize>,
     /// Seed of random weights and of requests that bring no seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -152,8 +170,8 @@ pub struct MakeModelArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    #[arg(long)]
-    pub model: String,
+    #[command(flatten)]
+    pub load: ModelFlags,
     /// Batch sizes, comma-separated (`1,8`): each round runs them in turn over one load of
     /// the model, sized for the largest (its KV pages and step budget).
     #[arg(long, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u64).range(1..=1024))]
@@ -164,22 +182,4 @@ pub struct BenchArgs {
     pub gen_len: usize,
     #[arg(long, default_value_t = 2)]
     pub rounds: usize,
-    /// auto: CUDA when a GPU is present, else CPU.
-    #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
-    pub device: DeviceArg,
-    #[arg(long)]
-    pub max_model_len: Option<usize>,
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    #[arg(long)]
-    pub tokenizer: Option<PathBuf>,
-    /// Linear projections in FP8: `fp8` quantizes a bf16 checkpoint (or random preset) at
-    /// load. Default: as the checkpoint stores them (an FP8 checkpoint needs no flag).
-    #[arg(long, value_enum)]
-    pub quantization: Option<QuantArg>,
-    /// FP8 models on CUDA: how prefill's GEMMs get bf16 weights (decode reads FP8 either way).
-    #[arg(long, value_enum, default_value_t = Fp8PrefillArg::Bf16Copy)]
-    pub fp8_prefill_weights: Fp8PrefillArg,
-    #[command(flatten)]
-    pub speculative: crate::speculative_flags::SpeculativeFlags,
 }

@@ -13,8 +13,8 @@ mod state;
 
 use anyhow::Context;
 use clap::Parser;
-use cli::{BenchArgs, Cli, Command, DeviceArg, MakeModelArgs, ServeArgs};
-use engine::plan::{Device, EngineArgs};
+use cli::{BenchArgs, Cli, Command, MakeModelArgs, ModelFlags, ServeArgs};
+use engine::plan::EngineArgs;
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -75,55 +75,53 @@ fn make_eagle3_draft(a: &MakeModelArgs, target: &engine::config::ModelConfig) ->
 }
 
 fn bench(a: BenchArgs) -> anyhow::Result<()> {
-    let (model, speculative) = speculative_flags::resolve(&a.model, &a.speculative)?;
     let most = a.batch.iter().copied().max().unwrap_or(1) as usize;
     let args = EngineArgs {
         max_batch: Some(most),
-        max_model_len: a.max_model_len,
         // Every prompt in the first step: the decode window then holds decode steps only
         // (bench_cmd.rs).
         max_batched_tokens: (most * a.prompt_len).max(EngineArgs::default().max_batched_tokens),
-        seed: a.seed,
-        device: match a.device {
-            DeviceArg::Auto => Device::Auto,
-            DeviceArg::Cpu => Device::Cpu,
-            DeviceArg::Cuda => Device::Cuda,
-        },
-        quantization: a.quantization.map(cli::QuantArg::engine),
-        fp8_prefill: a.fp8_prefill_weights.engine(),
-        speculative,
         ..Default::default()
     };
     let t = std::time::Instant::now();
-    let handle = engine::EngineHandle::start(&model, a.tokenizer.as_deref(), &args)
-        .with_context(|| format!("starting the engine for --model {}", a.model))?;
-    println!("loaded {} in {:.1} s; plan {:?}", a.model, t.elapsed().as_secs_f64(), handle.shared().plan);
+    let handle = start_engine(&a.load, args)?;
+    println!(
+        "loaded {} in {:.1} s; plan {:?}",
+        a.load.model,
+        t.elapsed().as_secs_f64(),
+        handle.shared().plan
+    );
     bench_cmd::run(a, &handle)?;
     // Join the engine thread before main returns: see EngineHandle::shutdown.
     handle.shutdown().context("stopping the engine")
 }
 
+/// The engine `m` names, loaded as its flags say, with the rest of `args` as given.
+fn start_engine(m: &ModelFlags, args: EngineArgs) -> anyhow::Result<engine::EngineHandle> {
+    let (model, speculative) = speculative_flags::resolve(&m.model, &m.speculative)?;
+    let args = EngineArgs {
+        max_model_len: m.max_model_len,
+        seed: m.seed,
+        device: m.device.engine(),
+        quantization: m.quantization.map(cli::QuantArg::engine),
+        fp8_prefill: m.fp8_prefill_weights.engine(),
+        speculative,
+        ..args
+    };
+    engine::EngineHandle::start(&model, m.tokenizer.as_deref(), &args)
+        .with_context(|| format!("starting the engine for --model {}", m.model))
+}
+
 fn serve(a: ServeArgs) -> anyhow::Result<()> {
-    let (model, speculative) = speculative_flags::resolve(&a.model, &a.speculative)?;
     let args = EngineArgs {
         max_batch: a.max_batch,
-        max_model_len: a.max_model_len,
         kv_pages: a.kv_pages,
         block_size: a.block_size,
         max_batched_tokens: a.max_batched_tokens,
-        device: match a.device {
-            DeviceArg::Auto => Device::Auto,
-            DeviceArg::Cpu => Device::Cpu,
-            DeviceArg::Cuda => Device::Cuda,
-        },
-        seed: a.seed,
-        quantization: a.quantization.map(cli::QuantArg::engine),
-        fp8_prefill: a.fp8_prefill_weights.engine(),
-        speculative,
+        ..Default::default()
     };
-    let handle = engine::EngineHandle::start(&model, a.tokenizer.as_deref(), &args)
-        .with_context(|| format!("starting the engine for --model {}", a.model))?;
-    let name = a.served_model_name.unwrap_or_else(|| a.model.clone());
+    let handle = start_engine(&a.load, args)?;
+    let name = a.served_model_name.unwrap_or_else(|| a.load.model.clone());
     // Kept to join the engine thread after the server stops (EngineHandle::shutdown).
     let engine = handle.clone();
     let state = state::AppState::new(handle, name);
