@@ -5,7 +5,7 @@
 //! bf16 on cuBLAS and the swiglu kernel after it.
 
 use super::{HIDDEN, INTER};
-use kernels::cudarc::driver::CudaSlice;
+use kernels::cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use kernels::ops;
 use kernels::{Gpu, bf16, f16};
 
@@ -25,7 +25,7 @@ pub(super) fn random_weights() -> bool {
 fn fill_from<T: kernels::cudarc::driver::DeviceRepr>(
     g: &Gpu,
     buf: &mut CudaSlice<T>,
-    block: &kernels::cudarc::driver::CudaView<'_, T>,
+    block: &CudaView<'_, T>,
 ) {
     let mut off = 0;
     while off < buf.len() {
@@ -52,6 +52,24 @@ pub(super) fn random_block(g: &Gpu, fp8: bool) -> CudaSlice<u8> {
         })
         .collect();
     g.stream().clone_htod(&bytes).unwrap()
+}
+
+/// y = x w^T for FP8 w on the kernel the engine runs at x's rows: the skinny GEMM up to 8,
+/// the wide one past. The engine zeroes a split wide GEMM's y inside the wide GEMM before it
+/// (ops::WideZeros); here nothing does, and sums of zeros stay zero: no memset either.
+fn fp8_gemm<X: ops::SkinnyX>(
+    g: &Gpu,
+    x: &CudaView<'_, X>,
+    m8: ops::Fp8Matrix<'_, '_>,
+    y: &mut CudaViewMut<'_, f32>,
+) {
+    if x.len() / m8.k > ops::SKINNY_MAX_ROWS {
+        let zeros = ops::WideZeros { y_zeroed: true, clear: None };
+        ops::wide_fp8_into(g, x, &ops::WideFp8(m8), y, zeros)
+    } else {
+        ops::skinny_gemm_fp8_into(g, x, &m8, y)
+    }
+    .unwrap()
 }
 
 impl Linear {
@@ -82,8 +100,8 @@ impl Linear {
     }
 
     fn fp8<'a, 'b>(
-        codes: &'a kernels::cudarc::driver::CudaView<'b, u8>,
-        scales: &'a kernels::cudarc::driver::CudaView<'b, f32>,
+        codes: &'a CudaView<'b, u8>,
+        scales: &'a CudaView<'b, f32>,
         n: usize,
         k: usize,
         interleave: usize,
@@ -96,25 +114,15 @@ impl Linear {
         let (xv, mut yv) = (x.as_view(), y.as_view_mut());
         let wide = x.len() / k > ops::SKINNY_MAX_ROWS;
         match self {
-            Linear::Bf16(w) if wide => ops::gemm_into(g, &xv, &w.as_view(), n, k, &mut yv),
-            Linear::Bf16(w) => ops::skinny_gemm_into(g, &xv, &w.as_view(), Self::layout(g), n, k, &mut yv),
+            Linear::Bf16(w) if wide => ops::gemm_into(g, &xv, &w.as_view(), n, k, &mut yv).unwrap(),
+            Linear::Bf16(w) => {
+                ops::skinny_gemm_into(g, &xv, &w.as_view(), Self::layout(g), n, k, &mut yv).unwrap()
+            }
             Linear::Fp8(c, s) => {
                 let (cv, sv) = (c.as_view(), s.as_view());
-                let m8 = Self::fp8(&cv, &sv, n, k, 0);
-                if wide {
-                    ops::wide_fp8_into(g, &xv, &ops::WideFp8(m8), &mut yv, Self::zeroed())
-                } else {
-                    ops::skinny_gemm_fp8_into(g, &xv, &m8, &mut yv)
-                }
+                fp8_gemm(g, &xv, Self::fp8(&cv, &sv, n, k, 0), &mut yv)
             }
         }
-        .unwrap()
-    }
-
-    /// The engine zeroes a split wide GEMM's y inside the wide GEMM before it (ops::WideZeros);
-    /// here nothing does, and the sums of zeros stay zero: no memset in the chain either.
-    fn zeroed() -> ops::WideZeros<'static, 'static> {
-        ops::WideZeros { y_zeroed: true, clear: None }
     }
 
     pub fn is_fp8(&self) -> bool {
@@ -125,14 +133,7 @@ impl Linear {
     pub fn run_f16(&self, g: &Gpu, x: &CudaSlice<f16>, n: usize, k: usize, y: &mut CudaSlice<f32>) {
         let Linear::Fp8(c, s) = self else { panic!("f16 x runs FP8 projections only") };
         let (cv, sv) = (c.as_view(), s.as_view());
-        let m8 = Self::fp8(&cv, &sv, n, k, 0);
-        let (xv, mut yv) = (x.as_view(), y.as_view_mut());
-        if x.len() / k > ops::SKINNY_MAX_ROWS {
-            ops::wide_fp8_into(g, &xv, &ops::WideFp8(m8), &mut yv, Self::zeroed())
-        } else {
-            ops::skinny_gemm_fp8_into(g, &xv, &m8, &mut yv)
-        }
-        .unwrap()
+        fp8_gemm(g, &x.as_view(), Self::fp8(&cv, &sv, n, k, 0), &mut y.as_view_mut())
     }
 
     /// `run_swiglu` on f16 x with an f16 act; FP8 weights only.
