@@ -1,27 +1,32 @@
 // Split decode attention on the tensor cores (mma.sync m16n8k16, bf16 in, f32 accumulation)
 // for head_dim 128 and up to 8 query heads per KV head: the same grid, inputs and partial
-// states as decode_attention.cu's kernels (block (row, kv head, split), 128 threads, tiles of
-// 64 positions, decode_attention_combine merges the splits), so the launcher swaps it in.
+// states as decode_attention.cu's kernels (block (row, kv head, split), 128 threads,
+// decode_attention_combine merges the splits), so the launcher swaps it in.
 //
 // Why: the block timeline (engine/PERF-LOG.md step 45) put most of the batch-8 attention's
-// time in its scores, softmax and P V: at batch 8 an SM holds 4-5 blocks of ~38 positions each, and the CUDA-core form issues ~3700 warp
-// instructions per block (q re-read from shared memory for every position, three block
-// barriers per tile). Here each warp takes 16 positions of the tile alone, with the
-// products on the tensor cores and the softmax in registers:
+// time in its scores, softmax and P V; at 16-64 rows (step 83) the block-wide 64-position
+// tiles' fixed costs (a slot lookup, then two block barriers, around each tile's copies)
+// left the copies at 1.4-2.2 TB/s. Here each warp takes chunks of 16 positions alone
+// (chunks w, w + 4, ... of the split) in a stage of its own, 34.8 KB in all as the tiles
+// were (5 blocks per SM); each chunk's slots were looked up while the one before was
+// copied, and no block barrier runs before the warps' states meet. (Two stages per warp,
+// the next chunk in flight during the products, need 69.6 KB and 3 blocks per SM: slower
+// at 8, 16 and 32 rows, step 85.) The products:
 //   S^T = K Q^T    (m = 16 positions, n = 8 query heads, k = 128: 8 MMAs; K by ldmatrix)
 //   O^T += V^T P^T (m = 16 dims x 8, n = 8 heads, k = 16 positions: 8 MMAs; V by
 //                   ldmatrix.trans, P^T through 512 bytes of the warp's shared memory)
 // Heads are the MMA's n so that one decode token's G <= 8 heads fill it; the positions
 // and dims take m. A lane holds heads 2t and 2t + 1 of positions g and g + 8 in S, of dims
 // g and g + 8 of each 16 in O, so the online softmax's per-head max and sum are three
-// shuffles. The warps' states meet once, after the last tile, in shared memory.
+// shuffles. The warps' states meet once, after the last chunk, in shared memory.
 //
 // Numerics against the CUDA-core kernels: the scores are sum(q k) * scale (they scale q
 // first) in the MMA's order, and P is rounded to bf16 for the P V product (FlashAttention's
 // choice, and the prefill kernel's); l sums the rounded P, so numerator and denominator agree.
 #include <cuda_bf16.h>
 
-#define DM_TILE 64
+// Positions a warp takes at a time (the MMAs' m).
+#define DM_CHUNK 16
 #define DM_D 128
 #define DM_MAXG 8
 #define DM_WARPS 4
@@ -45,17 +50,11 @@ __device__ __forceinline__ void dm_ldmatrix4(unsigned (&r)[4], const void* p) {
                      : "r"(smem_addr(p)));
 }
 
-// Rows [t0, t0 + n) of a cache into s, those below `fresh` (early) or the others (!early).
-__device__ __forceinline__ void dm_load_tile(__nv_bfloat16 (*s)[DM_PITCH],
-                                             const __nv_bfloat16* __restrict__ cache,
-                                             const int* s_slot, int t0, int n, int fresh,
-                                             bool early, int kvd, int kv_off) {
-    for (int idx = threadIdx.x; idx < n * (DM_D / 8); idx += DM_THREADS) {
-        const int i = idx / (DM_D / 8), c = idx % (DM_D / 8);
-        if ((t0 + i < fresh) == early)
-            cp_async16(&s[i][c * 8], cache + (size_t)s_slot[i] * kvd + kv_off + c * 8);
-    }
-}
+// One warp's stage: a chunk's K and V rows.
+struct DmStage {
+    __nv_bfloat16 k[DM_CHUNK][DM_PITCH];
+    __nv_bfloat16 v[DM_CHUNK][DM_PITCH];
+};
 
 // settled != 0: every row's positions before its last were written by earlier launches (a
 // decode step), so they are read before pdl_wait, as in decode_attention.cu.
@@ -72,10 +71,10 @@ __device__ __forceinline__ void decode_attention_mma_body(
     float* __restrict__ part_acc, float* __restrict__ part_ml, __nv_bfloat16* __restrict__ out,
     int heads, int kv_heads, int D_arg, int block_size, float scale, int settled) {
     pdl_trigger();
-    __shared__ __align__(16) __nv_bfloat16 s_k[DM_TILE][DM_PITCH];
-    __shared__ __align__(16) __nv_bfloat16 s_v[DM_TILE][DM_PITCH];
+    // The warps' stages; after the last chunk, the warps' O (s_o) and the block's merged
+    // state (s_acc).
+    __shared__ __align__(16) DmStage s_stage[DM_WARPS];
     __shared__ __align__(16) __nv_bfloat16 s_p[DM_WARPS][DM_MAXG][DM_PPITCH];
-    __shared__ int s_slot[DM_TILE];
     __shared__ float s_wm[DM_WARPS][DM_MAXG], s_wl[DM_WARPS][DM_MAXG];
     (void)D_arg;  // DM_D, checked by the launcher
     const float NEG_INF = __int_as_float(0xff800000);
@@ -85,123 +84,152 @@ __device__ __forceinline__ void decode_attention_mma_body(
     const int ctx = ctx_lens[r];
     const int per = (ctx + nsplit - 1) / nsplit;
     const int start = split * per, end = min(ctx, start + per);
+    const int chunks = start < end ? (end - start + DM_CHUNK - 1) / DM_CHUNK : 0;
+    // A warp multiplies chunks warp, warp + DM_WARPS, ... of the split, each copied by the
+    // warp alone into its stage, except where a split is at most one chunk (batch 1's 32
+    // splits of ~11 positions): then every warp copies a quarter of it into warp 0's
+    // stage, and warp 0 alone multiplies it.
+    const bool one_chunk = per <= DM_CHUNK;  // block-uniform
+    const int owner = one_chunk ? 0 : warp;  // the warp whose chunks this one copies
+    const int owned = chunks > owner ? (chunks - owner + DM_WARPS - 1) / DM_WARPS : 0;
+    const int mine = one_chunk && warp != 0 ? 0 : owned;  // the chunks this warp multiplies
+    DmStage& st = s_stage[owner];
     const int* table = tables + table_offs[r];
     const int fresh = settled ? ctx - 1 : 0;
+    // The first position of the owner's j-th chunk.
+    auto chunk_t0 = [&](int j) { return start + (owner + j * DM_WARPS) * DM_CHUNK; };
+    // Lane i < 16's slot: the cache slot of position i of the owner's j-th chunk (0 past it).
+    auto slot_of = [&](int j) {
+        const int p = chunk_t0(j) + lane;
+        return j < owned && lane < DM_CHUNK && p < end
+                   ? table[p / block_size] * block_size + p % block_size
+                   : 0;
+    };
+    // The owner's j-th chunk into its stage: the positions below `fresh` (early) or the
+    // others (!early). Lane l copies 16 bytes of rows 2i + l / 16, i < 8, of K and V (in
+    // one_chunk, only this warp's two i), each row's slot from the lane that looked it up.
+    auto issue = [&](int j, int slot, int fresh_at, bool early) {
+        if (j >= owned) return;  // warp-uniform
+        const int t0 = chunk_t0(j), n = min(DM_CHUNK, end - t0), c = (lane & 15) * 8;
+#pragma unroll
+        for (int i = 0; i < DM_CHUNK / 2; ++i) {
+            const int row = 2 * i + (lane >> 4);
+            const size_t at = (size_t)__shfl_sync(0xffffffff, slot, row) * kvd + kv_off + c;
+            if ((!one_chunk || i / 2 == warp) && row < n && (t0 + row < fresh_at) == early) {
+                cp_async16(&st.k[row][c], k_cache + at);
+                cp_async16(&st.v[row][c], v_cache + at);
+            }
+        }
+    };
     // This lane's heads 2t and 2t + 1: running max and sum over the warp's positions, and
     // O^T's fragments (dims 16i + g and 16i + g + 8).
     float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.f, 0.f};
     float o[DM_D / 16][4];
 #pragma unroll
     for (int i = 0; i < DM_D / 16; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+    // The first chunk's settled positions stream before pdl_wait, the rest after.
+    const int slot0 = slot_of(0);
+    issue(0, slot0, fresh, true);
+    pdl_wait();  // q and the new token's K/V come from the previous kernel
     // Q^T's B fragments: head g (zero past G), dims 16ks + 2t, +1 and 16ks + 2t + 8, +9.
     unsigned qb[DM_D / 16][2];
-    bool waited = false;
-    for (int t0 = start; t0 < end; t0 += DM_TILE) {
-        const int n = min(DM_TILE, end - t0);
-        tile_slots(s_slot, table, t0, n, block_size);
-        __syncthreads();  // also: the previous tile's readers of s_k and s_v are done
-        if (!waited) {
-            dm_load_tile(s_k, k_cache, s_slot, t0, n, fresh, true, kvd, kv_off);
-            dm_load_tile(s_v, v_cache, s_slot, t0, n, fresh, true, kvd, kv_off);
-            pdl_wait();  // q and the new token's K/V come from the previous kernel
-            waited = true;
-            const unsigned* qrow = reinterpret_cast<const unsigned*>(
-                q + ((size_t)r * heads + (size_t)kvh * G + (g < G ? g : 0)) * DM_D);
+    {
+        const unsigned* qrow = reinterpret_cast<const unsigned*>(
+            q + ((size_t)r * heads + (size_t)kvh * G + (g < G ? g : 0)) * DM_D);
 #pragma unroll
-            for (int ks = 0; ks < DM_D / 16; ++ks) {
-                qb[ks][0] = g < G ? qrow[ks * 8 + t] : 0u;
-                qb[ks][1] = g < G ? qrow[ks * 8 + t + 4] : 0u;
-            }
-            dm_load_tile(s_k, k_cache, s_slot, t0, n, fresh, false, kvd, kv_off);
-            dm_load_tile(s_v, v_cache, s_slot, t0, n, fresh, false, kvd, kv_off);
-        } else {
-            dm_load_tile(s_k, k_cache, s_slot, t0, n, 0, false, kvd, kv_off);
-            dm_load_tile(s_v, v_cache, s_slot, t0, n, 0, false, kvd, kv_off);
+        for (int ks = 0; ks < DM_D / 16; ++ks) {
+            qb[ks][0] = g < G ? qrow[ks * 8 + t] : 0u;
+            qb[ks][1] = g < G ? qrow[ks * 8 + t + 4] : 0u;
         }
-        // V rows past n that a warp's MMA reads: their P is 0, but 0 times a NaN left in
-        // shared memory would still poison the sum. (K's are masked by a select.)
-        const int vend = min(DM_TILE, (n + 15) & ~15);
-        for (int idx = tid; idx < (vend - n) * (DM_D / 8); idx += DM_THREADS)
-            *reinterpret_cast<uint4*>(&s_v[n + idx / (DM_D / 8)][(idx % (DM_D / 8)) * 8]) =
-                make_uint4(0, 0, 0, 0);
-        asm volatile("cp.async.wait_all;" ::: "memory");
-        __syncthreads();  // the K and V tiles are in shared memory
-        if (t0 == start) TRACE_MARK(2);
-        const int p0 = warp * 16;
-        if (p0 < n) {  // warp-uniform
-            float s[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-            for (int ks = 0; ks < DM_D / 16; ++ks) {
-                unsigned a[4];
-                dm_ldmatrix4<false>(
-                    a, &s_k[p0 + (lane & 7) + ((lane >> 3) & 1) * 8][ks * 16 + (lane >> 4) * 8]);
-                mma_bf16_16816(s, a, qb[ks][0], qb[ks][1]);
-            }
-            // s: positions p0 + g (s[0], s[1]) and p0 + g + 8 (s[2], s[3]); heads 2t, 2t + 1.
-            const bool va = p0 + g < n, vb = p0 + g + 8 < n;
-            float x[4] = {va ? s[0] * scale : NEG_INF, va ? s[1] * scale : NEG_INF,
-                          vb ? s[2] * scale : NEG_INF, vb ? s[3] * scale : NEG_INF};
-            float mx[2] = {fmaxf(x[0], x[2]), fmaxf(x[1], x[3])};
-#pragma unroll
-            for (int e = 0; e < 2; ++e)
-#pragma unroll
-                for (int off = 4; off < 32; off <<= 1)
-                    mx[e] = fmaxf(mx[e], __shfl_xor_sync(0xffffffff, mx[e], off));
-            // Position p0 < n is valid, so each head's max is finite here.
-            float corr[2], sum[2];
-            unsigned short pb[4];
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const float mn = fmaxf(m[e], mx[e]);
-                corr[e] = expf(m[e] - mn);  // 0 on the warp's first tile (m = -inf)
-                m[e] = mn;
-                const __nv_bfloat16 lo = __float2bfloat16(expf(x[e] - mn));
-                const __nv_bfloat16 hi = __float2bfloat16(expf(x[e + 2] - mn));
-                pb[e] = __bfloat16_as_ushort(lo);
-                pb[e + 2] = __bfloat16_as_ushort(hi);
-                sum[e] = __bfloat162float(lo) + __bfloat162float(hi);
-            }
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-#pragma unroll
-                for (int off = 4; off < 32; off <<= 1)
-                    sum[e] += __shfl_xor_sync(0xffffffff, sum[e], off);
-                l[e] = l[e] * corr[e] + sum[e];
-            }
-#pragma unroll
-            for (int i = 0; i < DM_D / 16; ++i) {
-                o[i][0] *= corr[0];
-                o[i][1] *= corr[1];
-                o[i][2] *= corr[0];
-                o[i][3] *= corr[1];
-            }
-            // P^T's B fragments come from P[head][position]: lane (g, t) holds heads 2t,
-            // 2t + 1 of positions g, g + 8.
-            unsigned short(*pw)[DM_PPITCH] =
-                reinterpret_cast<unsigned short(*)[DM_PPITCH]>(&s_p[warp][0][0]);
-            pw[2 * t][g] = pb[0];
-            pw[2 * t + 1][g] = pb[1];
-            pw[2 * t][g + 8] = pb[2];
-            pw[2 * t + 1][g + 8] = pb[3];
-            __syncwarp();
-            const unsigned b0 = *reinterpret_cast<const unsigned*>(&pw[g][2 * t]);
-            const unsigned b1 = *reinterpret_cast<const unsigned*>(&pw[g][2 * t + 8]);
-#pragma unroll
-            for (int i = 0; i < DM_D / 16; ++i) {
-                unsigned a[4];
-                dm_ldmatrix4<true>(
-                    a, &s_v[p0 + (lane & 7) + (lane >> 4) * 8][i * 16 + ((lane >> 3) & 1) * 8]);
-                mma_bf16_16816(o[i], a, b0, b1);
-            }
-            __syncwarp();  // pw is rewritten at the next tile
-        }
-        if (t0 == start) TRACE_MARK(3);
     }
-    // A split past the row's context loaded nothing, but its (empty) partials overwrite
-    // buffers the previous layer's merge may still read.
-    if (!waited) pdl_wait();
-    if (!CLUSTER && per <= 16) {
-        // Every position of the split was warp 0's (one tile, n <= 16; batch 1 at
+    issue(0, slot0, fresh, false);
+    if (one_chunk) {  // the warps' quarters of warp 0's chunk are all in shared memory
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        __syncthreads();
+    }
+    // The next chunk's slots are looked up while this one is copied and multiplied.
+    int slot_next = slot_of(1);
+    for (int j = 0; j < mine; ++j) {
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        const int n = min(DM_CHUNK, end - chunk_t0(j));
+        // V rows past n that the MMA reads: their P is 0, but 0 times a NaN left in shared
+        // memory would still poison the sum. (K's are masked by a select.)
+        for (int idx = lane; idx < (DM_CHUNK - n) * (DM_D / 8); idx += 32)
+            *reinterpret_cast<uint4*>(&st.v[n + idx / (DM_D / 8)][(idx % (DM_D / 8)) * 8]) =
+                make_uint4(0, 0, 0, 0);
+        __syncwarp();  // every lane's copies of the chunk are in shared memory
+        if (j == 0) TRACE_MARK(2);
+        float s[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int ks = 0; ks < DM_D / 16; ++ks) {
+            unsigned a[4];
+            dm_ldmatrix4<false>(
+                a, &st.k[(lane & 7) + ((lane >> 3) & 1) * 8][ks * 16 + (lane >> 4) * 8]);
+            mma_bf16_16816(s, a, qb[ks][0], qb[ks][1]);
+        }
+        // s: positions g (s[0], s[1]) and g + 8 (s[2], s[3]) of the chunk; heads 2t, 2t + 1.
+        const bool va = g < n, vb = g + 8 < n;
+        float x[4] = {va ? s[0] * scale : NEG_INF, va ? s[1] * scale : NEG_INF,
+                      vb ? s[2] * scale : NEG_INF, vb ? s[3] * scale : NEG_INF};
+        float mx[2] = {fmaxf(x[0], x[2]), fmaxf(x[1], x[3])};
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+#pragma unroll
+            for (int off = 4; off < 32; off <<= 1)
+                mx[e] = fmaxf(mx[e], __shfl_xor_sync(0xffffffff, mx[e], off));
+        // The chunk's position 0 is valid, so each head's max is finite here.
+        float corr[2], sum[2];
+        unsigned short pb[4];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const float mn = fmaxf(m[e], mx[e]);
+            corr[e] = expf(m[e] - mn);  // 0 on the warp's first chunk (m = -inf)
+            m[e] = mn;
+            const __nv_bfloat16 lo = __float2bfloat16(expf(x[e] - mn));
+            const __nv_bfloat16 hi = __float2bfloat16(expf(x[e + 2] - mn));
+            pb[e] = __bfloat16_as_ushort(lo);
+            pb[e + 2] = __bfloat16_as_ushort(hi);
+            sum[e] = __bfloat162float(lo) + __bfloat162float(hi);
+        }
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+#pragma unroll
+            for (int off = 4; off < 32; off <<= 1)
+                sum[e] += __shfl_xor_sync(0xffffffff, sum[e], off);
+            l[e] = l[e] * corr[e] + sum[e];
+        }
+#pragma unroll
+        for (int i = 0; i < DM_D / 16; ++i) {
+            o[i][0] *= corr[0];
+            o[i][1] *= corr[1];
+            o[i][2] *= corr[0];
+            o[i][3] *= corr[1];
+        }
+        // P^T's B fragments come from P[head][position]: lane (g, t) holds heads 2t,
+        // 2t + 1 of positions g, g + 8.
+        unsigned short(*pw)[DM_PPITCH] =
+            reinterpret_cast<unsigned short(*)[DM_PPITCH]>(&s_p[warp][0][0]);
+        pw[2 * t][g] = pb[0];
+        pw[2 * t + 1][g] = pb[1];
+        pw[2 * t][g + 8] = pb[2];
+        pw[2 * t + 1][g + 8] = pb[3];
+        __syncwarp();
+        const unsigned b0 = *reinterpret_cast<const unsigned*>(&pw[g][2 * t]);
+        const unsigned b1 = *reinterpret_cast<const unsigned*>(&pw[g][2 * t + 8]);
+#pragma unroll
+        for (int i = 0; i < DM_D / 16; ++i) {
+            unsigned a[4];
+            dm_ldmatrix4<true>(
+                a, &st.v[(lane & 7) + (lane >> 4) * 8][i * 16 + ((lane >> 3) & 1) * 8]);
+            mma_bf16_16816(o[i], a, b0, b1);
+        }
+        __syncwarp();  // the stage and pw are rewritten from here on
+        issue(j + 1, slot_next, 0, false);
+        slot_next = slot_of(j + 2);
+        if (j == 0) TRACE_MARK(3);
+    }
+    if (!CLUSTER && one_chunk) {
+        // Every position of the split was warp 0's (one chunk, n <= 16; batch 1 at
         // Qwen3-8B: 32 splits of ~11): it writes the result from its fragments, with no
         // barrier and no merge of warps.
         if (warp == 0)
@@ -233,14 +261,14 @@ __device__ __forceinline__ void decode_attention_mma_body(
         TRACE_MARK(5);
         return;
     }
-    __syncthreads();  // every warp is done with s_k, which now holds the warps' O
+    __syncthreads();  // every warp is done with its stages, where the warps' O now go
     if (g == 0)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
             s_wm[warp][2 * t + e] = m[e];
             s_wl[warp][2 * t + e] = l[e];
         }
-    float(*s_o)[DM_MAXG][DM_D] = reinterpret_cast<float(*)[DM_MAXG][DM_D]>(&s_k[0][0]);
+    float(*s_o)[DM_MAXG][DM_D] = reinterpret_cast<float(*)[DM_MAXG][DM_D]>(&s_stage[0]);
 #pragma unroll
     for (int i = 0; i < DM_D / 16; ++i)
 #pragma unroll
@@ -270,8 +298,8 @@ __device__ __forceinline__ void decode_attention_mma_body(
     __syncthreads();
     TRACE_MARK(4);
     const int d = tid;
-    // CLUSTER: this block's state for its peers, [head][dim], where V's tile was.
-    float* s_acc = reinterpret_cast<float*>(&s_v[0][0]);
+    // CLUSTER: this block's state for its peers, [head][dim], after the warps' O.
+    float* s_acc = reinterpret_cast<float*>(&s_stage[0]) + DM_WARPS * DM_MAXG * DM_D;
     for (int h = 0; h < G; ++h) {
         float acc = 0.f;
 #pragma unroll

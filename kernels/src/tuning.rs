@@ -41,8 +41,9 @@ pub struct Tuning {
     /// `bulk_stages_small` for FP8 weights. `LATLAB_FP8_BULK_STAGES_SMALL`.
     pub fp8_bulk_stages_small: u32,
     /// Blocks the split decode attention aims for (`ops::split_count`: splits = this /
-    /// (rows x kv heads), 1..=32): more splits fill the SMs at small batches, fewer make
-    /// each split's tile loop longer and its merge cheaper. `LATLAB_ATTENTION_BLOCKS`
+    /// (rows x kv heads), 1..=32, and 1 once the pairs are as many as the SMs): more splits
+    /// fill the SMs at small batches, fewer make each split's chunk loop longer and its
+    /// merge cheaper. `LATLAB_ATTENTION_BLOCKS`
     /// (`ATTENTION_BLOCKS_RANGE`).
     pub attention_blocks: u32,
     /// The shared-memory carveout each group of kernels asks for (carveout.rs): an SM

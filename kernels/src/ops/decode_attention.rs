@@ -19,18 +19,25 @@ pub const MAX_SPLITS: usize = 32;
 /// Splits merged inside one thread block cluster: the portable cluster size
 /// (DA_MAXCLUSTER).
 pub const MAX_CLUSTER_SPLITS: usize = 8;
-/// Splits for `rows` rows: about `Tuning::attention_blocks` blocks, at most MAX_SPLITS.
+/// Splits for `rows` rows: about `Tuning::attention_blocks` blocks, at most MAX_SPLITS; one
+/// once the (row, kv head) pairs are as many as the `sms` SMs: then every SM has a pair's
+/// chunks to stream, and a split would only add a merge (24 rows of Qwen3-8B, 192 pairs:
+/// one split beat two merged in a cluster by 1.8 % of the FP8 step, 32 rows by 1.5 %;
+/// engine/PERF-LOG.md step 85).
 /// Counts up to twice MAX_CLUSTER_SPLITS are capped at MAX_CLUSTER_SPLITS and merge in a
 /// cluster (`uses_cluster`); larger ones keep the merge kernel, since a cluster would cut
 /// their parallelism by more than half (batch 1: 32 -> 8 splits measured slower,
 /// engine/PERF-LOG.md steps 19-20). The same count for every step of a given batch size, so a
 /// captured graph stays valid.
 pub fn attention_splits(gpu: &Gpu, rows: usize, kv_heads: usize) -> usize {
-    split_count(&gpu.tuning(), rows, kv_heads)
+    split_count(&gpu.tuning(), gpu.sms(), rows, kv_heads)
 }
 
 /// `attention_splits` for a tuning (no GPU needed).
-pub fn split_count(t: &Tuning, rows: usize, kv_heads: usize) -> usize {
+pub fn split_count(t: &Tuning, sms: usize, rows: usize, kv_heads: usize) -> usize {
+    if rows * kv_heads >= sms {
+        return 1;
+    }
     let s = (t.attention_blocks as usize).div_ceil((rows * kv_heads).max(1)).clamp(1, MAX_SPLITS);
     if s <= 2 * MAX_CLUSTER_SPLITS { s.min(MAX_CLUSTER_SPLITS) } else { s }
 }
@@ -201,19 +208,22 @@ mod tests {
 
     #[test]
     fn clusters_take_only_split_counts_they_at_least_halve() {
-        // The default target, 384, with Qwen3-8B's 8 kv heads: batch 1 32 splits (the merge
-        // kernel), batch 4 12 capped at 8 (a cluster), batch 8 6 (a cluster).
+        // The default target, 384, with Qwen3-8B's 8 kv heads on 132 SMs: batch 1 32 splits
+        // (the merge kernel), batch 4 12 capped at 8 (a cluster), batch 8 6 (a cluster),
+        // batch 16 (128 pairs) 3; from batch 17 (136 pairs) on, one.
         let d = Tuning::default();
-        for (rows, want, cluster) in [(1, 32, false), (4, 8, true), (8, 6, true)] {
-            assert_eq!(split_count(&d, rows, 8), want, "rows {rows}");
+        for (rows, want, cluster) in
+            [(1, 32, false), (4, 8, true), (8, 6, true), (16, 3, true), (17, 1, false)]
+        {
+            assert_eq!(split_count(&d, 132, rows, 8), want, "rows {rows}");
             assert_eq!(uses_cluster(want), cluster, "rows {rows}");
         }
         assert!(!uses_cluster(32) && !uses_cluster(17) && !uses_cluster(1));
         assert!(uses_cluster(8) && uses_cluster(5) && uses_cluster(2));
         // 16 splits are capped at 8, 17 are not.
-        let at = |blocks| Tuning { attention_blocks: blocks, ..d };
-        assert_eq!(split_count(&at(128), 1, 8), MAX_CLUSTER_SPLITS);
-        assert_eq!(split_count(&at(129), 1, 8), 17);
-        assert_eq!(split_count(&at(4096), 1, 8), MAX_SPLITS);
+        let batch_1_at = |blocks| split_count(&Tuning { attention_blocks: blocks, ..d }, 132, 1, 8);
+        assert_eq!(batch_1_at(128), MAX_CLUSTER_SPLITS);
+        assert_eq!(batch_1_at(129), 17);
+        assert_eq!(batch_1_at(4096), MAX_SPLITS);
     }
 }
