@@ -115,6 +115,27 @@ impl Geometry {
     }
 }
 
+/// What neither the target's nor a draft's layers compute: an activation other than SiLU,
+/// q/k/v biases, scaled RoPE. Each is an error naming its field, not a silently wrong model.
+pub(crate) fn reject_unsupported(
+    hidden_act: Option<&str>,
+    attention_bias: Option<bool>,
+    rope_scaling: Option<&serde_json::Value>,
+) -> Result<()> {
+    if let Some(act) = hidden_act
+        && act != "silu"
+    {
+        return Err(EngineError::config("hidden_act", format!("`{act}` unsupported, only silu")));
+    }
+    if attention_bias == Some(true) {
+        return Err(EngineError::config("attention_bias", "true is unsupported (no q/k/v biases)"));
+    }
+    if rope_scaling.is_some_and(|v| !v.is_null()) {
+        return Err(EngineError::config("rope_scaling", "unsupported (only plain RoPE)"));
+    }
+    Ok(())
+}
+
 pub(crate) fn required(v: Option<usize>, field: &str) -> Result<usize> {
     match v {
         None => Err(EngineError::config(field, "missing")),
@@ -194,20 +215,7 @@ impl ModelConfig {
         {
             return Err(EngineError::config("architectures", format!("{archs:?} has no Qwen3ForCausalLM")));
         }
-        if let Some(act) = &hf.hidden_act
-            && act != "silu"
-        {
-            return Err(EngineError::config("hidden_act", format!("`{act}` unsupported, only silu")));
-        }
-        if hf.attention_bias == Some(true) {
-            return Err(EngineError::config(
-                "attention_bias",
-                "true is unsupported (Qwen3 has no q/k/v bias)",
-            ));
-        }
-        if matches!(&hf.rope_scaling, Some(v) if !v.is_null()) {
-            return Err(EngineError::config("rope_scaling", "unsupported (only plain RoPE)"));
-        }
+        reject_unsupported(hf.hidden_act.as_deref(), hf.attention_bias, hf.rope_scaling.as_ref())?;
         let Geometry {
             hidden_size,
             num_attention_heads,
@@ -360,6 +368,9 @@ mod tests {
             ("model_type", serde_json::json!("llama")),
             ("rope_theta", serde_json::json!(0.5)),
             ("eos_token_id", serde_json::json!(10_000_000)),
+            ("hidden_act", serde_json::json!("gelu")),
+            ("attention_bias", serde_json::json!(true)),
+            ("rope_scaling", serde_json::json!({ "rope_type": "yarn", "factor": 4.0 })),
         ] {
             let mut v = base();
             v[field] = value;

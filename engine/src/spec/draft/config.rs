@@ -4,7 +4,7 @@
 //! The draft is one Llama decoder layer (no q/k norms, plain RoPE) whose attention reads
 //! 2 x hidden inputs; its vocabulary is a subset of the target's (`draft_vocab_size`).
 
-use crate::config::{Geometry, ModelConfig, read_json, required};
+use crate::config::{Geometry, ModelConfig, read_json, reject_unsupported, required};
 use crate::error::{EngineError, Result};
 use serde::Deserialize;
 use std::path::Path;
@@ -105,17 +105,7 @@ impl DraftConfig {
                 format!("{n}: only one-layer drafts are supported"),
             ));
         }
-        if let Some(act) = &hf.hidden_act
-            && act != "silu"
-        {
-            return Err(EngineError::config("hidden_act", format!("`{act}` unsupported, only silu")));
-        }
-        if hf.attention_bias == Some(true) {
-            return Err(EngineError::config("attention_bias", "true is unsupported"));
-        }
-        if matches!(&hf.rope_scaling, Some(s) if !s.is_null()) {
-            return Err(EngineError::config("rope_scaling", "unsupported (only plain RoPE)"));
-        }
+        reject_unsupported(hf.hidden_act.as_deref(), hf.attention_bias, hf.rope_scaling.as_ref())?;
         // A tied draft would use the target's embedding as its lm_head, over the full vocab.
         if hf.tie_word_embeddings == Some(true) {
             return Err(EngineError::config(

@@ -69,6 +69,7 @@ fn config_errors_name_the_field() {
         ("num_hidden_layers", serde_json::json!(2)),
         ("eagle_aux_hidden_state_layer_ids", serde_json::json!([1, 2])),
         ("hidden_act", serde_json::json!("gelu")),
+        ("attention_bias", serde_json::json!(true)),
     ] {
         let mut v = qwen3_8b_draft_json();
         v[field] = value;
