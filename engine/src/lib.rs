@@ -2,6 +2,7 @@
 //! template, scheduler with a paged KV block manager, model backends (CPU reference now),
 //! sampler, and the engine thread that owns the model.
 
+pub mod bf16_round;
 pub mod checkpoint_writer;
 pub mod config;
 pub mod error;

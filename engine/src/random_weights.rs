@@ -2,6 +2,7 @@
 //! splitmix64 generator, no dependency on rand's unstable StdRng). Values are rounded to
 //! bf16 so that `random:<preset>` in memory equals the checkpoint `make-model` writes.
 
+use crate::bf16_round::round_bf16;
 use crate::tensor_names::{Kind, TensorSpec};
 use half::bf16;
 use rayon::prelude::*;
@@ -40,7 +41,7 @@ fn fill<T: Send>(spec: &TensorSpec, seed: u64, out_of: impl Fn(bf16) -> T + Sync
     // A usize range is an indexed iterator: collect writes each value in place.
     (0..spec.numel())
         .into_par_iter()
-        .map(|i| out_of(bf16::from_f32(center + a * draw(start, i as u64))))
+        .map(|i| out_of(round_bf16(center + a * draw(start, i as u64))))
         .collect()
 }
 

@@ -15,6 +15,7 @@
 //! allows, so that decode runs gate|up and SwiGLU as one kernel (FP8 scales keep the
 //! checkpoint's gate-then-up order; the kernels map rows back).
 
+use crate::bf16_round::round_bf16;
 use crate::error::{EngineError, Result};
 use crate::weights::{Fp8Weight, Mat, ModelWeights};
 use kernels::Gpu;
@@ -142,7 +143,7 @@ fn gpu_err(what: &str) -> impl Fn(kernels::cudarc::driver::DriverError) -> Engin
 fn to_bf16(mats: &[&Mat]) -> Vec<bf16> {
     let mut out = Vec::with_capacity(mats.iter().map(|m| m.data.len()).sum());
     for m in mats {
-        out.par_extend(m.data.par_iter().map(|&s| bf16::from_f32(s)));
+        out.par_extend(m.data.par_iter().map(|&s| round_bf16(s)));
     }
     out
 }
