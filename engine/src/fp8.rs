@@ -185,8 +185,10 @@ pub fn dequantize_into(w: &Fp8Weight, rows: usize, cols: usize, out: &mut [f32])
     out.par_chunks_mut(stride).zip(w.bits.par_chunks(stride)).zip(w.scale_inv.par_chunks(bc)).for_each(
         |((o, q), scales)| {
             for (orow, qrow) in o.chunks_mut(cols).zip(q.chunks(cols)) {
-                for (j, (o, &q)) in orow.iter_mut().zip(qrow).enumerate() {
-                    *o = table[q as usize] * scales[j / BLOCK];
+                for ((og, qg), &scale) in orow.chunks_mut(BLOCK).zip(qrow.chunks(BLOCK)).zip(scales) {
+                    for (o, &q) in og.iter_mut().zip(qg) {
+                        *o = table[q as usize] * scale;
+                    }
                 }
             }
         },
