@@ -22,7 +22,7 @@ pub const MAX_CLUSTER_SPLITS: usize = 8;
 /// Splits for `rows` rows: about `Tuning::attention_blocks` blocks, at most MAX_SPLITS; one
 /// once the (row, kv head) pairs are as many as the `sms` SMs: then every SM has a pair's
 /// chunks to stream, and a split would only add a merge (24 rows of Qwen3-8B, 192 pairs:
-/// one split beat two merged in a cluster by 1.8 % of the FP8 step, 32 rows by 1.5 %;
+/// one split beat two merged in a cluster by 1.8 % of the FP8 step, 32 rows by 1.2 %;
 /// engine/PERF-LOG.md step 85).
 /// Counts up to twice MAX_CLUSTER_SPLITS are capped at MAX_CLUSTER_SPLITS and merge in a
 /// cluster (`uses_cluster`); larger ones keep the merge kernel, since a cluster would cut
