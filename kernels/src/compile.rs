@@ -207,11 +207,17 @@ impl DiskCache {
         Ok((cubin, false))
     }
 
-    /// Write via a temp file + rename, so a concurrent reader never sees half a cubin.
+    /// Write via a temp file + rename, so a concurrent reader never sees half a cubin. The
+    /// temp file is the writer thread's own: test binaries start a Gpu per test, on
+    /// parallel threads of one process, and two threads compiling into an empty cache
+    /// shared a per-process name, one renaming the file away while the other still wrote
+    /// it (a `cuda_attention` run on a fresh cache, 2026-12-07).
     fn store(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         let io = |source| KernelError::Cache { path: path.display().to_string(), source };
         std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let thread: String =
+            format!("{:?}", std::thread::current().id()).chars().filter(char::is_ascii_digit).collect();
+        let tmp = path.with_extension(format!("tmp{}-{thread}", std::process::id()));
         std::fs::write(&tmp, bytes).map_err(io)?;
         std::fs::rename(&tmp, path).map_err(io)
     }
@@ -219,6 +225,30 @@ impl DiskCache {
 
 #[cfg(test)]
 mod tests {
+    /// Threads of one process storing the same cubin at once (tests starting their Gpus on
+    /// an empty cache) all succeed, and the file is always one whole payload.
+    #[test]
+    fn concurrent_stores_of_one_cubin_all_land_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = super::DiskCache { dir: dir.path().to_path_buf() };
+        let path = dir.path().join("k-sm_90a-0.cubin");
+        let payload = |t: u8| vec![t; 1 << 18];
+        std::thread::scope(|s| {
+            for t in 0..8u8 {
+                let (cache, path) = (&cache, &path);
+                s.spawn(move || {
+                    for _ in 0..20 {
+                        cache.store(path, &payload(t)).unwrap();
+                        let got = std::fs::read(path).unwrap();
+                        assert!(got.len() == 1 << 18 && got.iter().all(|&b| b == got[0]), "a torn cubin");
+                    }
+                });
+            }
+        });
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, [std::ffi::OsString::from("k-sm_90a-0.cubin")], "temp files left behind");
+    }
+
     #[test]
     fn ptxas_usage_is_read_per_kernel() {
         let log = "ptxas info    : 0 bytes gmem
