@@ -43,8 +43,7 @@ pub struct Tuning {
     /// Blocks the split decode attention aims for (`ops::split_count`: splits = this /
     /// (rows x kv heads), 1..=32, and 1 once the pairs are as many as the SMs): more splits
     /// fill the SMs at small batches, fewer make each split's chunk loop longer and its
-    /// merge cheaper. `LATLAB_ATTENTION_BLOCKS`
-    /// (`ATTENTION_BLOCKS_RANGE`).
+    /// merge cheaper. `LATLAB_ATTENTION_BLOCKS` (`ATTENTION_BLOCKS_RANGE`).
     pub attention_blocks: u32,
     /// The shared-memory carveout each group of kernels asks for (carveout.rs): an SM
     /// changes its L1/shared split only when idle, so this decides which kernels' blocks

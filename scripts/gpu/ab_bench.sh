@@ -29,13 +29,15 @@ for q in $QUANTS; do
     done
   done
 done
+# A log's figures for batch $2 in the last round (q, b and r below pick the logs).
 ms() { grep -E "^round $LAST: batch $2 " "$1" | sed -E "s/.*\(([0-9.]+) ms\/step\).*/\1/"; }
+ttft() { grep -E "^round $LAST: batch $b " "$OUT/ab_${q}_$1_$r.log" | sed -E "s/.*TTFT ([0-9.]+) s.*/\1/"; }
+mean() { local r; for r in $(seq 1 "$RUNS"); do ms "$OUT/ab_${q}_$1_$r.log" "$b"; done | awk '{s += $1; n++} END {if (n) printf "%.3f", s / n}'; }
 echo "| weights | batch | run | A ms/step | B ms/step | A TTFT s | B TTFT s |"
 echo "|---|---|---|---|---|---|---|"
 for q in $QUANTS; do
   for b in ${BATCHES//,/ }; do
     for r in $(seq 1 "$RUNS"); do
-      ttft() { grep -E "^round $LAST: batch $b " "$OUT/ab_${q}_$1_$r.log" | sed -E "s/.*TTFT ([0-9.]+) s.*/\1/"; }
       echo "| $q | $b | $r | $(ms "$OUT/ab_${q}_A_$r.log" "$b") | $(ms "$OUT/ab_${q}_B_$r.log" "$b") | $(ttft A) | $(ttft B) |"
     done
   done
@@ -44,7 +46,6 @@ echo "| weights | batch | A mean | B mean | B / A |"
 echo "|---|---|---|---|---|"
 for q in $QUANTS; do
   for b in ${BATCHES//,/ }; do
-    mean() { for r in $(seq 1 "$RUNS"); do ms "$OUT/ab_${q}_$1_$r.log" "$b"; done | awk '{s += $1; n++} END {if (n) printf "%.3f", s / n}'; }
     a=$(mean A) bm=$(mean B)
     echo "| $q | $b | $a | $bm | $(awk -v a="$a" -v b="$bm" 'BEGIN {if (a > 0) printf "%+.1f %%", (b / a - 1) * 100}') |"
   done
